@@ -1,0 +1,286 @@
+package format
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// MetadataKey is the schema metadata key holding the capture's Meta as JSON.
+const MetadataKey = "bpftape"
+
+// SchemaVersion is bumped whenever the column layout or Meta changes incompatibly.
+const SchemaVersion = 1
+
+// Type is the type of one recorded field; integers keep the width and
+// signedness the kernel gave them so that histograms of a 32-bit return value
+// see the same bits BCC would.
+type Type uint8
+
+// Field types.
+const (
+	TypeInvalid Type = iota
+	Int8
+	Int16
+	Int32
+	Int64
+	Uint8
+	Uint16
+	Uint32
+	Uint64
+	String
+)
+
+var typeNames = [...]string{"invalid", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "string"}
+
+func (t Type) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("Type(%d)", uint8(t))
+}
+
+// MarshalText writes the type's name, so that the JSON metadata reads "uint64".
+func (t Type) MarshalText() ([]byte, error) {
+	if t == TypeInvalid || int(t) >= len(typeNames) {
+		return nil, fmt.Errorf("invalid field type %d", uint8(t))
+	}
+	return []byte(typeNames[t]), nil
+}
+
+// UnmarshalText parses a type name written by MarshalText.
+func (t *Type) UnmarshalText(b []byte) error {
+	for i, n := range typeNames {
+		if i > 0 && n == string(b) {
+			*t = Type(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown field type %q", b)
+}
+
+// IntType returns the integer type of the given size in bytes and signedness.
+func IntType(size int, signed bool) (Type, error) {
+	var t Type
+	switch size {
+	case 1:
+		t = Uint8
+	case 2:
+		t = Uint16
+	case 4:
+		t = Uint32
+	case 8:
+		t = Uint64
+	default:
+		return TypeInvalid, fmt.Errorf("integer size %d is not 1, 2, 4 or 8", size)
+	}
+	if signed {
+		t -= Uint8 - Int8
+	}
+	return t, nil
+}
+
+// Signed reports whether t is a signed integer type.
+func (t Type) Signed() bool { return t >= Int8 && t <= Int64 }
+
+// IsInt reports whether t is an integer type.
+func (t Type) IsInt() bool { return t >= Int8 && t <= Uint64 }
+
+// Size is the width of an integer type in bytes, 0 for strings.
+func (t Type) Size() int {
+	switch t {
+	case Int8, Uint8:
+		return 1
+	case Int16, Uint16:
+		return 2
+	case Int32, Uint32:
+		return 4
+	case Int64, Uint64:
+		return 8
+	}
+	return 0
+}
+
+func (t Type) arrow() arrow.DataType {
+	switch t {
+	case Int8:
+		return arrow.PrimitiveTypes.Int8
+	case Int16:
+		return arrow.PrimitiveTypes.Int16
+	case Int32:
+		return arrow.PrimitiveTypes.Int32
+	case Int64:
+		return arrow.PrimitiveTypes.Int64
+	case Uint8:
+		return arrow.PrimitiveTypes.Uint8
+	case Uint16:
+		return arrow.PrimitiveTypes.Uint16
+	case Uint32:
+		return arrow.PrimitiveTypes.Uint32
+	case Uint64:
+		return arrow.PrimitiveTypes.Uint64
+	case String:
+		return arrow.BinaryTypes.String
+	}
+	return nil
+}
+
+// Field is one recorded value of a probe: an argument, a return value or a
+// tracepoint field. Column names the Arrow column that holds it.
+type Field struct {
+	Name   string `json:"name"`
+	Type   Type   `json:"type"`
+	Column string `json:"column"`
+}
+
+// Probe describes one probe of a capture; its index in Meta.Probes is the
+// probe's id and its Name is the value of the probe column.
+type Probe struct {
+	Name    string  `json:"name"`
+	Kind    string  `json:"kind"`             // uprobe, uretprobe, usdt, tracepoint, ...
+	Spec    string  `json:"spec"`             // as the user typed it
+	Target  string  `json:"target,omitempty"` // binary or library path
+	BuildID string  `json:"build_id,omitempty"`
+	Fields  []Field `json:"fields"`
+}
+
+// Field returns the index of the field called name, or -1.
+func (p *Probe) Field(name string) int {
+	for i := range p.Fields {
+		if p.Fields[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Meta is everything a capture says about itself, stored as JSON in the
+// schema metadata so that it is known before the first event is read.
+type Meta struct {
+	SchemaVersion int      `json:"schema_version"`
+	Tool          string   `json:"tool"`
+	Host          string   `json:"host"`
+	Kernel        string   `json:"kernel"`
+	CommandLine   []string `json:"command_line"`
+	// StartWall and StartBoot were read together when the capture started:
+	// an event's wall-clock time is StartWall + (time - StartBoot).
+	StartWall   time.Time `json:"start_wall"`
+	StartBoot   int64     `json:"start_boot_ns"`
+	Compression string    `json:"compression"`
+	Probes      []Probe   `json:"probes"`
+	// Extra holds free-form facts (the traced command, the ring buffer size...).
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// WallTime converts an event's boot-clock time to wall-clock time.
+func (m *Meta) WallTime(bootNs int64) time.Time {
+	return m.StartWall.Add(time.Duration(bootNs - m.StartBoot))
+}
+
+// Probe returns the probe called name, or nil.
+func (m *Meta) Probe(name string) (int, *Probe) {
+	for i := range m.Probes {
+		if m.Probes[i].Name == name {
+			return i, &m.Probes[i]
+		}
+	}
+	return -1, nil
+}
+
+// ProbeNames lists the probes' names, for error messages that suggest them.
+func (m *Meta) ProbeNames() []string {
+	names := make([]string, len(m.Probes))
+	for i := range m.Probes {
+		names[i] = m.Probes[i].Name
+	}
+	return names
+}
+
+// fixed column names and positions, shared by every capture.
+const (
+	ColTime = iota
+	ColCPU
+	ColPID
+	ColTID
+	ColComm
+	ColProbe
+	ColLost
+	numFixed
+)
+
+var fixedNames = [numFixed]string{"time", "cpu", "pid", "tid", "comm", "probe", "lost"}
+
+// MaxProbes bounds the probe table; ids are stored as uint16 dictionary indices.
+const MaxProbes = 1 << 16
+
+// assignColumns validates the probe table and fills in each field's column:
+// fields of the same name and type share one column, a clash of types gets
+// "probe.field". It returns the field columns in order of first use.
+func (m *Meta) assignColumns() ([]Field, error) {
+	if len(m.Probes) == 0 {
+		return nil, fmt.Errorf("capture has no probes")
+	}
+	if len(m.Probes) > MaxProbes {
+		return nil, fmt.Errorf("%d probes: at most %d", len(m.Probes), MaxProbes)
+	}
+	var cols []Field
+	byName := map[string]int{}
+	for _, n := range fixedNames {
+		byName[n] = -1
+	}
+	seenProbe := map[string]bool{}
+	for pi := range m.Probes {
+		p := &m.Probes[pi]
+		if p.Name == "" {
+			return nil, fmt.Errorf("probe %d (%s) has no name", pi, p.Spec)
+		}
+		if seenProbe[p.Name] {
+			return nil, fmt.Errorf("two probes are named %q: name them NAME=SPEC", p.Name)
+		}
+		seenProbe[p.Name] = true
+		seenField := map[string]bool{}
+		for fi := range p.Fields {
+			f := &p.Fields[fi]
+			if f.Name == "" || seenField[f.Name] {
+				return nil, fmt.Errorf("probe %s: field %d has an empty or repeated name %q", p.Name, fi, f.Name)
+			}
+			seenField[f.Name] = true
+			if f.Type.arrow() == nil {
+				return nil, fmt.Errorf("probe %s: field %s has invalid type %v", p.Name, f.Name, f.Type)
+			}
+			name := f.Name
+			if ci, ok := byName[name]; ok && (ci < 0 || cols[ci].Type != f.Type) {
+				name = p.Name + "." + f.Name
+			}
+			ci, ok := byName[name]
+			if ok && (ci < 0 || cols[ci].Type != f.Type) {
+				return nil, fmt.Errorf("probe %s: field %s: column %q is taken", p.Name, f.Name, name)
+			}
+			if !ok {
+				ci = len(cols)
+				byName[name] = ci
+				cols = append(cols, Field{Name: name, Type: f.Type, Column: name})
+			}
+			f.Column = name
+		}
+	}
+	return cols, nil
+}
+
+func (m *Meta) encode() (string, error) {
+	b, err := json.Marshal(m)
+	return string(b), err
+}
+
+func decodeMeta(s string) (*Meta, error) {
+	m := new(Meta)
+	if err := json.Unmarshal([]byte(s), m); err != nil {
+		return nil, fmt.Errorf("bpftape metadata: %w", err)
+	}
+	if m.SchemaVersion != SchemaVersion {
+		return nil, fmt.Errorf("bpftape metadata: schema version %d, this bpftape reads %d", m.SchemaVersion, SchemaVersion)
+	}
+	return m, nil
+}

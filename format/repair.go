@@ -1,0 +1,69 @@
+package format
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+)
+
+// RepairResult says what Repair kept.
+type RepairResult struct {
+	Batches   int
+	Rows      int64
+	Recovered bool  // the input had no footer
+	Cut       error // why reading stopped early, if it did
+}
+
+// Repair copies every complete batch of in to a new standard capture out,
+// the way to turn the file of a killed recorder into one any Arrow reader opens.
+func Repair(in, out string) (res RepairResult, err error) {
+	r, err := Open(in)
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	res.Recovered = r.Recovered
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(out)
+		}
+	}()
+	pw := newPosWriter(f)
+	opts := []ipc.Option{ipc.WithSchema(r.Schema)}
+	switch Compression(r.Meta.Compression) {
+	case Zstd:
+		opts = append(opts, ipc.WithZstd())
+	case LZ4:
+		opts = append(opts, ipc.WithLZ4())
+	}
+	fw, err := ipc.NewFileWriter(pw, opts...)
+	if err != nil {
+		return res, err
+	}
+	for r.Next() {
+		if err := fw.Write(r.batch.rec); err != nil {
+			return res, fmt.Errorf("write %s: %w", out, err)
+		}
+		res.Batches++
+		res.Rows += int64(r.batch.Len)
+	}
+	if err := r.Err(); err != nil {
+		return res, err
+	}
+	res.Cut = r.RecoverErr
+	if err := fw.Close(); err != nil {
+		return res, fmt.Errorf("write %s: %w", out, err)
+	}
+	if err := pw.Flush(); err != nil {
+		return res, fmt.Errorf("write %s: %w", out, err)
+	}
+	return res, f.Sync()
+}

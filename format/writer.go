@@ -1,0 +1,476 @@
+package format
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/ipc"
+	"github.com/apache/arrow/go/v15/arrow/memory"
+)
+
+// Compression is the body compression of a capture's record batches.
+type Compression string
+
+// Supported compressions; zstd is the default because it makes the smallest files.
+const (
+	Zstd Compression = "zstd"
+	LZ4  Compression = "lz4"
+	None Compression = "none"
+)
+
+// ParseCompression checks a --compress value.
+func ParseCompression(s string) (Compression, error) {
+	switch c := Compression(s); c {
+	case Zstd, LZ4, None:
+		return c, nil
+	case "":
+		return Zstd, nil
+	}
+	return "", fmt.Errorf("unknown compression %q: use zstd, lz4 or none", s)
+}
+
+// Defaults for WriterOptions.
+const (
+	DefaultBatchRows  = 64 << 10
+	DefaultBatchBytes = 16 << 20
+	DefaultMaxAge     = time.Second
+)
+
+// WriterOptions tune a Writer; the zero value gives zstd, 64Ki-row batches
+// and a flush at least once per second (through Tick).
+type WriterOptions struct {
+	Compression Compression
+	// BatchRows and BatchBytes bound a batch: it is written when either is reached.
+	BatchRows  int
+	BatchBytes int
+	// MaxAge is how old a batch's first event may get before Tick writes it:
+	// the most a recorder killed with SIGKILL can lose.
+	MaxAge time.Duration
+}
+
+// Event is one sample to append. Ints and Strs are indexed by the probe's
+// field index; an integer field reads Ints, a string field reads Strs. The
+// Writer copies what it needs, so the caller can reuse an Event and its slices.
+type Event struct {
+	Time  int64 // ns, CLOCK_BOOTTIME
+	CPU   uint16
+	PID   uint32
+	TID   uint32
+	Comm  []byte // may be NUL-padded
+	Probe uint16 // index into Meta.Probes
+	Ints  []uint64
+	Strs  [][]byte
+}
+
+// Stats are a Writer's running totals; safe to read while the writer works.
+type Stats struct {
+	Events  atomic.Uint64 // event rows appended
+	Lost    atomic.Uint64 // events reported lost through Lost
+	Batches atomic.Uint64 // batches written
+	Bytes   atomic.Int64  // bytes written to the file so far
+}
+
+// probeLayout is where a probe's fields go: cols[i] is the column of field i,
+// absent the nullable columns the probe does not fill.
+type probeLayout struct {
+	cols   []int
+	absent []int
+}
+
+type batch struct {
+	n      int
+	strLen int
+	cols   []colBuf
+}
+
+// Writer appends events to a capture file. It is not safe for concurrent
+// use: one goroutine appends, while a second one compresses and writes the
+// previous batch, so that draining the ring buffer never waits for zstd.
+type Writer struct {
+	Stats Stats
+
+	meta    *Meta
+	schema  *arrow.Schema
+	dict    arrow.Array
+	dtype   *arrow.DictionaryType
+	opts    WriterOptions
+	layouts []probeLayout
+
+	file   io.Closer
+	out    *posWriter
+	fw     *ipc.FileWriter
+	cur    *batch
+	since  time.Time
+	work   chan *batch
+	free   chan *batch
+	done   chan struct{}
+	errMu  sync.Mutex
+	err    error
+	closed bool
+}
+
+// Create creates (or truncates) path with mode 0600 and starts a capture in it.
+func Create(path string, meta *Meta, opts WriterOptions) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	w, err := NewWriter(f, meta, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w.file = f
+	return w, nil
+}
+
+// NewWriter starts a capture on out, which must be positioned at its start.
+// It fills in meta's field columns and writes the schema, metadata and probe
+// dictionary at once, so that even a capture killed before its first batch
+// can be opened.
+func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
+	if opts.Compression == "" {
+		opts.Compression = Zstd
+	}
+	if _, err := ParseCompression(string(opts.Compression)); err != nil {
+		return nil, err
+	}
+	if opts.BatchRows <= 0 {
+		opts.BatchRows = DefaultBatchRows
+	}
+	if opts.BatchBytes <= 0 {
+		opts.BatchBytes = DefaultBatchBytes
+	}
+	if opts.MaxAge <= 0 {
+		opts.MaxAge = DefaultMaxAge
+	}
+	meta.SchemaVersion = SchemaVersion
+	meta.Compression = string(opts.Compression)
+	fieldCols, err := meta.assignColumns()
+	if err != nil {
+		return nil, err
+	}
+	js, err := meta.encode()
+	if err != nil {
+		return nil, err
+	}
+
+	w := &Writer{meta: meta, opts: opts, out: newPosWriter(out)}
+	w.dtype = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.BinaryTypes.String}
+	fields := []arrow.Field{
+		{Name: "time", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "cpu", Type: arrow.PrimitiveTypes.Uint16},
+		{Name: "pid", Type: arrow.PrimitiveTypes.Uint32},
+		{Name: "tid", Type: arrow.PrimitiveTypes.Uint32},
+		{Name: "comm", Type: arrow.BinaryTypes.String},
+		{Name: "probe", Type: w.dtype},
+		{Name: "lost", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
+	}
+	colIndex := map[string]int{}
+	for _, f := range fieldCols {
+		colIndex[f.Column] = len(fields)
+		fields = append(fields, arrow.Field{Name: f.Column, Type: f.Type.arrow(), Nullable: true})
+	}
+	md := arrow.NewMetadata([]string{MetadataKey}, []string{js})
+	w.schema = arrow.NewSchema(fields, &md)
+
+	db := array.NewStringBuilder(memory.DefaultAllocator)
+	for _, p := range meta.Probes {
+		db.Append(p.Name)
+	}
+	w.dict = db.NewArray()
+	db.Release()
+
+	for _, p := range meta.Probes {
+		var l probeLayout
+		used := map[int]bool{}
+		for _, f := range p.Fields {
+			ci := colIndex[f.Column]
+			l.cols = append(l.cols, ci)
+			used[ci] = true
+		}
+		for ci := numFixed; ci < len(fields); ci++ {
+			if !used[ci] {
+				l.absent = append(l.absent, ci)
+			}
+		}
+		w.layouts = append(w.layouts, l)
+	}
+
+	newBatch := func() *batch {
+		b := &batch{cols: make([]colBuf, len(fields))}
+		b.cols[ColTime] = newColBuf(Int64, false)
+		b.cols[ColCPU] = newColBuf(Uint16, false)
+		b.cols[ColPID] = newColBuf(Uint32, false)
+		b.cols[ColTID] = newColBuf(Uint32, false)
+		b.cols[ColComm] = newColBuf(String, false)
+		b.cols[ColProbe] = newColBuf(Uint16, false)
+		b.cols[ColLost] = newColBuf(Uint64, true)
+		for i, f := range fieldCols {
+			b.cols[numFixed+i] = newColBuf(f.Type, true)
+		}
+		return b
+	}
+	var opt []ipc.Option
+	switch opts.Compression {
+	case Zstd:
+		opt = append(opt, ipc.WithZstd())
+	case LZ4:
+		opt = append(opt, ipc.WithLZ4())
+	}
+	opt = append(opt, ipc.WithSchema(w.schema))
+	if w.fw, err = ipc.NewFileWriter(w.out, opt...); err != nil {
+		return nil, err
+	}
+	// An empty first batch puts schema, metadata and dictionary on disk now.
+	w.cur = newBatch()
+	if err := w.encode(w.cur); err != nil {
+		return nil, fmt.Errorf("write capture header: %w", err)
+	}
+	w.work = make(chan *batch, 1)
+	w.free = make(chan *batch, 3)
+	w.free <- newBatch()
+	w.free <- newBatch()
+	w.done = make(chan struct{})
+	go w.encoder()
+	return w, nil
+}
+
+// Meta returns the capture's metadata, with field columns filled in.
+func (w *Writer) Meta() *Meta { return w.meta }
+
+// Append adds one event. It returns an error only when a batch had to be
+// written and writing failed (or an earlier write had failed).
+func (w *Writer) Append(e *Event) error {
+	if int(e.Probe) >= len(w.layouts) {
+		return fmt.Errorf("event for probe %d: capture has %d probes", e.Probe, len(w.layouts))
+	}
+	b := w.cur
+	if b.n == 0 {
+		w.since = time.Now()
+	}
+	i := b.n
+	c := b.cols
+	c[ColTime].data = appendU64(c[ColTime].data, uint64(e.Time))
+	c[ColCPU].putInt(uint64(e.CPU))
+	c[ColPID].putInt(uint64(e.PID))
+	c[ColTID].putInt(uint64(e.TID))
+	comm := e.Comm
+	if j := bytes.IndexByte(comm, 0); j >= 0 {
+		comm = comm[:j]
+	}
+	if !utf8.Valid(comm) {
+		comm = bytes.ToValidUTF8(comm, []byte("\uFFFD"))
+	}
+	c[ColComm].putString(comm)
+	c[ColProbe].putInt(uint64(e.Probe))
+	c[ColLost].putNull(i)
+	l := &w.layouts[e.Probe]
+	for fi, ci := range l.cols {
+		col := &c[ci]
+		if col.typ == String {
+			s := e.Strs[fi]
+			if !utf8.Valid(s) {
+				s = bytes.ToValidUTF8(s, []byte("\uFFFD"))
+			}
+			col.putString(s)
+			b.strLen += len(s)
+		} else {
+			col.putInt(e.Ints[fi])
+		}
+		col.mark(i, true)
+	}
+	for _, ci := range l.absent {
+		c[ci].putNull(i)
+	}
+	b.strLen += len(comm)
+	b.n++
+	w.Stats.Events.Add(1)
+	if b.n >= w.opts.BatchRows || b.strLen >= w.opts.BatchBytes {
+		return w.Flush()
+	}
+	return nil
+}
+
+func appendU64(b []byte, v uint64) []byte {
+	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24), byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56))
+}
+
+// Lost records that n events of probe were lost on cpu at about time t.
+// Loss records are rows with a non-null lost column and null fields.
+func (w *Writer) Lost(probe uint16, cpu uint16, t int64, n uint64) error {
+	if int(probe) >= len(w.layouts) {
+		return fmt.Errorf("loss for probe %d: capture has %d probes", probe, len(w.layouts))
+	}
+	b := w.cur
+	if b.n == 0 {
+		w.since = time.Now()
+	}
+	i := b.n
+	c := b.cols
+	c[ColTime].putInt(uint64(t))
+	c[ColCPU].putInt(uint64(cpu))
+	c[ColPID].putInt(0)
+	c[ColTID].putInt(0)
+	c[ColComm].putString(nil)
+	c[ColProbe].putInt(uint64(probe))
+	c[ColLost].putInt(n)
+	c[ColLost].mark(i, true)
+	for ci := numFixed; ci < len(c); ci++ {
+		c[ci].putNull(i)
+	}
+	b.n++
+	w.Stats.Lost.Add(n)
+	if b.n >= w.opts.BatchRows {
+		return w.Flush()
+	}
+	return nil
+}
+
+// Tick writes the current batch if its first event is older than MaxAge; a
+// recorder calls it from its drain loop so that quiet periods still reach disk.
+func (w *Writer) Tick(now time.Time) error {
+	if w.cur.n > 0 && now.Sub(w.since) >= w.opts.MaxAge {
+		return w.Flush()
+	}
+	return w.Err()
+}
+
+// Flush hands the current batch to the encoder goroutine; it waits only if
+// two batches are already waiting to be written.
+func (w *Writer) Flush() error {
+	if err := w.Err(); err != nil {
+		return err
+	}
+	if w.cur.n == 0 {
+		return nil
+	}
+	w.work <- w.cur
+	w.cur = <-w.free
+	return w.Err()
+}
+
+// Err returns the first error the encoder met, if any.
+func (w *Writer) Err() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
+}
+
+func (w *Writer) setErr(err error) {
+	w.errMu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.errMu.Unlock()
+}
+
+func (w *Writer) encoder() {
+	defer close(w.done)
+	for b := range w.work {
+		if w.Err() == nil {
+			if err := w.encode(b); err != nil {
+				w.setErr(err)
+			}
+		}
+		for i := range b.cols {
+			b.cols[i].reset()
+		}
+		b.n, b.strLen = 0, 0
+		w.free <- b
+	}
+}
+
+// encode writes one batch and pushes it to the file.
+func (w *Writer) encode(b *batch) error {
+	arrs := make([]arrow.Array, len(b.cols))
+	for i := range b.cols {
+		arrs[i] = b.cols[i].array(b.n)
+	}
+	idx := arrs[ColProbe]
+	arrs[ColProbe] = array.NewDictionaryArray(w.dtype, idx, w.dict)
+	idx.Release()
+	rec := array.NewRecord(w.schema, arrs, int64(b.n))
+	for _, a := range arrs {
+		a.Release()
+	}
+	err := w.fw.Write(rec)
+	rec.Release()
+	if err == nil {
+		err = w.out.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("write batch: %w", err)
+	}
+	w.Stats.Batches.Add(1)
+	w.Stats.Bytes.Store(w.out.pos)
+	return nil
+}
+
+// Close writes the last batch and the file footer and closes the file.
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.Err()
+	}
+	w.closed = true
+	if w.Err() == nil && w.cur.n > 0 {
+		w.work <- w.cur
+	}
+	close(w.work)
+	<-w.done
+	err := w.Err()
+	if err == nil {
+		err = w.fw.Close()
+		if err == nil {
+			err = w.out.Flush()
+		}
+		if err != nil {
+			err = fmt.Errorf("write footer: %w", err)
+		}
+		w.Stats.Bytes.Store(w.out.pos)
+	}
+	if f, ok := w.file.(*os.File); ok && err == nil {
+		err = f.Sync()
+	}
+	if w.file != nil {
+		if cerr := w.file.Close(); err == nil {
+			err = cerr
+		}
+	}
+	w.dict.Release()
+	return err
+}
+
+// posWriter buffers writes and tracks the position, which is all the Arrow
+// file writer needs from a Seeker; batches reach the kernel at each Flush.
+type posWriter struct {
+	bw  *bufio.Writer
+	pos int64
+}
+
+func newPosWriter(w io.Writer) *posWriter { return &posWriter{bw: bufio.NewWriterSize(w, 1<<20)} }
+
+func (p *posWriter) Write(b []byte) (int, error) {
+	n, err := p.bw.Write(b)
+	p.pos += int64(n)
+	return n, err
+}
+
+func (p *posWriter) Seek(off int64, whence int) (int64, error) {
+	if off != 0 || whence != io.SeekCurrent {
+		return 0, errors.New("capture writer only appends")
+	}
+	return p.pos, nil
+}
+
+func (p *posWriter) Flush() error { return p.bw.Flush() }

@@ -1,0 +1,171 @@
+package hist
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestStatsBuckets(t *testing.T) {
+	for _, tc := range []struct {
+		m          uint64
+		chunk, sub int
+	}{
+		{0, 0, 0}, {127, 0, 127}, {128, 1, 0}, {255, 1, 127}, {256, 2, 0},
+		{257, 2, 0}, {258, 2, 1}, {1 << 63, 57, 0}, {math.MaxUint64, 57, 127},
+	} {
+		c, s := statsBucket(tc.m)
+		if c != tc.chunk || s != tc.sub {
+			t.Errorf("statsBucket(%d) = %d, %d, want %d, %d", tc.m, c, s, tc.chunk, tc.sub)
+		}
+		// Every magnitude is within half a bucket of its bucket's middle.
+		mid := statsMid(c, s)
+		d := max(mid, tc.m) - min(mid, tc.m)
+		if hi, lo := mulSmall(d, 256); tc.m >= 128 && (hi != 0 || lo > tc.m) || tc.m < 128 && d != 0 {
+			t.Errorf("statsMid(%d, %d) = %d is too far from %d", c, s, mid, tc.m)
+		}
+	}
+}
+
+func mulSmall(a, b uint64) (hi, lo uint64) {
+	x := new(big.Int).Mul(new(big.Int).SetUint64(a), new(big.Int).SetUint64(b))
+	lo = new(big.Int).And(x, new(big.Int).SetUint64(math.MaxUint64)).Uint64()
+	hi = new(big.Int).Rsh(x, 64).Uint64()
+	return hi, lo
+}
+
+// exactPercentile is the nearest-rank percentile of sorted values.
+func exactPercentile(sorted []int64, p float64) int64 {
+	r := rank(p, uint64(len(sorted)))
+	return sorted[max(r, 1)-1]
+}
+
+func magnitude(v int64) uint64 {
+	if v < 0 {
+		return -uint64(v)
+	}
+	return uint64(v)
+}
+
+func absDiff(a, b int64) uint64 {
+	if a > b {
+		return uint64(a) - uint64(b)
+	}
+	return uint64(b) - uint64(a)
+}
+
+func TestStatsPercentiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	gens := []struct {
+		name string
+		gen  func() int64
+	}{
+		{"small", func() int64 { return rng.Int64N(300) - 150 }},
+		{"uniform", func() int64 { return int64(rng.Uint64()) }},
+		{"lognorm", func() int64 { return int64(math.Exp(rng.NormFloat64()*3 + 10)) }},
+		{"latency", func() int64 { return 1000 + rng.Int64N(50)*rng.Int64N(1_000_000) }},
+		{"negative", func() int64 { return -int64(math.Exp(rng.NormFloat64()*4 + 8)) }},
+		{"mixed", func() int64 {
+			v := int64(math.Exp(rng.NormFloat64()*5 + 5))
+			if rng.IntN(3) == 0 {
+				return -v
+			}
+			return v
+		}},
+		{"extremes", func() int64 {
+			return []int64{math.MinInt64, math.MaxInt64, 0, -1, 1, math.MinInt64 + 1}[rng.IntN(6)]
+		}},
+	}
+	ps := []float64{0, 0.1, 1, 5, 10, 25, 50, 75, 90, 95, 99, 99.9, 99.99, 100}
+	approximated := 0
+	for _, g := range gens {
+		name, gen := g.name, g.gen
+		for _, n := range []int{1, 2, 3, 10, 101, 1000, 100_000} {
+			var s Stats
+			vals := make([]int64, n)
+			sum := new(big.Int)
+			for i := range vals {
+				vals[i] = gen()
+				s.Add(vals[i])
+				sum.Add(sum, big.NewInt(vals[i]))
+			}
+			slices.Sort(vals)
+			if s.Count() != uint64(n) || s.Min() != vals[0] || s.Max() != vals[n-1] || s.Sum().Cmp(sum) != 0 {
+				t.Fatalf("%s/%d: count/min/max/sum = %d/%d/%d/%v", name, n, s.Count(), s.Min(), s.Max(), s.Sum())
+			}
+			mean, _ := new(big.Float).Quo(new(big.Float).SetInt(sum), big.NewFloat(float64(n))).Float64()
+			if got := s.Mean(); got != mean {
+				t.Errorf("%s/%d: Mean = %v, want %v", name, n, got, mean)
+			}
+			for _, p := range append(ps, rng.Float64()*100, rng.Float64()*100, rng.Float64()*10) {
+				got, want := s.Percentile(p), exactPercentile(vals, p)
+				if got == want {
+					continue
+				}
+				approximated++
+				m, d := magnitude(want), absDiff(got, want)
+				if m < 128 {
+					t.Errorf("%s/%d: p%v = %d, want %d", name, n, p, got, want)
+					continue
+				}
+				if hi, lo := mulSmall(d, 256); hi != 0 || lo > m {
+					t.Errorf("%s/%d: p%v = %d, want %d: error %d over 1/256", name, n, p, got, want, d)
+				}
+			}
+		}
+	}
+	if approximated < 100 {
+		t.Errorf("only %d percentiles were not exact: the test is too easy", approximated)
+	}
+	t.Logf("%d percentiles approximated within the bound", approximated)
+}
+
+func TestStatsEmpty(t *testing.T) {
+	var s Stats
+	if s.Count() != 0 || s.Min() != 0 || s.Max() != 0 || s.Mean() != 0 || s.Sum().Sign() != 0 || s.Percentile(50) != 0 {
+		t.Fatal("zero Stats is not empty")
+	}
+}
+
+func TestStatsMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var a, b, all Stats
+	for range 10000 {
+		v := int64(rng.NormFloat64() * 1e6)
+		all.Add(v)
+		if rng.IntN(2) == 0 {
+			a.Add(v)
+		} else {
+			b.Add(v)
+		}
+	}
+	var m Stats
+	m.Merge(&Stats{})
+	m.Merge(&a)
+	m.Merge(&b)
+	if m.Count() != all.Count() || m.Min() != all.Min() || m.Max() != all.Max() || m.Sum().Cmp(all.Sum()) != 0 {
+		t.Fatal("merged summary differs")
+	}
+	for p := 0.0; p <= 100; p += 0.5 {
+		if m.Percentile(p) != all.Percentile(p) {
+			t.Errorf("merged p%v = %d, want %d", p, m.Percentile(p), all.Percentile(p))
+		}
+	}
+}
+
+func TestStatsAddAllocs(t *testing.T) {
+	var s Stats
+	vals := []int64{-5, 0, 3, 1000, 123456789, -987654321}
+	for _, v := range vals {
+		s.Add(v)
+	}
+	if n := testing.AllocsPerRun(1000, func() {
+		for _, v := range vals {
+			s.Add(v)
+		}
+	}); n != 0 {
+		t.Fatalf("Add allocates %v times once warm", n)
+	}
+}

@@ -1,0 +1,242 @@
+package bpf
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/cilium/ebpf/btf"
+)
+
+// The Go constants mirror bpftape.c; check them against the object's BTF
+// and the bpf2go-generated struct.
+func TestLayoutMatchesC(t *testing.T) {
+	var s bpftapeSample
+	offs := []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"time", unsafe.Offsetof(s.Time), OffTime},
+		{"pid", unsafe.Offsetof(s.Pid), OffPID},
+		{"tid", unsafe.Offsetof(s.Tid), OffTID},
+		{"probe_id", unsafe.Offsetof(s.ProbeId), OffProbeID},
+		{"cpu", unsafe.Offsetof(s.Cpu), OffCPU},
+		{"nargs", unsafe.Offsetof(s.Nargs), OffNargs},
+		{"flags", unsafe.Offsetof(s.Flags), OffFlags},
+		{"comm", unsafe.Offsetof(s.Comm), OffComm},
+		{"args", unsafe.Offsetof(s.Args), OffArgs},
+		{"strs", unsafe.Offsetof(s.Strs), OffStrs},
+		{"sizeof(sample)", unsafe.Sizeof(s), uintptr(SampleSize(ClassArgs12Str4))},
+		{"sizeof(probe_spec)", unsafe.Sizeof(ProbeSpec{}), 8 + 16*MaxArgs},
+		{"sizeof(arg_spec)", unsafe.Sizeof(ArgSpec{}), 16},
+		{"len(args)", uintptr(len(s.Args)), MaxArgs},
+		{"len(strs)", uintptr(len(s.Strs)), MaxStrs},
+		{"len(strs[0])", uintptr(len(s.Strs[0])), StrSlotSize},
+		{"len(comm)", uintptr(len(s.Comm)), CommLen},
+	}
+	for _, o := range offs {
+		if o.got != o.want {
+			t.Errorf("%s: C has %d, Go constant %d", o.name, o.got, o.want)
+		}
+	}
+
+	spec, err := loadBpftape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enums := map[string]map[string]uint64{
+		"arg_kind": {
+			"ARG_NONE": uint64(KindNone), "ARG_CONST": uint64(KindConst), "ARG_REG": uint64(KindReg),
+			"ARG_REG_DEREF": uint64(KindRegDeref), "ARG_SIB": uint64(KindSIB), "ARG_RETVAL": uint64(KindRetval),
+			"ARG_TP_FIELD": uint64(KindTPField), "ARG_TP_CHARARRAY": uint64(KindTPCharArray),
+			"ARG_TP_DATALOC_STR": uint64(KindTPDataLocStr), "ARG_USER_STR": uint64(KindUserStr),
+			"ARG_REG_DEREF_STR": uint64(KindRegDerefStr), "ARG_TP_USER_STR": uint64(KindTPUserStr),
+		},
+		"size_class": {
+			"CLASS_ARGS2": uint64(ClassArgs2), "CLASS_ARGS6": uint64(ClassArgs6),
+			"CLASS_ARGS12": uint64(ClassArgs12), "CLASS_ARGS12_STR4": uint64(ClassArgs12Str4),
+		},
+		"sample_flag": {"SAMPLE_STR_TRUNCATED": FlagStrTruncated, "SAMPLE_READ_FAULT": FlagReadFault},
+	}
+	for name, want := range enums {
+		var e *btf.Enum
+		if err := spec.Types.TypeByName(name, &e); err != nil {
+			t.Fatalf("enum %s: %v", name, err)
+		}
+		if len(e.Values) != len(want) {
+			t.Errorf("enum %s has %d values, Go knows %d", name, len(e.Values), len(want))
+		}
+		for _, v := range e.Values {
+			if w, ok := want[v.Name]; !ok || w != v.Value {
+				t.Errorf("%s = %d in C, Go has %d (known: %v)", v.Name, v.Value, w, ok)
+			}
+		}
+	}
+	var regs *btf.Struct
+	if err := spec.Types.TypeByName("pt_regs", &regs); err != nil {
+		t.Fatal(err)
+	}
+	goRegs := map[string]uint8{
+		"r15": RegR15, "r14": RegR14, "r13": RegR13, "r12": RegR12, "bp": RegBP, "bx": RegBX,
+		"r11": RegR11, "r10": RegR10, "r9": RegR9, "r8": RegR8, "ax": RegAX, "cx": RegCX, "dx": RegDX,
+		"si": RegSI, "di": RegDI, "orig_ax": RegOrigAX, "ip": RegIP, "cs": RegCS, "flags": RegFlags,
+		"sp": RegSP, "ss": RegSS,
+	}
+	if len(regs.Members) != len(goRegs) {
+		t.Errorf("pt_regs has %d members, Go knows %d", len(regs.Members), len(goRegs))
+	}
+	for _, m := range regs.Members {
+		if off, ok := goRegs[m.Name]; !ok || uint32(off) != m.Offset.Bytes() {
+			t.Errorf("register %s: C offset %d, Go %d (known: %v)", m.Name, m.Offset.Bytes(), off, ok)
+		}
+		usdtName := m.Name
+		if len(usdtName) == 2 && usdtName[0] != 'r' && usdtName != "cs" && usdtName != "ss" {
+			usdtName = "r" + usdtName
+		}
+		if off, ok := RegOffset(usdtName); ok && uint32(off) != m.Offset.Bytes() {
+			t.Errorf("RegOffset(%s) = %d, C offset %d", usdtName, off, m.Offset.Bytes())
+		}
+	}
+	if off, _ := RegOffset("rdi"); off != RegDI {
+		t.Errorf("RegOffset(rdi) = %d", off)
+	}
+}
+
+func TestSampleSize(t *testing.T) {
+	for class, want := range map[uint8]int{0: 56, 1: 88, 2: 136, 3: 392, 4: 0} {
+		if got := SampleSize(class); got != want {
+			t.Errorf("SampleSize(%d) = %d, want %d", class, got, want)
+		}
+	}
+}
+
+func TestDecodeHeader(t *testing.T) {
+	raw := make([]byte, SampleSize(ClassArgs12Str4))
+	le := binary.LittleEndian
+	le.PutUint64(raw[OffTime:], 123456789)
+	le.PutUint32(raw[OffPID:], 42)
+	le.PutUint32(raw[OffTID:], 43)
+	le.PutUint16(raw[OffProbeID:], 7)
+	le.PutUint16(raw[OffCPU:], 1)
+	le.PutUint16(raw[OffNargs:], 3)
+	le.PutUint16(raw[OffFlags:], FlagStrTruncated)
+	copy(raw[OffComm:], "comm")
+	le.PutUint64(raw[OffArgs+8*2:], ^uint64(0))
+	copy(raw[OffStrs+StrSlotSize:], "abc\x00junk")
+
+	h, err := DecodeHeader(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Header{Time: 123456789, PID: 42, TID: 43, ProbeID: 7, CPU: 1, Nargs: 3,
+		Flags: FlagStrTruncated, Class: ClassArgs12Str4, Comm: [16]byte{'c', 'o', 'm', 'm'}}
+	if h != want {
+		t.Errorf("got %+v, want %+v", h, want)
+	}
+	if h.CommString() != "comm" {
+		t.Errorf("comm %q", h.CommString())
+	}
+	if int64(Arg(raw, 2)) != -1 {
+		t.Errorf("arg 2 = %d", Arg(raw, 2))
+	}
+	if string(Str(raw, 1)) != "abc" || len(Str(raw, 0)) != 0 {
+		t.Errorf("strs %q %q", Str(raw, 0), Str(raw, 1))
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		h, _ = DecodeHeader(raw)
+		_ = Arg(raw, 2)
+		_ = Str(raw, 1)
+	})
+	if allocs != 0 {
+		t.Errorf("decoding allocates %v times", allocs)
+	}
+
+	if _, err := DecodeHeader(raw[:100]); !errors.Is(err, ErrSampleSize) {
+		t.Errorf("short sample: %v", err)
+	}
+	small := raw[:SampleSize(ClassArgs2)]
+	if _, err := DecodeHeader(small); !errors.Is(err, ErrSampleNargs) {
+		t.Errorf("3 args in a 2-arg sample: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	reg := func(r, size uint8) ArgSpec { return ArgSpec{Kind: KindReg, Reg: r, Size: size} }
+	str := func(slot uint8) ArgSpec { return ArgSpec{Kind: KindUserStr, Reg: RegDI, StrSlot: slot} }
+	ok := []ProbeSpec{
+		{Nargs: 2, SizeClass: ClassArgs2, Args: [MaxArgs]ArgSpec{reg(RegDI, 8), reg(RegSI, 1)}},
+		{Nargs: 2, SizeClass: ClassArgs12Str4, Nstr: 2, Args: [MaxArgs]ArgSpec{str(0), str(3)}},
+		{Nargs: 1, SizeClass: ClassArgs6, Args: [MaxArgs]ArgSpec{{Kind: KindSIB, Reg: RegDI, IndexReg: RegSI, Scale: 8, Size: 4}}},
+	}
+	for i, s := range ok {
+		if err := s.Validate(); err != nil {
+			t.Errorf("ok[%d]: %v", i, err)
+		}
+	}
+	bad := map[string]ProbeSpec{
+		"too many args":   {Nargs: 3, SizeClass: ClassArgs2},
+		"bad class":       {SizeClass: 4},
+		"probe id":        {ProbeId: MaxProbes},
+		"bad size":        {Nargs: 1, Args: [MaxArgs]ArgSpec{reg(RegDI, 3)}},
+		"bad reg":         {Nargs: 1, Args: [MaxArgs]ArgSpec{reg(RegSS+8, 8)}},
+		"unaligned reg":   {Nargs: 1, Args: [MaxArgs]ArgSpec{reg(RegDI+1, 8)}},
+		"bad kind":        {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: numKinds}}},
+		"str in class 2":  {Nargs: 1, SizeClass: ClassArgs12, Nstr: 1, Args: [MaxArgs]ArgSpec{str(0)}},
+		"slot twice":      {Nargs: 2, SizeClass: ClassArgs12Str4, Nstr: 2, Args: [MaxArgs]ArgSpec{str(1), str(1)}},
+		"slot range":      {Nargs: 1, SizeClass: ClassArgs12Str4, Nstr: 1, Args: [MaxArgs]ArgSpec{str(MaxStrs)}},
+		"nstr":            {Nargs: 1, SizeClass: ClassArgs12Str4, Args: [MaxArgs]ArgSpec{str(0)}},
+		"bad scale":       {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindSIB, Reg: RegDI, IndexReg: RegSI, Scale: 3, Size: 4}}},
+		"tp offset range": {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindTPField, Off: 1 << 16, Size: 8}}},
+	}
+	for name, s := range bad {
+		if err := s.Validate(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func TestLoadOptions(t *testing.T) {
+	if _, err := Load(Options{RingSize: 3 << 12}); err == nil || !strings.Contains(err.Error(), "power of two") {
+		t.Errorf("ring size 12288: %v", err)
+	}
+	if _, err := Load(Options{RingSize: 1024}); err == nil {
+		t.Errorf("ring size 1024: no error")
+	}
+}
+
+func TestCheckFeatures(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: needs root")
+	}
+	// Must pass where the privileged tests are meant to run; elsewhere
+	// the error must name what is missing.
+	if err := CheckFeatures(); err != nil {
+		t.Logf("CheckFeatures: %v", err)
+		if !strings.Contains(err.Error(), "lacks") && !strings.Contains(err.Error(), "probe") {
+			t.Errorf("error names nothing: %v", err)
+		}
+	}
+}
+
+func describe(raw []byte) string {
+	h, err := DecodeHeader(raw)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "probe %d pid %d tid %d cpu %d comm %q flags %#x args", h.ProbeID, h.PID, h.TID, h.CPU,
+		h.CommString(), h.Flags)
+	for i := range int(h.Nargs) {
+		fmt.Fprintf(&b, " %d", int64(Arg(raw, i)))
+	}
+	if h.Class == ClassArgs12Str4 {
+		for i := range MaxStrs {
+			fmt.Fprintf(&b, " %q", Str(raw, i))
+		}
+	}
+	return b.String()
+}

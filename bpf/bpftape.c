@@ -1,0 +1,491 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/*
+ * bpftape kernel side: one generic uprobe program (used for uprobes,
+ * uretprobes and USDT probes) and one generic tracepoint program. Each
+ * attachment carries a BPF cookie that indexes the `probe_specs` array; the spec
+ * says which values to record. Every event becomes one fixed-layout
+ * `struct sample` in the `events` ring buffer (see sample.go for the
+ * userspace view of the layout).
+ *
+ * Only the handful of kernel ABI definitions needed are written out below
+ * (x86-64 only), so the build needs nothing but clang and libbpf's
+ * bpf_helpers.h: no vmlinux.h, no kernel headers.
+ */
+
+typedef unsigned char __u8;
+typedef signed char __s8;
+typedef unsigned short __u16;
+typedef short __s16;
+typedef unsigned int __u32;
+typedef int __s32;
+typedef unsigned long long __u64;
+typedef long long __s64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+
+/* From include/uapi/linux/bpf.h. */
+enum {
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_RINGBUF = 27,
+};
+enum {
+	BPF_RB_NO_WAKEUP = 1,
+	BPF_RB_FORCE_WAKEUP = 2,
+};
+enum {
+	BPF_RB_AVAIL_DATA = 0,
+};
+
+/*
+ * x86-64 struct pt_regs (arch/x86/include/asm/ptrace.h). For uprobes the
+ * program context is the user-mode register set. Arg specs name registers by
+ * their byte offset in this struct (see Reg* in spec.go).
+ */
+struct pt_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+
+#include <bpf/bpf_helpers.h>
+
+#define MAX_ARGS 12
+#define MAX_STRS 4
+#define STR_LEN 64
+#define MAX_SPECS 4096
+#define MAX_PROBES 4096
+
+/* How one recorded value is obtained. Mirrored by Kind* in spec.go. */
+enum arg_kind {
+	ARG_NONE = 0,		/* value 0 */
+	ARG_CONST = 1,		/* value = off */
+	ARG_REG = 2,		/* register `reg` */
+	ARG_REG_DEREF = 3,	/* `size` bytes of user memory at reg + off */
+	ARG_SIB = 4,		/* `size` bytes at reg + index_reg * scale + off */
+	ARG_RETVAL = 5,		/* return value (rax), for uretprobes */
+	ARG_TP_FIELD = 6,	/* `size` bytes at ctx + off of a tracepoint record */
+	ARG_TP_CHARARRAY = 7,	/* char[size] at ctx + off, as a string */
+	ARG_TP_DATALOC_STR = 8, /* __data_loc char[] whose u32 locator is at ctx + off */
+	ARG_USER_STR = 9,	/* user C string at reg + off */
+	ARG_REG_DEREF_STR = 10, /* user C string whose pointer is at user memory reg + off */
+	ARG_TP_USER_STR = 11,	/* user C string whose pointer is the u64 at ctx + off */
+};
+
+/* Reserved record size; mirrored by Class* in spec.go. */
+enum size_class {
+	CLASS_ARGS2 = 0,
+	CLASS_ARGS6 = 1,
+	CLASS_ARGS12 = 2,
+	CLASS_ARGS12_STR4 = 3,
+};
+
+enum sample_flag {
+	SAMPLE_STR_TRUNCATED = 1, /* a string did not fit its slot */
+	SAMPLE_READ_FAULT = 2,	  /* a register or memory read failed; its value is 0 */
+};
+
+struct arg_spec {
+	__u8 kind;	/* enum arg_kind */
+	__u8 reg;	/* byte offset of the base register in struct pt_regs */
+	__u8 index_reg; /* byte offset of the index register (ARG_SIB) */
+	__u8 scale;	/* index multiplier (ARG_SIB) */
+	__u8 size;	/* 1, 2, 4 or 8: integer width; max bytes for ARG_TP_CHARARRAY */
+	__u8 is_signed;
+	__u8 str_slot; /* 0..MAX_STRS-1, string kinds only */
+	__u8 _pad;
+	__s64 off;
+};
+
+struct probe_spec {
+	__u16 probe_id;
+	__u8 nargs;
+	__u8 size_class; /* enum size_class */
+	__u8 nstr;
+	__u8 _pad[3];
+	struct arg_spec args[MAX_ARGS];
+};
+
+/*
+ * One event. Only a prefix is reserved, depending on the size class: the
+ * header plus 2, 6 or 12 args, or the whole struct (12 args and 4 string
+ * slots). Args at index >= nargs are zero. For a string arg the value is the
+ * string's length without the NUL; the slot holds the NUL-terminated string,
+ * bytes after the NUL are unspecified (stale ring data). Unused slots hold "".
+ */
+struct sample {
+	__u64 time; /* bpf_ktime_get_boot_ns */
+	__u32 pid;  /* tgid, in the initial PID namespace */
+	__u32 tid;
+	__u16 probe_id;
+	__u16 cpu;
+	__u16 nargs;
+	__u16 flags; /* enum sample_flag */
+	char comm[16];
+	__u64 args[MAX_ARGS];
+	char strs[MAX_STRS][STR_LEN];
+};
+
+#define HDR_SIZE __builtin_offsetof(struct sample, args)
+#define CLASS_SIZE(nargs) (HDR_SIZE + (nargs) * sizeof(__u64))
+
+/*
+ * Never read: gives struct sample and the enums a place in BTF so that bpf2go
+ * can generate Go mirrors and tests can check the Go constants against them.
+ */
+const struct btf_anchor {
+	struct sample sample;
+	enum arg_kind kind;
+	enum size_class size_class;
+	enum sample_flag flag;
+} btf_anchor = {};
+
+/* Set from Go before load. */
+volatile const __u32 filter_tgid = 0;  /* tracepoints: only this tgid; 0 = all */
+volatile const __u64 wakeup_bytes = 0; /* see wakeup_flags() */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20); /* overridden from Go */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SPECS);
+	__type(key, __u32);
+	__type(value, struct probe_spec);
+} probe_specs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_PROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/*
+ * Wake-up policy. wakeup_bytes == 0: wake the reader on every event.
+ * wakeup_bytes == ~0: let the kernel decide (flags 0: wake when the reader had
+ * caught up). Otherwise wake only once at least wakeup_bytes are waiting; the
+ * reader drains on a timer as well, so a quiet ring is still emptied.
+ */
+static __always_inline __u64 wakeup_flags(void)
+{
+	__u64 thresh = wakeup_bytes;
+
+	if (thresh == 0)
+		return BPF_RB_FORCE_WAKEUP;
+	if (thresh == ~0ULL)
+		return 0;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= thresh)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+/* Truncate v to size bytes, then sign- or zero-extend it back to 64 bits. */
+static __always_inline __u64 extend(__u64 v, __u32 size, __u32 is_signed)
+{
+	__u32 shift;
+
+	switch (size) {
+	case 1:
+		shift = 56;
+		break;
+	case 2:
+		shift = 48;
+		break;
+	case 4:
+		shift = 32;
+		break;
+	default:
+		return v;
+	}
+	v <<= shift;
+	if (is_signed)
+		return (__u64)((__s64)v >> shift);
+	return v >> shift;
+}
+
+/*
+ * Read a 1, 2, 4 or 8 byte integer (anything else reads 8) into the low bytes
+ * of *v. Reading exactly size bytes keeps a narrow value at the end of a
+ * mapping readable.
+ */
+static __always_inline long read_int(__u64 *v, __u32 size, __u64 addr, int user)
+{
+	*v = 0;
+	switch (size) {
+	case 1:
+		return user ? bpf_probe_read_user(v, 1, (const void *)addr)
+			    : bpf_probe_read_kernel(v, 1, (const void *)addr);
+	case 2:
+		return user ? bpf_probe_read_user(v, 2, (const void *)addr)
+			    : bpf_probe_read_kernel(v, 2, (const void *)addr);
+	case 4:
+		return user ? bpf_probe_read_user(v, 4, (const void *)addr)
+			    : bpf_probe_read_kernel(v, 4, (const void *)addr);
+	default:
+		return user ? bpf_probe_read_user(v, 8, (const void *)addr)
+			    : bpf_probe_read_kernel(v, 8, (const void *)addr);
+	}
+}
+
+/* Value of the register at byte offset reg of struct pt_regs. */
+static __always_inline long read_reg(void *ctx, __u32 reg, __u64 *v)
+{
+	*v = 0;
+	if (reg > sizeof(struct pt_regs) - sizeof(__u64))
+		return -1;
+	return bpf_probe_read_kernel(v, sizeof(*v), (char *)ctx + reg);
+}
+
+/*
+ * Copy the C string at src (at most limit-1 chars, limit in 1..STR_LEN) into
+ * dst and return its length without the NUL. If the copy filled the limit,
+ * peek at the last byte copied from: when it is not the NUL, the source was
+ * longer and the string is marked truncated.
+ */
+static __always_inline __u64 read_str(char *dst, __u64 src, __u32 limit, int user, __u16 *flags)
+{
+	long n;
+	char c = 0;
+
+	if (limit > STR_LEN)
+		limit = STR_LEN;
+	if (limit == 0)
+		limit = 1;
+	if (user)
+		n = bpf_probe_read_user_str(dst, limit, (const void *)src);
+	else
+		n = bpf_probe_read_kernel_str(dst, limit, (const void *)src);
+	if (n <= 0) {
+		dst[0] = 0;
+		*flags |= SAMPLE_READ_FAULT;
+		return 0;
+	}
+	if (n == limit) {
+		if (user)
+			bpf_probe_read_user(&c, 1, (const void *)(src + limit - 1));
+		else
+			bpf_probe_read_kernel(&c, 1, (const void *)(src + limit - 1));
+		if (c)
+			*flags |= SAMPLE_STR_TRUNCATED;
+	}
+	return n - 1;
+}
+
+/* Value of one uprobe/uretprobe/USDT arg; string kinds write into strs. */
+static __always_inline __u64 uprobe_arg(void *ctx, const struct arg_spec *a, struct sample *s,
+					const int with_strs, __u16 *flags)
+{
+	__u64 v = 0, base = 0, idx = 0;
+	long err = 0;
+
+	switch (a->kind) {
+	case ARG_CONST:
+		return a->off;
+	case ARG_RETVAL:
+		err = read_reg(ctx, __builtin_offsetof(struct pt_regs, ax), &v);
+		v = extend(v, a->size, a->is_signed);
+		break;
+	case ARG_REG:
+		err = read_reg(ctx, a->reg, &v);
+		v = extend(v, a->size, a->is_signed);
+		break;
+	case ARG_REG_DEREF:
+		err = read_reg(ctx, a->reg, &base);
+		if (!err)
+			err = read_int(&v, a->size, base + a->off, 1);
+		v = extend(v, a->size, a->is_signed);
+		break;
+	case ARG_SIB:
+		err = read_reg(ctx, a->reg, &base);
+		if (!err)
+			err = read_reg(ctx, a->index_reg, &idx);
+		if (!err)
+			err = read_int(&v, a->size, base + idx * a->scale + a->off, 1);
+		v = extend(v, a->size, a->is_signed);
+		break;
+	case ARG_USER_STR:
+	case ARG_REG_DEREF_STR:
+		if (!with_strs)
+			return 0;
+		err = read_reg(ctx, a->reg, &base);
+		base += a->off;
+		if (!err && a->kind == ARG_REG_DEREF_STR)
+			err = read_int(&base, 8, base, 1);
+		if (err) {
+			s->strs[a->str_slot & (MAX_STRS - 1)][0] = 0;
+			break;
+		}
+		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], base, STR_LEN, 1, flags);
+	default:
+		return 0;
+	}
+	if (err) {
+		*flags |= SAMPLE_READ_FAULT;
+		return 0;
+	}
+	return v;
+}
+
+/*
+ * Value of one tracepoint arg; ctx is the raw tracepoint record. Offsets are
+ * masked to 16 bits: the verifier only allows bounded offsets from ctx, and
+ * records are far smaller than that.
+ */
+static __always_inline __u64 tp_arg(void *ctx, const struct arg_spec *a, struct sample *s,
+				    const int with_strs, __u16 *flags)
+{
+	char *rec = ctx;
+	__u32 off = a->off & 0xffff, loc = 0;
+	__u64 v = 0;
+	long err = 0;
+
+	switch (a->kind) {
+	case ARG_CONST:
+		return a->off;
+	case ARG_TP_FIELD:
+		err = read_int(&v, a->size, (__u64)(rec + off), 0);
+		v = extend(v, a->size, a->is_signed);
+		break;
+	case ARG_TP_CHARARRAY:
+		if (!with_strs)
+			return 0;
+		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], (__u64)(rec + off), a->size, 0,
+				flags);
+	case ARG_TP_DATALOC_STR:
+		if (!with_strs)
+			return 0;
+		err = bpf_probe_read_kernel(&loc, sizeof(loc), rec + off);
+		if (err) {
+			s->strs[a->str_slot & (MAX_STRS - 1)][0] = 0;
+			break;
+		}
+		/* low 16 bits: offset from the record start; high 16: length incl. NUL */
+		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], (__u64)(rec + (loc & 0xffff)),
+				STR_LEN, 0, flags);
+	case ARG_TP_USER_STR:
+		if (!with_strs)
+			return 0;
+		err = read_int(&v, 8, (__u64)(rec + off), 0);
+		if (err) {
+			s->strs[a->str_slot & (MAX_STRS - 1)][0] = 0;
+			break;
+		}
+		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], v, STR_LEN, 1, flags);
+	default:
+		return 0;
+	}
+	if (err) {
+		*flags |= SAMPLE_READ_FAULT;
+		return 0;
+	}
+	return v;
+}
+
+/* Fill a reserved record that has room for cap args (and strings if with_strs). */
+static __always_inline void fill(void *ctx, const struct probe_spec *spec, struct sample *s, __u64 now,
+				 __u64 pid_tgid, const __u32 cap, const int with_strs, const int is_tp)
+{
+	__u32 n = spec->nargs;
+	__u16 flags = 0;
+
+	if (n > cap)
+		n = cap;
+	s->time = now;
+	s->pid = pid_tgid >> 32;
+	s->tid = (__u32)pid_tgid;
+	s->probe_id = spec->probe_id;
+	s->cpu = bpf_get_smp_processor_id();
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	if (with_strs) {
+		/* Unused slots read as empty strings. */
+		for (__u32 k = 0; k < MAX_STRS; k++)
+			s->strs[k][0] = 0;
+	}
+
+	for (__u32 i = 0; i < cap; i++) {
+		__u64 v = 0;
+
+		if (i < n) {
+			if (is_tp)
+				v = tp_arg(ctx, &spec->args[i], s, with_strs, &flags);
+			else
+				v = uprobe_arg(ctx, &spec->args[i], s, with_strs, &flags);
+		}
+		s->args[i] = v;
+	}
+	s->nargs = n;
+	s->flags = flags;
+}
+
+static __always_inline int record(void *ctx, const int is_tp)
+{
+	__u64 now = bpf_ktime_get_boot_ns();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 key = (__u32)bpf_get_attach_cookie(ctx);
+	const struct probe_spec *spec;
+	struct sample *s;
+	__u64 *cnt;
+
+	if (is_tp && filter_tgid && (__u32)(pid_tgid >> 32) != filter_tgid)
+		return 0;
+	spec = bpf_map_lookup_elem(&probe_specs, &key);
+	if (!spec)
+		return 0;
+
+	switch (spec->size_class) {
+	case CLASS_ARGS2:
+		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(2), 0);
+		if (!s)
+			goto lost;
+		fill(ctx, spec, s, now, pid_tgid, 2, 0, is_tp);
+		break;
+	case CLASS_ARGS6:
+		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(6), 0);
+		if (!s)
+			goto lost;
+		fill(ctx, spec, s, now, pid_tgid, 6, 0, is_tp);
+		break;
+	case CLASS_ARGS12:
+		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(12), 0);
+		if (!s)
+			goto lost;
+		fill(ctx, spec, s, now, pid_tgid, 12, 0, is_tp);
+		break;
+	case CLASS_ARGS12_STR4:
+		s = bpf_ringbuf_reserve(&events, sizeof(struct sample), 0);
+		if (!s)
+			goto lost;
+		fill(ctx, spec, s, now, pid_tgid, 12, 1, is_tp);
+		break;
+	default:
+		return 0;
+	}
+	bpf_ringbuf_submit(s, wakeup_flags());
+	return 0;
+
+lost:
+	key = spec->probe_id;
+	cnt = bpf_map_lookup_elem(&lost, &key);
+	if (cnt)
+		*cnt += 1;
+	return 0;
+}
+
+SEC("uprobe")
+int probe_uprobe(struct pt_regs *ctx)
+{
+	return record(ctx, 0);
+}
+
+SEC("tracepoint")
+int probe_tracepoint(void *ctx)
+{
+	return record(ctx, 1);
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,222 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/ringbuf"
+)
+
+// DefaultRingSize is the events ring buffer size used when Options.RingSize is 0.
+const DefaultRingSize = 4 << 20
+
+// WakeupKernelDefault as Options.WakeupBytes submits with flags 0: the kernel
+// wakes the reader only when it had already caught up with the ring.
+const WakeupKernelDefault = ^uint64(0)
+
+// DrainInterval is how long Drain waits for a wake-up before it looks at the
+// ring anyway: samples submitted without a wake-up reach the reader after at
+// most this long.
+const DrainInterval = 10 * time.Millisecond
+
+// Options configure Load. They are compiled into the programs as constants
+// (volatile const globals), so changing them means loading again.
+type Options struct {
+	// RingSize is the size of the events ring buffer in bytes: a power of
+	// two and a multiple of the page size. 0 means DefaultRingSize.
+	RingSize uint32
+
+	// FilterTgid, if not 0, makes the tracepoint program record only events
+	// of this process (its tgid in the initial PID namespace). Uprobes are
+	// limited to a process by link.UprobeOptions.PID instead.
+	FilterTgid uint32
+
+	// WakeupBytes is the wake-up policy. Samples are submitted without
+	// waking the reader until at least WakeupBytes are waiting in the ring,
+	// then with a forced wake-up, which saves most wake-ups under load; the
+	// reader polls every DrainInterval as well, so nothing waits longer
+	// than that. 0 wakes the reader on every sample; WakeupKernelDefault
+	// leaves it to the kernel. A quarter of RingSize is a good value.
+	WakeupBytes uint64
+}
+
+// Objects are the loaded programs and maps. Close them when done.
+type Objects struct {
+	// ProbeUprobe records uprobe, uretprobe and USDT events; attach it
+	// with link.Executable.Uprobe/Uretprobe and the cookie of a spec
+	// stored by PutSpec.
+	ProbeUprobe *ebpf.Program `ebpf:"probe_uprobe"`
+	// ProbeTracepoint records tracepoint events; attach it with
+	// link.Tracepoint and the cookie of a spec stored by PutSpec.
+	ProbeTracepoint *ebpf.Program `ebpf:"probe_tracepoint"`
+	// Events is the ring buffer of samples; read it with ringbuf.NewReader
+	// and Drain.
+	Events *ebpf.Map `ebpf:"events"`
+	// ProbeSpecs holds one ProbeSpec per attachment, indexed by cookie.
+	ProbeSpecs *ebpf.Map `ebpf:"probe_specs"`
+	// Lost counts, per CPU and by probe id, samples dropped because the
+	// ring was full; see LostSamples.
+	Lost *ebpf.Map `ebpf:"lost"`
+}
+
+// Close releases the programs and maps. Links using the programs stay
+// attached until closed themselves.
+func (o *Objects) Close() error {
+	var errs []error
+	for _, c := range []interface{ Close() error }{o.ProbeUprobe, o.ProbeTracepoint, o.Events, o.ProbeSpecs, o.Lost} {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Load checks the kernel features bpftape needs, then loads the programs
+// and maps configured by opts.
+func Load(opts Options) (*Objects, error) {
+	size := opts.RingSize
+	if size == 0 {
+		size = DefaultRingSize
+	}
+	page := uint32(os.Getpagesize())
+	if size&(size-1) != 0 || size%page != 0 {
+		return nil, fmt.Errorf("bpf: ring size %d is not a power of two multiple of the page size %d", size, page)
+	}
+	if err := CheckFeatures(); err != nil {
+		return nil, err
+	}
+
+	spec, err := loadBpftape()
+	if err != nil {
+		return nil, err
+	}
+	spec.Maps[bpftapeMapEvents].MaxEntries = size
+	if err := spec.Variables[bpftapeVarFilterTgid].Set(opts.FilterTgid); err != nil {
+		return nil, fmt.Errorf("bpf: set filter_tgid: %w", err)
+	}
+	if err := spec.Variables[bpftapeVarWakeupBytes].Set(opts.WakeupBytes); err != nil {
+		return nil, fmt.Errorf("bpf: set wakeup_bytes: %w", err)
+	}
+
+	var objs Objects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			return nil, fmt.Errorf("bpf: load: %+v", verr)
+		}
+		return nil, fmt.Errorf("bpf: load: %w", err)
+	}
+	return &objs, nil
+}
+
+// PutSpec validates s and stores it as the spec of the attachment whose
+// cookie is cookie (0..MaxSpecs-1). Store it before attaching: events of an
+// attachment without a spec are dropped.
+func (o *Objects) PutSpec(cookie uint32, s *ProbeSpec) error {
+	if cookie >= MaxSpecs {
+		return fmt.Errorf("bpf: cookie %d out of range [0,%d)", cookie, MaxSpecs)
+	}
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("bpf: probe spec for cookie %d: %w", cookie, err)
+	}
+	if err := o.ProbeSpecs.Put(cookie, s); err != nil {
+		return fmt.Errorf("bpf: put spec %d: %w", cookie, err)
+	}
+	return nil
+}
+
+// LostSamples returns how many samples of probe probeID were dropped because
+// the ring buffer was full, summed over CPUs.
+func (o *Objects) LostSamples(probeID uint16) (uint64, error) {
+	var perCPU []uint64
+	if err := o.Lost.Lookup(uint32(probeID), &perCPU); err != nil {
+		return 0, fmt.Errorf("bpf: lookup lost[%d]: %w", probeID, err)
+	}
+	var sum uint64
+	for _, n := range perCPU {
+		sum += n
+	}
+	return sum, nil
+}
+
+// Drain passes every sample in rd to fn, waiting for a wake-up or at most
+// interval (DrainInterval if 0) between looks at the ring, so samples
+// submitted without a wake-up are still read promptly. raw is only valid
+// during the call.
+//
+// It returns nil once rd.Flush has been called and everything submitted
+// before it has been passed to fn, or once rd is closed (unread samples are
+// then lost); otherwise the first error from fn or the reader.
+func Drain(rd *ringbuf.Reader, interval time.Duration, fn func(raw []byte) error) error {
+	if interval <= 0 {
+		interval = DrainInterval
+	}
+	var rec ringbuf.Record
+	rd.SetDeadline(time.Now().Add(interval))
+	for {
+		err := rd.ReadInto(&rec)
+		switch {
+		case err == nil:
+			if err := fn(rec.RawSample); err != nil {
+				return err
+			}
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// ReadInto returns this only after it has passed on
+			// every sample that was in the ring at the deadline.
+			rd.SetDeadline(time.Now().Add(interval))
+		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed):
+			return nil
+		default:
+			return err
+		}
+	}
+}
+
+// CheckFeatures reports whether the running kernel has everything bpftape's
+// programs use. The error names each missing map type, program type or
+// helper; it wraps ebpf.ErrNotSupported when something is known to be missing.
+func CheckFeatures() error {
+	var missing []string
+	var errs []error
+	check := func(what string, err error) {
+		switch {
+		case err == nil:
+		case errors.Is(err, ebpf.ErrNotSupported):
+			missing = append(missing, what)
+		default:
+			errs = append(errs, fmt.Errorf("probe %s: %w", what, err))
+		}
+	}
+	for _, mt := range []ebpf.MapType{ebpf.RingBuf, ebpf.Array, ebpf.PerCPUArray} {
+		check(mt.String()+" map", features.HaveMapType(mt))
+	}
+	helpers := []asm.BuiltinFunc{
+		asm.FnGetAttachCookie,
+		asm.FnRingbufReserve,
+		asm.FnRingbufSubmit,
+		asm.FnRingbufQuery, // BPF_RB_AVAIL_DATA for the wake-up policy
+		asm.FnKtimeGetBootNs,
+		asm.FnProbeReadUser,
+		asm.FnProbeReadUserStr,
+		asm.FnProbeReadKernel,
+		asm.FnProbeReadKernelStr,
+	}
+	for _, pt := range []ebpf.ProgramType{ebpf.Kprobe, ebpf.TracePoint} {
+		if err := features.HaveProgramType(pt); err != nil {
+			check(pt.String()+" program", err)
+			continue
+		}
+		for _, fn := range helpers {
+			check(fmt.Sprintf("%s helper for %s programs", fn, pt), features.HaveProgramHelper(pt, fn))
+		}
+	}
+	var err error
+	if len(missing) > 0 {
+		err = fmt.Errorf("bpf: kernel lacks %s: %w", strings.Join(missing, ", "), ebpf.ErrNotSupported)
+	}
+	return errors.Join(append([]error{err}, errs...)...)
+}

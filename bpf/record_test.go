@@ -1,0 +1,380 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Probe ids used by TestRecord; cookie i carries probe id i+1.
+const (
+	pWork       = 1 // uprobe work: full-width args (ClassArgs2)
+	pWorkNarrow = 2 // uprobe work: 1/2/4-byte signed and unsigned (ClassArgs6)
+	pWorkRet    = 3 // uretprobe work: return value and a constant
+	pGreet      = 4 // uprobe greet: user string argument
+	pDeref      = 5 // uprobe deref: memory, SIB, string via pointer, a fault
+	pWrite      = 6 // tracepoint syscalls:sys_exit_write
+	pOpenat     = 7 // tracepoint syscalls:sys_enter_openat: user string field
+	pRename     = 8 // tracepoint task:task_rename: char arrays, short field
+	pExec       = 9 // tracepoint sched:sched_process_exec: __data_loc string
+)
+
+func reg(r, size uint8, signed bool) ArgSpec {
+	a := ArgSpec{Kind: KindReg, Reg: r, Size: size}
+	if signed {
+		a.IsSigned = 1
+	}
+	return a
+}
+
+func deref(r uint8, off int64, size uint8, signed bool) ArgSpec {
+	a := reg(r, size, signed)
+	a.Kind, a.Off = KindRegDeref, off
+	return a
+}
+
+func spec(id uint16, class uint8, args ...ArgSpec) ProbeSpec {
+	s := ProbeSpec{ProbeId: id, SizeClass: class, Nargs: uint8(len(args))}
+	for i, a := range args {
+		s.Args[i] = a
+		if isStrKind(a.Kind) {
+			s.Nstr++
+		}
+	}
+	return s
+}
+
+// TestRecord attaches every kind of arg spec to the workload and checks each
+// recorded value against the workload's own account of what it did.
+func TestRecord(t *testing.T) {
+	requireBPF(t)
+	tracefs := requireTracefs(t)
+	exe := buildWorkload(t)
+	w := startWorkload(t, exe, "args")
+	pid := w.pid()
+
+	objs := load(t, Options{RingSize: 1 << 20, FilterTgid: uint32(pid), WakeupBytes: 1 << 18})
+
+	putSpec(t, objs, pWork-1, spec(pWork, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, false)))
+	putSpec(t, objs, pWorkNarrow-1, spec(pWorkNarrow, ClassArgs6,
+		reg(RegDI, 1, true), reg(RegDI, 1, false), reg(RegSI, 2, false), reg(RegSI, 2, true),
+		reg(RegDX, 1, true), reg(RegDX, 4, false)))
+	putSpec(t, objs, pWorkRet-1, spec(pWorkRet, ClassArgs2,
+		ArgSpec{Kind: KindRetval, Size: 4, IsSigned: 1}, ArgSpec{Kind: KindConst, Off: -7}))
+	putSpec(t, objs, pGreet-1, spec(pGreet, ClassArgs12Str4,
+		ArgSpec{Kind: KindUserStr, Reg: RegDI, StrSlot: 2}, reg(RegSI, 8, true)))
+	putSpec(t, objs, pDeref-1, spec(pDeref, ClassArgs12Str4,
+		deref(RegDI, 0, 4, true),  // p->x
+		deref(RegDI, 4, 2, true),  // p->y
+		deref(RegDI, 6, 1, false), // p->z
+		ArgSpec{Kind: KindSIB, Reg: RegSI, IndexReg: RegDX, Scale: 8, Size: 8, IsSigned: 1}, // arr[idx]
+		deref(RegCX, 0, 8, true), // nm->id
+		ArgSpec{Kind: KindRegDerefStr, Reg: RegCX, Off: 8, StrSlot: 1}, // nm->name
+		deref(RegSI, 1<<46, 8, false),                                  // unmapped: read fault
+	))
+
+	write := tpFormat(t, tracefs, "syscalls", "sys_exit_write")
+	openat := tpFormat(t, tracefs, "syscalls", "sys_enter_openat")
+	rename := tpFormat(t, tracefs, "task", "task_rename")
+	exec := tpFormat(t, tracefs, "sched", "sched_process_exec")
+	sysnr := write["__syscall_nr"].arg(KindTPField)
+	putSpec(t, objs, pWrite-1, spec(pWrite, ClassArgs2, sysnr, write["ret"].arg(KindTPField)))
+	dfd := openat["dfd"].arg(KindTPField)
+	dfd.Size, dfd.IsSigned = 4, 1 // an int stored in an unsigned long
+	putSpec(t, objs, pOpenat-1, spec(pOpenat, ClassArgs12Str4,
+		ArgSpec{Kind: KindTPUserStr, Off: int64(openat["filename"].off), StrSlot: 0}, dfd))
+	oldcomm, newcomm := rename["oldcomm"].arg(KindTPCharArray), rename["newcomm"].arg(KindTPCharArray)
+	newcomm.StrSlot = 1
+	putSpec(t, objs, pRename-1, spec(pRename, ClassArgs12Str4,
+		oldcomm, newcomm, rename["oom_score_adj"].arg(KindTPField), rename["pid"].arg(KindTPField)))
+	putSpec(t, objs, pExec-1, spec(pExec, ClassArgs12Str4,
+		ArgSpec{Kind: KindTPDataLocStr, Off: int64(exec["filename"].off), StrSlot: 3},
+		exec["pid"].arg(KindTPField), exec["old_pid"].arg(KindTPField)))
+
+	attachUprobe(t, exe, "work", objs.ProbeUprobe, pWork-1, pid, false)
+	attachUprobe(t, exe, "work", objs.ProbeUprobe, pWorkNarrow-1, pid, false)
+	attachUprobe(t, exe, "work", objs.ProbeUprobe, pWorkRet-1, pid, true)
+	attachUprobe(t, exe, "greet", objs.ProbeUprobe, pGreet-1, pid, false)
+	attachUprobe(t, exe, "deref", objs.ProbeUprobe, pDeref-1, pid, false)
+	attachTracepoint(t, "syscalls", "sys_exit_write", objs.ProbeTracepoint, pWrite-1)
+	attachTracepoint(t, "syscalls", "sys_enter_openat", objs.ProbeTracepoint, pOpenat-1)
+	attachTracepoint(t, "task", "task_rename", objs.ProbeTracepoint, pRename-1)
+	attachTracepoint(t, "sched", "sched_process_exec", objs.ProbeTracepoint, pExec-1)
+
+	c := collect(t, newReader(t, objs.Events))
+	lines := w.run(t)
+	samples := c.finish(t)
+
+	byProbe := map[uint16][][]byte{}
+	var last uint64
+	for i, raw := range samples {
+		h, err := DecodeHeader(raw)
+		if err != nil {
+			t.Fatalf("sample %d: %v", i, err)
+		}
+		if h.PID != uint32(pid) || h.TID != uint32(pid) {
+			t.Errorf("sample %d: pid %d tid %d, want %d: %s", i, h.PID, h.TID, pid, describe(raw))
+		}
+		if h.Time < last {
+			t.Errorf("sample %d: time %d before previous %d", i, h.Time, last)
+		}
+		last = h.Time
+		if h.ProbeID != pExec && h.ProbeID != pOpenat && h.ProbeID != pRename && h.CommString() != "workload" {
+			t.Errorf("sample %d: comm %q", i, h.CommString())
+		}
+		byProbe[h.ProbeID] = append(byProbe[h.ProbeID], raw)
+	}
+	for id := uint16(pWork); id <= pExec; id++ {
+		if n, err := objs.LostSamples(id); err != nil || n != 0 {
+			t.Errorf("probe %d: lost %d, %v", id, n, err)
+		}
+	}
+
+	// want checks a sample's args, flags and (for string classes) slots.
+	want := func(what string, raw []byte, flags uint16, args []int64, strs map[int]string) {
+		t.Helper()
+		h, _ := DecodeHeader(raw)
+		if int(h.Nargs) != len(args) || h.Flags != flags {
+			t.Errorf("%s: nargs %d flags %#x, want %d %#x: %s", what, h.Nargs, h.Flags, len(args), flags, describe(raw))
+			return
+		}
+		for i := range ClassArgs(h.Class) {
+			var w int64
+			if i < len(args) {
+				w = args[i]
+			}
+			if got := int64(Arg(raw, i)); got != w {
+				t.Errorf("%s: arg %d = %d, want %d: %s", what, i, got, w, describe(raw))
+			}
+		}
+		if h.Class != ClassArgs12Str4 {
+			return
+		}
+		for slot := range MaxStrs {
+			if got := string(Str(raw, slot)); got != strs[slot] { // unused slots are ""
+				t.Errorf("%s: str %d = %q, want %q", what, slot, got, strs[slot])
+			}
+		}
+	}
+	count := func(id uint16, n int) [][]byte {
+		t.Helper()
+		if len(byProbe[id]) != n {
+			t.Fatalf("probe %d: %d samples, want %d", id, len(byProbe[id]), n)
+		}
+		return byProbe[id]
+	}
+
+	var work, greet, derefs, writes []string
+	for _, l := range lines {
+		writes = append(writes, l)
+		switch {
+		case strings.HasPrefix(l, "work "):
+			work = append(work, l)
+		case strings.HasPrefix(l, "greet "):
+			greet = append(greet, l)
+		case strings.HasPrefix(l, "deref "):
+			derefs = append(derefs, l)
+		}
+	}
+	if len(work) != 20 || len(greet) != 5 || len(derefs) != 4 {
+		t.Fatalf("workload output: %q", lines)
+	}
+
+	wk, wn, wr := count(pWork, 20), count(pWorkNarrow, 20), count(pWorkRet, 20)
+	for i, l := range work {
+		f := fields(l, 5)
+		a, b, cc, ret := atoi(t, f[1]), atoi(t, f[2]), atoi(t, f[3]), atoi(t, f[4])
+		want(l, wk[i], 0, []int64{a, b}, nil)
+		want(l+" narrow", wn[i], 0, []int64{
+			int64(int8(a)), int64(uint8(a)), int64(uint16(b)), int64(int16(b)),
+			int64(int8(cc)), int64(uint32(cc))}, nil)
+		want(l+" ret", wr[i], 0, []int64{int64(int32(ret)), -7}, nil)
+	}
+
+	gr := count(pGreet, 5)
+	for i, l := range greet {
+		f := fields(l, 4)
+		s, flags := f[3], uint16(0)
+		if len(s) > StrSlotSize-1 {
+			s, flags = s[:StrSlotSize-1], FlagStrTruncated
+		}
+		want(l, gr[i], flags, []int64{int64(len(s)), atoi(t, f[1])}, map[int]string{2: s})
+	}
+
+	dr := count(pDeref, 4)
+	for i, l := range derefs {
+		f := fields(l, 8)
+		name, flags := f[7], uint16(FlagReadFault)
+		if len(name) > StrSlotSize-1 {
+			name, flags = name[:StrSlotSize-1], flags|FlagStrTruncated
+		}
+		want(l, dr[i], flags, []int64{atoi(t, f[1]), atoi(t, f[2]), atoi(t, f[3]), atoi(t, f[4]),
+			atoi(t, f[5]), int64(len(name)), 0}, map[int]string{1: name})
+	}
+
+	// One write(2) per output line; before the "oom" line, the writes to
+	// oom_score_adj it reports (the first may fail: a negative ret).
+	var rets []int64
+	oom := int64(-100)
+	for _, l := range writes {
+		if f := fields(l, 4); f[0] == "oom" {
+			oom = atoi(t, f[1])
+			rets = append(rets, atoi(t, f[2]))
+			if r2 := atoi(t, f[3]); r2 != 0 {
+				rets = append(rets, r2)
+			}
+		}
+		rets = append(rets, int64(len(l)+1))
+	}
+	wr = count(pWrite, len(rets))
+	for i, r := range rets {
+		want(fmt.Sprintf("write %d", i), wr[i], 0, []int64{1, r}, nil)
+	}
+
+	// The workload's two opens come first; /bin/true's loader opens more.
+	op := byProbe[pOpenat]
+	if len(op) < 2 {
+		t.Fatalf("openat: %d samples", len(op))
+	}
+	want("openat /dev/null", op[0], 0, []int64{int64(len("/dev/null")), -100}, map[int]string{0: "/dev/null"})
+	want("openat oom_score_adj", op[1], 0, []int64{int64(len("/proc/self/oom_score_adj")), -100},
+		map[int]string{0: "/proc/self/oom_score_adj"})
+
+	// prctl(PR_SET_NAME), then exec renames the task once more.
+	rn := byProbe[pRename]
+	if len(rn) < 1 {
+		t.Fatal("task_rename: no samples")
+	}
+	want("task_rename prctl", rn[0], 0, []int64{int64(len("workload")), int64(len("renamed-task")), oom, int64(pid)},
+		map[int]string{0: "workload", 1: "renamed-task"})
+	if len(rn) > 1 {
+		want("task_rename exec", rn[1], 0, []int64{int64(len("renamed-task")), int64(len("true")), oom, int64(pid)},
+			map[int]string{0: "renamed-task", 1: "true"})
+	}
+
+	ex := count(pExec, 1)
+	want("exec", ex[0], 0, []int64{int64(len("/bin/true")), int64(pid), int64(pid)}, map[int]string{3: "/bin/true"})
+
+	var maxDelay time.Duration
+	for _, d := range c.arrived {
+		maxDelay = max(maxDelay, d)
+	}
+	t.Logf("%d samples, %d lines; max delay from event to Drain callback %v", len(samples), len(lines), maxDelay)
+	if t.Failed() || os.Getenv("BPFTAPE_TEST_DUMP") != "" {
+		for _, raw := range samples {
+			t.Log(describe(raw))
+		}
+	}
+}
+
+// TestLoss fills a one-page ring while nobody reads it: every event is
+// either in the ring or counted in lost.
+func TestLoss(t *testing.T) {
+	requireBPF(t)
+	exe := buildWorkload(t)
+	const n = 2000
+	w := startWorkload(t, exe, "burst", "2000")
+	objs := load(t, Options{RingSize: uint32(os.Getpagesize()), WakeupBytes: 0})
+	putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true)))
+	attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
+	w.run(t)
+
+	rd := newReader(t, objs.Events)
+	if err := rd.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	if err := Drain(rd, 0, func(raw []byte) error {
+		got = append(got, Arg(raw, 0))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lost, err := objs.LostSamples(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ring %d bytes: %d received, %d lost, %d generated", os.Getpagesize(), len(got), lost, n)
+	if uint64(len(got))+lost != n {
+		t.Errorf("received %d + lost %d != generated %d", len(got), lost, n)
+	}
+	if lost == 0 || len(got) == 0 {
+		t.Errorf("expected both received and lost samples")
+	}
+	// The first calls fit: work(1+i, 2, 3).
+	for i, a := range got {
+		if a != uint64(1+i) {
+			t.Fatalf("sample %d: a = %d, want %d", i, a, 1+i)
+		}
+	}
+}
+
+// TestDeadlineReturnsPending checks the reader behaviour the wake-up policy
+// relies on: samples submitted with BPF_RB_NO_WAKEUP wake nobody, yet a read
+// whose deadline expires still returns them, and Drain delivers them without
+// any wake-up or flush.
+func TestDeadlineReturnsPending(t *testing.T) {
+	requireBPF(t)
+	exe := buildWorkload(t)
+	const ring = 1 << 16
+
+	t.Run("ReadInto", func(t *testing.T) {
+		w := startWorkload(t, exe, "burst", "10")
+		objs := load(t, Options{RingSize: ring, WakeupBytes: 2 * ring}) // never wakes
+		putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true)))
+		attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
+		rd := newReader(t, objs.Events)
+		w.run(t)
+		if got, want := rd.AvailableBytes(), 10*(8+SampleSize(ClassArgs2)); got != want {
+			t.Fatalf("available %d bytes, want %d", got, want)
+		}
+
+		start := time.Now()
+		rd.SetDeadline(start.Add(50 * time.Millisecond))
+		var n int
+		for {
+			rec, err := rd.Read()
+			if err != nil {
+				if !errors.Is(err, os.ErrDeadlineExceeded) {
+					t.Fatal(err)
+				}
+				break
+			}
+			if n == 0 {
+				t.Logf("first record after %v (deadline 50ms)", time.Since(start))
+			}
+			if Arg(rec.RawSample, 0) != uint64(1+n) {
+				t.Errorf("record %d: a = %d", n, Arg(rec.RawSample, 0))
+			}
+			n++
+		}
+		if n != 10 {
+			t.Errorf("read %d records before the deadline error, want 10", n)
+		}
+	})
+
+	t.Run("Drain", func(t *testing.T) {
+		w := startWorkload(t, exe, "burst", "10")
+		objs := load(t, Options{RingSize: ring, WakeupBytes: 2 * ring})
+		putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true)))
+		attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
+		c := collect(t, newReader(t, objs.Events))
+		w.run(t)
+		deadline := time.Now().Add(5 * time.Second)
+		for c.count() < 10 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if n := c.count(); n != 10 {
+			t.Errorf("Drain delivered %d of 10 samples without a wake-up", n)
+		}
+		samples := c.finish(t)
+		var maxDelay time.Duration
+		for _, d := range c.arrived {
+			maxDelay = max(maxDelay, d)
+		}
+		t.Logf("%d samples, max delay %v (interval %v)", len(samples), maxDelay, DrainInterval)
+	})
+}

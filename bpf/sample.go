@@ -1,0 +1,113 @@
+package bpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+)
+
+// Sample layout (struct sample in bpftape.c), little endian, fixed offsets.
+// A ring record is a prefix of it whose length is SampleSize(class).
+const (
+	OffTime    = 0                   // u64 bpf_ktime_get_boot_ns (CLOCK_BOOTTIME)
+	OffPID     = 8                   // u32 tgid, in the initial PID namespace
+	OffTID     = 12                  // u32 thread id, in the initial PID namespace
+	OffProbeID = 16                  // u16 ProbeSpec.ProbeId
+	OffCPU     = 18                  // u16
+	OffNargs   = 20                  // u16 number of valid args
+	OffFlags   = 22                  // u16 Flag* bits
+	OffComm    = 24                  // char[16] task comm, NUL-padded
+	OffArgs    = 40                  // u64 args[ClassArgs(class)]; args at index >= nargs are 0
+	OffStrs    = OffArgs + 8*MaxArgs // char[MaxStrs][StrSlotSize], ClassArgs12Str4 only
+
+	HeaderSize = OffArgs
+	CommLen    = 16
+)
+
+// Sample flags (Header.Flags).
+const (
+	// FlagStrTruncated: a string was longer than its slot (or its char
+	// array) holds; the slot has the first StrSlotSize-1 bytes.
+	FlagStrTruncated = 1
+	// FlagReadFault: a register or memory read failed (e.g. a bad pointer);
+	// that arg is 0 and a string's slot is empty.
+	FlagReadFault = 2
+)
+
+// Header is the fixed part of a sample.
+type Header struct {
+	Time    uint64 // CLOCK_BOOTTIME nanoseconds
+	PID     uint32
+	TID     uint32
+	ProbeID uint16
+	CPU     uint16
+	Nargs   uint16
+	Flags   uint16
+	Class   uint8 // size class, from the record length
+	Comm    [CommLen]byte
+}
+
+// CommString returns the task name without NUL padding.
+func (h *Header) CommString() string {
+	n := bytes.IndexByte(h.Comm[:], 0)
+	if n < 0 {
+		n = CommLen
+	}
+	return string(h.Comm[:n])
+}
+
+// Errors returned by DecodeHeader.
+var (
+	ErrSampleSize  = errors.New("bpf: sample length matches no size class")
+	ErrSampleNargs = errors.New("bpf: sample nargs exceeds its size class")
+)
+
+// classOfLen maps a record length to its size class.
+func classOfLen(n int) (uint8, bool) {
+	for c := range uint8(numClasses) {
+		if SampleSize(c) == n {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// DecodeHeader decodes the header of a raw ring buffer record and checks that
+// the record is a well-formed sample, so that Arg(raw, i) for i < Nargs and,
+// for ClassArgs12Str4, Str(raw, slot) are in bounds. It does not allocate.
+func DecodeHeader(raw []byte) (Header, error) {
+	var h Header
+	class, ok := classOfLen(len(raw))
+	if !ok {
+		return h, ErrSampleSize
+	}
+	le := binary.LittleEndian
+	h.Time = le.Uint64(raw[OffTime:])
+	h.PID = le.Uint32(raw[OffPID:])
+	h.TID = le.Uint32(raw[OffTID:])
+	h.ProbeID = le.Uint16(raw[OffProbeID:])
+	h.CPU = le.Uint16(raw[OffCPU:])
+	h.Nargs = le.Uint16(raw[OffNargs:])
+	h.Flags = le.Uint16(raw[OffFlags:])
+	h.Class = class
+	copy(h.Comm[:], raw[OffComm:OffComm+CommLen])
+	if int(h.Nargs) > ClassArgs(class) {
+		return h, ErrSampleNargs
+	}
+	return h, nil
+}
+
+// Arg returns arg i of a raw sample. It panics if the record has no arg i.
+func Arg(raw []byte, i int) uint64 {
+	return binary.LittleEndian.Uint64(raw[OffArgs+8*i:])
+}
+
+// Str returns the string in slot of a raw ClassArgs12Str4 sample, without the
+// NUL; it aliases raw. It panics if the record has no string slots.
+func Str(raw []byte, slot int) []byte {
+	s := raw[OffStrs+slot*StrSlotSize : OffStrs+(slot+1)*StrSlotSize]
+	if n := bytes.IndexByte(s, 0); n >= 0 {
+		return s[:n]
+	}
+	return s
+}

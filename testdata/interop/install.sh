@@ -1,0 +1,17 @@
+#!/bin/sh
+# Install the nodejs-polars interop reader's npm dependencies (from the
+# registry, pinned by package-lock.json) unless they are already in place.
+# Idempotent and quiet; safe to run as root on a fresh CI machine.
+set -eu
+cd "$(dirname "$0")"
+if [ -d node_modules/nodejs-polars ] &&
+	[ -d node_modules/nodejs-polars-linux-x64-gnu ] &&
+	[ -f node_modules/.package-lock.json ] &&
+	[ ! package-lock.json -nt node_modules/.package-lock.json ]; then
+	exit 0
+fi
+command -v npm >/dev/null 2>&1 || {
+	echo "install.sh: npm not found (install nodejs and npm first)" >&2
+	exit 1
+}
+npm ci --no-audit --no-fund --loglevel=error >/dev/null

@@ -11,15 +11,27 @@ import (
 // colBuf accumulates one column of a batch as the raw little-endian buffers
 // of its Arrow layout, so that appending a value is a slice append and the
 // batch becomes Arrow arrays without copying.
+//
+// Strings use Arrow's string_view layout: 16 bytes per row holding the
+// length and up to 12 bytes inline, or a prefix and the offset of the bytes
+// in a second buffer. Equal long strings (a thread's comm, a repeated
+// message) point at one copy, so the rows are identical and compress to
+// almost nothing, where a plain string column's offsets differ on every row.
 type colBuf struct {
 	typ      Type
 	width    int
 	nullable bool
-	data     []byte
-	offsets  []byte // int32 offsets of a string column, starting with 0
+	data     []byte // values; for strings, the 16-byte views
+	long     []byte // strings longer than 12 bytes, for views
+	interned []span // where recent long strings are in long
 	valid    []byte // validity bitmap of a nullable column
 	nulls    int
 }
+
+type span struct{ off, n uint32 }
+
+// maxInterned bounds the strings a batch deduplicates by linear search.
+const maxInterned = 16
 
 func newColBuf(t Type, nullable bool) colBuf {
 	c := colBuf{typ: t, width: t.Size(), nullable: nullable}
@@ -29,11 +41,10 @@ func newColBuf(t Type, nullable bool) colBuf {
 
 func (c *colBuf) reset() {
 	c.data = c.data[:0]
+	c.long = c.long[:0]
+	c.interned = c.interned[:0]
 	c.valid = c.valid[:0]
 	c.nulls = 0
-	if c.typ == String {
-		c.offsets = binary.LittleEndian.AppendUint32(c.offsets[:0], 0)
-	}
 }
 
 // mark records validity for row i.
@@ -66,18 +77,43 @@ func (c *colBuf) putInt(v uint64) {
 }
 
 func (c *colBuf) putString(s []byte) {
-	c.data = append(c.data, s...)
-	c.offsets = binary.LittleEndian.AppendUint32(c.offsets, uint32(len(c.data)))
+	var v [16]byte
+	binary.LittleEndian.PutUint32(v[0:], uint32(len(s)))
+	if len(s) <= 12 {
+		copy(v[4:], s)
+	} else {
+		copy(v[4:8], s)
+		binary.LittleEndian.PutUint32(v[12:], c.intern(s))
+	}
+	c.data = append(c.data, v[:]...)
+}
+
+// intern returns the offset of s in the long-string buffer, adding it
+// unless one of the last strings added is equal.
+func (c *colBuf) intern(s []byte) uint32 {
+	for _, sp := range c.interned {
+		if int(sp.n) == len(s) && string(c.long[sp.off:sp.off+sp.n]) == string(s) {
+			return sp.off
+		}
+	}
+	off := uint32(len(c.long))
+	c.long = append(c.long, s...)
+	if len(c.interned) < maxInterned {
+		c.interned = append(c.interned, span{off, uint32(len(s))})
+	}
+	return off
 }
 
 func (c *colBuf) putNull(i int) {
 	if c.typ == String {
-		c.offsets = binary.LittleEndian.AppendUint32(c.offsets, uint32(len(c.data)))
+		c.data = append(c.data, zeroView[:]...)
 	} else {
 		c.putInt(0)
 	}
 	c.mark(i, false)
 }
+
+var zeroView [16]byte
 
 // array wraps the buffers as an Arrow array of n rows; the array refers to
 // the buffers, which must not be reused until the array is released.
@@ -87,8 +123,8 @@ func (c *colBuf) array(n int) arrow.Array {
 		validity = memory.NewBufferBytes(c.valid)
 	}
 	bufs := []*memory.Buffer{validity, memory.NewBufferBytes(c.data)}
-	if c.typ == String {
-		bufs = []*memory.Buffer{validity, memory.NewBufferBytes(c.offsets), memory.NewBufferBytes(c.data)}
+	if c.typ == String && len(c.long) > 0 {
+		bufs = append(bufs, memory.NewBufferBytes(c.long))
 	}
 	data := array.NewData(c.typ.arrow(), n, bufs, nil, c.nulls, 0)
 	defer data.Release()

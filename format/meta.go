@@ -122,7 +122,7 @@ func (t Type) arrow() arrow.DataType {
 	case Uint64:
 		return arrow.PrimitiveTypes.Uint64
 	case String:
-		return arrow.BinaryTypes.String
+		return arrow.BinaryTypes.StringView
 	}
 	return nil
 }

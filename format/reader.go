@@ -138,7 +138,7 @@ func (r *Reader) checkSchema() error {
 	}
 	fields := r.Schema.Fields()
 	want := []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Uint16, arrow.PrimitiveTypes.Uint32,
-		arrow.PrimitiveTypes.Uint32, arrow.BinaryTypes.String, nil, arrow.PrimitiveTypes.Uint64}
+		arrow.PrimitiveTypes.Uint32, arrow.BinaryTypes.StringView, nil, arrow.PrimitiveTypes.Uint64}
 	if len(fields) < numFixed {
 		return fmt.Errorf("corrupt capture: %d columns", len(fields))
 	}
@@ -285,7 +285,7 @@ type Batch struct {
 	PID   []uint32
 	TID   []uint32
 	Probe []uint16
-	comm  *array.String
+	comm  *array.StringView
 	lost  *array.Uint64
 	cols  []Column
 	rec   arrow.Record
@@ -298,7 +298,10 @@ func (b *Batch) load(rec arrow.Record, m *Meta) error {
 	b.CPU = rec.Column(ColCPU).(*array.Uint16).Uint16Values()
 	b.PID = rec.Column(ColPID).(*array.Uint32).Uint32Values()
 	b.TID = rec.Column(ColTID).(*array.Uint32).Uint32Values()
-	b.comm = rec.Column(ColComm).(*array.String)
+	b.comm = rec.Column(ColComm).(*array.StringView)
+	if err := checkViews(b.comm); err != nil {
+		return fmt.Errorf("comm: %w", err)
+	}
 	b.lost = rec.Column(ColLost).(*array.Uint64)
 	idx := rec.Column(ColProbe).(*array.Dictionary).Indices()
 	u, ok := idx.(*array.Uint16)
@@ -359,7 +362,7 @@ type Column struct {
 	u16  []uint16
 	u32  []uint32
 	u64  []uint64
-	str  *array.String
+	str  *array.StringView
 }
 
 func newColumn(a arrow.Array) (Column, error) {
@@ -381,8 +384,11 @@ func newColumn(a arrow.Array) (Column, error) {
 		c.Type, c.u32 = Uint32, a.Uint32Values()
 	case *array.Uint64:
 		c.Type, c.u64 = Uint64, a.Uint64Values()
-	case *array.String:
+	case *array.StringView:
 		c.Type, c.str = String, a
+		if err := checkViews(a); err != nil {
+			return c, err
+		}
 	default:
 		return c, fmt.Errorf("unsupported type %v", a.DataType())
 	}
@@ -425,4 +431,21 @@ func (c *Column) Str(i int) string {
 		return fmt.Sprint(c.u64[i])
 	}
 	return fmt.Sprint(c.Int(i))
+}
+
+// checkViews verifies that every string view points inside its buffers, so
+// that a damaged or hostile file cannot make Value read out of bounds.
+func checkViews(a *array.StringView) error {
+	bufs := a.Data().Buffers()
+	for i := 0; i < a.Len(); i++ {
+		h := a.ValueHeader(i)
+		if h.IsInline() {
+			continue
+		}
+		bi, off, n := int(h.BufferIndex())+2, int(h.BufferOffset()), h.Len()
+		if bi < 2 || bi >= len(bufs) || bufs[bi] == nil || off < 0 || n < 0 || off+n > bufs[bi].Len() {
+			return fmt.Errorf("row %d: string view outside its buffers", i)
+		}
+	}
+	return nil
 }

@@ -172,7 +172,7 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 		{Name: "cpu", Type: arrow.PrimitiveTypes.Uint16},
 		{Name: "pid", Type: arrow.PrimitiveTypes.Uint32},
 		{Name: "tid", Type: arrow.PrimitiveTypes.Uint32},
-		{Name: "comm", Type: arrow.BinaryTypes.String},
+		{Name: "comm", Type: arrow.BinaryTypes.StringView},
 		{Name: "probe", Type: w.dtype},
 		{Name: "lost", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
 	}

@@ -237,7 +237,7 @@ var bccRowRE = regexp.MustCompile(`^ +(\d+) -> (\d+) +: (\d+) +\|[* ]*\|$`)
 // TestWriteBCCSeed reprints every histogram of a real bcc session, found in
 // testdata, from its counts.
 func TestWriteBCCSeed(t *testing.T) {
-	data, err := os.ReadFile("testdata/bcc_seed_log2.txt")
+	data, err := os.ReadFile("../../testdata/seed000/bcc_histograms.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

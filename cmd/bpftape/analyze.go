@@ -1,0 +1,348 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/replay"
+	"github.com/bpftape/bpftape/replay/hist"
+)
+
+func init() {
+	register("hist", "log2 or linear histogram of a probe field, printed as BCC or bpftrace print it", runHist)
+	register("requests", "per-request totals: sum item events on a thread until its end event", runRequests)
+	register("latency", "durations between entry and return events on the same thread", runLatency)
+	register("compare", "two histograms side by side with deltas and the KS distance", runCompare)
+	register("events", "list events like BCC's trace", runEvents)
+	register("info", "host, kernel, probes, counts, losses and size of a capture", runInfo)
+	register("repair", "copy the complete batches of a damaged capture into a standard file", runRepair)
+}
+
+// withCapture opens path, runs fn, and prints the capture's notes (losses,
+// recovery) to stderr afterwards.
+func withCapture(path string, stderr io.Writer, fn func(c *replay.Capture) error) error {
+	c, err := replay.Open(path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	err = fn(c)
+	c.Notes(stderr)
+	return err
+}
+
+func runHist(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("hist", "[flags] FILE PROBE FIELD", `
+Prints the log2 histogram of FIELD of PROBE's events exactly as BCC's
+print_log2_hist(label) prints a BPF_HISTOGRAM filled with bpf_log2l(), or
+as bpftrace prints hist() with --style bpftrace.
+
+Examples:
+  bpftape hist cap.arrow rx arg2 --label size
+  bpftape hist cap.arrow tx_done retval --cast s32 --label "num packets"
+  bpftape hist cap.arrow exit_read ret --by comm --style bpftrace
+  bpftape hist cap.arrow exit_read ret --linear 0,2000,200 --stats`, stdout)
+	filter := filterFlags(fs)
+	label := fs.String("label", "", "label of the value column (default: the field name)")
+	style := fs.String("style", "bcc", "output style: bcc or bpftrace")
+	by := fs.String("by", "", "one histogram per key: comm, pid, tid or a field of the probe")
+	linear := fs.String("linear", "", "linear histogram MIN,MAX,STEP (lhist) instead of log2")
+	cast := fs.String("cast", "", "reinterpret values as s8|u8|s16|u16|s32|u32|s64|u64 first, like a C cast")
+	stats := fs.Bool("stats", false, "print count, sum, min, mean, p50, p90, p99 and max after the histogram")
+	asJSON := fs.Bool("json", false, "print JSON (BCC's print_json_hist shape for log2 histograms)")
+	btVersion := fs.String("bpftrace-version", "", "mimic this bpftrace release's output (default: the newest)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "hist", err)
+	}
+	if len(pos) != 3 {
+		return fail(stderr, "hist", fmt.Errorf("want FILE PROBE FIELD, got %d arguments: %w", len(pos), errUsage))
+	}
+	o := replay.HistOptions{Probe: pos[1], Field: pos[2], Label: *label, Style: *style, By: *by, Stats: *stats, JSON: *asJSON}
+	if o.Filter, err = filter(); err != nil {
+		return fail(stderr, "hist", err)
+	}
+	if *style != "bcc" && *style != "bpftrace" {
+		return fail(stderr, "hist", fmt.Errorf("--style %q: use bcc or bpftrace: %w", *style, errUsage))
+	}
+	if *linear != "" {
+		if o.Linear, err = replay.ParseLinear(*linear); err != nil {
+			return fail(stderr, "hist", fmt.Errorf("%w: %w", err, errUsage))
+		}
+	}
+	if o.Cast, err = replay.ParseCast(*cast); err != nil {
+		return fail(stderr, "hist", fmt.Errorf("%w: %w", err, errUsage))
+	}
+	if *btVersion != "" {
+		if o.Bpftrace, err = hist.ParseBpftraceVersion(*btVersion); err != nil {
+			return fail(stderr, "hist", fmt.Errorf("%w: %w", err, errUsage))
+		}
+	}
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) error { return replay.Hist(c, o, stdout) })
+	if err != nil {
+		return fail(stderr, "hist", err)
+	}
+	return exitOK
+}
+
+func runRequests(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("requests", "[flags] FILE ITEM_PROBE ITEM_FIELD END_PROBE END_FIELD", `
+Sums ITEM_FIELD of every ITEM_PROBE event on a thread until that thread's
+END_PROBE event, then records one request: END_FIELD and the sum. Prints the
+histogram of END_FIELD and of the sums as BCC prints them. This is seed 000's
+TX analysis (per-packet lengths summed until virtio_net_flush_tx returns the
+packets sent), done offline. End events with no items are skipped, as that
+BPF program skips them; items never followed by an end are reported.
+
+Example:
+  bpftape requests cap.arrow tx_len arg0 tx_flush retval --end-label "sent pkts" --total-label len`, stdout)
+	filter := filterFlags(fs)
+	endLabel := fs.String("end-label", "", "label of the end value histogram (default: END_FIELD)")
+	totalLabel := fs.String("total-label", "", "label of the totals histogram (default: ITEM_FIELD)")
+	endCast := fs.String("end-cast", "", "reinterpret end values as s8|u8|s16|u16|s32|u32|s64|u64")
+	global := fs.Bool("global", false, "one running sum for all threads (the seed's constant hash key)")
+	list := fs.Bool("list", false, "also print every request")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "requests", err)
+	}
+	if len(pos) != 5 {
+		return fail(stderr, "requests", fmt.Errorf("want FILE ITEM_PROBE ITEM_FIELD END_PROBE END_FIELD, got %d arguments: %w", len(pos), errUsage))
+	}
+	o := replay.RequestsOptions{ItemProbe: pos[1], ItemField: pos[2], EndProbe: pos[3], EndField: pos[4],
+		EndLabel: *endLabel, TotalLabel: *totalLabel, Global: *global, List: *list, JSON: *asJSON}
+	if o.Filter, err = filter(); err != nil {
+		return fail(stderr, "requests", err)
+	}
+	if o.EndCast, err = replay.ParseCast(*endCast); err != nil {
+		return fail(stderr, "requests", fmt.Errorf("%w: %w", err, errUsage))
+	}
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
+		_, err := replay.Requests(c, o, stdout)
+		return err
+	})
+	if err != nil {
+		return fail(stderr, "requests", err)
+	}
+	return exitOK
+}
+
+func runLatency(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("latency", "[flags] FILE ENTRY_PROBE RETURN_PROBE", `
+Pairs each RETURN_PROBE event with the latest unreturned ENTRY_PROBE event
+of the same thread (a stack per thread, so recursion pairs correctly) and
+prints the histogram of durations like BCC's funclatency. Unmatched entries
+and returns are counted and reported.
+
+Example:
+  bpftape latency cap.arrow rx rx_ret -u`, stdout)
+	filter := filterFlags(fs)
+	us := fs.Bool("u", false, "microsecond histogram")
+	ms := fs.Bool("m", false, "millisecond histogram")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "latency", err)
+	}
+	if len(pos) != 3 {
+		return fail(stderr, "latency", fmt.Errorf("want FILE ENTRY_PROBE RETURN_PROBE, got %d arguments: %w", len(pos), errUsage))
+	}
+	o := replay.LatencyOptions{Entry: pos[1], Return: pos[2], JSON: *asJSON}
+	switch {
+	case *us && *ms:
+		return fail(stderr, "latency", fmt.Errorf("-u and -m exclude each other: %w", errUsage))
+	case *us:
+		o.Unit = "us"
+	case *ms:
+		o.Unit = "ms"
+	}
+	if o.Filter, err = filter(); err != nil {
+		return fail(stderr, "latency", err)
+	}
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
+		_, err := replay.Latency(c, o, stdout)
+		return err
+	})
+	if err != nil {
+		return fail(stderr, "latency", err)
+	}
+	return exitOK
+}
+
+func runCompare(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("compare", "[flags] FILE PROBE FIELD [FILE2] PROBE2 FIELD2 | FILE FILE2 PROBE FIELD", `
+Prints two log2 histograms bucket by bucket with counts, deltas (B - A),
+percentiles and the Kolmogorov–Smirnov distance between them:
+  FILE PROBE FIELD PROBE2 FIELD2          two fields of one capture
+  FILE PROBE FIELD FILE2 PROBE2 FIELD2    fields of two captures
+  FILE FILE2 PROBE FIELD                  one field before and after
+With --identical the exit status is 0 only when every bucket count is equal
+(3 when they differ).
+
+Example (seed 000: RX entry size vs RX return value):
+  bpftape compare cap.arrow rx arg2 rx_ret retval --identical`, stdout)
+	filter := filterFlags(fs)
+	identical := fs.Bool("identical", false, "exit 0 only if every bucket count is equal, 3 otherwise")
+	castA := fs.String("cast-a", "", "reinterpret A's values as s8|u8|s16|u16|s32|u32|s64|u64")
+	castB := fs.String("cast-b", "", "reinterpret B's values likewise")
+	label := fs.String("label", "", "label of the value column")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "compare", err)
+	}
+	var fileA, fileB string
+	var a, b replay.Side
+	switch len(pos) {
+	case 4:
+		fileA, fileB = pos[0], pos[1]
+		a.Probe, a.Field, b.Probe, b.Field = pos[2], pos[3], pos[2], pos[3]
+	case 5:
+		fileA, fileB = pos[0], pos[0]
+		a.Probe, a.Field, b.Probe, b.Field = pos[1], pos[2], pos[3], pos[4]
+	case 6:
+		fileA, fileB = pos[0], pos[3]
+		a.Probe, a.Field, b.Probe, b.Field = pos[1], pos[2], pos[4], pos[5]
+	default:
+		return fail(stderr, "compare", fmt.Errorf("want 4, 5 or 6 arguments, got %d (see --help): %w", len(pos), errUsage))
+	}
+	if a.Cast, err = replay.ParseCast(*castA); err != nil {
+		return fail(stderr, "compare", fmt.Errorf("%w: %w", err, errUsage))
+	}
+	if b.Cast, err = replay.ParseCast(*castB); err != nil {
+		return fail(stderr, "compare", fmt.Errorf("%w: %w", err, errUsage))
+	}
+	o := replay.CompareOptions{Label: *label, JSON: *asJSON}
+	if o.Filter, err = filter(); err != nil {
+		return fail(stderr, "compare", err)
+	}
+	ca, err := replay.Open(fileA)
+	if err != nil {
+		return fail(stderr, "compare", err)
+	}
+	defer ca.Close()
+	cb := ca
+	if fileB != fileA {
+		if cb, err = replay.Open(fileB); err != nil {
+			return fail(stderr, "compare", err)
+		}
+		defer cb.Close()
+	}
+	a.Capture, b.Capture = ca, cb
+	res, err := replay.Compare(&a, &b, o, stdout)
+	ca.Notes(stderr)
+	if cb != ca {
+		cb.Notes(stderr)
+	}
+	if err != nil {
+		return fail(stderr, "compare", err)
+	}
+	if *identical && !res.Identical {
+		return exitDiffer
+	}
+	return exitOK
+}
+
+func runEvents(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("events", "[flags] FILE [PROBE...]", `
+Lists events one per line like BCC's trace: TIME PID TID COMM FUNC, then the
+fields, or a printf-style message per probe given as BCC's trace takes it.
+
+Examples:
+  bpftape events cap.arrow
+  bpftape events cap.arrow --time none -f 'usdt1 "x=%d", arg0' -f 'usdt2 "x=%d, arg2=%s, arg3=%d", arg0, arg1, arg2'`, stdout)
+	filter := filterFlags(fs)
+	var formats []*replay.EventFormat
+	fs.Func("f", "per-probe message: 'PROBE \"FMT\", FIELD, ...' (repeatable)", func(s string) error {
+		f, err := replay.ParseEventFormat(s)
+		if err == nil {
+			formats = append(formats, f)
+		}
+		return err
+	})
+	timeMode := fs.String("time", "rel", "TIME column: rel (seconds since capture start), wall, or none")
+	limit := fs.Uint64("n", 0, "stop after this many events (0: all)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "events", err)
+	}
+	if len(pos) < 1 {
+		return fail(stderr, "events", fmt.Errorf("want FILE [PROBE...]: %w", errUsage))
+	}
+	o := replay.EventsOptions{Probes: pos[1:], Formats: formats, Time: *timeMode, Limit: *limit}
+	for _, f := range formats {
+		if len(o.Probes) > 0 {
+			o.Probes = append(o.Probes, f.Probe)
+		}
+	}
+	if o.Filter, err = filter(); err != nil {
+		return fail(stderr, "events", err)
+	}
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) error { return replay.Events(c, o, stdout) })
+	if err != nil {
+		return fail(stderr, "events", err)
+	}
+	return exitOK
+}
+
+func runInfo(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("info", "[flags] FILE", `
+Prints where and how a capture was made (host, kernel, command line, probes
+with their binaries' build ids), events per probe, the time span, losses,
+size and compression ratio, and whether the file was recovered.`, stdout)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "info", err)
+	}
+	if len(pos) != 1 {
+		return fail(stderr, "info", fmt.Errorf("want FILE: %w", errUsage))
+	}
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
+		_, err := replay.Info(c, *asJSON, stdout)
+		return err
+	})
+	if err != nil {
+		return fail(stderr, "info", err)
+	}
+	return exitOK
+}
+
+func runRepair(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("repair", "IN OUT", `
+Copies every complete batch of IN, for example the capture of a recorder
+that was killed, into OUT, a standard Arrow file any reader opens. OUT must
+not exist.`, stdout)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "repair", err)
+	}
+	if len(pos) != 2 {
+		return fail(stderr, "repair", fmt.Errorf("want IN OUT: %w", errUsage))
+	}
+	res, err := format.Repair(pos[0], pos[1])
+	if err != nil {
+		return fail(stderr, "repair", err)
+	}
+	state := "had its footer"
+	if res.Recovered {
+		state = "had no footer"
+	}
+	fmt.Fprintf(stdout, "%s %s: wrote %d events in %d batches to %s\n", pos[0], state, res.Rows, res.Batches, pos[1])
+	if res.Cut != nil {
+		fmt.Fprintf(stdout, "dropped the %v\n", res.Cut)
+	}
+	return exitOK
+}
+
+// helpOr returns 0 after --help, or the usage failure.
+func helpOr(stderr io.Writer, verb string, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return fail(stderr, verb, err)
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/bpftape/bpftape/replay"
+)
+
+// newFlags makes a FlagSet whose --help prints the verb's synopsis, text
+// and flags.
+func newFlags(name, synopsis, help string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "Usage: bpftape %s %s\n\n%s\nFlags:\n", name, synopsis, strings.TrimSpace(help)+"\n")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parseArgs parses flags that may come before, between or after positional
+// arguments, as users of perf and bpftrace expect; "--" ends flags.
+// It returns flag.ErrHelp for -h/--help, already printed.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if err == flag.ErrHelp {
+				fs.Usage()
+				return nil, err
+			}
+			return nil, fmt.Errorf("%v (see 'bpftape %s --help'): %w", err, fs.Name(), errUsage)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// filterFlags registers the event filters every analysis verb takes.
+func filterFlags(fs *flag.FlagSet) func() (replay.Filter, error) {
+	pids := fs.String("pid", "", "only events of these processes (comma-separated PIDs)")
+	tids := fs.String("tid", "", "only events of these threads (comma-separated TIDs)")
+	comms := fs.String("comm", "", "only events of these commands (comma-separated names)")
+	from := fs.Duration("from", 0, "only events at least this long after the capture start (e.g. 1.5s)")
+	to := fs.Duration("to", 0, "only events less than this long after the capture start")
+	return func() (replay.Filter, error) {
+		var f replay.Filter
+		var err error
+		if f.PIDs, err = parseIDs(*pids); err != nil {
+			return f, fmt.Errorf("--pid: %w: %w", err, errUsage)
+		}
+		if f.TIDs, err = parseIDs(*tids); err != nil {
+			return f, fmt.Errorf("--tid: %w: %w", err, errUsage)
+		}
+		if *comms != "" {
+			f.Comms = strings.Split(*comms, ",")
+		}
+		f.From, f.To = *from, *to
+		if f.To != 0 && f.To <= f.From {
+			return f, fmt.Errorf("--to %v is not after --from %v: %w", f.To, f.From, errUsage)
+		}
+		return f, nil
+	}
+}
+
+func parseIDs(s string) ([]uint32, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var ids []uint32
+	for _, p := range strings.Split(s, ",") {
+		v, err := strconv.ParseUint(strings.TrimSpace(p), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a process or thread id", p)
+		}
+		ids = append(ids, uint32(v))
+	}
+	return ids, nil
+}

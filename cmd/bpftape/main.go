@@ -1,0 +1,95 @@
+// Command bpftape records uprobe, uretprobe, USDT and tracepoint events into
+// an Arrow capture file and answers questions about them offline.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Exit codes scripts can trust.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed (I/O, kernel, a capture it cannot read)
+	exitUsage   = 2 // bad flags or arguments
+	exitDiffer  = 3 // compare --identical: histograms differ
+)
+
+// Version is the tool version written into every capture.
+var Version = "0.1.0"
+
+type verb struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+var verbs = map[string]verb{}
+
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) int) {
+	verbs[name] = verb{summary, run}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, `bpftape records kernel and user-space probe events into a capture file
+and rebuilds histograms, per-request totals and latencies from it offline.
+
+Usage: bpftape VERB [flags] ARGS...
+
+Verbs:
+`)
+	names := make([]string, 0, len(verbs))
+	for n := range verbs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, verbs[n].summary)
+	}
+	fmt.Fprintf(w, `
+Run 'bpftape VERB --help' for a verb's flags and examples.
+Exit status: 0 ok, 1 failure, 2 usage error, 3 'compare --identical' found a difference.
+`)
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		usage(stdout)
+		return exitOK
+	case "--version", "version":
+		fmt.Fprintln(stdout, "bpftape", Version)
+		return exitOK
+	}
+	v, ok := verbs[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "bpftape: unknown verb %q\n\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	return v.run(args[1:], stdout, stderr)
+}
+
+// errUsage marks errors that are the caller's: exit status 2.
+var errUsage = errors.New("usage")
+
+// fail prints err for verb and returns the matching exit status.
+func fail(stderr io.Writer, verb string, err error) int {
+	msg := strings.TrimSuffix(err.Error(), ": usage")
+	fmt.Fprintf(stderr, "bpftape %s: %s\n", verb, msg)
+	if errors.Is(err, errUsage) {
+		return exitUsage
+	}
+	return exitFailure
+}

@@ -1,0 +1,141 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/replay/hist"
+)
+
+// Side is one histogram of a comparison: a probe field of a capture.
+type Side struct {
+	Capture *Capture
+	Probe   string
+	Field   string
+	Cast    Cast
+	Log2    hist.Log2
+	Stats   hist.Stats
+}
+
+func (s *Side) name() string { return fmt.Sprintf("%s %s.%s", s.Capture.Name, s.Probe, s.Field) }
+
+// CompareOptions compare two log2 histograms bucket by bucket.
+type CompareOptions struct {
+	Filter Filter
+	Label  string
+	JSON   bool
+}
+
+// CompareResult says whether the histograms are equal and how far apart.
+type CompareResult struct {
+	Identical bool
+	KS        float64
+}
+
+// Compare fills both sides (scanning a shared capture once) and prints them
+// aligned with per-bucket deltas, percentiles and the Kolmogorov–Smirnov distance.
+func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error) {
+	ra, err := a.Capture.Resolve(a.Probe, a.Field)
+	if err != nil {
+		return nil, err
+	}
+	rb, err := b.Capture.Resolve(b.Probe, b.Field)
+	if err != nil {
+		return nil, err
+	}
+	if !ra.IsInt() || !rb.IsInt() {
+		return nil, fmt.Errorf("compare needs integer fields")
+	}
+	fill := func(s *Side, r *Ref) func(*format.Batch, int) {
+		return func(bt *format.Batch, i int) {
+			if v, ok := r.Int(bt, i); ok {
+				v = s.Cast.Apply(v)
+				s.Log2.Add(uint64(v))
+				s.Stats.Add(v)
+			}
+		}
+	}
+	fa, fb := fill(a, &ra), fill(b, &rb)
+	if a.Capture == b.Capture {
+		err = a.Capture.Scan(&o.Filter, func(bt *format.Batch, i int) { fa(bt, i); fb(bt, i) })
+	} else {
+		err = a.Capture.Scan(&o.Filter, fa)
+		if err == nil {
+			err = b.Capture.Scan(&o.Filter, fb)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	sa, sb := a.Log2.Slots(), b.Log2.Slots()
+	res := &CompareResult{Identical: sa == sb, KS: hist.KS(&a.Log2, &b.Log2)}
+	top := 0
+	for i := range sa {
+		if sa[i] != 0 || sb[i] != 0 {
+			top = i
+		}
+	}
+	if o.Label == "" {
+		o.Label = a.Field
+	}
+	if o.JSON {
+		type row struct {
+			Start uint64 `json:"interval-start"`
+			End   uint64 `json:"interval-end"`
+			A     uint64 `json:"count_a"`
+			B     uint64 `json:"count_b"`
+			Delta int64  `json:"delta"`
+		}
+		var rows []row
+		for i := 1; i <= top; i++ {
+			lo, hi := slotRange(i)
+			rows = append(rows, row{lo, hi, sa[i], sb[i], int64(sb[i]) - int64(sa[i])})
+		}
+		ks := any(res.KS)
+		if math.IsNaN(res.KS) {
+			ks = nil
+		}
+		return res, json.NewEncoder(out).Encode(map[string]any{
+			"val_type": o.Label, "a": a.name(), "b": b.name(), "data": rows,
+			"stats_a": statsJSON(&a.Stats), "stats_b": statsJSON(&b.Stats),
+			"ks": ks, "identical": res.Identical,
+		})
+	}
+	fmt.Fprintf(out, "A: %s (%d values)\nB: %s (%d values)\n\n", a.name(), a.Log2.Count(), b.name(), b.Log2.Count())
+	fmt.Fprintf(out, "     %-19s : %-10s %-10s %-10s\n", o.Label, "count A", "count B", "delta")
+	for i := 1; i <= top; i++ {
+		lo, hi := slotRange(i)
+		fmt.Fprintf(out, "%10d -> %-10d : %-10d %-10d %+d\n", lo, hi, sa[i], sb[i], int64(sb[i])-int64(sa[i]))
+	}
+	fmt.Fprintln(out)
+	for _, s := range []struct {
+		n  string
+		st *hist.Stats
+	}{{"A", &a.Stats}, {"B", &b.Stats}} {
+		fmt.Fprintf(out, "%s: %s\n", s.n, statsLine(s.st))
+	}
+	switch {
+	case math.IsNaN(res.KS):
+		fmt.Fprintln(out, "KS distance: undefined (a histogram is empty)")
+	case res.Identical:
+		fmt.Fprintf(out, "KS distance: %.4f (every bucket count is equal)\n", res.KS)
+	default:
+		fmt.Fprintf(out, "KS distance: %.4f\n", res.KS)
+	}
+	return res, nil
+}
+
+// slotRange is the value range BCC prints for log2 slot i.
+func slotRange(i int) (lo, hi uint64) {
+	if i == 1 {
+		return 0, 1
+	}
+	lo = uint64(1) << (i - 1)
+	if i == 64 {
+		return lo, math.MaxUint64
+	}
+	return lo, uint64(1)<<i - 1
+}

@@ -1,0 +1,365 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/replay/hist"
+)
+
+// Linear is the MIN,MAX,STEP of a linear histogram.
+type Linear struct{ Min, Max, Step int64 }
+
+// ParseLinear parses "MIN,MAX,STEP".
+func ParseLinear(s string) (*Linear, error) {
+	var l Linear
+	parts := strings.Split(s, ",")
+	if len(parts) != 3 {
+		return nil, fmt.Errorf("--linear %q: want MIN,MAX,STEP", s)
+	}
+	for i, p := range []*int64{&l.Min, &l.Max, &l.Step} {
+		v, err := strconv.ParseInt(strings.TrimSpace(parts[i]), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--linear %q: %w", s, err)
+		}
+		*p = v
+	}
+	if _, err := hist.NewLinear(l.Min, l.Max, l.Step); err != nil {
+		return nil, fmt.Errorf("--linear %q: %w", s, err)
+	}
+	return &l, nil
+}
+
+// HistOptions select and shape a histogram of one probe field.
+type HistOptions struct {
+	Filter Filter
+	Probe  string
+	Field  string
+	// By splits the histogram per key: "comm", "pid", "tid" or a field of the probe.
+	By     string
+	Style  string // "bcc" (default) or "bpftrace"
+	Linear *Linear
+	Label  string // BCC's val_type, bpftrace's map name; default the field name
+	Cast   Cast
+	Stats  bool
+	JSON   bool
+	// Bpftrace selects the bpftrace release whose output to mimic.
+	Bpftrace hist.BpftraceVersion
+	// Now stamps BCC-style JSON, as print_json_hist does; zero means time.Now.
+	Now time.Time
+}
+
+// accum is one histogram and its statistics.
+type accum struct {
+	log2  hist.Log2
+	pow2  hist.Pow2
+	lin   *hist.Linear
+	stats hist.Stats
+}
+
+func (a *accum) add(v int64, o *HistOptions) {
+	switch {
+	case o.Linear != nil:
+		a.lin.Add(v)
+	case o.Style == "bpftrace":
+		a.pow2.Add(v)
+	default:
+		a.log2.Add(uint64(v))
+	}
+	a.stats.Add(v)
+}
+
+// keyed groups accumulators by a string or an integer key.
+type keyed struct {
+	newAcc func() *accum
+	strs   map[string]*accum
+	ints   map[int64]*accum
+}
+
+func newKeyed(o *HistOptions) *keyed {
+	return &keyed{
+		newAcc: func() *accum {
+			a := &accum{}
+			if o.Linear != nil {
+				a.lin, _ = hist.NewLinear(o.Linear.Min, o.Linear.Max, o.Linear.Step)
+			}
+			return a
+		},
+		strs: map[string]*accum{},
+		ints: map[int64]*accum{},
+	}
+}
+
+func (k *keyed) str(s string) *accum {
+	a := k.strs[s]
+	if a == nil {
+		a = k.newAcc()
+		k.strs[strings.Clone(s)] = a
+	}
+	return a
+}
+
+func (k *keyed) int(v int64) *accum {
+	a := k.ints[v]
+	if a == nil {
+		a = k.newAcc()
+		k.ints[v] = a
+	}
+	return a
+}
+
+type keyedEntry struct {
+	key   string
+	quote bool
+	acc   *accum
+}
+
+// entries lists the keys in order: integers numerically, then strings.
+func (k *keyed) entries() []keyedEntry {
+	var out []keyedEntry
+	for _, v := range sortedKeys(k.ints) {
+		out = append(out, keyedEntry{key: strconv.FormatInt(v, 10), acc: k.ints[v]})
+	}
+	for _, s := range sortedKeys(k.strs) {
+		out = append(out, keyedEntry{key: s, quote: true, acc: k.strs[s]})
+	}
+	return out
+}
+
+// Hist builds the histogram o asks for from c and prints it to out.
+func Hist(c *Capture, o HistOptions, out io.Writer) error {
+	ref, err := c.Resolve(o.Probe, o.Field)
+	if err != nil {
+		return err
+	}
+	if !ref.IsInt() {
+		return fmt.Errorf("%s.%s is a string: histograms need an integer field", o.Probe, o.Field)
+	}
+	if o.Label == "" {
+		o.Label = o.Field
+	}
+	var byRef *Ref
+	switch o.By {
+	case "", "comm", "pid", "tid":
+	default:
+		r, err := c.Resolve(o.Probe, o.By)
+		if err != nil {
+			return fmt.Errorf("--by: %w", err)
+		}
+		byRef = &r
+	}
+	groups := newKeyed(&o)
+	var all *accum
+	if o.By == "" {
+		all = groups.int(0)
+	}
+	err = c.Scan(&o.Filter, func(b *format.Batch, i int) {
+		v, ok := ref.Int(b, i)
+		if !ok {
+			return
+		}
+		v = o.Cast.Apply(v)
+		a := all
+		if a == nil {
+			switch o.By {
+			case "comm":
+				a = groups.str(b.Comm(i))
+			case "pid":
+				a = groups.int(int64(b.PID[i]))
+			case "tid":
+				a = groups.int(int64(b.TID[i]))
+			default:
+				col := b.Col(byRef.col)
+				if byRef.IsInt() {
+					a = groups.int(col.Int(i))
+				} else {
+					a = groups.str(col.Str(i))
+				}
+			}
+		}
+		a.add(v, &o)
+	})
+	if err != nil {
+		return err
+	}
+	return printHist(out, &o, groups.entries(), o.By != "")
+}
+
+func printHist(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool) error {
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var err error
+	switch {
+	case o.JSON:
+		err = printHistJSON(out, o, entries, isKeyed, now)
+	case o.Style == "bpftrace":
+		var es []hist.BpftraceEntry
+		for _, e := range entries {
+			var h hist.BpftraceHist = &e.acc.pow2
+			if o.Linear != nil {
+				h = e.acc.lin
+			}
+			es = append(es, hist.BpftraceEntry{Key: e.key, Hist: h})
+		}
+		name := "@" + o.Label
+		if !isKeyed {
+			if len(es) == 0 {
+				return nil
+			}
+			err = es[0].Hist.(interface {
+				WriteBpftrace(io.Writer, string, hist.BpftraceVersion) error
+			}).WriteBpftrace(out, name, o.Bpftrace)
+		} else {
+			err = hist.WriteBpftraceMap(out, name, o.Bpftrace, es)
+		}
+	default:
+		for n, e := range entries {
+			if isKeyed {
+				key := e.key
+				if e.quote {
+					key = "'" + key + "'"
+				}
+				fmt.Fprintf(out, "\n%s = %s\n", o.By, key)
+			} else if n > 0 {
+				break
+			}
+			if o.Linear != nil {
+				err = e.acc.lin.WriteBCC(out, o.Label)
+			} else {
+				err = e.acc.log2.WriteBCC(out, o.Label)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if err != nil || !o.Stats || o.JSON {
+		return err
+	}
+	for _, e := range entries {
+		prefix := ""
+		if isKeyed {
+			prefix = o.By + " " + e.key + ": "
+		}
+		fmt.Fprintf(out, "%s%s\n", prefix, statsLine(&e.acc.stats))
+	}
+	return nil
+}
+
+// statsLine prints count, sum, min, mean, percentiles and max on one line.
+func statsLine(s *hist.Stats) string {
+	if s.Count() == 0 {
+		return "count 0"
+	}
+	return fmt.Sprintf("count %d, sum %s, min %d, mean %.1f, p50 %d, p90 %d, p99 %d, max %d",
+		s.Count(), s.Sum(), s.Min(), s.Mean(), s.Percentile(50), s.Percentile(90), s.Percentile(99), s.Max())
+}
+
+// StatsJSON is the JSON form of a stats line.
+type StatsJSON struct {
+	Count uint64  `json:"count"`
+	Sum   string  `json:"sum"`
+	Min   int64   `json:"min"`
+	Mean  float64 `json:"mean"`
+	P50   int64   `json:"p50"`
+	P90   int64   `json:"p90"`
+	P99   int64   `json:"p99"`
+	Max   int64   `json:"max"`
+}
+
+func statsJSON(s *hist.Stats) StatsJSON {
+	if s.Count() == 0 {
+		return StatsJSON{Sum: "0"}
+	}
+	return StatsJSON{s.Count(), s.Sum().String(), s.Min(), s.Mean(), s.Percentile(50), s.Percentile(90), s.Percentile(99), s.Max()}
+}
+
+func printHistJSON(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool, now time.Time) error {
+	if o.Linear == nil && o.Style != "bpftrace" {
+		// BCC's print_json_hist shape, one object per line.
+		if isKeyed {
+			var secs []hist.Section
+			for _, e := range entries {
+				secs = append(secs, hist.Section{Key: e.key, Hist: &e.acc.log2})
+			}
+			if err := hist.WriteBCCJSONSections(out, o.Label, o.By, secs, now); err != nil {
+				return err
+			}
+		} else if len(entries) > 0 {
+			if err := entries[0].acc.log2.WriteBCCJSON(out, o.Label, now); err != nil {
+				return err
+			}
+		}
+		if !o.Stats {
+			return nil
+		}
+	}
+	type bucket struct {
+		Start int64  `json:"interval-start"`
+		End   int64  `json:"interval-end"`
+		Count uint64 `json:"count"`
+	}
+	type doc struct {
+		Key     string    `json:"key,omitempty"`
+		ValType string    `json:"val_type"`
+		Data    []bucket  `json:"data,omitempty"`
+		Stats   StatsJSON `json:"stats"`
+	}
+	enc := json.NewEncoder(out)
+	for _, e := range entries {
+		d := doc{ValType: o.Label, Stats: statsJSON(&e.acc.stats)}
+		if isKeyed {
+			d.Key = e.key
+		}
+		if o.Linear != nil {
+			bs := e.acc.lin.Buckets()
+			for j, n := range bs {
+				lo := o.Linear.Min + int64(j-1)*o.Linear.Step
+				hi := lo + o.Linear.Step - 1
+				switch j {
+				case 0:
+					lo, hi = -1<<63, o.Linear.Min-1
+				case len(bs) - 1:
+					hi = 1<<63 - 1
+				}
+				if n > 0 {
+					d.Data = append(d.Data, bucket{lo, hi, n})
+				}
+			}
+		} else if o.Style == "bpftrace" {
+			for j, n := range e.acc.pow2.Buckets() {
+				if n == 0 {
+					continue
+				}
+				lo, hi := pow2Range(j)
+				d.Data = append(d.Data, bucket{lo, hi, n})
+			}
+		}
+		if err := enc.Encode(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pow2Range is the value range of bpftrace hist() bucket j.
+func pow2Range(j int) (lo, hi int64) {
+	switch j {
+	case 0:
+		return -1 << 63, -1
+	case 1:
+		return 0, 0
+	}
+	lo = int64(1) << (j - 2)
+	if j-1 >= 63 {
+		return lo, 1<<63 - 1
+	}
+	return lo, int64(1)<<(j-1) - 1
+}

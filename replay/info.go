@@ -1,0 +1,114 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+// InfoResult is what info reports about a capture.
+type InfoResult struct {
+	File        string            `json:"file"`
+	Meta        *format.Meta      `json:"meta"`
+	Events      uint64            `json:"events"`
+	PerProbe    map[string]uint64 `json:"events_per_probe"`
+	FirstNs     int64             `json:"first_event_ns,omitempty"`
+	LastNs      int64             `json:"last_event_ns,omitempty"`
+	Losses      Losses            `json:"losses"`
+	Batches     int               `json:"batches"`
+	FileBytes   int64             `json:"file_bytes"`
+	RawBytes    int64             `json:"uncompressed_bytes"`
+	Ratio       float64           `json:"compression_ratio"`
+	BytesPerEvt float64           `json:"bytes_per_event"`
+	Recovered   bool              `json:"recovered"`
+	RecoverNote string            `json:"recover_note,omitempty"`
+}
+
+// Info reads the whole capture and prints what it is and what it holds.
+func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
+	m := c.Meta()
+	res := &InfoResult{File: c.Name, Meta: m, PerProbe: map[string]uint64{}}
+	counts := make([]uint64, len(m.Probes))
+	first, last := int64(0), int64(0)
+	err := c.Scan(nil, func(b *format.Batch, i int) {
+		counts[b.Probe[i]]++
+		t := b.Time[i]
+		if first == 0 || t < first {
+			first = t
+		}
+		last = max(last, t)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range counts {
+		res.PerProbe[m.Probes[i].Name] = n
+	}
+	res.Events = c.Events
+	res.FirstNs, res.LastNs = first, last
+	res.Losses = c.Losses
+	res.Batches = c.R.Batches()
+	res.FileBytes = c.R.Size
+	res.RawBytes = c.R.RawBytes
+	if res.FileBytes > 0 {
+		res.Ratio = float64(res.RawBytes) / float64(res.FileBytes)
+	}
+	if res.Events > 0 {
+		res.BytesPerEvt = float64(res.FileBytes) / float64(res.Events)
+	}
+	res.Recovered = c.R.Recovered
+	if c.R.RecoverErr != nil {
+		res.RecoverNote = c.R.RecoverErr.Error()
+	}
+	if asJSON {
+		return res, json.NewEncoder(out).Encode(res)
+	}
+	w := func(k, f string, a ...any) { fmt.Fprintf(out, "%-13s "+f+"\n", append([]any{k + ":"}, a...)...) }
+	w("file", "%s", c.Name)
+	w("host", "%s", m.Host)
+	w("kernel", "%s", m.Kernel)
+	w("tool", "%s", m.Tool)
+	w("command", "%s", strings.Join(m.CommandLine, " "))
+	w("started", "%s", m.StartWall.Local().Format(time.RFC3339Nano))
+	if res.Events > 0 {
+		w("events", "%d from %s to %s (%.3fs)", res.Events, offset(first, m), offset(last, m), float64(last-first)/1e9)
+	} else {
+		w("events", "0")
+	}
+	w("lost", "%d", res.Losses.Total)
+	w("file size", "%d bytes, %d batches, %s compression, %.1f bytes/event, %.1fx smaller than uncompressed Arrow (%d bytes)",
+		res.FileBytes, res.Batches, m.Compression, res.BytesPerEvt, res.Ratio, res.RawBytes)
+	if res.Recovered {
+		note := "complete batches recovered from a file without footer"
+		if res.RecoverNote != "" {
+			note += "; dropped " + res.RecoverNote
+		}
+		w("recovered", "%s", note)
+	}
+	for k, v := range m.Extra {
+		w(k, "%s", v)
+	}
+	fmt.Fprintf(out, "\n%-24s %-10s %10s %8s  %s\n", "PROBE", "KIND", "EVENTS", "LOST", "SPEC")
+	for i, p := range m.Probes {
+		fmt.Fprintf(out, "%-24s %-10s %10d %8d  %s\n", p.Name, p.Kind, counts[i], res.Losses.ByProbe[p.Name], p.Spec)
+		if p.Target != "" {
+			bid := p.BuildID
+			if bid == "" {
+				bid = "none"
+			}
+			fmt.Fprintf(out, "%-24s target %s (build id %s)\n", "", p.Target, bid)
+		}
+		var fs []string
+		for _, f := range p.Fields {
+			fs = append(fs, f.Name+" "+f.Type.String())
+		}
+		if len(fs) > 0 {
+			fmt.Fprintf(out, "%-24s fields %s\n", "", strings.Join(fs, ", "))
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,45 @@
+# bpftape: `make demo` and `make test` load BPF programs, so they need root
+# (run them as root or with sudo). Nothing here calls sudo itself.
+
+GO      ?= go
+BIN     := bin
+BPFTAPE := $(BIN)/bpftape
+DEMO    := out/demo
+
+.PHONY: all build test demo generate check-generate bench fuzz clean root deps
+
+all: build
+
+build:
+	$(GO) build -o $(BPFTAPE) ./cmd/bpftape
+
+root:
+	@if [ "$$(id -u)" != 0 ]; then echo "this target loads BPF programs: run it as root (sudo make $(MAKECMDGOALS))" >&2; exit 1; fi
+
+# deps installs what the tests need that a fresh machine may lack.
+deps:
+	@sh scripts/deps.sh
+
+test: root deps
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+demo: root build
+	@sh scripts/demo.sh $(BPFTAPE) $(DEMO)
+
+# generate rebuilds the BPF objects and Go bindings from bpf/*.c.
+generate:
+	@sh scripts/deps.sh clang
+	$(GO) generate ./bpf/
+
+# check-generate fails when the committed BPF objects do not match bpf/*.c.
+check-generate:
+	@sh scripts/deps.sh clang
+	@sh scripts/check-generate.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2000000x ./format/
+	$(GO) test -run '^$$' -bench . ./replay/...
+
+clean:
+	rm -rf $(BIN) out

@@ -1,0 +1,30 @@
+#!/bin/sh
+# deps.sh [clang]: installs, only when missing, the Debian packages and npm
+# modules bpftape's tests use: gcc and sys/sdt.h to build the workloads,
+# BCC and bpftrace to check that bpftape prints what they print, and
+# nodejs-polars as an independent Arrow reader. With "clang", also the BPF
+# toolchain that `make generate` needs.
+set -eu
+cd "$(dirname "$0")/.."
+
+pkgs="gcc systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm"
+[ "${1:-}" = clang ] && pkgs="clang llvm libbpf-dev"
+
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+# node and npm may come from elsewhere than Debian.
+case "$missing" in *nodejs*) command -v node >/dev/null && missing=$(echo "$missing" | sed 's/ nodejs//');; esac
+case "$missing" in *npm*) command -v npm >/dev/null && missing=$(echo "$missing" | sed 's/ npm//');; esac
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "missing packages:$missing (install them as root)" >&2
+		exit 1
+	fi
+	echo "installing:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >/dev/null
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+[ "${1:-}" = clang ] || sh testdata/interop/install.sh

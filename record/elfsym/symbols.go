@@ -1,0 +1,247 @@
+package elfsym
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/bpftape/bpftape/record/suggest"
+)
+
+const (
+	ntGNUBuildID = 3               // note type of a GNU build ID (NT_GNU_BUILD_ID)
+	sttGNUIFunc  = elf.SymType(10) // STT_GNU_IFUNC, which debug/elf does not name
+)
+
+// BuildID returns the hex GNU build ID of the ELF file at path, from its
+// note sections (or PT_NOTE segments when it has no section headers); "" with
+// a nil error when it has none.
+func BuildID(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("elfsym: %w", err)
+	}
+	defer f.Close()
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			return "", fmt.Errorf("elfsym: %s: section %s: %w", path, s.Name, err)
+		}
+		if id, ok := findNote(data, f.ByteOrder, "GNU", ntGNUBuildID); ok {
+			return hex.EncodeToString(id), nil
+		}
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE {
+			continue
+		}
+		data := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(data, 0); err != nil {
+			return "", fmt.Errorf("elfsym: %s: note segment: %w", path, err)
+		}
+		if id, ok := findNote(data, f.ByteOrder, "GNU", ntGNUBuildID); ok {
+			return hex.EncodeToString(id), nil
+		}
+	}
+	return "", nil
+}
+
+// findNote returns the descriptor of the first note named name with type
+// typ in data (a sequence of ELF notes, 4-byte aligned).
+func findNote(data []byte, bo binary.ByteOrder, name string, typ uint32) ([]byte, bool) {
+	for len(data) >= 12 {
+		namesz := uint64(bo.Uint32(data[0:]))
+		descsz := uint64(bo.Uint32(data[4:]))
+		ntype := bo.Uint32(data[8:])
+		data = data[12:]
+		nameEnd := align4(namesz)
+		descEnd := nameEnd + align4(descsz)
+		if nameEnd > uint64(len(data)) || descEnd > uint64(len(data)) {
+			return nil, false
+		}
+		n := strings.TrimRight(string(data[:namesz]), "\x00")
+		if n == name && ntype == typ {
+			return data[nameEnd : nameEnd+descsz], true
+		}
+		data = data[descEnd:]
+	}
+	return nil, false
+}
+
+func align4(n uint64) uint64 { return (n + 3) &^ 3 }
+
+// isFunc reports whether s is a function defined in its file: STT_FUNC or
+// STT_GNU_IFUNC (glibc's memcpy, strlen: the resolver), not undefined.
+func isFunc(s elf.Symbol) bool {
+	t := elf.ST_TYPE(s.Info)
+	return (t == elf.STT_FUNC || t == sttGNUIFunc) &&
+		s.Section != elf.SHN_UNDEF && s.Value != 0
+}
+
+// baseName strips a symbol version ("malloc@@GLIBC_2.2.5" → "malloc").
+func baseName(name string) string {
+	if i := strings.IndexByte(name, '@'); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// allSymbols returns .symtab then .dynsym symbols; a file without either is
+// not an error.
+func allSymbols(f *elf.File) ([]elf.Symbol, error) {
+	syms, err := f.Symbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, err
+	}
+	dyn, err := f.DynamicSymbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, err
+	}
+	return append(syms, dyn...), nil
+}
+
+// FuncSymbols returns the sorted, deduplicated names of the functions
+// defined in the ELF file at path (.symtab and .dynsym, versions stripped),
+// e.g. for suggestions.
+func FuncSymbols(path string) ([]string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("elfsym: %w", err)
+	}
+	defer f.Close()
+	syms, err := allSymbols(f)
+	if err != nil {
+		return nil, fmt.Errorf("elfsym: %s: %w", path, err)
+	}
+	seen := make(map[string]bool)
+	var names []string
+	for _, s := range syms {
+		if !isFunc(s) {
+			continue
+		}
+		n := baseName(s.Name)
+		if n == "" || seen[n] {
+			continue
+		}
+		seen[n] = true
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// SymbolOffset returns the file offset a uprobe on function sym of the ELF
+// file at path attaches at, as cilium/ebpf's link.Executable computes it, for
+// PIE and non-PIE executables and shared libraries. sym may name a version
+// ("memcpy@GLIBC_2.2.5"), else the default version wins; a missing or
+// ambiguous name is an error naming close ones.
+func SymbolOffset(path, sym string) (uint64, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("elfsym: %w", err)
+	}
+	defer f.Close()
+	syms, err := allSymbols(f)
+	if err != nil {
+		return 0, fmt.Errorf("elfsym: %s: %w", path, err)
+	}
+	// The value goes through the executable PT_LOAD segment holding it.
+	// Static functions of the same name in several files are ambiguous
+	// unless exactly one definition is global.
+	want, wantVersion, _ := splitVersion(sym)
+	type cand struct {
+		value          uint64
+		global, hidden bool
+	}
+	var cands []cand
+	var names []string
+	for _, s := range syms {
+		if !isFunc(s) {
+			continue
+		}
+		n, version, hidden := splitVersion(s.Name)
+		if s.HasVersion {
+			version, hidden = s.Version, s.VersionIndex.IsHidden()
+		}
+		names = append(names, n)
+		if n != want || wantVersion != "" && version != wantVersion {
+			continue
+		}
+		b := elf.ST_BIND(s.Info)
+		cands = append(cands, cand{s.Value, b == elf.STB_GLOBAL || b == elf.STB_WEAK, hidden})
+	}
+	if wantVersion == "" && slices.ContainsFunc(cands, func(c cand) bool { return !c.hidden }) {
+		cands = slices.DeleteFunc(cands, func(c cand) bool { return c.hidden })
+	}
+	var all, global []uint64
+	for _, c := range cands {
+		all = addUnique(all, c.value)
+		if c.global {
+			global = addUnique(global, c.value)
+		}
+	}
+	var value uint64
+	switch {
+	case len(all) == 1:
+		value = all[0]
+	case len(global) == 1:
+		value = global[0]
+	case len(all) == 0:
+		hint := suggest.Hint(suggest.Closest(want, names, 5))
+		if len(names) == 0 {
+			hint = " (it has no function symbols: stripped?)"
+		}
+		return 0, fmt.Errorf("elfsym: no function %q in %s%s", sym, path, hint)
+	default:
+		return 0, fmt.Errorf("elfsym: function %q is defined at %d addresses in %s (%#x)", sym, len(all), path, all)
+	}
+	off, err := FileOffset(f, value)
+	if err != nil {
+		return 0, fmt.Errorf("elfsym: %s: function %s: %w", path, sym, err)
+	}
+	return off, nil
+}
+
+// splitVersion splits "name@VERSION" (hidden, an older version) or
+// "name@@VERSION" (the default version).
+func splitVersion(name string) (base, version string, hidden bool) {
+	i := strings.IndexByte(name, '@')
+	if i <= 0 {
+		return name, "", false
+	}
+	if strings.HasPrefix(name[i:], "@@") {
+		return name[:i], name[i+2:], false
+	}
+	return name[:i], name[i+1:], true
+}
+
+func addUnique(s []uint64, v uint64) []uint64 {
+	for _, x := range s {
+		if x == v {
+			return s
+		}
+	}
+	return append(s, v)
+}
+
+// FileOffset translates the virtual address addr of code in f to its file
+// offset, through the executable PT_LOAD segment that contains it.
+func FileOffset(f *elf.File, addr uint64) (uint64, error) {
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 {
+			continue
+		}
+		if p.Vaddr <= addr && addr < p.Vaddr+p.Filesz {
+			return addr - p.Vaddr + p.Off, nil
+		}
+	}
+	return 0, fmt.Errorf("address %#x is in no executable PT_LOAD segment", addr)
+}

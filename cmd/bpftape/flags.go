@@ -15,7 +15,9 @@ import (
 func newFlags(name, synopsis, help string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
+	// flag calls Usage on every parse error; only --help should print it.
+	fs.Usage = func() {}
+	helps[fs] = func() {
 		fmt.Fprintf(stdout, "Usage: bpftape %s %s\n\n%s\nFlags:\n", name, synopsis, strings.TrimSpace(help)+"\n")
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
@@ -23,6 +25,9 @@ func newFlags(name, synopsis, help string, stdout io.Writer) *flag.FlagSet {
 	}
 	return fs
 }
+
+// helps holds each FlagSet's --help text printer.
+var helps = map[*flag.FlagSet]func(){}
 
 // parseArgs parses flags that may come before, between or after positional
 // arguments, as users of perf and bpftrace expect; "--" ends flags.
@@ -32,7 +37,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if err == flag.ErrHelp {
-				fs.Usage()
+				helps[fs]()
 				return nil, err
 			}
 			return nil, fmt.Errorf("%v (see 'bpftape %s --help'): %w", err, fs.Name(), errUsage)

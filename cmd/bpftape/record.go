@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/record"
+)
+
+func init() {
+	// A -c command waits in a re-executed bpftape until its probes are
+	// attached: that process must become the command before main runs.
+	record.MaybeRunGate()
+	register("record", "record probe events into a capture file", runRecord)
+}
+
+// DefaultOutput is the capture file record writes without -o.
+const DefaultOutput = "bpftape.arrow"
+
+const recordSynopsis = `[-o FILE] [-p PID | -c 'CMD ARGS'] [-d DURATION] [--ringbuf-size BYTES]
+                      [--compress zstd|lz4|none] [--ready-file PATH] PROBE...`
+
+const recordHelp = `
+Records every event of the PROBEs into FILE (default ` + DefaultOutput + `), an
+Arrow capture that the other verbs replay offline. Without -p or -c it
+records system-wide. It stops at the end of -d, when the -c command or the
+-p process exits, or on Ctrl-C (SIGINT) or SIGTERM, and finishes the file
+cleanly; a second Ctrl-C aborts at once, leaving a file that readers recover
+up to its last complete batch. A -c command still running then gets SIGTERM
+(SIGKILL 2s later). On a terminal a status line shows progress; a summary
+follows on stderr.
+
+PROBE := [NAME=]TYPE:TARGET[(FIELD,...)]
+  uprobe:BINARY:SYMBOL              u:   function entry
+  uretprobe:BINARY:SYMBOL           ur:  function return
+  usdt:BINARY:[PROVIDER:]PROBE      U:   USDT (sys/sdt.h) probe; PROVIDER may be
+                                         left out when the name is unambiguous
+  tracepoint:CATEGORY:EVENT         t:   kernel tracepoint
+BINARY is a path, a program on PATH, or a library name (libc).
+
+FIELD := argN[:TYPE] | retval[:TYPE] | str(argN) | str(retval)
+       | TPFIELD[:TYPE] | str(TPFIELD)
+TYPE  := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
+  argN     argument N counted from 0 as bpftrace does: a uprobe's arg2 is
+           the third integer argument register (PT_REGS_PARM3), N = 0..5;
+           a USDT probe's argN is the Nth argument of its note
+  retval   a uretprobe's return value
+  TPFIELD  a tracepoint field as its tracefs format names it
+  str(X)   the user-space C string X points to (at most 63 bytes), kept
+           under X's name
+  :TYPE    cuts the value to that integer type, as a C cast would
+Without a list: uprobe arg0..arg5 as u64, uretprobe retval as s64, usdt every
+note argument with its size and sign, tracepoint every field (integers with
+their size and sign, pointers as u64, char arrays and __data_loc as strings).
+At most 12 fields per probe, 4 of them strings.
+
+NAME defaults to the symbol (uprobe), the symbol + ":return" (uretprobe), the
+USDT probe or the tracepoint event; a repeated default gets "#2", "#3"...
+
+Examples:
+  bpftape record -c './virtnet 100000' \
+      'u:./virtnet:virtio_net_receive_rcu(arg2)' \
+      'ur:./virtnet:virtio_net_flush_tx(retval:s32)' \
+      'U:./virtnet:qemu:virtio-net-rx-end' 'U:./virtnet:usdt2(arg0,str(arg1),arg2)'
+  bpftape record -p $(pidof qemu-system-x86_64) -d 30s -o rx.arrow \
+      'rx=u:qemu-system-x86_64:virtio_net_receive_rcu(arg2)'
+  bpftape record -c 'dd if=/dev/zero of=/dev/null count=1000' 't:syscalls:sys_exit_write(ret)'
+
+Exit status: with -c the command's (128+N if signal N killed it); otherwise
+0, 1 on failure, 2 on a usage error.
+`
+
+func runRecord(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("record", recordSynopsis, recordHelp, stdout)
+	output := fs.String("o", DefaultOutput, "capture `FILE` to write (created or truncated)")
+	pid := fs.Int("p", 0, "record only process `PID` (tracepoints filtered by it, uprobes attached to it); stop when it exits")
+	command := fs.String("c", "", "run `'CMD ARGS'` with the probes attached from its first instruction, record until it exits, exit with its status")
+	duration := fs.String("d", "", "stop after `DURATION` (10s, 1m30s, or seconds)")
+	ringSize := fs.String("ringbuf-size", "4M", "ring buffer size in `BYTES` (a power of two, at least a page; K, M, G suffixes)")
+	compress := fs.String("compress", "zstd", "batch compression: zstd, lz4 or none")
+	ready := fs.String("ready-file", "", "write `PATH` once every probe is attached (for scripts and tests)")
+	probes, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		return fail(stderr, "record", err)
+	}
+
+	opts := record.Options{
+		Output:      *output,
+		Probes:      probes,
+		PID:         *pid,
+		Compression: format.Compression(*compress),
+		ReadyFile:   *ready,
+		CommandLine: append([]string{"bpftape", "record"}, args...),
+		Version:     Version,
+		Log:         stderr,
+	}
+	if opts.Duration, err = parseDuration(*duration); err != nil {
+		return fail(stderr, "record", fmt.Errorf("-d: %w: %w", err, errUsage))
+	}
+	size, err := parseSize(*ringSize)
+	if err != nil {
+		return fail(stderr, "record", fmt.Errorf("--ringbuf-size: %w: %w", err, errUsage))
+	}
+	opts.RingSize = size
+	if *command != "" {
+		if opts.Command, err = record.SplitCommand(*command); err != nil {
+			return fail(stderr, "record", fmt.Errorf("-c: %w: %w", err, errUsage))
+		}
+	}
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		opts.Status = stderr
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for sig := range sigs {
+			n++
+			if n == 1 {
+				cancel()
+				continue
+			}
+			fmt.Fprintf(stderr, "\nbpftape record: %v again: aborting; %s has no footer, readers recover its complete batches ('bpftape repair' writes a standard file)\n", sig, *output)
+			abortExit(128 + int(sig.(syscall.Signal)))
+		}
+	}()
+
+	sum, err := record.Record(ctx, opts)
+	if sum != nil {
+		sum.Print(stderr)
+	}
+	if err != nil {
+		if record.IsUsage(err) {
+			err = fmt.Errorf("%w: %w", err, errUsage)
+		}
+		return fail(stderr, "record", err)
+	}
+	if sum.ExitCode >= 0 {
+		return sum.ExitCode
+	}
+	return exitOK
+}
+
+// abortExit ends the process on a second interrupt; tests replace it.
+var abortExit = os.Exit
+
+func parseDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	if secs, err := strconv.ParseFloat(s, 64); err == nil {
+		if secs <= 0 {
+			return 0, fmt.Errorf("duration %q is not positive", s)
+		}
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad duration %q: want e.g. 10s, 1m30s or a number of seconds", s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("duration %q is not positive", s)
+	}
+	return d, nil
+}
+
+// parseSize parses a byte count with an optional K, M or G suffix (powers
+// of 1024; a trailing "B" or "iB" is allowed).
+func parseSize(s string) (uint32, error) {
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
+	mult := uint64(1)
+	switch {
+	case strings.HasSuffix(t, "K"):
+		mult, t = 1<<10, t[:len(t)-1]
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1<<20, t[:len(t)-1]
+	case strings.HasSuffix(t, "G"):
+		mult, t = 1<<30, t[:len(t)-1]
+	}
+	n, err := strconv.ParseUint(t, 10, 64)
+	if err != nil || n == 0 || n*mult > 1<<31 {
+		return 0, fmt.Errorf("bad size %q: want bytes, e.g. 4096, 256K or 16M (at most 2G)", s)
+	}
+	return uint32(n * mult), nil
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,486 @@
+// Package probespec parses the probe arguments of `bpftape record`.
+//
+// Syntax:
+//
+//	PROBE  := [NAME=]TYPE:TARGET[(FIELD,...)]
+//	TYPE   := uprobe | u | uretprobe | ur | usdt | U | tracepoint | t
+//	TARGET := BINARY:SYMBOL                 uprobe, uretprobe
+//	        | BINARY:[PROVIDER:]PROBE       usdt (PROVIDER may be left out when
+//	                                        only one provider has a probe PROBE)
+//	        | CATEGORY:EVENT                tracepoint
+//	FIELD  := argN[:TYPE] | retval[:TYPE] | str(argN) | str(retval)
+//	        | TPFIELD[:TYPE] | str(TPFIELD)
+//	TYPE   := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
+//
+// BINARY is a path (anything with a '/'), a program found on PATH, or a
+// library name such as libc or libssl.so.3.
+//
+// Examples:
+//
+//	u:/usr/bin/qemu-system-x86_64:virtio_net_receive_rcu(arg2)
+//	rx=uprobe:./virtnet:virtio_net_receive_rcu(arg0,arg2:u32)
+//	ur:qemu:virtio_net_flush_tx(retval:s32)
+//	U:./usdt_example:usdt-examples:usdt2(arg0,str(arg1),arg2)
+//	usdt:./virtnet:virtio-net-rx-end
+//	t:syscalls:sys_exit_write(ret)
+//	t:syscalls:sys_enter_openat(dfd:s32,str(filename))
+//
+// Fields. argN is the Nth argument, counted from 0 as bpftrace counts (a
+// uprobe's arg2 is PT_REGS_PARM3, the third integer argument register of
+// the x86-64 System V ABI, so N is 0..5); for a USDT probe it is the Nth
+// argument of the probe's note. retval is a uretprobe's return value (rax).
+// TPFIELD is a tracepoint field named as in its tracefs format file (the
+// common_* fields are not available: every event records its pid, tid, cpu,
+// comm and time anyway). str(X) records the NUL-terminated user-space string
+// X points to (at most 63 bytes; longer strings are cut) instead of X; the
+// field keeps X's name (str(arg1) is recorded as a string field "arg1"), so
+// X and str(X) cannot both be listed. A TYPE gives the recorded field that
+// integer type: the value is cut to its width and, for a register, sign- or
+// zero-extended from it, as a C cast would.
+//
+// Without a field list a probe records its defaults: a uprobe arg0..arg5 as
+// u64; a uretprobe retval as s64; a USDT probe every argument of its note
+// with the note's size and sign; a tracepoint every field of its format
+// (integers with their size and sign, pointers as u64, char arrays and
+// __data_loc strings as strings). A probe records at most 12 fields, at most
+// 4 of them strings.
+//
+// Names. NAME= names the probe in the capture; without it the name is the
+// symbol (uprobe), the symbol with ":return" appended (uretprobe), the probe
+// name (usdt) or the event name (tracepoint). When two probes would get the
+// same default name, the second gets "#2" appended, the third "#3" and so on
+// (u:libc:malloc and u:/opt/libc.so.6:malloc become malloc and malloc#2).
+//
+// kprobe:/k:, kretprobe:/kr:, fentry:/f: and fexit:/fr: parse too, so that
+// the recorder can say why it cannot attach them.
+package probespec
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+// Kind is the probe type.
+type Kind uint8
+
+// Probe types.
+const (
+	Uprobe Kind = iota + 1
+	Uretprobe
+	USDT
+	Tracepoint
+	Kprobe
+	Kretprobe
+	Fentry
+	Fexit
+)
+
+var kindNames = map[Kind]string{
+	Uprobe: "uprobe", Uretprobe: "uretprobe", USDT: "usdt", Tracepoint: "tracepoint",
+	Kprobe: "kprobe", Kretprobe: "kretprobe", Fentry: "fentry", Fexit: "fexit",
+}
+
+// String returns the long name of the type, as written to a capture's
+// Probe.Kind: uprobe, uretprobe, usdt, tracepoint, ...
+func (k Kind) String() string {
+	if n, ok := kindNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// prefixes maps every accepted TYPE spelling to its kind.
+var prefixes = map[string]Kind{
+	"uprobe": Uprobe, "u": Uprobe,
+	"uretprobe": Uretprobe, "ur": Uretprobe,
+	"usdt": USDT, "U": USDT,
+	"tracepoint": Tracepoint, "t": Tracepoint,
+	"kprobe": Kprobe, "k": Kprobe,
+	"kretprobe": Kretprobe, "kr": Kretprobe,
+	"fentry": Fentry, "f": Fentry,
+	"fexit": Fexit, "fr": Fexit,
+}
+
+// Source is what a field records.
+type Source uint8
+
+// Field sources.
+const (
+	Arg     Source = iota + 1 // argN of a uprobe or USDT probe
+	Retval                    // a uretprobe's return value
+	TPField                   // a tracepoint field
+)
+
+// Limits of one probe, set by the BPF sample layout.
+const (
+	MaxFields  = 12 // fields per probe
+	MaxStrings = 4  // string fields per probe
+	MaxRegArgs = 6  // uprobe arguments passed in registers: arg0..arg5
+)
+
+// Field is one entry of a probe's field list.
+type Field struct {
+	Text   string // as typed: "arg2:s32", "str(arg1)", "filename"
+	Source Source
+	Arg    int    // N of argN (Source Arg)
+	Name   string // the tracepoint field (Source TPField)
+	// Str is set for str(X): record the user string X points to.
+	Str bool
+	// Type is the integer type asked for with :TYPE, or format.TypeInvalid
+	// for the default.
+	Type format.Type
+}
+
+// FieldName is the name the field gets in the capture: "argN", "retval" or
+// the tracepoint field's name, also for str(X).
+func (f *Field) FieldName() string {
+	switch f.Source {
+	case Arg:
+		return "arg" + strconv.Itoa(f.Arg)
+	case Retval:
+		return "retval"
+	}
+	return f.Name
+}
+
+// Spec is one parsed probe argument.
+type Spec struct {
+	Text string // the argument as typed
+	Name string // NAME= if given, else ""
+	Kind Kind
+
+	Binary   string // uprobe, uretprobe, usdt: as typed (path, program or library name)
+	Symbol   string // uprobe, uretprobe; the function of kprobe, kretprobe, fentry, fexit
+	Provider string // usdt; "" when left out
+	Probe    string // usdt
+	Category string // tracepoint
+	Event    string // tracepoint
+
+	// Fields is the field list, nil when none was given (record the
+	// defaults). A given list is never empty.
+	Fields []Field
+}
+
+// Target returns the spec without NAME= and field list, in long form:
+// "uprobe:./virtnet:virtio_net_receive_rcu".
+func (s *Spec) Target() string {
+	switch s.Kind {
+	case Uprobe, Uretprobe:
+		return s.Kind.String() + ":" + s.Binary + ":" + s.Symbol
+	case USDT:
+		if s.Provider == "" {
+			return "usdt:" + s.Binary + ":" + s.Probe
+		}
+		return "usdt:" + s.Binary + ":" + s.Provider + ":" + s.Probe
+	case Tracepoint:
+		return "tracepoint:" + s.Category + ":" + s.Event
+	}
+	return s.Kind.String() + ":" + s.Symbol
+}
+
+// DefaultName is the name the probe gets without NAME= (before it is made
+// unique): the symbol, the symbol + ":return", the USDT probe or the event.
+func (s *Spec) DefaultName() string {
+	switch s.Kind {
+	case Uprobe, Kprobe, Fentry:
+		return s.Symbol
+	case Uretprobe, Kretprobe, Fexit:
+		return s.Symbol + ":return"
+	case USDT:
+		return s.Probe
+	case Tracepoint:
+		return s.Event
+	}
+	return s.Text
+}
+
+// Parse parses one probe argument and checks what can be checked without
+// looking at binaries or the kernel: the syntax, field names allowed for the
+// probe type, types, duplicates and the limits.
+func Parse(text string) (*Spec, error) {
+	s, err := parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("probe %q: %w", text, err)
+	}
+	return s, nil
+}
+
+func parse(text string) (*Spec, error) {
+	s := &Spec{Text: text}
+	rest := strings.TrimSpace(text)
+	if rest == "" {
+		return nil, errors.New("empty probe")
+	}
+	// NAME= comes before the type, whose prefix has no '='.
+	if i := strings.IndexByte(rest, '='); i >= 0 && i < strings.IndexByte(rest+":", ':') {
+		s.Name = strings.TrimSpace(rest[:i])
+		rest = rest[i+1:]
+		if s.Name == "" {
+			return nil, errors.New("empty NAME before '='")
+		}
+		if strings.ContainsAny(s.Name, "() ,\t") {
+			return nil, fmt.Errorf("probe name %q: names cannot hold spaces, commas or parentheses", s.Name)
+		}
+	}
+	typ, target, ok := strings.Cut(rest, ":")
+	if !ok {
+		return nil, errors.New("want TYPE:TARGET, e.g. uprobe:BINARY:SYMBOL, usdt:BINARY:PROVIDER:PROBE or tracepoint:CATEGORY:EVENT")
+	}
+	kind, ok := prefixes[typ]
+	if !ok {
+		return nil, fmt.Errorf("unknown probe type %q: use uprobe (u), uretprobe (ur), usdt (U) or tracepoint (t)", typ)
+	}
+	s.Kind = kind
+
+	var list string
+	hasList := false
+	if i := strings.IndexByte(target, '('); i >= 0 {
+		if !strings.HasSuffix(target, ")") {
+			return nil, errors.New("field list must end the probe: TARGET(FIELD,...)")
+		}
+		list = target[i+1 : len(target)-1]
+		target = target[:i]
+		hasList = true
+	} else if strings.IndexByte(target, ')') >= 0 {
+		return nil, errors.New("unbalanced ')'")
+	}
+
+	parts := strings.Split(target, ":")
+	for _, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("empty part in %q", target)
+		}
+	}
+	switch kind {
+	case Uprobe, Uretprobe:
+		if len(parts) < 2 {
+			return nil, fmt.Errorf("want %s:BINARY:SYMBOL", kind)
+		}
+		s.Binary = strings.Join(parts[:len(parts)-1], ":")
+		s.Symbol = parts[len(parts)-1]
+	case USDT:
+		switch {
+		case len(parts) < 2:
+			return nil, errors.New("want usdt:BINARY:PROVIDER:PROBE or usdt:BINARY:PROBE")
+		case len(parts) == 2:
+			s.Binary, s.Probe = parts[0], parts[1]
+		default:
+			s.Binary = strings.Join(parts[:len(parts)-2], ":")
+			s.Provider, s.Probe = parts[len(parts)-2], parts[len(parts)-1]
+		}
+	case Tracepoint:
+		if len(parts) != 2 {
+			return nil, errors.New("want tracepoint:CATEGORY:EVENT")
+		}
+		s.Category, s.Event = parts[0], parts[1]
+	default: // kprobe, kretprobe, fentry, fexit: [MODULE:]FUNC
+		s.Symbol = parts[len(parts)-1]
+	}
+	if hasList {
+		fields, err := parseFields(kind, list)
+		if err != nil {
+			return nil, err
+		}
+		s.Fields = fields
+	}
+	return s, nil
+}
+
+func parseFields(kind Kind, list string) ([]Field, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, errors.New("empty field list: leave out the parentheses to record the default fields")
+	}
+	var fields []Field
+	seen := map[string]string{}
+	nstr := 0
+	for _, text := range strings.Split(list, ",") {
+		text = strings.TrimSpace(text)
+		f, err := parseField(kind, text)
+		if err != nil {
+			return nil, err
+		}
+		name := f.FieldName()
+		if prev, ok := seen[name]; ok {
+			return nil, fmt.Errorf("fields %q and %q both record %s", prev, text, name)
+		}
+		seen[name] = text
+		if f.Str {
+			nstr++
+		}
+		fields = append(fields, f)
+	}
+	if len(fields) > MaxFields {
+		return nil, fmt.Errorf("%d fields: a probe records at most %d", len(fields), MaxFields)
+	}
+	if nstr > MaxStrings {
+		return nil, fmt.Errorf("%d string fields: a probe records at most %d", nstr, MaxStrings)
+	}
+	return fields, nil
+}
+
+func parseField(kind Kind, text string) (Field, error) {
+	f := Field{Text: text}
+	if text == "" {
+		return f, errors.New("empty field in the field list")
+	}
+	body := text
+	if strings.HasPrefix(body, "str(") {
+		if !strings.HasSuffix(body, ")") {
+			return f, fmt.Errorf("field %q: want str(argN)", text)
+		}
+		f.Str = true
+		body = strings.TrimSpace(body[len("str(") : len(body)-1])
+		if strings.Contains(body, ":") {
+			return f, fmt.Errorf("field %q: a string has no integer TYPE", text)
+		}
+	}
+	name, typ, hasType := strings.Cut(body, ":")
+	name = strings.TrimSpace(name)
+	if hasType {
+		t, err := ParseType(strings.TrimSpace(typ))
+		if err != nil {
+			return f, fmt.Errorf("field %q: %w", text, err)
+		}
+		f.Type = t
+	}
+	if name == "" || strings.ContainsAny(name, "() \t") {
+		return f, fmt.Errorf("field %q: want argN[:TYPE], retval[:TYPE], str(argN) or a tracepoint field name", text)
+	}
+
+	switch {
+	case name == "retval":
+		f.Source = Retval
+	case strings.HasPrefix(name, "arg") && len(name) > 3 && isDigits(name[3:]):
+		n, err := strconv.Atoi(name[3:])
+		if err != nil || (len(name) > 4 && name[3] == '0') {
+			return f, fmt.Errorf("field %q: bad argument number", text)
+		}
+		f.Source, f.Arg = Arg, n
+	default:
+		f.Source, f.Name = TPField, name
+	}
+
+	switch kind {
+	case Uprobe:
+		switch {
+		case f.Source == Retval:
+			return f, fmt.Errorf("field %q: a uprobe fires on entry and has no retval: use uretprobe (ur:)", text)
+		case f.Source == TPField:
+			return f, fmt.Errorf("field %q: a uprobe records argN (N = 0..%d), str(argN)", text, MaxRegArgs-1)
+		case f.Arg >= MaxRegArgs:
+			return f, fmt.Errorf("field %q: only arg0..arg%d are passed in registers (x86-64 ABI)", text, MaxRegArgs-1)
+		}
+	case Uretprobe:
+		if f.Source != Retval {
+			return f, fmt.Errorf("field %q: a uretprobe records retval[:TYPE] or str(retval); its arguments are gone by the return", text)
+		}
+	case USDT:
+		if f.Source != Arg {
+			return f, fmt.Errorf("field %q: a USDT probe records argN[:TYPE] or str(argN)", text)
+		}
+	case Tracepoint:
+		if f.Source == Retval {
+			// Some tracepoints name a field "ret"; none is "retval", but if
+			// one were it is just a field name.
+			f.Source, f.Name = TPField, name
+		}
+		if f.Source == Arg {
+			f.Source, f.Name = TPField, name
+		}
+		if !isIdent(f.Name) {
+			return f, fmt.Errorf("field %q: %q is not a tracepoint field name", text, f.Name)
+		}
+	default:
+		return f, fmt.Errorf("field %q: %s probes take no field list", text, kind)
+	}
+	return f, nil
+}
+
+// ParseType parses s8, u8, s16, u16, s32, u32, s64 or u64.
+func ParseType(s string) (format.Type, error) {
+	var t format.Type
+	switch s {
+	case "s8":
+		t = format.Int8
+	case "u8":
+		t = format.Uint8
+	case "s16":
+		t = format.Int16
+	case "u16":
+		t = format.Uint16
+	case "s32":
+		t = format.Int32
+	case "u32":
+		t = format.Uint32
+	case "s64":
+		t = format.Int64
+	case "u64":
+		t = format.Uint64
+	default:
+		return t, fmt.Errorf("unknown type %q: use s8, u8, s16, u16, s32, u32, s64 or u64", s)
+	}
+	return t, nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isIdent(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// Names returns the capture name of each spec: its NAME= or, failing that,
+// its default name made unique with "#2", "#3"... Two explicit names that
+// are equal, or an explicit name equal to another probe's default, are an
+// error.
+func Names(specs []*Spec) ([]string, error) {
+	names := make([]string, len(specs))
+	taken := map[string]int{}
+	for i, s := range specs {
+		if s.Name == "" {
+			continue
+		}
+		if j, ok := taken[s.Name]; ok {
+			return nil, fmt.Errorf("probes %q and %q are both named %q", specs[j].Text, s.Text, s.Name)
+		}
+		taken[s.Name] = i
+		names[i] = s.Name
+	}
+	for i, s := range specs {
+		if s.Name != "" {
+			continue
+		}
+		base := s.DefaultName()
+		name := base
+		for n := 2; ; n++ {
+			j, ok := taken[name]
+			if !ok {
+				break
+			}
+			if specs[j].Name != "" && name == base {
+				return nil, fmt.Errorf("probe %q would be named %q, which probe %q is named: name one of them NAME=%s",
+					s.Text, base, specs[j].Text, s.Text)
+			}
+			name = base + "#" + strconv.Itoa(n)
+		}
+		taken[name] = i
+		names[i] = name
+	}
+	return names, nil
+}

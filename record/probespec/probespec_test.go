@@ -1,0 +1,183 @@
+package probespec
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Spec
+	}{
+		{"u:/path/qemu:virtio_net_receive_rcu", Spec{Kind: Uprobe, Binary: "/path/qemu", Symbol: "virtio_net_receive_rcu"}},
+		{"rx=u:/path/qemu:virtio_net_receive_rcu(arg2)", Spec{Name: "rx", Kind: Uprobe, Binary: "/path/qemu", Symbol: "virtio_net_receive_rcu",
+			Fields: []Field{{Text: "arg2", Source: Arg, Arg: 2}}}},
+		{"uprobe:libc:malloc(arg0:u32)", Spec{Kind: Uprobe, Binary: "libc", Symbol: "malloc",
+			Fields: []Field{{Text: "arg0:u32", Source: Arg, Type: format.Uint32}}}},
+		{"ur:qemu:virtio_net_flush_tx(retval:s32)", Spec{Kind: Uretprobe, Binary: "qemu", Symbol: "virtio_net_flush_tx",
+			Fields: []Field{{Text: "retval:s32", Source: Retval, Type: format.Int32}}}},
+		{"uretprobe:./a.out:f(str(retval))", Spec{Kind: Uretprobe, Binary: "./a.out", Symbol: "f",
+			Fields: []Field{{Text: "str(retval)", Source: Retval, Str: true}}}},
+		{"U:./usdt_example:usdt-examples:usdt2(arg0, str(arg1) ,arg2)", Spec{Kind: USDT, Binary: "./usdt_example", Provider: "usdt-examples", Probe: "usdt2",
+			Fields: []Field{{Text: "arg0", Source: Arg}, {Text: "str(arg1)", Source: Arg, Arg: 1, Str: true}, {Text: "arg2", Source: Arg, Arg: 2}}}},
+		{"usdt:./virtnet:virtio-net-rx-end", Spec{Kind: USDT, Binary: "./virtnet", Probe: "virtio-net-rx-end"}},
+		{"usdt:./odd:dir:qemu:rx", Spec{Kind: USDT, Binary: "./odd:dir", Provider: "qemu", Probe: "rx"}},
+		{"usdt:./x:p:n(arg11:s8)", Spec{Kind: USDT, Binary: "./x", Provider: "p", Probe: "n",
+			Fields: []Field{{Text: "arg11:s8", Source: Arg, Arg: 11, Type: format.Int8}}}},
+		{"t:syscalls:sys_exit_write", Spec{Kind: Tracepoint, Category: "syscalls", Event: "sys_exit_write"}},
+		{"w=tracepoint:syscalls:sys_enter_openat(dfd:s32,str(filename),flags)", Spec{Name: "w", Kind: Tracepoint, Category: "syscalls", Event: "sys_enter_openat",
+			Fields: []Field{{Text: "dfd:s32", Source: TPField, Name: "dfd", Type: format.Int32},
+				{Text: "str(filename)", Source: TPField, Name: "filename", Str: true},
+				{Text: "flags", Source: TPField, Name: "flags"}}}},
+		{"t:raw_syscalls:sys_enter(args)", Spec{Kind: Tracepoint, Category: "raw_syscalls", Event: "sys_enter",
+			Fields: []Field{{Text: "args", Source: TPField, Name: "args"}}}},
+		{"t:x:y(arg0)", Spec{Kind: Tracepoint, Category: "x", Event: "y",
+			Fields: []Field{{Text: "arg0", Source: TPField, Name: "arg0"}}}},
+		{"kprobe:vfs_read", Spec{Kind: Kprobe, Symbol: "vfs_read"}},
+		{"kr:vfs_read", Spec{Kind: Kretprobe, Symbol: "vfs_read"}},
+		{"f:vmlinux:vfs_read", Spec{Kind: Fentry, Symbol: "vfs_read"}},
+		{"fexit:vfs_read", Spec{Kind: Fexit, Symbol: "vfs_read"}},
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.in)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.in, err)
+			continue
+		}
+		tt.want.Text = tt.in
+		if !reflect.DeepEqual(*got, tt.want) {
+			t.Errorf("Parse(%q) =\n %+v\nwant\n %+v", tt.in, *got, tt.want)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", "empty probe"},
+		{"uprobe", "want TYPE:TARGET"},
+		{"x:foo:bar", `unknown probe type "x"`},
+		{"u:foo", "want uprobe:BINARY:SYMBOL"},
+		{"u::foo", "empty part"},
+		{"=u:a:b", "empty NAME"},
+		{"a b=u:a:b", "cannot hold spaces"},
+		{"t:syscalls", "want tracepoint:CATEGORY:EVENT"},
+		{"t:a:b:c", "want tracepoint:CATEGORY:EVENT"},
+		{"usdt:foo", "want usdt:BINARY"},
+		{"u:a:b(arg0", "field list must end"},
+		{"u:a:b)", "unbalanced"},
+		{"u:a:b()", "empty field list"},
+		{"u:a:b(arg0,)", "empty field"},
+		{"u:a:b(arg6)", "only arg0..arg5"},
+		{"u:a:b(retval)", "has no retval"},
+		{"u:a:b(foo)", "a uprobe records argN"},
+		{"u:a:b(arg01)", "bad argument number"},
+		{"u:a:b(arg0:i32)", `unknown type "i32"`},
+		{"u:a:b(arg0:u32,arg0)", `both record arg0`},
+		{"u:a:b(arg1,str(arg1))", `both record arg1`},
+		{"u:a:b(str(arg1:u8))", "a string has no integer TYPE"},
+		{"u:a:b(str(arg1)", "want str(argN)"},
+		{"ur:a:b(arg0)", "a uretprobe records retval"},
+		{"U:a:b:c(retval)", "a USDT probe records argN"},
+		{"U:a:b:c(foo)", "a USDT probe records argN"},
+		{"t:a:b(x y)", "want argN"},
+		{"t:a:b(1abc)", "is not a tracepoint field name"},
+		{"k:vfs_read(arg0)", "kprobe probes take no field list"},
+		{"u:a:b(arg0,arg1,arg2,arg3,arg4,arg5,arg0:u8)", "both record arg0"},
+		{"U:a:b(arg0,arg1,arg2,arg3,arg4,arg5,arg6,arg7,arg8,arg9,arg10,arg11,arg12)", "13 fields: a probe records at most 12"},
+		{"U:a:b(str(arg0),str(arg1),str(arg2),str(arg3),str(arg4))", "5 string fields"},
+	}
+	for _, tt := range tests {
+		_, err := Parse(tt.in)
+		if err == nil {
+			t.Errorf("Parse(%q) succeeded, want error %q", tt.in, tt.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v, want it to say %q", tt.in, err, tt.want)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	parse := func(in ...string) []*Spec {
+		var specs []*Spec
+		for _, s := range in {
+			sp, err := Parse(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs = append(specs, sp)
+		}
+		return specs
+	}
+	got, err := Names(parse(
+		"u:./virtnet:virtio_net_receive_rcu(arg2)",
+		"ur:./virtnet:virtio_net_receive_rcu",
+		"u:./virtnet:virtio_net_receive_rcu(arg0)",
+		"U:./virtnet:qemu:virtio-net-rx-end",
+		"t:syscalls:sys_exit_write",
+		"w2=t:syscalls:sys_exit_write",
+		"u:libc:malloc", "u:/lib/libc.so.6:malloc", "u:x:malloc",
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"virtio_net_receive_rcu", "virtio_net_receive_rcu:return", "virtio_net_receive_rcu#2",
+		"virtio-net-rx-end", "sys_exit_write", "w2", "malloc", "malloc#2", "malloc#3"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Names = %q, want %q", got, want)
+	}
+
+	// An explicit name is never renamed; a default that would collide
+	// with one is an error rather than a silent "#2".
+	if _, err := Names(parse("a=u:x:f", "a=u:x:g")); err == nil || !strings.Contains(err.Error(), `both named "a"`) {
+		t.Errorf("duplicate explicit names: %v", err)
+	}
+	if _, err := Names(parse("f=u:x:g", "u:x:f")); err == nil || !strings.Contains(err.Error(), "name one of them") {
+		t.Errorf("default colliding with explicit name: %v", err)
+	}
+	// A default that collides with another default's "#2" keeps counting.
+	got, err = Names(parse("u:x:f", "f#2=u:x:g", "u:y:f"))
+	if err != nil || !reflect.DeepEqual(got, []string{"f", "f#2", "f#3"}) {
+		t.Errorf("Names = %q, %v", got, err)
+	}
+}
+
+func TestTargetAndFieldName(t *testing.T) {
+	s, err := Parse("n=U:./e:usdt2(arg0,str(arg1))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Target(); got != "usdt:./e:usdt2" {
+		t.Errorf("Target = %q", got)
+	}
+	if a, b := s.Fields[0].FieldName(), s.Fields[1].FieldName(); a != "arg0" || b != "arg1" {
+		t.Errorf("field names %q %q", a, b)
+	}
+	s, _ = Parse("ur:x:f")
+	if got := s.Target(); got != "uretprobe:x:f" {
+		t.Errorf("Target = %q", got)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"u:/a:b(arg0:s8,str(arg1))", "t:a:b(c)", "rx=U:x:p:n", "ur:a:b(retval:u64)"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := Parse(in)
+		if err != nil {
+			return
+		}
+		if s.Kind == 0 || len(s.Fields) > MaxFields {
+			t.Fatalf("Parse(%q) = %+v", in, s)
+		}
+		if s.Fields != nil && len(s.Fields) == 0 {
+			t.Fatalf("Parse(%q): empty non-nil field list", in)
+		}
+	})
+}

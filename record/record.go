@@ -1,0 +1,564 @@
+// Package record is bpftape's recorder: it resolves probe specs (see
+// package probespec) against binaries and tracefs, loads the BPF programs of
+// package bpf, attaches one uprobe or tracepoint per probe site, and drains
+// the ring buffer into a capture file (package format) until it is told to
+// stop, the duration is up, or the traced process exits.
+//
+// The order matters and is kept on every path: everything that can be
+// checked without the kernel (syntax, privileges, BPF features, binaries,
+// symbols, USDT notes, tracepoint formats, the output file) is checked
+// before anything is attached, and every link, reader and BPF object is
+// closed again on every exit.
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/record/probespec"
+)
+
+// Options configure a recording.
+type Options struct {
+	// Output is the capture file to write (created or truncated).
+	Output string
+	// Probes are the probe specs as typed; see package probespec.
+	Probes []string
+	// PID limits the recording to a running process (-p); 0 records
+	// system-wide unless Command is set.
+	PID int
+	// Command (-c) is started with the probes attached before it runs and
+	// recorded until it exits; its exit status is Summary.ExitCode.
+	Command []string
+	// Duration bounds the recording; 0 means until stopped.
+	Duration time.Duration
+	// RingSize is the ring buffer size in bytes (0: bpf.DefaultRingSize).
+	RingSize uint32
+	// Compression of the capture (zstd, lz4 or none; "" is zstd).
+	Compression format.Compression
+	// ReadyFile, if set, is written once every probe is attached, before a
+	// Command is let run. It holds "pid=RECORDER_PID\n", and
+	// "target=PID\n" when recording a process.
+	ReadyFile string
+
+	// CommandLine and Version go into the capture's metadata.
+	CommandLine []string
+	Version     string
+
+	// Log receives warnings. Status, if not nil, gets a live status line
+	// (elapsed, events, events/s, bytes, lost) redrawn 4 times a second
+	// with \r: pass a terminal.
+	Log    io.Writer
+	Status io.Writer
+
+	// Stdin, Stdout and Stderr of the Command (nil: the recorder's own).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// GateExe is the executable re-executed as the Command's gate (see
+	// GateArg); "" is this process's own executable.
+	GateExe string
+	// KillGrace is how long a Command gets between SIGTERM and SIGKILL when
+	// the recording stops before it exits (0: 2s).
+	KillGrace time.Duration
+}
+
+// UsageError is an error in what the user asked for (a bad probe spec,
+// conflicting options), as opposed to a failure while recording.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{fmt.Errorf(format, args...)}
+}
+
+// IsUsage reports whether err is a UsageError.
+func IsUsage(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u)
+}
+
+// ProbeStats are one probe's totals.
+type ProbeStats struct {
+	Name       string
+	Kind       string
+	Sites      int // attachments: USDT sites, else 1
+	Events     uint64
+	Lost       uint64
+	SampleSize int // ring buffer bytes per event
+}
+
+// Summary is what a recording did.
+type Summary struct {
+	Output   string
+	Elapsed  time.Duration
+	Stopped  string // why it stopped: "interrupted", "duration", "command exited", "process exited"
+	Probes   []ProbeStats
+	Events   uint64
+	Lost     uint64
+	Bytes    int64 // capture file size
+	RawBytes int64 // ring buffer bytes of the recorded events: sum of events x sample size
+	// ReadFaults and Truncated count events with a value that could not be
+	// read (recorded as 0 or "") or a string cut to 63 bytes; Malformed
+	// counts ring records that were not valid samples (dropped).
+	ReadFaults, Truncated, Malformed uint64
+	// TargetPID is the recorded process (-p or -c), 0 if system-wide.
+	TargetPID int
+	// ExitCode is the Command's exit status (128+N if killed by signal N),
+	// -1 without a Command.
+	ExitCode int
+}
+
+// Record records until ctx is done, Duration has passed, the Command or
+// the PID exits, or an error occurs. It returns a Summary whenever a
+// capture was written, even with an error.
+func Record(ctx context.Context, o Options) (*Summary, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	r := &recorder{opts: o, start: time.Now()}
+	if err := r.setup(); err != nil {
+		r.cleanup()
+		if r.created {
+			os.Remove(o.Output)
+		}
+		return nil, err
+	}
+	defer r.cleanup()
+	return r.run(ctx)
+}
+
+type recorder struct {
+	opts    Options
+	start   time.Time
+	probes  []*probe
+	gate    *gate
+	w       *format.Writer
+	created bool
+	objs    *bpf.Objects
+	links   []link.Link
+	rd      *ringbuf.Reader
+	d       *drainer
+	target  int
+}
+
+// cleanup releases whatever is still held: on success run has already
+// closed everything in order.
+func (r *recorder) cleanup() {
+	r.detach()
+	if r.rd != nil {
+		r.rd.Close()
+		r.rd = nil
+	}
+	if r.objs != nil {
+		r.objs.Close()
+		r.objs = nil
+	}
+	if r.w != nil {
+		r.w.Close()
+		r.w = nil
+	}
+	if r.gate != nil && !r.gate.exited() {
+		r.gate.abort()
+	}
+}
+
+// detach closes every link. Closing a uprobe link takes about 90 ms on
+// this kernel (the uprobe unregistration waits for RCU grace periods under
+// a global lock, so closing them in parallel does not help).
+func (r *recorder) detach() {
+	for _, l := range r.links {
+		l.Close()
+	}
+	r.links = nil
+}
+
+func (r *recorder) warn(msg string) { fmt.Fprintf(r.opts.Log, "bpftape record: warning: %s\n", msg) }
+
+func (r *recorder) setup() error {
+	o := &r.opts
+	if len(o.Probes) == 0 {
+		return usagef("no probes: give at least one PROBE, e.g. u:./prog:func or t:syscalls:sys_exit_write")
+	}
+	if o.Output == "" {
+		return usagef("no output file")
+	}
+	if o.PID != 0 && len(o.Command) > 0 {
+		return usagef("-p and -c exclude each other")
+	}
+	if o.PID < 0 || o.Duration < 0 {
+		return usagef("negative -p or -d")
+	}
+	ring := o.RingSize
+	if ring == 0 {
+		ring = bpf.DefaultRingSize
+	}
+	if page := uint32(os.Getpagesize()); ring&(ring-1) != 0 || ring%page != 0 {
+		return usagef("ring buffer size %d is not a power of two multiple of the page size (%d)", ring, page)
+	}
+	if _, err := format.ParseCompression(string(o.Compression)); err != nil {
+		return &UsageError{err}
+	}
+	specs := make([]*probespec.Spec, len(o.Probes))
+	for i, text := range o.Probes {
+		s, err := probespec.Parse(text)
+		if err != nil {
+			return &UsageError{err}
+		}
+		specs[i] = s
+	}
+	names, err := probespec.Names(specs)
+	if err != nil {
+		return &UsageError{err}
+	}
+	if len(specs) > format.MaxProbes || len(specs) > bpf.MaxProbes {
+		return usagef("%d probes: at most %d", len(specs), bpf.MaxProbes)
+	}
+
+	if err := CheckPrivileges(); err != nil {
+		return err
+	}
+	if err := bpf.CheckFeatures(); err != nil {
+		return err
+	}
+	if o.PID != 0 {
+		if err := unix.Kill(o.PID, 0); err == unix.ESRCH {
+			return fmt.Errorf("no process %d (-p)", o.PID)
+		}
+	}
+
+	res := &resolver{pid: o.PID, warn: r.warn}
+	natt := 0
+	for i, s := range specs {
+		p, err := res.resolve(s, names[i])
+		if err != nil {
+			return err
+		}
+		for k := range p.atts {
+			p.atts[k].spec.ProbeId = uint16(i)
+		}
+		natt += len(p.atts)
+		r.probes = append(r.probes, p)
+	}
+	if natt > bpf.MaxSpecs {
+		return fmt.Errorf("%d attachments (USDT sites count one each): at most %d", natt, bpf.MaxSpecs)
+	}
+
+	// The command's process exists from here on, blocked in its gate, so
+	// that its pid can filter tracepoints and uprobes.
+	r.target = o.PID
+	if len(o.Command) > 0 {
+		exe := o.GateExe
+		if exe == "" {
+			if exe, err = os.Executable(); err != nil {
+				return fmt.Errorf("find own executable for -c: %w", err)
+			}
+		}
+		stdin, stdout, stderr := o.Stdin, o.Stdout, o.Stderr
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		if stdout == nil {
+			stdout = os.Stdout
+		}
+		if stderr == nil {
+			stderr = os.Stderr
+		}
+		if r.gate, err = startGate(exe, o.Command, stdin, stdout, stderr); err != nil {
+			return err
+		}
+		r.target = r.gate.pid()
+	}
+
+	if r.w, err = format.Create(o.Output, r.meta(ring), format.WriterOptions{Compression: o.Compression}); err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	r.created = true
+
+	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4}); err != nil {
+		return err
+	}
+	if r.rd, err = ringbuf.NewReader(r.objs.Events); err != nil {
+		return fmt.Errorf("ring buffer reader: %w", err)
+	}
+	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes)
+	return r.attach()
+}
+
+// meta describes the capture; the start times are read together.
+func (r *recorder) meta(ring uint32) *format.Meta {
+	o := &r.opts
+	m := &format.Meta{
+		Tool:        strings.TrimSpace("bpftape " + o.Version),
+		CommandLine: o.CommandLine,
+		Extra: map[string]string{
+			"ring_size":    strconv.FormatUint(uint64(ring), 10),
+			"wakeup_bytes": strconv.FormatUint(uint64(ring)/4, 10),
+		},
+	}
+	m.Host, _ = os.Hostname()
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		m.Kernel = unix.ByteSliceToString(uts.Release[:])
+	}
+	if o.PID != 0 {
+		m.Extra["pid"] = strconv.Itoa(o.PID)
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", o.PID)); err == nil {
+			m.Extra["comm"] = strings.TrimSpace(string(comm))
+		}
+	}
+	if len(o.Command) > 0 {
+		m.Extra["command"] = strings.Join(o.Command, " ")
+		m.Extra["pid"] = strconv.Itoa(r.target)
+	}
+	for _, p := range r.probes {
+		m.Probes = append(m.Probes, p.meta)
+	}
+	b1 := bootNow()
+	m.StartWall = time.Now()
+	b2 := bootNow()
+	m.StartBoot = b1 + (b2-b1)/2
+	return m
+}
+
+// attach stores each attachment's spec, then attaches it; the cookie is
+// the attachment's index.
+func (r *recorder) attach() error {
+	execs := map[string]*link.Executable{}
+	cookie := uint32(0)
+	for _, p := range r.probes {
+		for k := range p.atts {
+			a := &p.atts[k]
+			if err := r.objs.PutSpec(cookie, &a.spec); err != nil {
+				return err
+			}
+			var l link.Link
+			var err error
+			if a.category != "" {
+				l, err = link.Tracepoint(a.category, a.event, r.objs.ProbeTracepoint, &link.TracepointOptions{Cookie: uint64(cookie)})
+			} else {
+				ex := execs[a.path]
+				if ex == nil {
+					if ex, err = link.OpenExecutable(a.path); err != nil {
+						return fmt.Errorf("attach %s: %w", a.what, err)
+					}
+					execs[a.path] = ex
+				}
+				uo := &link.UprobeOptions{Address: a.addr, Cookie: uint64(cookie), PID: r.target, RefCtrOffset: a.refCtr}
+				if a.ret {
+					l, err = ex.Uretprobe("", r.objs.ProbeUprobe, uo)
+				} else {
+					l, err = ex.Uprobe("", r.objs.ProbeUprobe, uo)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("attach %s: %w", a.what, err)
+			}
+			r.links = append(r.links, l)
+			cookie++
+		}
+	}
+	return nil
+}
+
+func (r *recorder) writeReady() error {
+	o := &r.opts
+	content := fmt.Sprintf("pid=%d\n", os.Getpid())
+	if r.target != 0 {
+		content += fmt.Sprintf("target=%d\n", r.target)
+	}
+	tmp := o.ReadyFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("ready file: %w", err)
+	}
+	if err := os.Rename(tmp, o.ReadyFile); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("ready file: %w", err)
+	}
+	return nil
+}
+
+func (r *recorder) run(ctx context.Context) (*Summary, error) {
+	o := &r.opts
+	drainDone := make(chan error, 1)
+	go func() { drainDone <- r.d.run() }()
+	tickStop := make(chan struct{})
+	tickDone := make(chan struct{})
+	go func() {
+		defer close(tickDone)
+		t := time.NewTicker(bpf.DrainInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-tickStop:
+				return
+			case <-t.C:
+				r.rd.Flush()
+			}
+		}
+	}()
+	stopStatus := r.startStatus()
+
+	var setupErr error
+	if o.ReadyFile != "" {
+		setupErr = r.writeReady()
+	}
+	if setupErr == nil && r.gate != nil {
+		setupErr = r.gate.open()
+	}
+	start := time.Now()
+
+	var timer <-chan time.Time
+	if o.Duration > 0 {
+		t := time.NewTimer(o.Duration)
+		defer t.Stop()
+		timer = t.C
+	}
+	var gateDone <-chan struct{}
+	if r.gate != nil {
+		gateDone = r.gate.done
+	}
+	var targetGone <-chan struct{}
+	if o.PID != 0 {
+		stopWatch := make(chan struct{})
+		defer close(stopWatch)
+		targetGone = watchExit(o.PID, stopWatch)
+	}
+
+	var stopped string
+	var runErr error
+	drainFinished := false
+	if setupErr != nil {
+		runErr = setupErr
+		stopped = "error"
+	} else {
+		select {
+		case <-ctx.Done():
+			stopped = "interrupted"
+		case <-timer:
+			stopped = "duration"
+		case <-gateDone:
+			stopped = "command exited"
+		case <-targetGone:
+			stopped = "process exited"
+		case runErr = <-drainDone:
+			drainFinished = true
+			stopped = "error"
+			if runErr == nil {
+				runErr = errors.New("ring buffer reader stopped")
+			}
+		}
+	}
+
+	elapsed := time.Since(start)
+
+	// A command still running gets SIGTERM, then SIGKILL; its last events
+	// are recorded while it exits.
+	if r.gate != nil && !r.gate.exited() {
+		if setupErr != nil {
+			r.gate.abort()
+		} else {
+			r.gate.signal(syscall.SIGTERM)
+			grace := o.KillGrace
+			if grace <= 0 {
+				grace = 2 * time.Second
+			}
+			select {
+			case <-r.gate.done:
+			case <-time.After(grace):
+				r.gate.signal(syscall.SIGKILL)
+				<-r.gate.done
+			}
+		}
+	}
+
+	// Detach, then let the drainer read everything left.
+	r.detach()
+	close(tickStop)
+	<-tickDone
+	if !drainFinished {
+		if err := r.d.stop(); err != nil && runErr == nil {
+			runErr = err
+		}
+		if err := <-drainDone; err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	stopStatus()
+	r.rd.Close()
+	r.rd = nil
+	r.objs.Close()
+	r.objs = nil
+	werr := r.w.Close()
+	if werr != nil && runErr == nil {
+		runErr = fmt.Errorf("write %s: %w", o.Output, werr)
+	}
+
+	s := &Summary{Output: o.Output, Elapsed: elapsed, Stopped: stopped, TargetPID: r.target, ExitCode: -1,
+		ReadFaults: r.d.faults, Truncated: r.d.truncated, Malformed: r.d.malformed}
+	s.Bytes = r.w.Stats.Bytes.Load()
+	if st, err := os.Stat(o.Output); err == nil {
+		s.Bytes = st.Size()
+	}
+	r.w = nil
+	for i, p := range r.probes {
+		ps := ProbeStats{Name: p.meta.Name, Kind: p.meta.Kind, Sites: len(p.atts), Events: r.d.events[i],
+			Lost: r.d.lostN[i], SampleSize: bpf.SampleSize(p.class)}
+		s.Probes = append(s.Probes, ps)
+		s.Events += ps.Events
+		s.Lost += ps.Lost
+		s.RawBytes += int64(ps.Events) * int64(ps.SampleSize)
+	}
+	if r.gate != nil {
+		s.ExitCode = r.gate.exitCode()
+	}
+	return s, runErr
+}
+
+// watchExit returns a channel closed when process pid exits (or stop is
+// closed, which ends the watching).
+func watchExit(pid int, stop <-chan struct{}) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err == nil {
+			defer unix.Close(fd)
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		for {
+			var gone bool
+			if err == nil {
+				n, perr := unix.Poll(fds, 100)
+				gone = n > 0 || (perr != nil && perr != unix.EINTR)
+			} else {
+				// No pidfd: poll the pid (a zombie still counts as alive).
+				time.Sleep(100 * time.Millisecond)
+				gone = unix.Kill(pid, 0) != nil
+			}
+			if gone {
+				close(ch)
+				return
+			}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	return ch
+}

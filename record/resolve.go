@@ -1,0 +1,404 @@
+package record
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/record/elfsym"
+	"github.com/bpftape/bpftape/record/probespec"
+	"github.com/bpftape/bpftape/record/tracefs"
+	"github.com/bpftape/bpftape/record/usdt"
+)
+
+// probe is one resolved probe: what the capture says about it, and the
+// attachments that feed it.
+type probe struct {
+	spec  *probespec.Spec
+	meta  format.Probe
+	class uint8 // bpf size class of its samples
+	// strSlot[i] is the string slot of field i, or -1 for an integer field.
+	strSlot []int8
+	atts    []attachment
+}
+
+// attachment is one place a probe's program is attached: a uprobe at a file
+// offset of a binary (one per USDT site) or a tracepoint.
+type attachment struct {
+	path     string // uprobes
+	addr     uint64 // file offset (uprobes)
+	refCtr   uint64 // USDT semaphore file offset, 0 if none
+	ret      bool   // uretprobe
+	category string // tracepoints
+	event    string
+	spec     bpf.ProbeSpec
+	what     string // for errors: "uprobe ./virtnet:virtio_net_receive_rcu"
+}
+
+// resolver turns parsed specs into probes, looking at binaries and tracefs.
+type resolver struct {
+	pid      int // -p; 0 otherwise (a -c child has not run its binary yet)
+	warn     func(string)
+	tracefs  string // found on first use
+	usdtMemo map[string][]usdt.Probe
+}
+
+func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
+	p := &probe{spec: s, meta: format.Probe{Name: name, Kind: s.Kind.String(), Spec: s.Text}}
+	var err error
+	switch s.Kind {
+	case probespec.Uprobe, probespec.Uretprobe:
+		err = r.uprobe(p)
+	case probespec.USDT:
+		err = r.usdt(p)
+	case probespec.Tracepoint:
+		err = r.tracepoint(p)
+	case probespec.Kprobe, probespec.Kretprobe:
+		err = kprobeUnavailable(s, r.tracefsDir)
+	case probespec.Fentry, probespec.Fexit:
+		err = fentryUnavailable(s)
+	default:
+		err = fmt.Errorf("unknown probe kind %v", s.Kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("probe %s: %w", s.Text, err)
+	}
+	return p, nil
+}
+
+func (r *resolver) tracefsDir() (string, error) {
+	if r.tracefs == "" {
+		d, err := tracefs.Dir()
+		if err != nil {
+			return "", err
+		}
+		r.tracefs = d
+	}
+	return r.tracefs, nil
+}
+
+// binary resolves a probe's BINARY and fills in Target and BuildID.
+func (r *resolver) binary(p *probe) (string, error) {
+	path, err := elfsym.ResolveBinary(p.spec.Binary, r.pid)
+	if err != nil {
+		return "", err
+	}
+	p.meta.Target = path
+	if id, err := elfsym.BuildID(path); err == nil {
+		p.meta.BuildID = id
+	}
+	return path, nil
+}
+
+func (r *resolver) uprobe(p *probe) error {
+	s := p.spec
+	path, err := r.binary(p)
+	if err != nil {
+		return err
+	}
+	off, err := elfsym.SymbolOffset(path, s.Symbol)
+	if err != nil {
+		return err
+	}
+	fields := s.Fields
+	ret := s.Kind == probespec.Uretprobe
+	if fields == nil {
+		if ret {
+			fields = []probespec.Field{{Text: "retval", Source: probespec.Retval, Type: format.Int64}}
+		} else {
+			for i := range probespec.MaxRegArgs {
+				fields = append(fields, probespec.Field{Text: fmt.Sprintf("arg%d", i), Source: probespec.Arg, Arg: i, Type: format.Uint64})
+			}
+		}
+	}
+	var args []bpf.ArgSpec
+	for _, f := range fields {
+		var a bpf.ArgSpec
+		reg := bpf.RegAX
+		if f.Source == probespec.Arg {
+			reg = bpf.ArgRegs[f.Arg]
+		}
+		switch {
+		case f.Str:
+			a = bpf.ArgSpec{Kind: bpf.KindUserStr, Reg: reg}
+			p.addField(f.FieldName(), format.String)
+		default:
+			t := f.Type
+			if t == format.TypeInvalid {
+				t = format.Uint64
+				if ret {
+					t = format.Int64
+				}
+			}
+			a = intArg(bpf.KindReg, reg, t)
+			if ret {
+				a.Kind, a.Reg = bpf.KindRetval, 0
+			}
+			p.addField(f.FieldName(), t)
+		}
+		args = append(args, a)
+	}
+	if isGo(path) {
+		if ret {
+			r.warn(fmt.Sprintf("%s: %s is a Go program: Go moves goroutine stacks, which breaks uretprobes (the kernel "+
+				"rewrites the return address on the stack): the traced program may crash and return events may be missing", s.Text, path))
+		} else {
+			r.warn(fmt.Sprintf("%s: %s is a Go program: arg0..arg5 are the C ABI registers (rdi, rsi, rdx, rcx, r8, r9); "+
+				"Go functions take their arguments in rax, rbx, rcx, rdi, rsi, r8...", s.Text, path))
+		}
+	}
+	spec, err := p.probeSpec(args)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("%s %s:%s", s.Kind, path, s.Symbol)
+	p.atts = []attachment{{path: path, addr: off, ret: ret, spec: spec, what: what}}
+	return nil
+}
+
+func intArg(kind, reg uint8, t format.Type) bpf.ArgSpec {
+	a := bpf.ArgSpec{Kind: kind, Reg: reg, Size: uint8(t.Size())}
+	if t.Signed() {
+		a.IsSigned = 1
+	}
+	return a
+}
+
+func (p *probe) addField(name string, t format.Type) {
+	p.meta.Fields = append(p.meta.Fields, format.Field{Name: name, Type: t})
+}
+
+// probeSpec checks the limits, assigns string slots in field order and
+// picks the smallest size class that fits.
+func (p *probe) probeSpec(args []bpf.ArgSpec) (bpf.ProbeSpec, error) {
+	var s bpf.ProbeSpec
+	if len(args) > bpf.MaxArgs {
+		return s, fmt.Errorf("%d fields: a probe records at most %d: list the ones you need", len(args), bpf.MaxArgs)
+	}
+	p.strSlot = make([]int8, len(args))
+	nstr := 0
+	for i := range args {
+		p.strSlot[i] = -1
+		if p.meta.Fields[i].Type == format.String {
+			if nstr == bpf.MaxStrs {
+				return s, fmt.Errorf("more than %d string fields: list the ones you need", bpf.MaxStrs)
+			}
+			args[i].StrSlot = uint8(nstr)
+			p.strSlot[i] = int8(nstr)
+			nstr++
+		}
+		s.Args[i] = args[i]
+	}
+	s.Nargs, s.Nstr = uint8(len(args)), uint8(nstr)
+	switch {
+	case nstr > 0:
+		s.SizeClass = bpf.ClassArgs12Str4
+	case len(args) <= 2:
+		s.SizeClass = bpf.ClassArgs2
+	case len(args) <= 6:
+		s.SizeClass = bpf.ClassArgs6
+	default:
+		s.SizeClass = bpf.ClassArgs12
+	}
+	p.class = s.SizeClass
+	return s, nil
+}
+
+func (r *resolver) usdt(p *probe) error {
+	s := p.spec
+	path, err := r.binary(p)
+	if err != nil {
+		return err
+	}
+	if r.usdtMemo == nil {
+		r.usdtMemo = map[string][]usdt.Probe{}
+	}
+	all, ok := r.usdtMemo[path]
+	if !ok {
+		if all, err = usdt.Read(path); err != nil {
+			return err
+		}
+		r.usdtMemo[path] = all
+	}
+	up, err := usdt.Find(all, s.Provider, s.Probe)
+	if err != nil {
+		return err
+	}
+	full := up.Provider + ":" + up.Name
+	if up.Err != nil {
+		return fmt.Errorf("usdt probe %s in %s: cannot read its arguments: %w", full, path, up.Err)
+	}
+	sites := up.Sites
+	if len(sites) == 0 {
+		for _, loc := range up.Locations {
+			sites = append(sites, usdt.Site{Location: loc, Args: up.Args})
+		}
+	}
+	if len(sites) == 0 {
+		return fmt.Errorf("usdt probe %s in %s has no locations", full, path)
+	}
+	fields := s.Fields
+	if fields == nil {
+		for i := range up.Args {
+			fields = append(fields, probespec.Field{Text: fmt.Sprintf("arg%d", i), Source: probespec.Arg, Arg: i})
+		}
+	}
+	for _, f := range fields {
+		if f.Arg >= len(up.Args) {
+			return fmt.Errorf("usdt probe %s has %s: no arg%d", full, plural(len(up.Args), "argument"), f.Arg)
+		}
+		switch {
+		case f.Str:
+			p.addField(f.FieldName(), format.String)
+		case f.Type != format.TypeInvalid:
+			p.addField(f.FieldName(), f.Type)
+		default:
+			a := up.Args[f.Arg]
+			t, err := format.IntType(a.Size, a.Signed)
+			if err != nil {
+				return fmt.Errorf("usdt probe %s arg%d (%s): %w", full, f.Arg, a.Text, err)
+			}
+			p.addField(f.FieldName(), t)
+		}
+	}
+	for _, site := range sites {
+		if site.Err != nil {
+			return fmt.Errorf("usdt probe %s in %s, site %#x: cannot read its arguments: %w", full, path, site.Location, site.Err)
+		}
+		if len(site.Args) != len(up.Args) {
+			return fmt.Errorf("usdt probe %s: site %#x has %d arguments, another has %d", full, site.Location, len(site.Args), len(up.Args))
+		}
+		var args []bpf.ArgSpec
+		for _, f := range fields {
+			a := site.Args[f.Arg]
+			var bs bpf.ArgSpec
+			if f.Str {
+				bs, err = a.BPFString(0) // slot assigned by probeSpec
+			} else {
+				bs, err = a.BPF()
+			}
+			if err != nil {
+				return fmt.Errorf("usdt probe %s at %#x, arg%d: %w", full, site.Location, f.Arg, err)
+			}
+			args = append(args, bs)
+		}
+		spec, err := p.probeSpec(args)
+		if err != nil {
+			return err
+		}
+		p.atts = append(p.atts, attachment{path: path, addr: site.Location, refCtr: up.Semaphore, spec: spec,
+			what: fmt.Sprintf("usdt %s:%s at %#x", path, full, site.Location)})
+	}
+	return nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+func (r *resolver) tracepoint(p *probe) error {
+	s := p.spec
+	dir, err := r.tracefsDir()
+	if err != nil {
+		return err
+	}
+	tf, err := tracefs.ReadFormat(dir, s.Category, s.Event)
+	if err != nil {
+		return err
+	}
+	var args []bpf.ArgSpec
+	add := func(f *tracefs.Field, str bool, typ format.Type, explicit bool) error {
+		a := bpf.ArgSpec{Off: int64(f.Offset)}
+		t := format.String
+		switch {
+		case f.Kind == tracefs.CharArray:
+			a.Kind, a.Size = bpf.KindTPCharArray, uint8(min(f.Size, bpf.StrSlotSize))
+		case f.Kind == tracefs.DataLoc:
+			a.Kind = bpf.KindTPDataLocStr
+		case f.Kind == tracefs.Int && str:
+			if f.Size != 8 {
+				return fmt.Errorf("str(%s): field %s is a %d-byte %s, not a pointer", f.Name, f.Name, f.Size, f.CType)
+			}
+			a.Kind = bpf.KindTPUserStr
+		case f.Kind == tracefs.Int:
+			ft, err := format.IntType(f.Size, f.Signed)
+			if err != nil {
+				return fmt.Errorf("field %s (%s): %w", f.Name, f.CType, err)
+			}
+			a = intArg(bpf.KindTPField, 0, ft)
+			a.Off = int64(f.Offset)
+			t = ft
+			if typ != format.TypeInvalid {
+				t = typ
+			}
+		default:
+			if explicit {
+				return fmt.Errorf("field %s (%s, %d bytes) is neither an integer nor a string: bpftape cannot record it", f.Name, f.CType, f.Size)
+			}
+			r.warn(fmt.Sprintf("%s: skipping field %s (%s, %d bytes): neither an integer nor a string", s.Text, f.Name, f.CType, f.Size))
+			return nil
+		}
+		if t == format.String && typ != format.TypeInvalid {
+			return fmt.Errorf("field %s (%s) is a string: it takes no integer type", f.Name, f.CType)
+		}
+		args = append(args, a)
+		p.addField(f.Name, t)
+		return nil
+	}
+	if s.Fields == nil {
+		for i := range tf.Fields {
+			if err := add(&tf.Fields[i], false, format.TypeInvalid, false); err != nil {
+				return err
+			}
+		}
+		nstr := 0
+		for _, f := range p.meta.Fields {
+			if f.Type == format.String {
+				nstr++
+			}
+		}
+		if len(args) > bpf.MaxArgs || nstr > bpf.MaxStrs {
+			return fmt.Errorf("tracepoint %s:%s has %d fields (%d strings); a probe records at most %d (%d strings): list the ones you need, e.g. t:%s:%s(%s)",
+				s.Category, s.Event, len(args), nstr, bpf.MaxArgs, bpf.MaxStrs, s.Category, s.Event, strings.Join(tf.FieldNames()[:2], ","))
+		}
+	} else {
+		for _, lf := range s.Fields {
+			f := tf.Field(lf.Name)
+			if f == nil {
+				return fmt.Errorf("tracepoint %s:%s has no field %q%s; its fields: %s", s.Category, s.Event, lf.Name,
+					hintFor(lf.Name, tf.FieldNames()), strings.Join(tf.FieldNames(), ", "))
+			}
+			if err := add(f, lf.Str, lf.Type, true); err != nil {
+				return err
+			}
+		}
+	}
+	spec, err := p.probeSpec(args)
+	if err != nil {
+		return err
+	}
+	p.meta.Target = s.Category + ":" + s.Event
+	p.atts = []attachment{{category: s.Category, event: s.Event, spec: spec, what: "tracepoint " + s.Category + ":" + s.Event}}
+	return nil
+}
+
+// isGo reports whether the ELF file at path is a Go program.
+func isGo(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Section(".go.buildinfo") != nil || f.Section(".gopclntab") != nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

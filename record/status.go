@@ -1,0 +1,115 @@
+package record
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// StatusInterval is how often the live status line is redrawn.
+const StatusInterval = 250 * time.Millisecond
+
+// startStatus redraws a one-line status on Options.Status until the
+// returned function is called, which erases it.
+func (r *recorder) startStatus() (stop func()) {
+	out := r.opts.Status
+	if out == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(StatusInterval)
+		defer t.Stop()
+		start := time.Now()
+		var lastEvents uint64
+		last := start
+		rate := 0.0
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(out, "\r\033[K")
+				return
+			case now := <-t.C:
+				ev := r.w.Stats.Events.Load()
+				if dt := now.Sub(last).Seconds(); dt > 0 {
+					rate = float64(ev-lastEvents) / dt
+				}
+				lastEvents, last = ev, now
+				fmt.Fprintf(out, "\r\033[Krecording %s  %s events  %s/s  %s written  %s lost",
+					now.Sub(start).Truncate(100*time.Millisecond), count(ev), count(uint64(rate)),
+					bytesStr(r.w.Stats.Bytes.Load()), count(r.w.Stats.Lost.Load()))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// Print writes a summary in the manner of perf record's.
+func (s *Summary) Print(w io.Writer) {
+	rate := 0.0
+	if secs := s.Elapsed.Seconds(); secs > 0 {
+		rate = float64(s.Events) / secs
+	}
+	fmt.Fprintf(w, "[ bpftape record: %s events in %.3fs (%s/s), %s lost; stopped: %s ]\n",
+		count(s.Events), s.Elapsed.Seconds(), count(uint64(rate)), count(s.Lost), s.Stopped)
+	ratio := ""
+	if s.Bytes > 0 && s.RawBytes > 0 {
+		ratio = fmt.Sprintf(" (%.1fx smaller than the %s the events took as ring buffer samples)",
+			float64(s.RawBytes)/float64(s.Bytes), bytesStr(s.RawBytes))
+		if s.RawBytes < s.Bytes {
+			ratio = fmt.Sprintf(" (the events took %s as ring buffer samples; the rest is metadata)", bytesStr(s.RawBytes))
+		}
+	}
+	fmt.Fprintf(w, "[ bpftape record: wrote %s to %s%s ]\n", bytesStr(s.Bytes), s.Output, ratio)
+	if s.Lost > 0 {
+		fmt.Fprintf(w, "[ bpftape record: WARNING: %s events were lost because the ring buffer was full: try a larger --ringbuf-size ]\n", count(s.Lost))
+	}
+	if s.ReadFaults > 0 || s.Truncated > 0 || s.Malformed > 0 {
+		fmt.Fprintf(w, "[ bpftape record: %s events with unreadable values (recorded as 0 or \"\"), %s with strings cut to 63 bytes, %s malformed samples dropped ]\n",
+			count(s.ReadFaults), count(s.Truncated), count(s.Malformed))
+	}
+	nameW, kindW := len("probe"), len("kind")
+	kinds := make([]string, len(s.Probes))
+	for i, p := range s.Probes {
+		kinds[i] = p.Kind
+		if p.Sites > 1 {
+			kinds[i] = fmt.Sprintf("%s (%d sites)", p.Kind, p.Sites)
+		}
+		nameW, kindW = max(nameW, len(p.Name)), max(kindW, len(kinds[i]))
+	}
+	fmt.Fprintf(w, "  %-*s  %-*s  %12s  %10s  %11s\n", nameW, "probe", kindW, "kind", "events", "lost", "bytes/event")
+	for i, p := range s.Probes {
+		fmt.Fprintf(w, "  %-*s  %-*s  %12d  %10d  %11d\n", nameW, p.Name, kindW, kinds[i], p.Events, p.Lost, p.SampleSize)
+	}
+}
+
+// count formats n with thousands separators.
+func count(n uint64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func bytesStr(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,140 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
+
+	"github.com/bpftape/bpftape/record/probespec"
+	"github.com/bpftape/bpftape/record/suggest"
+	"github.com/bpftape/bpftape/record/tracefs"
+)
+
+// kprobePMU is where the kernel exposes kprobes to perf_event_open.
+const kprobePMU = "/sys/bus/event_source/devices/kprobe"
+
+func hintFor(name string, candidates []string) string {
+	return suggest.Hint(suggest.Closest(name, candidates, 5))
+}
+
+// kprobeUnavailable explains why a kprobe or kretprobe cannot be recorded:
+// either the kernel has no kprobes, or (if it has) bpftape does not record
+// them yet. It names tracepoints close to the function, which often are
+// the way to see the same thing.
+func kprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
+	alt := "record a tracepoint (t:CATEGORY:EVENT) or a uprobe instead"
+	if dir, err := tracefsDir(); err == nil {
+		if names, err := tracefs.List(dir, ""); err == nil {
+			var events []string
+			for _, n := range names {
+				_, ev, _ := strings.Cut(n, ":")
+				events = append(events, ev)
+			}
+			close := relatedTracepoints(s.Symbol, names, events)
+			if len(close) > 0 {
+				alt += "; tracepoints with close names: " + strings.Join(close, ", ")
+			}
+		}
+	}
+	_, pmuErr := os.Stat(kprobePMU)
+	haveEvents := false
+	if dir, err := tracefsDir(); err == nil {
+		haveEvents = fileExists(filepath.Join(dir, "kprobe_events"))
+	}
+	if pmuErr == nil || haveEvents {
+		return fmt.Errorf("bpftape does not record %ss yet: %s", s.Kind, alt)
+	}
+	return fmt.Errorf("kprobes are not available in this kernel (built without CONFIG_KPROBES: no kprobe PMU at %s, no kprobe_events in tracefs), so %s:%s cannot be traced: %s",
+		kprobePMU, s.Kind, s.Symbol, alt)
+}
+
+// fentryUnavailable explains why a fentry or fexit probe cannot be
+// recorded. It asks the kernel: first whether it loads BPF tracing programs
+// at all, then whether it loads one attached to the named function; if both
+// work, the answer is that bpftape does not record fentry/fexit yet.
+func fentryUnavailable(s *probespec.Spec) error {
+	if !fileExists("/sys/kernel/btf/vmlinux") {
+		return fmt.Errorf("%s probes need the kernel's BTF (CONFIG_DEBUG_INFO_BTF), and /sys/kernel/btf/vmlinux does not exist; "+
+			"record a tracepoint or a uprobe instead", s.Kind)
+	}
+	if err := features.HaveProgramType(ebpf.Tracing); err != nil {
+		return fmt.Errorf("%s probes are not available: they need BPF tracing programs (BPF_PROG_TYPE_TRACING, attached through BPF trampolines), "+
+			"which this kernel does not load (%v)%s; record a tracepoint or a uprobe instead", s.Kind, err, lockdownNote())
+	}
+	at := ebpf.AttachTraceFEntry
+	if s.Kind == probespec.Fexit {
+		at = ebpf.AttachTraceFExit
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "bpftape_probe", Type: ebpf.Tracing, AttachType: at, AttachTo: s.Symbol, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	})
+	if err != nil {
+		if errors.Is(err, ebpf.ErrNotSupported) || strings.Contains(err.Error(), "not found") {
+			return fmt.Errorf("cannot load a %s program for kernel function %s: %v", s.Kind, s.Symbol, err)
+		}
+		return fmt.Errorf("the kernel refused a %s program for %s: %v%s", s.Kind, s.Symbol, err, lockdownNote())
+	}
+	prog.Close()
+	return fmt.Errorf("this kernel could run %s:%s, but bpftape does not record fentry/fexit probes yet; record a tracepoint or a uprobe instead",
+		s.Kind, s.Symbol)
+}
+
+// lockdownNote reports kernel lockdown when securityfs shows it.
+func lockdownNote() string {
+	b, err := os.ReadFile("/sys/kernel/security/lockdown")
+	if err != nil {
+		return ""
+	}
+	mode := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(mode, '['); i >= 0 {
+		if j := strings.IndexByte(mode[i:], ']'); j > 0 {
+			mode = mode[i+1 : i+j]
+		}
+	}
+	if mode == "" || mode == "none" {
+		return ""
+	}
+	return fmt.Sprintf(" (kernel lockdown is %q)", mode)
+}
+
+// relatedTracepoints returns up to 4 tracepoints ("t:CATEGORY:EVENT") whose
+// event names contain the kernel function's name without its syscall or
+// helper prefixes (do_sys_openat2 → sys_enter_openat2, sys_exit_openat2),
+// or else are close to it.
+func relatedTracepoints(fn string, names, events []string) []string {
+	base := fn
+	for _, p := range []string{"__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "do_sys_", "ksys_", "sys_", "__", "do_"} {
+		if strings.HasPrefix(base, p) && len(base) > len(p)+2 {
+			base = base[len(p):]
+			break
+		}
+	}
+	var out []string
+	for i, ev := range events {
+		if len(out) == 4 {
+			break
+		}
+		if ev == base || strings.HasSuffix(ev, "_"+base) || strings.HasPrefix(ev, base+"_") {
+			out = append(out, "t:"+names[i])
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, ev := range suggest.Closest(fn, events, 3) {
+		for i := range events {
+			if events[i] == ev {
+				out = append(out, "t:"+names[i])
+				break
+			}
+		}
+	}
+	return out
+}

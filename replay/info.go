@@ -72,7 +72,7 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 	w("host", "%s", m.Host)
 	w("kernel", "%s", m.Kernel)
 	w("tool", "%s", m.Tool)
-	w("command", "%s", strings.Join(m.CommandLine, " "))
+	w("recorded by", "%s", strings.Join(m.CommandLine, " "))
 	w("started", "%s", m.StartWall.Local().Format(time.RFC3339Nano))
 	if res.Events > 0 {
 		w("events", "%d from %s to %s (%.3fs)", res.Events, offset(first, m), offset(last, m), float64(last-first)/1e9)
@@ -89,25 +89,29 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 		}
 		w("recovered", "%s", note)
 	}
-	for k, v := range m.Extra {
-		w(k, "%s", v)
+	for _, k := range sortedKeys(m.Extra) {
+		w(k, "%s", m.Extra[k])
 	}
-	fmt.Fprintf(out, "\n%-24s %-10s %10s %8s  %s\n", "PROBE", "KIND", "EVENTS", "LOST", "SPEC")
+	width := len("PROBE")
+	for _, p := range m.Probes {
+		width = max(width, len(p.Name))
+	}
+	fmt.Fprintf(out, "\n%-*s %-10s %10s %8s  %s\n", width, "PROBE", "KIND", "EVENTS", "LOST", "SPEC")
 	for i, p := range m.Probes {
-		fmt.Fprintf(out, "%-24s %-10s %10d %8d  %s\n", p.Name, p.Kind, counts[i], res.Losses.ByProbe[p.Name], p.Spec)
+		fmt.Fprintf(out, "%-*s %-10s %10d %8d  %s\n", width, p.Name, p.Kind, counts[i], res.Losses.ByProbe[p.Name], p.Spec)
 		if p.Target != "" {
 			bid := p.BuildID
 			if bid == "" {
 				bid = "none"
 			}
-			fmt.Fprintf(out, "%-24s target %s (build id %s)\n", "", p.Target, bid)
+			fmt.Fprintf(out, "%-*s target %s (build id %s)\n", width, "", p.Target, bid)
 		}
 		var fs []string
 		for _, f := range p.Fields {
 			fs = append(fs, f.Name+" "+f.Type.String())
 		}
 		if len(fs) > 0 {
-			fmt.Fprintf(out, "%-24s fields %s\n", "", strings.Join(fs, ", "))
+			fmt.Fprintf(out, "%-*s fields %s\n", width, "", strings.Join(fs, ", "))
 		}
 	}
 	return res, nil

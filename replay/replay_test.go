@@ -197,7 +197,6 @@ func TestEventsSeedTrace(t *testing.T) {
 	}
 }
 
-
 func TestHistFiltersAndKeys(t *testing.T) {
 	probes := []format.Probe{{Name: "p", Fields: []format.Field{{Name: "v", Type: format.Int64}}}}
 	rows := []row{

@@ -273,11 +273,11 @@ Examples:
 	if len(pos) < 1 {
 		return fail(stderr, "events", fmt.Errorf("want FILE [PROBE...]: %w", errUsage))
 	}
+	// Like BCC's trace, formatted probes are listed; with neither formats
+	// nor probe names, every probe is.
 	o := replay.EventsOptions{Probes: pos[1:], Formats: formats, Time: *timeMode, Limit: *limit}
 	for _, f := range formats {
-		if len(o.Probes) > 0 {
-			o.Probes = append(o.Probes, f.Probe)
-		}
+		o.Probes = append(o.Probes, f.Probe)
 	}
 	if o.Filter, err = filter(); err != nil {
 		return fail(stderr, "events", err)

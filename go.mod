@@ -5,15 +5,15 @@ go 1.26
 require (
 	github.com/apache/arrow/go/v15 v15.0.2
 	github.com/cilium/ebpf v0.22.0
+	github.com/google/flatbuffers v23.5.26+incompatible
+	github.com/klauspost/compress v1.20.3
+	github.com/pierrec/lz4/v4 v4.1.18
 	golang.org/x/sys v0.43.0
 )
 
 require (
 	github.com/goccy/go-json v0.10.2 // indirect
-	github.com/google/flatbuffers v23.5.26+incompatible // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.5 // indirect
-	github.com/pierrec/lz4/v4 v4.1.18 // indirect
 	github.com/zeebo/xxh3 v1.0.2 // indirect
 	golang.org/x/exp v0.0.0-20231006140011-7918f672742d // indirect
 	golang.org/x/mod v0.31.0 // indirect

@@ -3,9 +3,7 @@ package format
 import (
 	"encoding/binary"
 
-	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/bpftape/bpftape/format/arrowipc"
 )
 
 // colBuf accumulates one column of a batch as the raw little-endian buffers
@@ -115,18 +113,12 @@ func (c *colBuf) putNull(i int) {
 
 var zeroView [16]byte
 
-// array wraps the buffers as an Arrow array of n rows; the array refers to
-// the buffers, which must not be reused until the array is released.
-func (c *colBuf) array(n int) arrow.Array {
-	var validity *memory.Buffer
-	if c.nulls > 0 {
-		validity = memory.NewBufferBytes(c.valid)
-	}
-	bufs := []*memory.Buffer{validity, memory.NewBufferBytes(c.data)}
+// columnData points d at the buffers, which must not be reused until the
+// batch has been written.
+func (c *colBuf) columnData(d *arrowipc.ColumnData) {
+	d.Buffers = append(d.Buffers[:0], c.valid, c.data)
 	if c.typ == String && len(c.long) > 0 {
-		bufs = append(bufs, memory.NewBufferBytes(c.long))
+		d.Buffers = append(d.Buffers, c.long)
 	}
-	data := array.NewData(c.typ.arrow(), n, bufs, nil, c.nulls, 0)
-	defer data.Release()
-	return array.MakeFromData(data)
+	d.NullCount = c.nulls
 }

@@ -13,9 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/ipc"
-	"github.com/apache/arrow/go/v15/arrow/memory"
+
+	"github.com/bpftape/bpftape/format/arrowipc"
 )
 
 // Compression is the body compression of a capture's record batches.
@@ -91,6 +90,7 @@ type batch struct {
 	n      int
 	strLen int
 	cols   []colBuf
+	data   []arrowipc.ColumnData // cols as handed to the file writer
 }
 
 // Writer appends events to a capture file. It is not safe for concurrent
@@ -101,14 +101,14 @@ type Writer struct {
 
 	meta    *Meta
 	schema  *arrow.Schema
-	dict    arrow.Array
-	dtype   *arrow.DictionaryType
 	opts    WriterOptions
 	layouts []probeLayout
 
+	lastComm []byte // raw comm of the previous event, for Append's cache
+
 	file   io.Closer
 	out    *posWriter
-	fw     *ipc.FileWriter
+	aw     *arrowipc.Writer
 	cur    *batch
 	since  time.Time
 	work   chan *batch
@@ -166,14 +166,14 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 	}
 
 	w := &Writer{meta: meta, opts: opts, out: newPosWriter(out)}
-	w.dtype = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.BinaryTypes.String}
+	dtype := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.BinaryTypes.String}
 	fields := []arrow.Field{
 		{Name: "time", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "cpu", Type: arrow.PrimitiveTypes.Uint16},
 		{Name: "pid", Type: arrow.PrimitiveTypes.Uint32},
 		{Name: "tid", Type: arrow.PrimitiveTypes.Uint32},
 		{Name: "comm", Type: arrow.BinaryTypes.StringView},
-		{Name: "probe", Type: w.dtype},
+		{Name: "probe", Type: dtype},
 		{Name: "lost", Type: arrow.PrimitiveTypes.Uint64, Nullable: true},
 	}
 	colIndex := map[string]int{}
@@ -183,13 +183,6 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 	}
 	md := arrow.NewMetadata([]string{MetadataKey}, []string{js})
 	w.schema = arrow.NewSchema(fields, &md)
-
-	db := array.NewStringBuilder(memory.DefaultAllocator)
-	for _, p := range meta.Probes {
-		db.Append(p.Name)
-	}
-	w.dict = db.NewArray()
-	db.Release()
 
 	for _, p := range meta.Probes {
 		var l probeLayout
@@ -208,7 +201,7 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 	}
 
 	newBatch := func() *batch {
-		b := &batch{cols: make([]colBuf, len(fields))}
+		b := &batch{cols: make([]colBuf, len(fields)), data: make([]arrowipc.ColumnData, len(fields))}
 		b.cols[ColTime] = newColBuf(Int64, false)
 		b.cols[ColCPU] = newColBuf(Uint16, false)
 		b.cols[ColPID] = newColBuf(Uint32, false)
@@ -221,15 +214,14 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 		}
 		return b
 	}
-	var opt []ipc.Option
+	codec := arrowipc.None
 	switch opts.Compression {
 	case Zstd:
-		opt = append(opt, ipc.WithZstd())
+		codec = arrowipc.Zstd
 	case LZ4:
-		opt = append(opt, ipc.WithLZ4())
+		codec = arrowipc.LZ4
 	}
-	opt = append(opt, ipc.WithSchema(w.schema))
-	if w.fw, err = ipc.NewFileWriter(w.out, opt...); err != nil {
+	if w.aw, err = arrowipc.NewWriter(w.out, w.schema, meta.ProbeNames(), codec); err != nil {
 		return nil, err
 	}
 	// An empty first batch puts schema, metadata and dictionary on disk now.
@@ -265,14 +257,24 @@ func (w *Writer) Append(e *Event) error {
 	c[ColCPU].putInt(uint64(e.CPU))
 	c[ColPID].putInt(uint64(e.PID))
 	c[ColTID].putInt(uint64(e.TID))
+	// A thread's events come in runs: reuse the previous row's view when
+	// the raw comm is the same, skipping the NUL search, UTF-8 check and
+	// interning (the cache is cleared when a new batch begins).
 	comm := e.Comm
-	if j := bytes.IndexByte(comm, 0); j >= 0 {
-		comm = comm[:j]
+	cc := &c[ColComm]
+	if i > 0 && w.lastComm != nil && string(comm) == string(w.lastComm) {
+		cc.data = append(cc.data, cc.data[len(cc.data)-16:]...)
+		comm = nil
+	} else {
+		w.lastComm = append(w.lastComm[:0], comm...)
+		if j := bytes.IndexByte(comm, 0); j >= 0 {
+			comm = comm[:j]
+		}
+		if !utf8.Valid(comm) {
+			comm = bytes.ToValidUTF8(comm, []byte("\uFFFD"))
+		}
+		cc.putString(comm)
 	}
-	if !utf8.Valid(comm) {
-		comm = bytes.ToValidUTF8(comm, []byte("\uFFFD"))
-	}
-	c[ColComm].putString(comm)
 	c[ColProbe].putInt(uint64(e.Probe))
 	c[ColLost].putNull(i)
 	l := &w.layouts[e.Probe]
@@ -323,6 +325,7 @@ func (w *Writer) Lost(probe uint16, cpu uint16, t int64, n uint64) error {
 	c[ColPID].putInt(0)
 	c[ColTID].putInt(0)
 	c[ColComm].putString(nil)
+	w.lastComm = nil
 	c[ColProbe].putInt(uint64(probe))
 	c[ColLost].putInt(n)
 	c[ColLost].mark(i, true)
@@ -393,19 +396,10 @@ func (w *Writer) encoder() {
 
 // encode writes one batch and pushes it to the file.
 func (w *Writer) encode(b *batch) error {
-	arrs := make([]arrow.Array, len(b.cols))
 	for i := range b.cols {
-		arrs[i] = b.cols[i].array(b.n)
+		b.cols[i].columnData(&b.data[i])
 	}
-	idx := arrs[ColProbe]
-	arrs[ColProbe] = array.NewDictionaryArray(w.dtype, idx, w.dict)
-	idx.Release()
-	rec := array.NewRecord(w.schema, arrs, int64(b.n))
-	for _, a := range arrs {
-		a.Release()
-	}
-	err := w.fw.Write(rec)
-	rec.Release()
+	err := w.aw.WriteBatch(b.n, b.data)
 	if err == nil {
 		err = w.out.Flush()
 	}
@@ -430,7 +424,7 @@ func (w *Writer) Close() error {
 	<-w.done
 	err := w.Err()
 	if err == nil {
-		err = w.fw.Close()
+		err = w.aw.Close()
 		if err == nil {
 			err = w.out.Flush()
 		}
@@ -447,7 +441,6 @@ func (w *Writer) Close() error {
 			err = cerr
 		}
 	}
-	w.dict.Release()
 	return err
 }
 

@@ -172,6 +172,8 @@ type Meta struct {
 	Probes      []Probe   `json:"probes"`
 	// Extra holds free-form facts (the traced command, the ring buffer size...).
 	Extra map[string]string `json:"extra,omitempty"`
+	// Inputs are the metas of the captures a merged capture was made from (see Merge).
+	Inputs []Meta `json:"inputs,omitempty"`
 }
 
 // WallTime converts an event's boot-clock time to wall-clock time.

@@ -24,7 +24,9 @@ type Filter struct {
 	To    time.Duration // 0: no end
 }
 
-func (f *Filter) match(b *format.Batch, i int, startBoot int64) bool {
+// Match reports whether event row i of b passes the filter; startBoot is
+// the capture's Meta.StartBoot, from which From and To are measured.
+func (f *Filter) Match(b *format.Batch, i int, startBoot int64) bool {
 	if len(f.PIDs) > 0 && !contains(f.PIDs, b.PID[i]) {
 		return false
 	}
@@ -160,7 +162,7 @@ func (c *Capture) Scan(f *Filter, fn func(b *format.Batch, i int)) error {
 				continue
 			}
 			c.Events++
-			if f == nil || f.match(b, i, m.StartBoot) {
+			if f == nil || f.Match(b, i, m.StartBoot) {
 				fn(b, i)
 			}
 		}

@@ -50,5 +50,8 @@ heading "USDT example, as BCC's trace prints it"
 
 heading "The workload's own counts (packets per flush, bytes per flush), for comparison"
 grep -E '^hist (tx_packets|tx_total)' "$out/virtnet.truth"
+"$bpftape" report "$cap" -o "$out/report.html" --title "virtio-net stand-in" \
+	--latency "rx rx_ret" --requests "tx_len arg0 tx_ret retval" --compare "rx arg2 rx_ret retval"
 echo
-echo "The capture is $cap: try 'bpftape hist $cap rx arg2 --style bpftrace --stats'."
+echo "The capture is $cap, its bug-report page $out/report.html."
+echo "Try: bpftape hist $cap rx arg2 --style bpftrace --stats"

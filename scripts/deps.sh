@@ -1,13 +1,16 @@
 #!/bin/sh
 # deps.sh [clang]: installs, only when missing, the Debian packages and npm
-# modules bpftape's tests use: gcc and sys/sdt.h to build the workloads,
-# BCC and bpftrace to check that bpftape prints what they print, and
-# nodejs-polars as an independent Arrow reader. With "clang", also the BPF
-# toolchain that `make generate` needs.
+# modules bpftape's tests use: gcc, clang, binutils and sys/sdt.h to build
+# the workloads (the USDT torture test compares gcc's and clang's operands;
+# objcopy and strip make stripped binaries with debug files), BCC and
+# bpftrace to check that bpftape prints what they print, and nodejs-polars
+# and DuckDB as independent readers, Chromium to render the HTML report.
+# With "clang", the BPF toolchain that
+# `make generate` needs.
 set -eu
 cd "$(dirname "$0")/.."
 
-pkgs="gcc systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm"
+pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium"
 [ "${1:-}" = clang ] && pkgs="clang llvm libbpf-dev"
 
 missing=""

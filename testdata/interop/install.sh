@@ -1,11 +1,13 @@
 #!/bin/sh
-# Install the nodejs-polars interop reader's npm dependencies (from the
+# Install the interop readers' npm dependencies, nodejs-polars and DuckDB (from the
 # registry, pinned by package-lock.json) unless they are already in place.
 # Idempotent and quiet; safe to run as root on a fresh CI machine.
 set -eu
 cd "$(dirname "$0")"
 if [ -d node_modules/nodejs-polars ] &&
 	[ -d node_modules/nodejs-polars-linux-x64-gnu ] &&
+	[ -d node_modules/@duckdb/node-api ] &&
+	[ -d node_modules/@duckdb/node-bindings-linux-x64 ] &&
 	[ -f node_modules/.package-lock.json ] &&
 	[ ! package-lock.json -nt node_modules/.package-lock.json ]; then
 	exit 0

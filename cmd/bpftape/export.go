@@ -1,0 +1,155 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/bpftape/bpftape/replay"
+	"github.com/bpftape/bpftape/replay/export"
+)
+
+func init() {
+	register("export", "write a capture's events as CSV, JSON lines or Parquet (optionally hive-partitioned)", runExport)
+}
+
+func runExport(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("export", "[flags] FILE --to csv|jsonl|parquet [-o OUT]", `
+Writes the rows of a capture for tools that do not read Arrow IPC, streaming
+batch by batch (memory does not grow with the capture):
+  csv      a header, then one line per event: time (boot-clock ns), cpu, pid,
+           tid, comm, probe, then every field column, empty where the
+           event's probe has no such field
+  jsonl    one JSON object per event with the same names, only its probe's
+           fields; 64-bit integers are written in full
+  parquet  zstd-compressed, columns typed as in the capture (comm and string
+           fields, string_view in the capture, become utf8: Arrow Go's
+           Parquet writer has no string_view), the capture's metadata kept
+           under the key "bpftape"
+--to takes the format; given a duration, as in the other verbs, it is the
+end of the time window (--to parquet --to 5s).
+Loss records (rows that count lost events) are dropped by default, with a
+warning on stderr, so that one row is one event; --lost keep adds them and
+a lost column (empty/null on events), --lost only writes just them.
+--partition (Parquet) writes OUT/host=HOST/probe=PROBE/part-N.parquet, the
+hive layout DuckDB and Spark read as one table with host and probe columns;
+exporting more captures (other hosts) into the same OUT adds part files.
+
+Examples:
+  bpftape export cap.arrow --to csv -o cap.csv
+  bpftape export cap.arrow --to jsonl --lost keep --from 2s --to 3s | jq .
+  bpftape export cap.arrow --to parquet -o cap.parquet
+  bpftape export host-a.arrow --to parquet --partition -o fleet/
+  bpftape export host-b.arrow --to parquet --partition -o fleet/
+  duckdb -c "SELECT host, probe, count(*) FROM read_parquet('fleet/*/*/*.parquet', hive_partitioning=true, union_by_name=true) GROUP BY ALL"`, stdout)
+	to := &formatOrEnd{}
+	fs.Var(to, "to", "output format: csv, jsonl or parquet (required); as in the other verbs, a duration is the end of the time window")
+	filter := exportFilterFlags(fs, to)
+	out := fs.String("o", "", "output file (default: standard output); the folder with --partition")
+	lost := fs.String("lost", "drop", "loss records: drop (events only), keep (add them and a lost column) or only")
+	partition := fs.Bool("partition", false, "Parquet only: hive-style folders host=HOST/probe=PROBE under -o")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "export", err)
+	}
+	if len(pos) != 1 {
+		return fail(stderr, "export", fmt.Errorf("want FILE, got %d arguments: %w", len(pos), errUsage))
+	}
+	var o export.Options
+	if o.Format = to.format; o.Format == "" {
+		return fail(stderr, "export", fmt.Errorf("--to is required (csv, jsonl or parquet): %w", errUsage))
+	}
+	if o.Lost, err = export.ParseLostMode(*lost); err != nil {
+		return fail(stderr, "export", fmt.Errorf("%w: %w", err, errUsage))
+	}
+	if o.Filter, err = filter(); err != nil {
+		return fail(stderr, "export", err)
+	}
+	if *partition && (o.Format != export.Parquet || *out == "" || *out == "-") {
+		return fail(stderr, "export", fmt.Errorf("--partition needs --to parquet and -o FOLDER: %w", errUsage))
+	}
+	var res *export.Result
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
+		if *partition {
+			res, err = export.WritePartitioned(c, *out, o)
+			return err
+		}
+		return writeOut(*out, stdout, func(w io.Writer) error {
+			switch o.Format {
+			case export.CSV:
+				res, err = export.WriteCSV(c, w, o)
+			case export.JSONL:
+				res, err = export.WriteJSONL(c, w, o)
+			default:
+				res, err = export.WriteParquet(c, w, o)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return fail(stderr, "export", err)
+	}
+	if *out != "" && *out != "-" {
+		what := fmt.Sprintf("%d events", res.Events)
+		if o.Lost != export.LostDrop {
+			what += fmt.Sprintf(" and %d loss records", res.LossRecords)
+		}
+		where := *out
+		if *partition {
+			where = fmt.Sprintf("%d files under %s", len(res.Files), *out)
+		}
+		fmt.Fprintf(stderr, "bpftape export: wrote %s to %s\n", what, where)
+	}
+	return exitOK
+}
+
+// formatOrEnd is export's --to: an output format, as the issue spells the
+// verb, or, as in every other verb, the end of the time window.
+type formatOrEnd struct {
+	format export.Format
+	end    time.Duration
+}
+
+func (f *formatOrEnd) String() string { return string(f.format) }
+
+func (f *formatOrEnd) Set(s string) error {
+	if fm, err := export.ParseFormat(s); err == nil {
+		f.format = fm
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is neither a format (csv, jsonl, parquet) nor a duration", s)
+	}
+	f.end = d
+	return nil
+}
+
+// exportFilterFlags registers the filters of filterFlags, with --to shared
+// with the output format.
+func exportFilterFlags(fs *flag.FlagSet, to *formatOrEnd) func() (replay.Filter, error) {
+	pids := fs.String("pid", "", "only events of these processes (comma-separated PIDs)")
+	tids := fs.String("tid", "", "only events of these threads (comma-separated TIDs)")
+	comms := fs.String("comm", "", "only events of these commands (comma-separated names)")
+	from := fs.Duration("from", 0, "only rows at least this long after the capture start (e.g. 1.5s)")
+	return func() (replay.Filter, error) {
+		var f replay.Filter
+		var err error
+		if f.PIDs, err = parseIDs(*pids); err != nil {
+			return f, fmt.Errorf("--pid: %w: %w", err, errUsage)
+		}
+		if f.TIDs, err = parseIDs(*tids); err != nil {
+			return f, fmt.Errorf("--tid: %w: %w", err, errUsage)
+		}
+		if *comms != "" {
+			f.Comms = strings.Split(*comms, ",")
+		}
+		f.From, f.To = *from, to.end
+		if f.To != 0 && f.To <= f.From {
+			return f, fmt.Errorf("--to %v is not after --from %v: %w", f.To, f.From, errUsage)
+		}
+		return f, nil
+	}
+}

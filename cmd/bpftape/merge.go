@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+func init() {
+	register("merge", "merge captures of several hosts, or rotated parts, into one with a host column", runMerge)
+}
+
+func runMerge(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("merge", "[flags] FILE FILE... -o OUT", `
+Writes the events and loss records of several captures into one capture that
+every verb reads:
+  - every probe gets a "host" string field, the host its event was recorded
+    on (loss records do not say their host);
+  - probes with the same name, kind, spec and fields are one probe of the
+    merged capture (hist shows the fleet, --by host splits it); a different
+    probe with a name already taken is renamed NAME@HOST;
+  - times stay on the boot clock of the capture that started first; captures
+    of other hosts or boots are shifted by the difference of their boot times
+    on the wall clock, so that wall-clock times stay right;
+  - events are grouped by host, each host's captures merged in time order, as
+    latency and requests pair events by thread id within a host;
+  - the merged metadata lists every input's metadata (bpftape info --json).
+
+Examples:
+  bpftape merge host-a.arrow host-b.arrow -o fleet.arrow
+  bpftape hist fleet.arrow rx arg2 --by host
+  bpftape merge part-1.arrow part-2.arrow part-3.arrow -o all.arrow`, stdout)
+	out := fs.String("o", "", "the merged capture to write (required; not one of the inputs)")
+	compress := fs.String("compress", "", "body compression: zstd, lz4 or none (default: the first input's)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "merge", err)
+	}
+	if len(pos) < 1 || *out == "" {
+		return fail(stderr, "merge", fmt.Errorf("want FILE... -o OUT: %w", errUsage))
+	}
+	o := format.MergeOptions{Tool: "bpftape " + Version, CommandLine: append([]string{"bpftape", "merge"}, args...)}
+	if *compress != "" {
+		c, err := format.ParseCompression(*compress)
+		if err != nil {
+			return fail(stderr, "merge", fmt.Errorf("--compress: %w: %w", err, errUsage))
+		}
+		o.Writer.Compression = c
+	}
+	res, err := format.Merge(*out, pos, o)
+	if err != nil {
+		return fail(stderr, "merge", err)
+	}
+	for _, r := range res.Recovered {
+		fmt.Fprintf(stderr, "NOTE: %s has no footer (was the recorder killed?): merged its complete batches\n", r)
+	}
+	fmt.Fprintf(stdout, "merged %d captures (hosts %s) into %s: %d events, %d probes", len(pos),
+		strings.ReplaceAll(res.Meta.Host, ",", ", "), *out, res.Events, len(res.Meta.Probes))
+	if res.LossRecords > 0 {
+		fmt.Fprintf(stdout, ", %d lost events in %d loss records", res.Lost, res.LossRecords)
+	}
+	fmt.Fprintln(stdout)
+	return exitOK
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/bpftape/bpftape/replay/report"
+)
+
+func init() {
+	register("report", "one self-contained HTML page for a bug report: metadata, losses, histograms, heat maps", runReport)
+}
+
+func runReport(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("report", "[flags] FILE [-o report.html]", `
+Writes one self-contained HTML page about a capture, to attach to a bug
+report: where and how it was recorded (host, kernel, command line, probes
+with their binaries and build ids, time span), its losses in a warning box,
+events per probe and over time, a histogram (BCC's log2 buckets, as bars,
+with BCC's text) and a heat map of every numeric field of every probe, and
+the latency, request and comparison analyses asked for. The page loads
+nothing: no scripts, no fonts, no network; CSS and SVG are inline.
+Analysis flags take their arguments as one word each, separated by spaces
+or commas, and may be repeated.
+
+Examples:
+  bpftape report cap.arrow -o report.html
+  bpftape report cap.arrow -o report.html --latency "rx rx_ret" \
+      --requests "tx_len arg0 tx_ret retval" --compare "rx arg2 rx_ret retval"
+  bpftape report after.arrow --compare "rx arg2 before.arrow rx arg2" --from 10s --to 20s -o r.html`, stdout)
+	filter := filterFlags(fs)
+	out := fs.String("o", "", "write the HTML to this file (default: standard output)")
+	title := fs.String("title", "", "title of the page (default: the file name)")
+	heatmaps := fs.Int("heatmaps", report.DefaultMaxHeatmaps, "heat maps of at most this many numeric fields (0: none)")
+	cols := fs.Int("cols", report.DefaultCols, "most columns of the time line and heat maps")
+	var o report.Options
+	words := func(name, want string, n []int, fn func([]string)) {
+		fs.Func(name, fmt.Sprintf("add a %s analysis: %q (repeatable)", name, want), func(s string) error {
+			w := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })
+			for _, k := range n {
+				if len(w) == k {
+					fn(w)
+					return nil
+				}
+			}
+			return fmt.Errorf("%q: want %s", s, want)
+		})
+	}
+	words("latency", "ENTRY_PROBE RETURN_PROBE", []int{2}, func(w []string) {
+		o.Latencies = append(o.Latencies, report.LatencySpec{Entry: w[0], Return: w[1]})
+	})
+	words("requests", "ITEM_PROBE ITEM_FIELD END_PROBE END_FIELD", []int{4}, func(w []string) {
+		o.Requests = append(o.Requests, report.RequestsSpec{ItemProbe: w[0], ItemField: w[1], EndProbe: w[2], EndField: w[3]})
+	})
+	words("compare", "PROBE FIELD [FILE2] PROBE2 FIELD2", []int{4, 5}, func(w []string) {
+		cs := report.CompareSpec{ProbeA: w[0], FieldA: w[1], ProbeB: w[len(w)-2], FieldB: w[len(w)-1]}
+		if len(w) == 5 {
+			cs.FileB = w[2]
+		}
+		o.Compares = append(o.Compares, cs)
+	})
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "report", err)
+	}
+	if len(pos) != 1 {
+		return fail(stderr, "report", fmt.Errorf("want FILE, got %d arguments: %w", len(pos), errUsage))
+	}
+	if o.Filter, err = filter(); err != nil {
+		return fail(stderr, "report", err)
+	}
+	if *heatmaps < 0 || *cols <= 0 {
+		return fail(stderr, "report", fmt.Errorf("--heatmaps and --cols must be positive: %w", errUsage))
+	}
+	o.Title, o.MaxHeatmaps, o.Cols, o.Version = *title, *heatmaps, *cols, Version
+	if o.MaxHeatmaps == 0 {
+		o.MaxHeatmaps = -1
+	}
+	err = writeOut(*out, stdout, func(w io.Writer) error {
+		c, err := report.Write(pos[0], w, o)
+		if c != nil {
+			c.Notes(stderr)
+		}
+		return err
+	})
+	if err != nil {
+		return fail(stderr, "report", err)
+	}
+	return exitOK
+}

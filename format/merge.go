@@ -1,0 +1,407 @@
+package format
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// HostField is the field Merge adds to every probe of a merged capture: the
+// host each event was recorded on, from its input's Meta.Host. It is an
+// ordinary string field, so every reader and verb sees it ("hist --by host").
+const HostField = "host"
+
+// MergeOptions describe the merged capture; Writer.Compression defaults to
+// the first input's.
+type MergeOptions struct {
+	Writer      WriterOptions
+	Tool        string
+	CommandLine []string
+}
+
+// MergeResult says what Merge wrote.
+type MergeResult struct {
+	Meta        *Meta
+	Events      uint64
+	LossRecords uint64
+	Lost        uint64
+	// Recovered lists the inputs that had no footer (read up to their last complete batch).
+	Recovered []string
+}
+
+// mergeIn is one input of a merge: its meta, where its probes and fields
+// go, and how far its times move.
+type mergeIn struct {
+	path   string
+	meta   *Meta
+	merged bool    // a merged capture: events carry their host
+	shift  int64   // ns added to its times
+	probes []int   // merged probe of each of its probes
+	fields [][]int // merged field of each field of each probe; -1 for its host field
+	hostFI []int   // index of each probe's host field, -1 if none
+}
+
+// Merge writes the events and loss records of several captures (hosts, or
+// rotated parts) into one capture at out, with a "host" field on every
+// probe and probes of equal name, kind, spec and fields unified, so that
+// every verb sees the fleet at once (and "--by host" splits it). Times move
+// onto the boot clock of the input that started first, events are grouped by
+// host because pairing verbs key threads by tid, and Meta.Inputs keeps the
+// inputs' metas.
+func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err error) {
+	if len(inputs) == 0 {
+		return nil, errors.New("nothing to merge")
+	}
+	ins := make([]*mergeIn, len(inputs))
+	for i, path := range inputs {
+		r, err := Open(path)
+		if err != nil {
+			return nil, err
+		}
+		ins[i] = &mergeIn{path: path, meta: r.Meta}
+		r.Close()
+		if err := sameFile(path, out); err != nil {
+			return nil, err
+		}
+	}
+	meta, err := mergeMeta(ins, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Writer.Compression == "" {
+		o.Writer.Compression = Compression(ins[0].meta.Compression)
+		if _, err := ParseCompression(string(o.Writer.Compression)); err != nil {
+			o.Writer.Compression = Zstd
+		}
+	}
+	w, err := Create(out, meta, o.Writer)
+	if err != nil {
+		return nil, err
+	}
+	res = &MergeResult{Meta: meta}
+	defer func() {
+		if cerr := w.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("write %s: %w", out, cerr)
+		}
+		if err != nil {
+			os.Remove(out)
+		}
+	}()
+	// Hosts in order of first appearance; each host's inputs in time order.
+	var hosts []string
+	byHost := map[string][]*mergeIn{}
+	for _, in := range ins {
+		h := in.meta.Host
+		if byHost[h] == nil {
+			hosts = append(hosts, h)
+		}
+		byHost[h] = append(byHost[h], in)
+	}
+	for _, h := range hosts {
+		if err := mergeGroup(w, byHost[h], meta, res); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// sameFile refuses to write the output over an input.
+func sameFile(in, out string) error {
+	a, err := os.Stat(in)
+	if err != nil {
+		return err
+	}
+	if b, err := os.Stat(out); err == nil && os.SameFile(a, b) {
+		return fmt.Errorf("output %s is the input %s", out, in)
+	}
+	return nil
+}
+
+// bootEpoch is when the input's machine booted, on the wall clock.
+func (in *mergeIn) bootEpoch() int64 { return in.meta.StartWall.UnixNano() - in.meta.StartBoot }
+
+// sameBoot is how close two boot epochs must be to be one boot: reading
+// the two clocks at the start of each capture differs by far less.
+const sameBoot = int64(time.Second)
+
+// probeKey is what makes probes of several inputs one probe: the name
+// (before any renaming), kind, spec and fields other than host.
+func probeKey(p *Probe, name string, skipHost bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\x00%s\x00%s", name, p.Kind, p.Spec)
+	for _, f := range p.Fields {
+		if skipHost && f.Name == HostField {
+			continue
+		}
+		fmt.Fprintf(&b, "\x00%s:%s", f.Name, f.Type)
+	}
+	return b.String()
+}
+
+// mergeMeta builds the merged probe table and meta, and each input's maps.
+func mergeMeta(ins []*mergeIn, o MergeOptions) (*Meta, error) {
+	// The reference clock is that of the input that started first.
+	ref := ins[0]
+	for _, in := range ins {
+		if in.meta.StartWall.Before(ref.meta.StartWall) {
+			ref = in
+		}
+	}
+	// Boot groups: same host, boot epochs within sameBoot of the group's
+	// first. Another boot's times shift by the difference of the boot times
+	// on the wall clock, so that WallTime stays right and durations within an
+	// input exact.
+	type boot struct {
+		host  string
+		epoch int64
+	}
+	boots := []boot{{ref.meta.Host, ref.bootEpoch()}}
+	for _, in := range ins {
+		e := in.bootEpoch()
+		found := false
+		for _, b := range boots {
+			if b.host == in.meta.Host && abs(e-b.epoch) < sameBoot {
+				in.shift, found = b.epoch-boots[0].epoch, true
+				break
+			}
+		}
+		if !found {
+			boots = append(boots, boot{in.meta.Host, e})
+			in.shift = e - boots[0].epoch
+		}
+	}
+
+	m := &Meta{
+		Tool: o.Tool, CommandLine: o.CommandLine,
+		StartWall: ref.meta.StartWall, StartBoot: ref.meta.StartBoot,
+		Extra: map[string]string{},
+	}
+	var hosts, kernels []string
+	keys := map[string]int{}
+	names := map[string]bool{}
+	type origin struct{ targets, buildIDs []string }
+	var origins []origin
+	for _, in := range ins {
+		hosts = appendNew(hosts, strings.Split(in.meta.Host, ",")...)
+		kernels = appendNew(kernels, strings.Split(in.meta.Kernel, ",")...)
+		in.merged = len(in.meta.Inputs) > 0
+		for pi := range in.meta.Probes {
+			p := &in.meta.Probes[pi]
+			hostFI := -1
+			if hi := p.Field(HostField); hi >= 0 {
+				if !in.merged || p.Fields[hi].Type != String {
+					return nil, fmt.Errorf("%s: probe %s already has a field named %q: merge cannot add its host", in.path, p.Name, HostField)
+				}
+				hostFI = hi
+			}
+			// A probe a merge renamed NAME@HOST is still NAME.
+			name, renameHost := p.Name, in.meta.Host
+			if i := strings.LastIndexByte(name, '@'); in.merged && i > 0 && slices.Contains(strings.Split(in.meta.Host, ","), name[i+1:]) {
+				name, renameHost = name[:i], name[i+1:]
+			}
+			// Equal probes are one; a different probe whose name is taken
+			// becomes NAME@HOST (after the first host that has it), or NAME#N.
+			// Build ids and targets that differ are listed, comma-separated.
+			key := probeKey(p, name, in.merged)
+			mi, ok := keys[key]
+			if !ok {
+				mp := Probe{Name: name, Kind: p.Kind, Spec: p.Spec, Target: p.Target, BuildID: p.BuildID}
+				for fi, f := range p.Fields {
+					if fi != hostFI {
+						mp.Fields = append(mp.Fields, Field{Name: f.Name, Type: f.Type})
+					}
+				}
+				mp.Fields = append(mp.Fields, Field{Name: HostField, Type: String})
+				if names[mp.Name] {
+					mp.Name = name + "@" + renameHost
+					for n := 2; names[mp.Name]; n++ {
+						mp.Name = name + "#" + strconv.Itoa(n)
+					}
+				}
+				names[mp.Name] = true
+				mi = len(m.Probes)
+				keys[key] = mi
+				m.Probes = append(m.Probes, mp)
+				origins = append(origins, origin{})
+			}
+			og := &origins[mi]
+			og.targets = appendNew(og.targets, strings.Split(p.Target, ",")...)
+			og.buildIDs = appendNew(og.buildIDs, strings.Split(p.BuildID, ",")...)
+			in.probes = append(in.probes, mi)
+			in.hostFI = append(in.hostFI, hostFI)
+			var fmap []int
+			next := 0
+			for fi := range p.Fields {
+				if fi == hostFI {
+					fmap = append(fmap, -1)
+					continue
+				}
+				fmap = append(fmap, next)
+				next++
+			}
+			in.fields = append(in.fields, fmap)
+		}
+		im := *in.meta
+		im.Extra = map[string]string{}
+		for k, v := range in.meta.Extra {
+			im.Extra[k] = v
+		}
+		im.Extra["merge.file"] = in.path
+		im.Extra["merge.time_shift_ns"] = strconv.FormatInt(in.shift, 10)
+		m.Inputs = append(m.Inputs, im)
+	}
+	for i := range m.Probes {
+		m.Probes[i].Target = strings.Join(origins[i].targets, ",")
+		m.Probes[i].BuildID = strings.Join(origins[i].buildIDs, ",")
+	}
+	if len(m.Probes) > MaxProbes {
+		return nil, fmt.Errorf("merged capture would have %d probes: at most %d", len(m.Probes), MaxProbes)
+	}
+	m.Host = strings.Join(hosts, ",")
+	m.Kernel = strings.Join(kernels, ",")
+	m.Extra["merged"] = fmt.Sprintf("%d captures from %d hosts", len(ins), len(hosts))
+	if len(boots) > 1 {
+		m.Extra["time_base"] = fmt.Sprintf("boot clock of %s; %d other boots shifted onto it by their boot times (inputs' merge.time_shift_ns)", ref.meta.Host, len(boots)-1)
+	}
+	return m, nil
+}
+
+func appendNew(list []string, vs ...string) []string {
+	for _, v := range vs {
+		if v == "" {
+			continue
+		}
+		found := false
+		for _, x := range list {
+			found = found || x == v
+		}
+		if !found {
+			list = append(list, v)
+		}
+	}
+	return list
+}
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// cursor walks one input's rows.
+type cursor struct {
+	in   *mergeIn
+	r    *Reader
+	b    *Batch
+	i    int
+	cols [][]int // schema column of each field of each probe
+}
+
+func (c *cursor) advance() (bool, error) {
+	c.i++
+	for c.b == nil || c.i >= c.b.Len {
+		if !c.r.Next() {
+			return false, c.r.Err()
+		}
+		c.b, c.i = c.r.Batch(), 0
+	}
+	return true, nil
+}
+
+func (c *cursor) time() int64 { return c.b.Time[c.i] + c.in.shift }
+
+// mergeGroup writes the rows of one host's inputs, merged by time.
+func mergeGroup(w *Writer, ins []*mergeIn, m *Meta, res *MergeResult) error {
+	var live []*cursor
+	defer func() {
+		for _, c := range live {
+			c.r.Close()
+		}
+	}()
+	for _, in := range ins {
+		r, err := Open(in.path)
+		if err != nil {
+			return err
+		}
+		c := &cursor{in: in, r: r, i: -1}
+		live = append(live, c)
+		for _, p := range r.Meta.Probes {
+			var cols []int
+			for _, f := range p.Fields {
+				cols = append(cols, r.Column(f.Column))
+			}
+			c.cols = append(c.cols, cols)
+		}
+	}
+	active := make([]*cursor, 0, len(live))
+	for _, c := range live {
+		ok, err := c.advance()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.in.path, err)
+		}
+		if ok {
+			active = append(active, c)
+		} else if c.r.Recovered {
+			res.Recovered = append(res.Recovered, c.in.path)
+		}
+	}
+	ev := Event{}
+	for len(active) > 0 {
+		k := 0
+		for j := 1; j < len(active); j++ {
+			if active[j].time() < active[k].time() {
+				k = j
+			}
+		}
+		c := active[k]
+		b, i := c.b, c.i
+		pi := b.Probe[i]
+		mp := uint16(c.in.probes[pi])
+		if n, ok := b.Lost(i); ok {
+			if err := w.Lost(mp, b.CPU[i], c.time(), n); err != nil {
+				return err
+			}
+			res.LossRecords++
+			res.Lost += n
+		} else {
+			nf := len(m.Probes[mp].Fields)
+			ev.Ints = append(ev.Ints[:0], make([]uint64, nf)...)
+			ev.Strs = append(ev.Strs[:0], make([][]byte, nf)...)
+			ev.Time, ev.CPU, ev.PID, ev.TID, ev.Probe = c.time(), b.CPU[i], b.PID[i], b.TID[i], mp
+			ev.Comm = []byte(b.Comm(i))
+			ev.Strs[nf-1] = []byte(c.in.meta.Host)
+			for fi, ci := range c.cols[pi] {
+				col := b.Col(ci)
+				to := c.in.fields[pi][fi]
+				if to < 0 {
+					to = nf - 1
+				}
+				if col.Type == String {
+					ev.Strs[to] = []byte(col.Str(i))
+				} else {
+					ev.Ints[to] = uint64(col.Int(i))
+				}
+			}
+			if err := w.Append(&ev); err != nil {
+				return err
+			}
+			res.Events++
+		}
+		ok, err := c.advance()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.in.path, err)
+		}
+		if !ok {
+			if c.r.Recovered {
+				res.Recovered = append(res.Recovered, c.in.path)
+			}
+			active = append(active[:k], active[k+1:]...)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package export
+
+import (
+	"bufio"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/replay"
+)
+
+// WriteCSV writes a header and one line per selected row of c: the fixed
+// columns (lost only when loss records are kept) and every field column,
+// empty where the row's probe has no such field.
+func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
+	o.Lost = o.lostMode()
+	cols := columns(c.R, o.Lost)
+	cw := csv.NewWriter(w)
+	rec := make([]string, len(cols))
+	for i, col := range cols {
+		rec[i] = col.name
+	}
+	if err := cw.Write(rec); err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	probes := c.Meta().ProbeNames()
+	err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+		for k, col := range cols {
+			rec[k] = textValue(b, i, &col, probes)
+		}
+		count(res, lost)
+		return cw.Write(rec)
+	})
+	cw.Flush()
+	if err == nil {
+		err = cw.Error()
+	}
+	return res, err
+}
+
+func count(res *Result, lost bool) {
+	if lost {
+		res.LossRecords++
+	} else {
+		res.Events++
+	}
+}
+
+// textValue is row i of col as text, "" for null.
+func textValue(b *format.Batch, i int, col *column, probes []string) string {
+	switch col.fixed {
+	case format.ColTime:
+		return strconv.FormatInt(b.Time[i], 10)
+	case format.ColCPU:
+		return strconv.FormatUint(uint64(b.CPU[i]), 10)
+	case format.ColPID:
+		return strconv.FormatUint(uint64(b.PID[i]), 10)
+	case format.ColTID:
+		return strconv.FormatUint(uint64(b.TID[i]), 10)
+	case format.ColComm:
+		return b.Comm(i)
+	case format.ColProbe:
+		return probes[b.Probe[i]]
+	case format.ColLost:
+		if n, ok := b.Lost(i); ok {
+			return strconv.FormatUint(n, 10)
+		}
+		return ""
+	}
+	fc := b.Col(col.index)
+	if !fc.Valid(i) {
+		return ""
+	}
+	return fc.Str(i)
+}
+
+// WriteJSONL writes one JSON object per selected row of c with the CSV's
+// names but only the row's probe's fields; 64-bit integers are written in
+// full (readers that parse numbers as doubles round those above 2^53).
+func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
+	o.Lost = o.lostMode()
+	cols := columns(c.R, o.Lost)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	res := &Result{}
+	probes := c.Meta().ProbeNames()
+	var line []byte
+	err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+		line = append(line[:0], '{')
+		first := true
+		for k := range cols {
+			col := &cols[k]
+			var fc *format.Column
+			if col.fixed < 0 {
+				if fc = b.Col(col.index); !fc.Valid(i) {
+					continue
+				}
+			}
+			if !first {
+				line = append(line, ',')
+			}
+			first = false
+			line = appendJSONString(line, col.name)
+			line = append(line, ':')
+			switch {
+			case col.fixed == format.ColComm:
+				line = appendJSONString(line, b.Comm(i))
+			case col.fixed == format.ColProbe:
+				line = appendJSONString(line, probes[b.Probe[i]])
+			case col.fixed == format.ColLost:
+				if n, ok := b.Lost(i); ok {
+					line = strconv.AppendUint(line, n, 10)
+				} else {
+					line = append(line, "null"...)
+				}
+			case col.fixed >= 0:
+				line = append(line, textValue(b, i, col, probes)...)
+			case fc.Type == format.String:
+				line = appendJSONString(line, fc.Str(i))
+			case fc.Type == format.Uint64:
+				line = strconv.AppendUint(line, uint64(fc.Int(i)), 10)
+			default:
+				line = strconv.AppendInt(line, fc.Int(i), 10)
+			}
+		}
+		line = append(line, '}', '\n')
+		count(res, lost)
+		_, err := bw.Write(line)
+		return err
+	})
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return res, err
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = fmt.Appendf(b, `\u%04x`, r)
+		default:
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
+}

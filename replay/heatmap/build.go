@@ -1,0 +1,267 @@
+package heatmap
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/replay"
+)
+
+// Spec says what one heat map shows: Field of Probe, or with Entry and
+// Return set, the latency from each entry to its return on the same thread.
+type Spec struct {
+	Probe, Field  string
+	Cast          replay.Cast
+	Entry, Return string
+	// Rows > 0 asks for that many linear rows from Min to Max (from the
+	// data when nil) instead of log2 rows.
+	Rows     int
+	Min, Max *int64
+	Title    string
+}
+
+// Latency reports whether s is a latency heat map.
+func (s *Spec) Latency() bool { return s.Entry != "" }
+
+// Options shape the time axis of every map of a Builder.
+type Options struct {
+	Step    time.Duration // column width; 0 picks one from MaxCols
+	MaxCols int           // most columns an automatic step gives; 0 is DefaultCols
+	// From and To, offsets from the capture start as in replay.Filter, fix
+	// the axis to that window instead of the samples' span.
+	From, To time.Duration
+}
+
+// Builder fills heat maps in two streaming passes over a capture: Measure
+// sees every event to learn each map's time span and value range, Plan
+// sizes the maps, and Fill counts the events into them.
+type Builder struct {
+	base   int64
+	opts   Options
+	layers []*layer
+}
+
+type layer struct {
+	spec       Spec
+	ref        replay.Ref
+	entry, ret uint16
+	stacks     map[uint32][]int64
+	unmatched  uint64 // returns without entry (Fill pass)
+	overflows  uint64
+	n          uint64
+	first      int64
+	last       int64
+	min, max   int64
+	m          *Map
+}
+
+// NewBuilder resolves the specs against c's probes.
+func NewBuilder(c *replay.Capture, specs []Spec, o Options) (*Builder, error) {
+	b := &Builder{base: c.Meta().StartBoot, opts: o}
+	for _, s := range specs {
+		l := &layer{spec: s, stacks: map[uint32][]int64{}}
+		if s.Latency() {
+			var err error
+			if l.entry, err = c.ResolveProbe(s.Entry); err != nil {
+				return nil, err
+			}
+			if l.ret, err = c.ResolveProbe(s.Return); err != nil {
+				return nil, err
+			}
+			if l.entry == l.ret {
+				return nil, fmt.Errorf("entry and return are the same probe %q", s.Entry)
+			}
+		} else {
+			ref, err := c.Resolve(s.Probe, s.Field)
+			if err != nil {
+				return nil, err
+			}
+			if !ref.IsInt() {
+				return nil, fmt.Errorf("%s.%s is a string: heat maps need an integer field", s.Probe, s.Field)
+			}
+			l.ref = ref
+		}
+		if s.Rows < 0 || s.Rows > 4096 {
+			return nil, fmt.Errorf("%d rows: want 1 to 4096", s.Rows)
+		}
+		b.layers = append(b.layers, l)
+	}
+	return b, nil
+}
+
+// sample calls emit with the layer's (time, value) sample of row i, if any.
+func (l *layer) sample(b *format.Batch, i int, emit func(t, v int64)) {
+	if !l.spec.Latency() {
+		if v, ok := l.ref.Int(b, i); ok {
+			emit(b.Time[i], l.spec.Cast.Apply(v))
+		}
+		return
+	}
+	switch b.Probe[i] {
+	case l.entry:
+		s := l.stacks[b.TID[i]]
+		if len(s) >= replay.MaxDepth {
+			l.overflows++
+			return
+		}
+		l.stacks[b.TID[i]] = append(s, b.Time[i])
+	case l.ret:
+		s := l.stacks[b.TID[i]]
+		if len(s) == 0 {
+			l.unmatched++
+			return
+		}
+		start := s[len(s)-1]
+		l.stacks[b.TID[i]] = s[:len(s)-1]
+		emit(b.Time[i], b.Time[i]-start)
+	}
+}
+
+// Measure is the first pass: call it for every event (as replay.Capture.Scan does).
+func (b *Builder) Measure(bt *format.Batch, i int) {
+	for _, l := range b.layers {
+		l.sample(bt, i, func(t, v int64) {
+			if l.n == 0 {
+				l.first, l.last, l.min, l.max = t, t, v, v
+			}
+			l.n++
+			l.first, l.last = min(l.first, t), max(l.last, t)
+			l.min, l.max = min(l.min, v), max(l.max, v)
+		})
+	}
+}
+
+// Window is a time span in boot-clock ns, both ends included.
+type Window struct{ First, Last int64 }
+
+// Plan sizes every map after Measure: its time axis covers shared when
+// given (so that the maps of a report line up), else Options.From/To,
+// else its own samples.
+func (b *Builder) Plan(shared *Window) error {
+	for _, l := range b.layers {
+		first, last := l.first, l.last
+		switch {
+		case shared != nil:
+			first, last = shared.First, shared.Last
+		case b.opts.From != 0 || b.opts.To != 0:
+			first = b.base + int64(b.opts.From)
+			if b.opts.To != 0 {
+				last = b.base + int64(b.opts.To) - 1
+			} else if l.n == 0 {
+				last = first
+			}
+		case l.n == 0:
+			first, last = b.base, b.base
+		}
+		last = max(last, first)
+		axis, err := NewAxis(b.base, first, last, int64(b.opts.Step), b.opts.MaxCols)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.name(), err)
+		}
+		rows := Log2Rows()
+		if s := l.spec; s.Rows > 0 {
+			lo, hi := l.min, l.max
+			if s.Min != nil {
+				lo = *s.Min
+			}
+			if s.Max != nil {
+				hi = *s.Max
+			}
+			if l.n == 0 && s.Min == nil && s.Max == nil {
+				lo, hi = 0, 0
+			}
+			if rows, err = LinearRows(lo, hi, s.Rows); err != nil {
+				return fmt.Errorf("%s: %w", l.name(), err)
+			}
+		}
+		l.m = New(axis, rows)
+		l.m.Base = b.base
+		l.m.Title = l.spec.Title
+		if l.m.Title == "" {
+			l.m.Title = l.name()
+		}
+		l.m.YLabel, l.m.Durations = l.spec.Field, false
+		if l.spec.Latency() {
+			l.m.YLabel, l.m.Durations, l.m.Noun = "latency", true, "calls"
+		}
+		clear(l.stacks)
+		l.unmatched, l.overflows = 0, 0
+	}
+	return nil
+}
+
+func (l *layer) name() string {
+	if l.spec.Latency() {
+		return fmt.Sprintf("latency %s → %s", l.spec.Entry, l.spec.Return)
+	}
+	return l.spec.Probe + " " + l.spec.Field
+}
+
+// Fill is the second pass: call it for every event, after Plan.
+func (b *Builder) Fill(bt *format.Batch, i int) {
+	for _, l := range b.layers {
+		l.sample(bt, i, l.m.Add)
+	}
+}
+
+// Maps returns the filled maps, in the order of the specs.
+func (b *Builder) Maps() []*Map {
+	var ms []*Map
+	for _, l := range b.layers {
+		if l.spec.Latency() {
+			var open uint64
+			for _, s := range l.stacks {
+				open += uint64(len(s))
+			}
+			var notes []string
+			if l.unmatched > 0 {
+				notes = append(notes, fmt.Sprintf("%d returns without entry", l.unmatched))
+			}
+			if open > 0 {
+				notes = append(notes, fmt.Sprintf("%d entries without return", open))
+			}
+			if l.overflows > 0 {
+				notes = append(notes, fmt.Sprintf("%d entries beyond depth %d", l.overflows, replay.MaxDepth))
+			}
+			if len(notes) > 0 {
+				l.m.Notes = []string{"not drawn: " + strings.Join(notes, ", ")}
+			}
+		}
+		ms = append(ms, l.m)
+	}
+	return ms
+}
+
+// Build makes the maps of specs from the capture at path in two passes,
+// each over the events that pass f. It returns the capture of the second
+// pass, closed, whose Notes tell its losses.
+func Build(path string, f *replay.Filter, specs []Spec, o Options) ([]*Map, *replay.Capture, error) {
+	if f != nil {
+		o.From, o.To = f.From, f.To
+	}
+	c, err := replay.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := NewBuilder(c, specs, o)
+	if err == nil {
+		err = c.Scan(f, b.Measure)
+	}
+	c.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.Plan(nil); err != nil {
+		return nil, nil, err
+	}
+	if c, err = replay.Open(path); err != nil {
+		return nil, nil, err
+	}
+	defer c.Close()
+	if err := c.Scan(f, b.Fill); err != nil {
+		return nil, c, err
+	}
+	return b.Maps(), c, nil
+}

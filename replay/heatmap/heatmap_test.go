@@ -1,0 +1,305 @@
+package heatmap
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/replay"
+)
+
+const base = int64(1_000_000_000)
+
+type ev struct {
+	probe uint16
+	tid   uint32
+	t     int64 // offset from base
+	v     uint64
+	lost  uint64
+}
+
+// write makes a capture with probes "size" (field len, int64), "entry" and
+// "ret" (no fields) and returns its path.
+func write(t *testing.T, evs []ev) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	m := &format.Meta{Host: "h", StartBoot: base, StartWall: time.Unix(1700000000, 0), Probes: []format.Probe{
+		{Name: "size", Kind: "usdt", Spec: "size=U:/bin/x:p:size", Fields: []format.Field{{Name: "len", Type: format.Int64}}},
+		{Name: "entry", Kind: "uprobe", Spec: "entry=u:/bin/x:f"},
+		{Name: "ret", Kind: "uretprobe", Spec: "ret=ur:/bin/x:f"},
+	}}
+	w, err := format.Create(path, m, format.WriterOptions{BatchRows: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.lost > 0 {
+			if err := w.Lost(e.probe, 0, base+e.t, e.lost); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		fe := format.Event{Time: base + e.t, PID: 1, TID: e.tid, Probe: e.probe, Comm: []byte("x")}
+		if e.probe == 0 {
+			fe.Ints = []uint64{e.v}
+		}
+		if err := w.Append(&fe); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func build(t *testing.T, path string, f *replay.Filter, s Spec, o Options) *Map {
+	t.Helper()
+	ms, _, err := Build(path, f, []Spec{s}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms[0]
+}
+
+// TestPattern puts c+1 events of value 2^c in column c and checks that each
+// lands in log2 row c (BCC slot c+1) and nowhere else, the last column and
+// the top row included.
+func TestPattern(t *testing.T) {
+	const step = int64(time.Millisecond)
+	var evs []ev
+	for c := 0; c < 10; c++ {
+		for k := 0; k <= c; k++ {
+			evs = append(evs, ev{t: int64(c)*step + int64(k)*1000, v: 1 << c})
+		}
+	}
+	// The last event sits at the very end of the last column.
+	evs = append(evs, ev{t: 10*step - 1, v: 1 << 9})
+	m := build(t, write(t, evs), nil, Spec{Probe: "size", Field: "len"}, Options{Step: time.Millisecond})
+	if m.Cols != 10 || m.Start != base || m.Step != step {
+		t.Fatalf("axis %+v, want 10 columns of 1ms from the capture start", m.Axis)
+	}
+	for c := 0; c < m.Cols; c++ {
+		for r := 0; r < m.Rows.N; r++ {
+			want := uint64(0)
+			if r == c {
+				want = uint64(c + 1)
+				if c == 9 {
+					want++
+				}
+			}
+			if got := m.Count(c, r); got != want {
+				t.Errorf("cell (%d, %d) = %d, want %d", c, r, got, want)
+			}
+		}
+	}
+	if m.Total() != uint64(len(evs)) || m.Outside != 0 {
+		t.Errorf("total %d, outside %d; want %d, 0", m.Total(), m.Outside, len(evs))
+	}
+	lo, hi := m.rowSpan()
+	if lo != 0 || hi != 9 {
+		t.Errorf("rows drawn %d..%d, want 0..9", lo, hi)
+	}
+	// The SVG draws the top row and the last column.
+	var b bytes.Buffer
+	if err := m.WriteSVG(&b, SVGOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	if !strings.Contains(svg, "+9ms to +10ms\nlen: 512 to 1023") || !strings.Contains(svg, "11 events, 100.0% of the column") {
+		t.Errorf("the last column's top cell has no tooltip:\n%s", svg)
+	}
+}
+
+// TestSumEqualsEvents fills maps from random events and checks that the
+// cells hold every event (log2) or every event in range (linear).
+func TestSumEqualsEvents(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	var evs []ev
+	var n, inRange uint64
+	tm := int64(0)
+	for i := 0; i < 20000; i++ {
+		tm += rng.Int63n(200_000)
+		e := ev{probe: uint16(rng.Intn(3)), tid: uint32(1 + rng.Intn(3)), t: tm, v: uint64(rng.Int63n(1 << uint(rng.Intn(40)+1)))}
+		if i%997 == 0 {
+			e = ev{probe: 0, t: tm, lost: 5}
+		} else if e.probe == 0 {
+			n++
+			if e.v >= 100 && e.v <= 100000 {
+				inRange++
+			}
+		}
+		evs = append(evs, e)
+	}
+	path := write(t, evs)
+	m := build(t, path, nil, Spec{Probe: "size", Field: "len"}, Options{})
+	if m.Total() != n {
+		t.Errorf("log2: cells hold %d events, the capture %d", m.Total(), n)
+	}
+	if m.Cols > DefaultCols {
+		t.Errorf("%d columns, at most %d", m.Cols, DefaultCols)
+	}
+	lo, hi := int64(100), int64(100000)
+	m = build(t, path, nil, Spec{Probe: "size", Field: "len", Rows: 17, Min: &lo, Max: &hi}, Options{Step: 50 * time.Millisecond})
+	if m.Total() != inRange || m.Total()+m.Below+m.Above != n {
+		t.Errorf("linear: cells hold %d, below %d, above %d; want %d in range of %d", m.Total(), m.Below, m.Above, inRange, n)
+	}
+	// A window: only its events, on an axis that spans it.
+	f := &replay.Filter{From: 100 * time.Millisecond, To: 900 * time.Millisecond}
+	m = build(t, path, f, Spec{Probe: "size", Field: "len"}, Options{Step: 100 * time.Millisecond})
+	var want uint64
+	for _, e := range evs {
+		if e.probe == 0 && e.lost == 0 && e.t >= int64(f.From) && e.t < int64(f.To) {
+			want++
+		}
+	}
+	if m.Cols != 8 || m.Start != base+int64(f.From) || m.Total() != want {
+		t.Errorf("window: %d columns from %d holding %d; want 8 from %d holding %d", m.Cols, m.Start-base, m.Total(), f.From, want)
+	}
+}
+
+// TestLatency pairs entries and returns per thread, nested ones included.
+func TestLatency(t *testing.T) {
+	us := int64(time.Microsecond)
+	evs := []ev{
+		{probe: 2, tid: 9, t: 1 * us},                                  // return without entry
+		{probe: 1, tid: 1, t: 10 * us}, {probe: 1, tid: 1, t: 11 * us}, // nested
+		{probe: 1, tid: 2, t: 12 * us},
+		{probe: 2, tid: 1, t: 13 * us},   // 2us
+		{probe: 2, tid: 2, t: 112 * us},  // 100us
+		{probe: 2, tid: 1, t: 1010 * us}, // 1000us
+		{probe: 1, tid: 3, t: 1500 * us}, // never returns
+	}
+	m := build(t, write(t, evs), nil, Spec{Entry: "entry", Return: "ret"}, Options{Step: time.Millisecond})
+	if m.Total() != 3 || !m.Durations {
+		t.Fatalf("%d latencies, want 3", m.Total())
+	}
+	for _, c := range []struct {
+		col int
+		ns  int64
+	}{{0, 2 * us}, {0, 100 * us}, {1, 1000 * us}} {
+		r, _ := m.Rows.Row(c.ns)
+		if m.Count(c.col, r) != 1 {
+			t.Errorf("latency %dns: not in column %d row %d", c.ns, c.col, r)
+		}
+	}
+	if len(m.Notes) != 1 || !strings.Contains(m.Notes[0], "1 returns without entry, 1 entries without return") {
+		t.Errorf("notes %q", m.Notes)
+	}
+}
+
+func TestAxis(t *testing.T) {
+	for _, c := range []struct {
+		first, last, step int64
+		maxCols           int
+		wantStep          int64
+		wantCols          int
+	}{
+		{base, base + 999, 0, 100, 10, 100},
+		{base + 5, base + 5, 0, 100, 1, 1},
+		{base + 150, base + 10_000_000_150, 0, 100, 200_000_000, 51},
+		{base + 1, base + 59e9, int64(time.Second), 100, 1e9, 60},
+	} {
+		a, err := NewAxis(base, c.first, c.last, c.step, c.maxCols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Step != c.wantStep || a.Cols != c.wantCols || a.Start > c.first || a.Start+int64(a.Cols)*a.Step <= c.last {
+			t.Errorf("NewAxis(%d, %d, %d): %+v, want step %d, %d columns covering both ends", c.first-base, c.last-base, c.step, a, c.wantStep, c.wantCols)
+		}
+	}
+	if _, err := NewAxis(base, base, base+int64(time.Hour), int64(time.Microsecond), 0); err == nil {
+		t.Error("a billion columns were accepted")
+	}
+}
+
+func TestLinearRows(t *testing.T) {
+	r, err := LinearRows(-10, 9, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, want := range map[int64]int{-10: 0, -6: 0, -5: 1, 0: 2, 9: 3} {
+		if got, cmp := r.Row(v); got != want || cmp != 0 {
+			t.Errorf("Row(%d) = %d, %d; want %d", v, got, cmp, want)
+		}
+	}
+	if _, cmp := r.Row(10); cmp != 1 {
+		t.Error("10 is not above")
+	}
+	r, _ = LinearRows(0, 2, 10)
+	if r.N != 3 {
+		t.Errorf("3 values in %d rows, want 3", r.N)
+	}
+	r, _ = LinearRows(-1<<63, 1<<63-1, 8)
+	if got, _ := r.Row(1<<63 - 1); got != 7 {
+		t.Errorf("full range: max in row %d", got)
+	}
+}
+
+// TestSVG checks that the SVG is well-formed XML with one titled cell per
+// non-empty cell and labels in human units.
+func TestSVG(t *testing.T) {
+	m := New(Axis{Start: base, Step: int64(time.Millisecond), Cols: 3}, Log2Rows())
+	m.Base, m.Title, m.YLabel, m.Durations = base, "t <&> \"x\"", "latency", true
+	m.Add(base, 1500)
+	m.Add(base, 1500)
+	m.Add(base, 3000)
+	m.Add(base+2_500_000, 1<<20)
+	var b bytes.Buffer
+	if err := m.WriteSVG(&b, SVGOptions{Color: ColorLinear}); err != nil {
+		t.Fatal(err)
+	}
+	svg := b.String()
+	d := xml.NewDecoder(strings.NewReader(svg))
+	cells := 0
+	var inRect bool
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("SVG is not XML: %v\n%s", err, b.String())
+			}
+			break
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			if e.Name.Local == "rect" {
+				inRect = true
+			}
+			if e.Name.Local == "title" && inRect {
+				cells++
+			}
+		case xml.EndElement:
+			if e.Name.Local == "rect" {
+				inRect = false
+			}
+		}
+	}
+	if cells != 3 {
+		t.Errorf("%d titled cells, want 3", cells)
+	}
+	for _, want := range []string{"1.02µs to 2.05µs", "66.7% of the column", "100.0% of the column at or below", "+2ms to +3ms", "1.05ms", "t &lt;&amp;&gt;"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{fmtDuration(512), "512ns"}, {fmtDuration(1024), "1.02µs"}, {fmtDuration(16.4e6), "16.4ms"},
+		{fmtDuration(2e9), "2s"}, {fmtDuration(3700e9), "1h01m"}, {fmtBinary(1024), "1Ki"},
+		{fmtBinary(3 << 20), "3Mi"}, {fmtBinary(1 << 63), "8Ei"}, {fmtSI(12500), "12.5k"}, {fmtSI(-2500), "-2500"},
+		{fmtOffset(250e6), "+250ms"}, {commas(1041070), "1,041,070"}, {fmt.Sprint(niceCols(3)), "5"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

@@ -1,0 +1,437 @@
+package heatmap
+
+import (
+	"bufio"
+	"fmt"
+	"html"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Colour scales for SVGOptions.Color.
+const (
+	ColorLog    = "log"    // colour follows log(count): a cell of 1 still shows next to one of 10^5
+	ColorLinear = "linear" // colour proportional to the count, as trace2heatmap.pl
+)
+
+// SVGOptions shape the drawing.
+type SVGOptions struct {
+	Width int    // target width in px of the whole image; 0 is 960
+	Color string // ColorLog (default) or ColorLinear
+}
+
+// palette runs from the colour of a count of 1 to that of the largest count
+// (ColorBrewer's YlOrRd, without its palest steps, which vanish on white).
+var palette = [][3]float64{
+	{254, 217, 118}, {254, 178, 76}, {253, 141, 60}, {252, 78, 42}, {227, 26, 28}, {189, 0, 38}, {128, 0, 38},
+}
+
+func colorAt(level float64) string {
+	level = min(max(level, 0), 1)
+	x := level * float64(len(palette)-1)
+	i := min(int(x), len(palette)-2)
+	f := x - float64(i)
+	var c [3]int
+	for k := range c {
+		c[k] = int(math.Round(palette[i][k] + (palette[i+1][k]-palette[i][k])*f))
+	}
+	return fmt.Sprintf("#%02x%02x%02x", c[0], c[1], c[2])
+}
+
+// level maps a count to [0, 1] on the chosen scale.
+func level(n, maxN uint64, scale string) float64 {
+	if maxN <= 1 {
+		return 1
+	}
+	if scale == ColorLinear {
+		return float64(n) / float64(maxN)
+	}
+	return math.Log(float64(n)) / math.Log(float64(maxN))
+}
+
+// countAt inverts level: the count that gets colour level l.
+func countAt(l float64, maxN uint64, scale string) uint64 {
+	if scale == ColorLinear {
+		return uint64(math.Round(l * float64(maxN)))
+	}
+	return uint64(math.Round(math.Exp(l * math.Log(float64(maxN)))))
+}
+
+// Layout constants, in px.
+const (
+	minMarginLeft = 86
+	marginRight   = 24
+	marginTop     = 44
+	fontSize      = 12
+)
+
+// WriteSVG draws the map as a standalone SVG image: cells coloured by
+// count, each with a <title> tooltip (count, share of its column,
+// cumulative percentile in its column), axes in human units and a legend.
+// Unlike trace2heatmap.pl, the last column and the top row are drawn.
+func (m *Map) WriteSVG(w io.Writer, o SVGOptions) error {
+	bw := bufio.NewWriter(w)
+	m.writeSVG(bw, o)
+	return bw.Flush()
+}
+
+func (m *Map) writeSVG(w *bufio.Writer, o SVGOptions) {
+	if o.Width <= 0 {
+		o.Width = 960
+	}
+	if o.Color != ColorLinear {
+		o.Color = ColorLog
+	}
+	marginLeft := minMarginLeft
+	for _, l := range m.Rows.Labels {
+		marginLeft = max(marginLeft, 7*len(l)+28)
+	}
+	r0, r1 := m.rowSpan()
+	nrows := r1 - r0 + 1
+	total, maxN := m.Total(), m.MaxCount()
+	cols := max(m.Cols, 1)
+	cw := max(2, (o.Width-marginLeft-marginRight)/cols)
+	rh := min(24, max(6, 360/nrows))
+	if m.Rows.Labels != nil {
+		rh = 20
+	}
+	pw, ph := cw*cols, rh*nrows
+	width := marginLeft + pw + marginRight
+	legendY := marginTop + ph + 48
+	height := legendY + 44 + 16*len(m.captions(total, maxN))
+
+	desc := fmt.Sprintf("Heat map of %s: %d %s over %s in %d columns of %s", m.Title, total, m.noun(),
+		fmtDuration(float64(int64(m.Cols)*m.Step)), m.Cols, fmtDuration(float64(m.Step)))
+	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" width="%d" height="%d" viewBox="0 0 %d %d" role="img" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif" font-size="%d">`+"\n",
+		width, height, width, height, fontSize)
+	fmt.Fprintf(w, "<title>%s</title>\n", esc(desc))
+	fmt.Fprintf(w, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
+	fmt.Fprintf(w, `<text x="%d" y="20" font-size="15" font-weight="600" fill="#1f2328">%s</text>`+"\n", marginLeft, esc(m.Title))
+	fmt.Fprintf(w, `<text x="%d" y="36" fill="#57606a">%s</text>`+"\n", marginLeft,
+		esc(fmt.Sprintf("%s %s · column %s · rows %s", commas(total), m.noun(), fmtDuration(float64(m.Step)), m.rowKind())))
+	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="#f4f5f7"/>`+"\n", marginLeft, marginTop, pw, ph)
+
+	if total > 0 {
+		fmt.Fprintf(w, `<g shape-rendering="crispEdges">`+"\n")
+		for c := 0; c < m.Cols; c++ {
+			var colTotal uint64
+			for r := r0; r <= r1; r++ {
+				colTotal += m.Count(c, r)
+			}
+			var cum uint64
+			for r := r0; r <= r1; r++ {
+				n := m.Count(c, r)
+				if n == 0 {
+					continue
+				}
+				cum += n
+				x := marginLeft + c*cw
+				y := marginTop + (r1-r)*rh
+				t0 := m.Start - m.Base + int64(c)*m.Step
+				noun := m.noun()
+				var tip string
+				if m.Rows.Labels != nil {
+					tip = fmt.Sprintf("%s to %s\n%s: %s %s, %.1f%% of the column",
+						fmtOffset(t0), fmtOffset(t0+m.Step), m.Rows.Labels[r], commas(n), noun, 100*float64(n)/float64(colTotal))
+				} else {
+					tip = fmt.Sprintf("%s to %s\n%s: %s\n%s %s, %.1f%% of the column\n%.1f%% of the column at or below this row",
+						fmtOffset(t0), fmtOffset(t0+m.Step), m.YLabel, m.rangeText(r), commas(n), noun,
+						100*float64(n)/float64(colTotal), 100*float64(cum)/float64(colTotal))
+				}
+				fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s</title></rect>`+"\n",
+					x, y, cw, rh, colorAt(level(n, maxN, o.Color)), esc(tip))
+			}
+		}
+		fmt.Fprintf(w, "</g>\n")
+	} else {
+		fmt.Fprintf(w, `<text x="%d" y="%d" text-anchor="middle" fill="#57606a">no samples</text>`+"\n", marginLeft+pw/2, marginTop+ph/2+4)
+	}
+
+	// Y axis: row boundaries, labelled with the value that starts the row
+	// above (the top one with the end of the top row), every k-th row.
+	every := max(1, (fontSize+4+rh-1)/rh)
+	axisX := marginLeft - 6
+	fmt.Fprintf(w, `<g fill="#1f2328" text-anchor="end">`+"\n")
+	for r := r0; r <= r1 && m.Rows.Labels != nil; r++ {
+		style := ""
+		if slices.Contains(m.Alert, r) {
+			style = ` fill="#cf222e" font-weight="600"`
+		}
+		fmt.Fprintf(w, `<text x="%d" y="%d"%s>%s</text>`+"\n", axisX, marginTop+(r1-r)*rh+rh/2+4, style, esc(m.Rows.Labels[r]))
+	}
+	for r := r0; r <= r1+1 && m.Rows.Labels == nil; r++ {
+		if (r-r0)%every != 0 && r != r1+1 {
+			continue
+		}
+		if r == r1+1 && (r-r0)%every != 0 && (r1+1-r0)%every < every/2+1 && nrows > every {
+			continue // too close to the last label drawn
+		}
+		var label string
+		if r <= r1 {
+			lo, _ := m.Rows.Bounds(r)
+			label = m.fmtValue(lo)
+		} else {
+			_, hi := m.Rows.Bounds(r1)
+			label = m.fmtValue(hi + 1)
+			if hi == math.MaxUint64 || (m.Rows.Linear && int64(hi) == math.MaxInt64) {
+				label = "max"
+			}
+		}
+		y := marginTop + (r1-r+1)*rh
+		fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", axisX, y+4, esc(label))
+		fmt.Fprintf(w, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#8c959f"/>`+"\n", marginLeft-3, marginLeft, y, y)
+	}
+	fmt.Fprintf(w, "</g>\n")
+	fmt.Fprintf(w, `<text transform="translate(14 %d) rotate(-90)" text-anchor="middle" fill="#1f2328">%s</text>`+"\n",
+		marginTop+ph/2, esc(m.yTitle()))
+
+	// X axis: offsets from the capture start at round column boundaries.
+	stepCols := niceCols(max(1, (84+cw-1)/cw))
+	fmt.Fprintf(w, `<g fill="#1f2328" text-anchor="middle">`+"\n")
+	for c := 0; c <= m.Cols; c += stepCols {
+		x := marginLeft + c*cw
+		fmt.Fprintf(w, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#8c959f"/>`+"\n", x, x, marginTop+ph, marginTop+ph+4)
+		fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", x, marginTop+ph+17, esc(fmtOffset(m.Start-m.Base+int64(c)*m.Step)))
+	}
+	fmt.Fprintf(w, "</g>\n")
+	fmt.Fprintf(w, `<text x="%d" y="%d" text-anchor="middle" fill="#1f2328">time since capture start</text>`+"\n",
+		marginLeft+pw/2, marginTop+ph+34)
+
+	// Legend: a ramp from a count of 1 to the largest count.
+	rampW, steps := 240, 48
+	fmt.Fprintf(w, `<text x="%d" y="%d" fill="#1f2328">%s per cell</text>`+"\n", marginLeft, legendY+10, m.noun())
+	lx := marginLeft + 104
+	fmt.Fprintf(w, `<g shape-rendering="crispEdges">`)
+	for i := 0; i < steps; i++ {
+		fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="12" fill="%s"/>`, lx+i*rampW/steps, legendY, rampW/steps+1, colorAt(float64(i)/float64(steps-1)))
+	}
+	fmt.Fprintf(w, "</g>\n")
+	fmt.Fprintf(w, `<g fill="#1f2328" text-anchor="middle">`)
+	if maxN > 0 {
+		last := ""
+		for _, l := range []float64{0, 0.25, 0.5, 0.75, 1} {
+			n := countAt(l, maxN, o.Color)
+			if l == 0 {
+				n = min(1, maxN)
+			}
+			s := commas(n)
+			if s == last {
+				continue
+			}
+			last = s
+			fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`, lx+int(l*float64(rampW)), legendY+26, s)
+		}
+	}
+	fmt.Fprintf(w, "</g>\n")
+	fmt.Fprintf(w, `<text x="%d" y="%d" fill="#57606a">%s scale</text>`+"\n", lx+rampW+12, legendY+10, o.Color)
+	for i, line := range m.captions(total, maxN) {
+		fmt.Fprintf(w, `<text x="%d" y="%d" fill="#57606a">%s</text>`+"\n", marginLeft, legendY+44+16*i, esc(line))
+	}
+	fmt.Fprintf(w, "</svg>\n")
+}
+
+// captions are the lines under the legend: what is not drawn and notes.
+func (m *Map) captions(total, maxN uint64) []string {
+	var out []string
+	var parts []string
+	if m.Below > 0 {
+		parts = append(parts, fmt.Sprintf("%s below %s", commas(m.Below), m.fmtValue(uint64(m.Rows.Min))))
+	}
+	if m.Above > 0 {
+		parts = append(parts, fmt.Sprintf("%s above %s", commas(m.Above), m.fmtValue(uint64(m.Rows.Max))))
+	}
+	if m.Outside > 0 {
+		parts = append(parts, fmt.Sprintf("%s outside the time axis", commas(m.Outside)))
+	}
+	if len(parts) > 0 {
+		out = append(out, "not drawn: "+strings.Join(parts, ", "))
+	}
+	return append(out, m.Notes...)
+}
+
+func (m *Map) rowKind() string {
+	if m.Rows.Labels != nil {
+		return "one per " + m.YLabel
+	}
+	if m.Rows.Linear {
+		lo, hi := m.Rows.Bounds(0)
+		return fmt.Sprintf("linear, %s wide", m.fmtValue(hi-lo+1))
+	}
+	return "log2 (BCC buckets)"
+}
+
+func (m *Map) yTitle() string {
+	if m.Rows.Linear || m.Rows.Labels != nil {
+		return m.YLabel
+	}
+	return m.YLabel + " (log2)"
+}
+
+// rangeText is row r's range, exact, with human units when they differ.
+func (m *Map) rangeText(r int) string {
+	lo, hi := m.Rows.Bounds(r)
+	exact := m.fmtExact(lo) + " to " + m.fmtExact(hi)
+	human := m.fmtValue(lo) + " to " + m.fmtValue(hi)
+	if m.Durations {
+		return exact + " ns (" + human + ")"
+	}
+	if human != exact {
+		return exact + " (" + human + ")"
+	}
+	return exact
+}
+
+func (m *Map) fmtExact(v uint64) string {
+	if m.Rows.Linear {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// fmtValue labels a row bound: a duration for latencies, binary prefixes
+// for the powers of two of log2 rows, decimal ones for linear rows.
+func (m *Map) fmtValue(v uint64) string {
+	if m.Durations {
+		if m.Rows.Linear {
+			return fmtDuration(float64(int64(v)))
+		}
+		return fmtDuration(float64(v))
+	}
+	if m.Rows.Linear {
+		return fmtSI(int64(v))
+	}
+	return fmtBinary(v)
+}
+
+// niceCols rounds a column count up to 1, 2 or 5 times a power of ten.
+func niceCols(n int) int {
+	for p := 1; ; p *= 10 {
+		for _, k := range []int{1, 2, 5} {
+			if k*p >= n {
+				return k * p
+			}
+		}
+	}
+}
+
+func esc(s string) string { return html.EscapeString(s) }
+
+// fmtDuration prints ns with three significant digits: 512ns, 1.02µs, 16.4ms, 1.07s.
+func fmtDuration(ns float64) string {
+	neg := ""
+	if ns < 0 {
+		neg, ns = "-", -ns
+	}
+	units := []struct {
+		div  float64
+		name string
+	}{{1, "ns"}, {1e3, "µs"}, {1e6, "ms"}, {1e9, "s"}}
+	u := units[0]
+	for _, c := range units {
+		if ns >= c.div {
+			u = c
+		}
+	}
+	if u.name == "s" && ns >= 600e9 {
+		return neg + fmtMinutes(ns)
+	}
+	return neg + sig3(ns/u.div) + u.name
+}
+
+func fmtMinutes(ns float64) string {
+	s := int64(math.Round(ns / 1e9))
+	if s >= 3600 {
+		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
+	}
+	return fmt.Sprintf("%dm%02ds", s/60, s%60)
+}
+
+// sig3 prints x with three significant digits and no trailing zeros.
+func sig3(x float64) string {
+	var s string
+	switch {
+	case x == 0:
+		return "0"
+	case x >= 100:
+		s = strconv.FormatFloat(math.Round(x), 'f', 0, 64)
+	case x >= 10:
+		s = strconv.FormatFloat(x, 'f', 1, 64)
+	default:
+		s = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// fmtOffset prints a time since the capture start: +0s, +250ms, +1.5s, +12m05s.
+func fmtOffset(ns int64) string {
+	if ns == 0 {
+		return "+0s"
+	}
+	if ns < 0 {
+		return fmtDuration(float64(ns))
+	}
+	return "+" + fmtDuration(float64(ns))
+}
+
+// fmtBinary prints a log2 bound with binary prefixes: 512, 1Ki, 2Mi.
+func fmtBinary(v uint64) string {
+	for _, p := range []struct {
+		shift uint
+		name  string
+	}{{60, "Ei"}, {50, "Pi"}, {40, "Ti"}, {30, "Gi"}, {20, "Mi"}, {10, "Ki"}} {
+		if v >= 1<<p.shift {
+			return sig3(float64(v)/float64(uint64(1)<<p.shift)) + p.name
+		}
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// fmtSI prints a linear bound with decimal prefixes past 9999: 2500, 12.5k, 3M.
+func fmtSI(v int64) string {
+	a := math.Abs(float64(v))
+	if a < 1e4 {
+		return strconv.FormatInt(v, 10)
+	}
+	sign := ""
+	if v < 0 {
+		sign = "-"
+	}
+	for _, p := range []struct {
+		div  float64
+		name string
+	}{{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if a >= p.div {
+			return sign + sig3(a/p.div) + p.name
+		}
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// commas groups digits by thousands: 1,041,070.
+func commas(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// FormatDuration prints ns with three significant digits (512ns, 1.02µs,
+// 16.4ms), as the axes do, for pages that show maps next to numbers.
+func FormatDuration(ns float64) string { return fmtDuration(ns) }
+
+// Commas groups the digits of n by thousands: 1,041,070.
+func Commas(n uint64) string { return commas(n) }
+
+func (m *Map) noun() string {
+	if m.Noun == "" {
+		return "events"
+	}
+	return m.Noun
+}

@@ -1,0 +1,663 @@
+// Package report writes one self-contained HTML page about a capture for a
+// bug report: where and how it was recorded, its losses, per-probe counts,
+// a histogram and a heat map of every numeric field, and the latency,
+// request and comparison analyses asked for. The page loads nothing: its
+// CSS and SVG are inline and it uses the system's fonts.
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/replay"
+	"github.com/bpftape/bpftape/replay/heatmap"
+	"github.com/bpftape/bpftape/replay/hist"
+	"github.com/bpftape/bpftape/replay/rows"
+)
+
+// RequestsSpec asks for a per-request analysis (see replay.Requests).
+type RequestsSpec struct{ ItemProbe, ItemField, EndProbe, EndField string }
+
+// LatencySpec asks for the latencies from Entry to Return (see replay.Latency).
+type LatencySpec struct{ Entry, Return string }
+
+// CompareSpec asks for two histograms side by side: FieldA of ProbeA and
+// FieldB of ProbeB, of the capture itself or, with FileB, of another one.
+type CompareSpec struct{ ProbeA, FieldA, FileB, ProbeB, FieldB string }
+
+// Options say what the report holds besides the capture's own facts.
+type Options struct {
+	Filter    replay.Filter
+	Title     string
+	Requests  []RequestsSpec
+	Latencies []LatencySpec
+	Compares  []CompareSpec
+	// MaxHeatmaps bounds the field heat maps (the first fields of the first
+	// probes); -1 means none, 0 DefaultMaxHeatmaps.
+	MaxHeatmaps int
+	Cols        int       // most columns of the heat maps; 0 is DefaultCols
+	Version     string    // of the bpftape writing the report
+	Now         time.Time // when the report is written; zero is time.Now
+}
+
+// Defaults for Options.
+const (
+	DefaultMaxHeatmaps = 12
+	DefaultCols        = 80
+)
+
+// Write reads the capture at path (twice, plus once per requested
+// analysis; memory does not grow with the capture), writes the report as
+// HTML to w and returns the capture's tally for its loss notes.
+func Write(path string, w io.Writer, o Options) (*replay.Capture, error) {
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	if o.MaxHeatmaps == 0 {
+		o.MaxHeatmaps = DefaultMaxHeatmaps
+	}
+	if o.Cols <= 0 {
+		o.Cols = DefaultCols
+	}
+	p, c, err := build(path, &o)
+	if err != nil {
+		return c, err
+	}
+	var b bytes.Buffer
+	if err := page.Execute(&b, p); err != nil {
+		return c, fmt.Errorf("render report: %w", err)
+	}
+	_, err = w.Write(b.Bytes())
+	return c, err
+}
+
+// view is everything the template shows.
+type view struct {
+	Title, File, Generated, Tool, Sub string
+	Facts                             []fact
+	Losses                            *lossView
+	Recovered                         string
+	Filter                            string
+	Probes                            []probeView
+	Timeline                          template.HTML
+	Latencies                         []latencyView
+	Requests                          []requestsView
+	Compares                          []compareView
+	Hists                             []histView
+	Heatmaps                          []template.HTML
+	HeatmapNote                       string
+	Inputs                            []inputView
+}
+
+type fact struct {
+	Label, Value string
+	Mono         bool
+}
+
+type lossView struct {
+	Total             string
+	Percent           string
+	ByProbe, ByCPU    []fact
+	First, Last, Span string
+}
+
+type probeView struct {
+	Name, Kind, Spec, Target, BuildID, Events, Lost string
+	Fields                                          []string
+	HasLoss                                         bool
+}
+
+type histView struct {
+	Probe, Title, Type, Stats, BCC, Command string
+	Bars                                    []bar
+	Empty                                   bool
+}
+
+type bar struct {
+	Lo, Hi, Count string
+	Width         float64 // percent of the widest bar
+	Tip           string
+}
+
+type latencyView struct {
+	Title, Summary, Unmatched, BCC, Command string
+	Bars                                    []bar
+	Heatmap                                 template.HTML
+}
+
+type requestsView struct {
+	Title, Summary, BCC, Command string
+	End, Total                   histView
+}
+
+type compareView struct {
+	Title, A, B, Verdict, KS, StatsA, StatsB, BCC, Command string
+	Identical                                              bool
+	Rows                                                   []compareRow
+}
+
+type compareRow struct {
+	Lo, Hi, A, B, Delta string
+	WA, WB              float64
+}
+
+type inputView struct {
+	File, Host, Kernel, Started, Shift, Command string
+}
+
+// fieldAcc accumulates one numeric field of one probe in the first pass.
+type fieldAcc struct {
+	probe, field string
+	typ          format.Type
+	ref          replay.Ref
+	log2         hist.Log2
+	stats        hist.Stats
+}
+
+func build(path string, o *Options) (*view, *replay.Capture, error) {
+	c, err := replay.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := c.Meta()
+	var accs []*fieldAcc
+	var specs []heatmap.Spec
+	for _, p := range m.Probes {
+		for _, f := range p.Fields {
+			if !f.Type.IsInt() {
+				continue
+			}
+			ref, err := c.Resolve(p.Name, f.Name)
+			if err != nil {
+				c.Close()
+				return nil, nil, err
+			}
+			accs = append(accs, &fieldAcc{probe: p.Name, field: f.Name, typ: f.Type, ref: ref})
+			if len(specs) < o.MaxHeatmaps {
+				specs = append(specs, heatmap.Spec{Probe: p.Name, Field: f.Name, Title: p.Name + " " + f.Name})
+			}
+		}
+	}
+	nField := len(specs)
+	for _, l := range o.Latencies {
+		specs = append(specs, heatmap.Spec{Entry: l.Entry, Return: l.Return})
+	}
+	hb, err := heatmap.NewBuilder(c, specs, heatmap.Options{MaxCols: o.Cols})
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	counts := make([]uint64, len(m.Probes))
+	var first, last int64
+	var seen uint64
+	var lossFirst, lossLast int64
+	var lossSeen bool
+	err = rows.Walk(c, &o.Filter, func(b *format.Batch, i int, lost bool) error {
+		t := b.Time[i]
+		if lost {
+			if !lossSeen {
+				lossFirst, lossLast, lossSeen = t, t, true
+			}
+			lossFirst, lossLast = min(lossFirst, t), max(lossLast, t)
+			return nil
+		}
+		counts[b.Probe[i]]++
+		if seen == 0 {
+			first, last = t, t
+		}
+		seen++
+		first, last = min(first, t), max(last, t)
+		for _, a := range accs {
+			if v, ok := a.ref.Int(b, i); ok {
+				a.log2.Add(uint64(v))
+				a.stats.Add(v)
+			}
+		}
+		hb.Measure(b, i)
+		return nil
+	})
+	c.Close()
+	if err != nil {
+		return nil, c, err
+	}
+	// Every map shares the time axis of the events shown (or of the window
+	// asked for), so that they line up.
+	win := heatmap.Window{First: first, Last: last}
+	if seen == 0 {
+		win = heatmap.Window{First: m.StartBoot, Last: m.StartBoot}
+	}
+	if lossSeen {
+		// Loss records are reported after the events they count: show them too.
+		if seen == 0 {
+			win = heatmap.Window{First: lossFirst, Last: lossLast}
+		}
+		win.First, win.Last = min(win.First, lossFirst), max(win.Last, lossLast)
+	}
+	if o.Filter.From != 0 || o.Filter.To != 0 {
+		win.First = m.StartBoot + int64(o.Filter.From)
+		if o.Filter.To != 0 {
+			win.Last = m.StartBoot + int64(o.Filter.To) - 1
+		}
+		win.Last = max(win.Last, win.First)
+	}
+	if err := hb.Plan(&win); err != nil {
+		return nil, c, err
+	}
+	// The time line: events per probe, and lost events, on the same axis.
+	axis, err := heatmap.NewAxis(m.StartBoot, win.First, win.Last, 0, o.Cols)
+	if err != nil {
+		return nil, c, err
+	}
+	labels := append(m.ProbeNames(), "lost events")
+	tl := heatmap.New(axis, heatmap.CategoryRows(labels))
+	tl.Base, tl.YLabel, tl.Title = m.StartBoot, "probe", "Events per probe over time"
+	tl.Alert = []int{int(len(m.Probes))}
+	lostRow := int64(len(m.Probes))
+
+	c2, err := replay.Open(path)
+	if err != nil {
+		return nil, c, err
+	}
+	defer c2.Close()
+	err = rows.Walk(c2, &o.Filter, func(b *format.Batch, i int, lost bool) error {
+		if lost {
+			n, _ := b.Lost(i)
+			tl.AddN(b.Time[i], lostRow, n)
+			return nil
+		}
+		tl.Add(b.Time[i], int64(b.Probe[i]))
+		hb.Fill(b, i)
+		return nil
+	})
+	if err != nil {
+		return nil, c2, err
+	}
+	if c2.Losses.Total == 0 {
+		tl = trimLastRow(tl, axis, labels) // no losses: no empty row
+	} else {
+		tl.Notes = []string{"lost events: counted at the time of their loss record, which the recorder writes after the loss"}
+	}
+
+	v := &view{
+		Title: o.Title, File: path, Tool: "bpftape " + o.Version,
+		Generated: o.Now.Local().Format("2006-01-02 15:04:05 MST"),
+	}
+	if v.Title == "" {
+		v.Title = filepath.Base(path)
+	}
+	v.Facts = facts(c2, m, first, last, seen)
+	v.Sub = fmt.Sprintf("host %s · kernel %s · %s events", m.Host, m.Kernel, commas(seen))
+	if seen > 0 {
+		v.Sub += " in " + heatmap.FormatDuration(float64(last-first))
+	}
+	v.Sub += " · started " + m.StartWall.UTC().Format("2006-01-02 15:04 UTC")
+	if f := filterText(&o.Filter); f != "" {
+		v.Filter = f
+	}
+	if c2.R.Recovered {
+		v.Recovered = fmt.Sprintf("%s has no footer (was the recorder killed?): the report reads its %d complete batches", path, c2.R.Batches())
+		if c2.R.RecoverErr != nil {
+			v.Recovered += fmt.Sprintf(" and drops the %v", c2.R.RecoverErr)
+		}
+		v.Recovered += ". 'bpftape repair' writes a standard file."
+	}
+	v.Losses = losses(&c2.Losses, m, c2.Events)
+	for i, p := range m.Probes {
+		pv := probeView{Name: p.Name, Kind: p.Kind, Spec: p.Spec, Target: p.Target, BuildID: p.BuildID,
+			Events: commas(counts[i]), Lost: commas(c2.Losses.ByProbe[p.Name]), HasLoss: c2.Losses.ByProbe[p.Name] > 0}
+		for _, f := range p.Fields {
+			pv.Fields = append(pv.Fields, f.Name+" "+f.Type.String())
+		}
+		v.Probes = append(v.Probes, pv)
+	}
+	v.Timeline = svg(tl)
+
+	maps := hb.Maps()
+	for _, mp := range maps[:nField] {
+		v.Heatmaps = append(v.Heatmaps, svg(mp))
+	}
+	if nField < len(accs) {
+		v.HeatmapNote = fmt.Sprintf("Heat maps of the first %d of %d numeric fields; draw the others with 'bpftape heatmap %s PROBE FIELD' or raise --heatmaps.", nField, len(accs), path)
+	}
+	for _, a := range accs {
+		hv := log2View(&a.log2, &a.stats, a.field, false)
+		hv.Probe, hv.Title, hv.Type = a.probe, a.field, a.typ.String()
+		hv.Command = fmt.Sprintf("bpftape hist %s %s %s", shellQuote(path), shellQuote(a.probe), shellQuote(a.field))
+		v.Hists = append(v.Hists, hv)
+	}
+
+	for i, l := range o.Latencies {
+		lv, err := latency(path, o, l)
+		if err != nil {
+			return nil, c2, fmt.Errorf("--latency %s %s: %w", l.Entry, l.Return, err)
+		}
+		lv.Heatmap = svg(maps[nField+i])
+		v.Latencies = append(v.Latencies, *lv)
+	}
+	for _, r := range o.Requests {
+		rv, err := requests(path, o, r)
+		if err != nil {
+			return nil, c2, fmt.Errorf("--requests %s %s %s %s: %w", r.ItemProbe, r.ItemField, r.EndProbe, r.EndField, err)
+		}
+		v.Requests = append(v.Requests, *rv)
+	}
+	for _, cs := range o.Compares {
+		cv, err := compare(path, o, cs)
+		if err != nil {
+			return nil, c2, fmt.Errorf("--compare: %w", err)
+		}
+		v.Compares = append(v.Compares, *cv)
+	}
+	for _, in := range m.Inputs {
+		iv := inputView{File: in.Extra["merge.file"], Host: in.Host, Kernel: in.Kernel,
+			Started: in.StartWall.UTC().Format(time.RFC3339), Command: strings.Join(in.CommandLine, " ")}
+		if s, err := strconv.ParseInt(in.Extra["merge.time_shift_ns"], 10, 64); err == nil && s != 0 {
+			iv.Shift = heatmap.FormatDuration(float64(s))
+		}
+		v.Inputs = append(v.Inputs, iv)
+	}
+	return v, c2, nil
+}
+
+func trimLastRow(tl *heatmap.Map, axis heatmap.Axis, labels []string) *heatmap.Map {
+	n := heatmap.New(axis, heatmap.CategoryRows(labels[:len(labels)-1]))
+	n.Base, n.YLabel, n.Title = tl.Base, tl.YLabel, tl.Title
+	for c := 0; c < axis.Cols; c++ {
+		for r := 0; r < len(labels)-1; r++ {
+			if k := tl.Count(c, r); k > 0 {
+				n.AddN(axis.Start+int64(c)*axis.Step, int64(r), k)
+			}
+		}
+	}
+	return n
+}
+
+func svg(m *heatmap.Map) template.HTML {
+	var b bytes.Buffer
+	m.WriteSVG(&b, heatmap.SVGOptions{Width: 1180})
+	return template.HTML(b.String()) // built by heatmap with every text escaped
+}
+
+func facts(c *replay.Capture, m *format.Meta, first, last int64, n uint64) []fact {
+	fs := []fact{
+		{Label: "File", Value: c.Name, Mono: true},
+		{Label: "Host", Value: m.Host},
+		{Label: "Kernel", Value: m.Kernel},
+		{Label: "Recorded by", Value: m.Tool},
+		{Label: "Command line", Value: strings.Join(m.CommandLine, " "), Mono: true},
+		{Label: "Capture started", Value: m.StartWall.UTC().Format("2006-01-02 15:04:05.000 UTC")},
+	}
+	if n > 0 {
+		fs = append(fs, fact{Label: "Events", Value: fmt.Sprintf("%s, from %s to %s (%s), %s to %s",
+			commas(n), offset(first, m), offset(last, m), heatmap.FormatDuration(float64(last-first)),
+			m.WallTime(first).UTC().Format("15:04:05.000"), m.WallTime(last).UTC().Format("15:04:05.000 UTC"))})
+	} else {
+		fs = append(fs, fact{Label: "Events", Value: "none"})
+	}
+	fs = append(fs, fact{Label: "File size", Value: fmt.Sprintf("%s bytes, %d batches, %s compression",
+		commas(uint64(c.R.Size)), c.R.Batches(), m.Compression)})
+	for _, k := range sortedKeys(m.Extra) {
+		fs = append(fs, fact{Label: k, Value: m.Extra[k]})
+	}
+	return fs
+}
+
+func losses(l *replay.Losses, m *format.Meta, events uint64) *lossView {
+	if l.Total == 0 {
+		return nil
+	}
+	lv := &lossView{Total: commas(l.Total), First: offset(l.First, m), Last: offset(l.Last, m)}
+	lv.Percent = fmt.Sprintf("%.2f%%", 100*float64(l.Total)/float64(l.Total+events))
+	for _, p := range sortedKeys(l.ByProbe) {
+		lv.ByProbe = append(lv.ByProbe, fact{Label: p, Value: commas(l.ByProbe[p])})
+	}
+	cpus := make([]int, 0, len(l.ByCPU))
+	for c := range l.ByCPU {
+		cpus = append(cpus, int(c))
+	}
+	sort.Ints(cpus)
+	for _, c := range cpus {
+		lv.ByCPU = append(lv.ByCPU, fact{Label: fmt.Sprintf("cpu %d", c), Value: commas(l.ByCPU[uint16(c)])})
+	}
+	return lv
+}
+
+func filterText(f *replay.Filter) string {
+	var parts []string
+	if len(f.PIDs) > 0 {
+		parts = append(parts, fmt.Sprintf("pid %v", f.PIDs))
+	}
+	if len(f.TIDs) > 0 {
+		parts = append(parts, fmt.Sprintf("tid %v", f.TIDs))
+	}
+	if len(f.Comms) > 0 {
+		parts = append(parts, "comm "+strings.Join(f.Comms, ","))
+	}
+	if f.From != 0 || f.To != 0 {
+		to := "the end"
+		if f.To != 0 {
+			to = "+" + f.To.String()
+		}
+		parts = append(parts, fmt.Sprintf("from +%s to %s", f.From, to))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// log2View shows a log2 histogram as bars from its lowest to its highest
+// non-empty slot, with BCC's text below.
+func log2View(h *hist.Log2, s *hist.Stats, label string, durations bool) histView {
+	var hv histView
+	slots := h.Slots()
+	lo, hi := -1, -1
+	var top uint64
+	for i, n := range slots {
+		if n > 0 {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i
+			top = max(top, n)
+		}
+	}
+	if lo < 0 {
+		hv.Empty = true
+		hv.Stats = "no values"
+		return hv
+	}
+	cum := uint64(0)
+	for i := lo; i <= hi; i++ {
+		l, u := slotRange(i)
+		cum += slots[i]
+		b := bar{Lo: strconv.FormatUint(l, 10), Hi: strconv.FormatUint(u, 10), Count: commas(slots[i]),
+			Width: 100 * float64(slots[i]) / float64(top)}
+		if durations {
+			b.Lo, b.Hi = heatmap.FormatDuration(float64(l)), heatmap.FormatDuration(float64(u))
+		}
+		b.Tip = fmt.Sprintf("%s of %s values (%.1f%%); %.1f%% at or below %d", commas(slots[i]), commas(h.Count()),
+			100*float64(slots[i])/float64(h.Count()), 100*float64(cum)/float64(h.Count()), u)
+		hv.Bars = append(hv.Bars, b)
+	}
+	hv.Stats = statsText(s, durations)
+	var t bytes.Buffer
+	h.WriteBCC(&t, label)
+	hv.BCC = t.String()
+	return hv
+}
+
+// slotRange is the range BCC prints for log2 slot i.
+func slotRange(i int) (lo, hi uint64) {
+	if i <= 1 {
+		return 0, 1
+	}
+	lo = uint64(1) << (i - 1)
+	return lo, math.MaxUint64 >> (64 - i)
+}
+
+func statsText(s *hist.Stats, durations bool) string {
+	if s.Count() == 0 {
+		return "no values"
+	}
+	f := func(v int64) string {
+		if durations {
+			return heatmap.FormatDuration(float64(v))
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	mean := strconv.FormatFloat(s.Mean(), 'f', 1, 64)
+	if durations {
+		mean = heatmap.FormatDuration(s.Mean())
+	}
+	return fmt.Sprintf("count %s · min %s · mean %s · p50 %s · p90 %s · p99 %s · max %s",
+		commas(s.Count()), f(s.Min()), mean, f(s.Percentile(50)), f(s.Percentile(90)), f(s.Percentile(99)), f(s.Max()))
+}
+
+func latency(path string, o *Options, l LatencySpec) (*latencyView, error) {
+	c, err := replay.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var text bytes.Buffer
+	res, err := replay.Latency(c, replay.LatencyOptions{Filter: o.Filter, Entry: l.Entry, Return: l.Return, Now: o.Now}, &text)
+	if err != nil {
+		return nil, err
+	}
+	hv := log2View(&res.Hist, &res.Stats, "nsecs", true)
+	lv := &latencyView{
+		Title:   fmt.Sprintf("%s → %s", l.Entry, l.Return),
+		Summary: fmt.Sprintf("%s calls · %s", commas(res.Calls), strings.TrimPrefix(hv.Stats, "count "+commas(res.Calls)+" · ")),
+		BCC:     text.String(), Bars: hv.Bars,
+		Command: fmt.Sprintf("bpftape latency %s %s %s", shellQuote(path), shellQuote(l.Entry), shellQuote(l.Return)),
+	}
+	if res.Calls == 0 {
+		lv.Summary = "no calls: no return event followed an entry event on its thread"
+	}
+	lv.Unmatched = fmt.Sprintf("%s returns without entry, %s entries without return", commas(res.UnmatchedReturns), commas(res.UnmatchedEntries))
+	if res.Overflows > 0 {
+		lv.Unmatched += fmt.Sprintf(", %s entries beyond depth %d", commas(res.Overflows), replay.MaxDepth)
+	}
+	return lv, nil
+}
+
+func requests(path string, o *Options, r RequestsSpec) (*requestsView, error) {
+	c, err := replay.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var text bytes.Buffer
+	res, err := replay.Requests(c, replay.RequestsOptions{Filter: o.Filter, ItemProbe: r.ItemProbe, ItemField: r.ItemField,
+		EndProbe: r.EndProbe, EndField: r.EndField, Now: o.Now}, &text)
+	if err != nil {
+		return nil, err
+	}
+	rv := &requestsView{
+		Title: fmt.Sprintf("%s.%s summed per thread until %s.%s", r.ItemProbe, r.ItemField, r.EndProbe, r.EndField),
+		Summary: fmt.Sprintf("%s requests · %s ends without items skipped · %s incomplete requests (%s items) at the end",
+			commas(res.Requests), commas(res.EndsWithoutItems), commas(res.Incomplete), commas(res.IncompleteItems)),
+		BCC: text.String(),
+		End: log2View(&res.End, &res.EndStats, r.EndField, false), Total: log2View(&res.Total, &res.TotalStats, r.ItemField, false),
+		Command: fmt.Sprintf("bpftape requests %s %s %s %s %s", shellQuote(path), shellQuote(r.ItemProbe), shellQuote(r.ItemField),
+			shellQuote(r.EndProbe), shellQuote(r.EndField)),
+	}
+	rv.End.Title = fmt.Sprintf("%s.%s per request", r.EndProbe, r.EndField)
+	rv.Total.Title = fmt.Sprintf("sum of %s.%s per request", r.ItemProbe, r.ItemField)
+	return rv, nil
+}
+
+func compare(path string, o *Options, cs CompareSpec) (*compareView, error) {
+	ca, err := replay.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer ca.Close()
+	cb := ca
+	if cs.FileB != "" && cs.FileB != path {
+		if cb, err = replay.Open(cs.FileB); err != nil {
+			return nil, err
+		}
+		defer cb.Close()
+	}
+	a := replay.Side{Capture: ca, Probe: cs.ProbeA, Field: cs.FieldA}
+	b := replay.Side{Capture: cb, Probe: cs.ProbeB, Field: cs.FieldB}
+	var text bytes.Buffer
+	res, err := replay.Compare(&a, &b, replay.CompareOptions{Filter: o.Filter}, &text)
+	if err != nil {
+		return nil, err
+	}
+	name := func(s *replay.Side) string {
+		if s.Capture != ca {
+			return fmt.Sprintf("%s %s.%s", s.Capture.Name, s.Probe, s.Field)
+		}
+		return s.Probe + "." + s.Field
+	}
+	cv := &compareView{Title: name(&a) + " vs " + name(&b), A: name(&a), B: name(&b), Identical: res.Identical,
+		StatsA: statsText(&a.Stats, false), StatsB: statsText(&b.Stats, false), BCC: text.String()}
+	switch {
+	case math.IsNaN(res.KS):
+		cv.KS = "undefined (a histogram is empty)"
+	default:
+		cv.KS = strconv.FormatFloat(res.KS, 'f', 4, 64)
+	}
+	if res.Identical {
+		cv.Verdict = "identical: every bucket count is equal"
+	} else {
+		cv.Verdict = "different"
+	}
+	sa, sb := a.Log2.Slots(), b.Log2.Slots()
+	lo, hi := -1, -1
+	var top uint64
+	for i := range sa {
+		if sa[i] > 0 || sb[i] > 0 {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i
+			top = max(top, sa[i], sb[i])
+		}
+	}
+	for i := lo; i <= hi && lo >= 0; i++ {
+		l, u := slotRange(i)
+		cv.Rows = append(cv.Rows, compareRow{Lo: strconv.FormatUint(l, 10), Hi: strconv.FormatUint(u, 10),
+			A: commas(sa[i]), B: commas(sb[i]), Delta: fmt.Sprintf("%+d", int64(sb[i])-int64(sa[i])),
+			WA: 100 * float64(sa[i]) / float64(top), WB: 100 * float64(sb[i]) / float64(top)})
+	}
+	args := []string{shellQuote(path), shellQuote(cs.ProbeA), shellQuote(cs.FieldA)}
+	if cb != ca {
+		args = append(args, shellQuote(cs.FileB))
+	}
+	cv.Command = "bpftape compare " + strings.Join(append(args, shellQuote(cs.ProbeB), shellQuote(cs.FieldB)), " ")
+	return cv, nil
+}
+
+func offset(t int64, m *format.Meta) string {
+	return "+" + strings.TrimPrefix(heatmap.FormatDuration(float64(t-m.StartBoot)), "+")
+}
+
+func commas(n uint64) string { return heatmap.Commas(n) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@=+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,125 @@
+package report
+
+import (
+	"bytes"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+// writeCapture writes entry/return pairs with sizes, per-thread requests
+// and a few loss records.
+func writeCapture(t *testing.T, path, host string) {
+	t.Helper()
+	m := &format.Meta{Host: host, Kernel: "6.1.0", Tool: "bpftape test", CommandLine: []string{"bpftape", "record", "<x>"},
+		StartBoot: 1e9, StartWall: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Probes: []format.Probe{
+			{Name: "rx", Kind: "uprobe", Spec: "rx=u:/bin/q:recv(arg2)", Target: "/bin/q", BuildID: "ab12", Fields: []format.Field{{Name: "arg2", Type: format.Uint64}}},
+			{Name: "rx_ret", Kind: "uretprobe", Spec: "rx_ret=ur:/bin/q:recv", Target: "/bin/q", BuildID: "ab12", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
+			{Name: "msg", Kind: "usdt", Spec: "U:/bin/q:p:msg(str(arg0))", Fields: []format.Field{{Name: "arg0", Type: format.String}}},
+		}}
+	w, err := format.Create(path, m, format.WriterOptions{BatchRows: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := m.StartBoot
+	for i := 0; i < 3000; i++ {
+		tid := uint32(100 + i%3)
+		size := uint64(64 << (i % 8))
+		tm += 1000
+		if err := w.Append(&format.Event{Time: tm, PID: 100, TID: tid, Probe: 0, Comm: []byte("q<&>"), Ints: []uint64{size}}); err != nil {
+			t.Fatal(err)
+		}
+		tm += int64(500 << (i % 5))
+		if err := w.Append(&format.Event{Time: tm, PID: 100, TID: tid, Probe: 1, Comm: []byte("q<&>"), Ints: []uint64{size}}); err != nil {
+			t.Fatal(err)
+		}
+		if i%500 == 0 {
+			w.Append(&format.Event{Time: tm, PID: 100, TID: tid, Probe: 2, Comm: []byte("q"), Ints: []uint64{0}, Strs: [][]byte{[]byte("<script>alert(1)</script>")}})
+			if err := w.Lost(0, 1, tm, 17); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.arrow")
+	other := filepath.Join(dir, "other.arrow")
+	writeCapture(t, path, "host<1>")
+	writeCapture(t, other, "host2")
+	var b bytes.Buffer
+	c, err := Write(path, &b, Options{
+		Version:   "9.9",
+		Latencies: []LatencySpec{{"rx", "rx_ret"}},
+		Requests:  []RequestsSpec{{"rx", "arg2", "rx_ret", "retval"}},
+		Compares:  []CompareSpec{{ProbeA: "rx", FieldA: "arg2", ProbeB: "rx_ret", FieldB: "retval"}, {ProbeA: "rx", FieldA: "arg2", FileB: other, ProbeB: "rx", FieldB: "arg2"}},
+		Now:       time.Date(2025, 1, 3, 0, 0, 0, 0, time.UTC),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Losses.Total != 6*17 {
+		t.Errorf("losses %d, want %d", c.Losses.Total, 6*17)
+	}
+	html := b.String()
+	for _, want := range []string{
+		`<div class="box loss" id="losses" role="alert">`, "102 events were lost", "host&lt;1&gt;", "ab12",
+		"rx=u:/bin/q:recv(arg2)", `<h2 id="latency">`, `<h2 id="requests">`, `<h2 id="compare">`, "identical: every bucket count is equal",
+		"bpftape latency " + path + " rx rx_ret", "lost events", "3,000 calls",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// Two numeric fields: two histogram cards and two field heat maps, plus
+	// the time line and the latency map.
+	if n := strings.Count(html, `<div class="card">`); n != 2+2 { // and the two request histograms
+		t.Errorf("%d cards, want 4", n)
+	}
+	if n := strings.Count(html, "<svg "); n != 4 {
+		t.Errorf("%d SVGs, want 4", n)
+	}
+	if n := strings.Count(html, "<title>"); n < 50 {
+		t.Errorf("only %d <title> elements", n)
+	}
+	// Self-contained: nothing to load, no script, and the capture's strings escaped.
+	for _, bad := range []string{"<script", "<link", "@import", "url(", "<img", "<iframe", "src=", "https://"} {
+		if strings.Contains(html, bad) {
+			t.Errorf("report contains %q", bad)
+		}
+	}
+	if refs := regexp.MustCompile(`https?://[^"]*`).FindAllString(html, -1); len(refs) != strings.Count(html, "<svg ") {
+		t.Errorf("references other than the SVG namespace: %v", refs)
+	}
+}
+
+func TestReportNoLosses(t *testing.T) {
+	var b bytes.Buffer
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	m := &format.Meta{Host: "h", StartBoot: 5, StartWall: time.Unix(0, 0), Probes: []format.Probe{{Name: "p", Kind: "tracepoint", Spec: "t:a:b"}}}
+	w, err := format.Create(path, m, format.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if _, err := Write(path, &b, Options{MaxHeatmaps: -1}); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{"No events were lost", "No probe has a numeric field", `<h2 id="timeline">`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(html, `id="heatmaps"`) {
+		t.Error("heat maps section without fields")
+	}
+}

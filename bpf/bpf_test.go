@@ -61,6 +61,7 @@ func TestLayoutMatchesC(t *testing.T) {
 			"CLASS_ARGS12": uint64(ClassArgs12), "CLASS_ARGS12_STR4": uint64(ClassArgs12Str4),
 		},
 		"sample_flag": {"SAMPLE_STR_TRUNCATED": FlagStrTruncated, "SAMPLE_READ_FAULT": FlagReadFault},
+		"addr_flag":   {"ADDR_NO_BASE": uint64(AddrNoBase), "ADDR_FS": uint64(AddrFS), "ADDR_GS": uint64(AddrGS)},
 	}
 	for name, want := range enums {
 		var e *btf.Enum
@@ -171,6 +172,9 @@ func TestValidate(t *testing.T) {
 		{Nargs: 2, SizeClass: ClassArgs2, Args: [MaxArgs]ArgSpec{reg(RegDI, 8), reg(RegSI, 1)}},
 		{Nargs: 2, SizeClass: ClassArgs12Str4, Nstr: 2, Args: [MaxArgs]ArgSpec{str(0), str(3)}},
 		{Nargs: 1, SizeClass: ClassArgs6, Args: [MaxArgs]ArgSpec{{Kind: KindSIB, Reg: RegDI, IndexReg: RegSI, Scale: 8, Size: 4}}},
+		{Nargs: 2, SizeClass: ClassArgs2, Args: [MaxArgs]ArgSpec{
+			{Kind: KindSIB, Flags: AddrNoBase | AddrFS, IndexReg: RegCX, Scale: 8, Size: 8, Off: -64},
+			{Kind: KindRegDeref, Flags: AddrGS, Reg: RegDX, Size: 4}}},
 	}
 	for i, s := range ok {
 		if err := s.Validate(); err != nil {
@@ -191,6 +195,9 @@ func TestValidate(t *testing.T) {
 		"nstr":            {Nargs: 1, SizeClass: ClassArgs12Str4, Args: [MaxArgs]ArgSpec{str(0)}},
 		"bad scale":       {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindSIB, Reg: RegDI, IndexReg: RegSI, Scale: 3, Size: 4}}},
 		"tp offset range": {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindTPField, Off: 1 << 16, Size: 8}}},
+		"flags on reg":    {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindReg, Reg: RegDI, Size: 8, Flags: AddrFS}}},
+		"unknown flag":    {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindRegDeref, Reg: RegDI, Size: 8, Flags: 8}}},
+		"fs and gs":       {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindRegDeref, Reg: RegDI, Size: 8, Flags: AddrFS | AddrGS}}},
 	}
 	for name, s := range bad {
 		if err := s.Validate(); err == nil {

@@ -82,6 +82,16 @@ enum size_class {
 	CLASS_ARGS12_STR4 = 3,
 };
 
+/*
+ * Address flags (arg_spec.flags) of the memory kinds ARG_REG_DEREF, ARG_SIB
+ * and ARG_REG_DEREF_STR. Mirrored by Addr* in spec.go.
+ */
+enum addr_flag {
+	ADDR_NO_BASE = 1, /* no base register: the address starts at 0 (absolute, %fs:off, off(,%idx,s)) */
+	ADDR_FS = 2,	  /* add the thread's %fs base (x86-64 TLS): %fs:... operands */
+	ADDR_GS = 4,	  /* add the thread's %gs base */
+};
+
 enum sample_flag {
 	SAMPLE_STR_TRUNCATED = 1, /* a string did not fit its slot */
 	SAMPLE_READ_FAULT = 2,	  /* a register or memory read failed; its value is 0 */
@@ -95,7 +105,7 @@ struct arg_spec {
 	__u8 size;	/* 1, 2, 4 or 8: integer width; max bytes for ARG_TP_CHARARRAY */
 	__u8 is_signed;
 	__u8 str_slot; /* 0..MAX_STRS-1, string kinds only */
-	__u8 _pad;
+	__u8 flags;    /* enum addr_flag, memory kinds only */
 	__s64 off;
 };
 
@@ -140,11 +150,19 @@ const struct btf_anchor {
 	enum arg_kind kind;
 	enum size_class size_class;
 	enum sample_flag flag;
+	enum addr_flag addr_flag;
 } btf_anchor = {};
 
 /* Set from Go before load. */
 volatile const __u32 filter_tgid = 0;  /* tracepoints: only this tgid; 0 = all */
 volatile const __u64 wakeup_bytes = 0; /* see wakeup_flags() */
+/*
+ * Byte offsets of thread.fsbase and thread.gsbase in struct task_struct,
+ * taken from the kernel's BTF by the loader; 0 = unknown (ADDR_FS and
+ * ADDR_GS reads then fail).
+ */
+volatile const __u32 task_fsbase_off = 0;
+volatile const __u32 task_gsbase_off = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -276,11 +294,37 @@ static __always_inline __u64 read_str(char *dst, __u64 src, __u32 limit, int use
 	return n - 1;
 }
 
+/*
+ * User address of a memory operand: base register (unless ADDR_NO_BASE),
+ * plus index register * scale for ARG_SIB, plus the displacement, plus the
+ * thread's %fs or %gs base for a segment-prefixed operand.
+ */
+static __always_inline long operand_addr(void *ctx, const struct arg_spec *a, __u64 *addr)
+{
+	__u64 base = 0, idx = 0, seg = 0;
+	__u32 off = 0;
+	long err = 0;
+
+	if (!(a->flags & ADDR_NO_BASE))
+		err = read_reg(ctx, a->reg, &base);
+	if (!err && a->kind == ARG_SIB)
+		err = read_reg(ctx, a->index_reg, &idx);
+	if (!err && (a->flags & (ADDR_FS | ADDR_GS))) {
+		off = (a->flags & ADDR_FS) ? task_fsbase_off : task_gsbase_off;
+		if (!off)
+			err = -1;
+		else
+			err = bpf_probe_read_kernel(&seg, sizeof(seg), (char *)bpf_get_current_task() + off);
+	}
+	*addr = base + idx * a->scale + a->off + seg;
+	return err;
+}
+
 /* Value of one uprobe/uretprobe/USDT arg; string kinds write into strs. */
 static __always_inline __u64 uprobe_arg(void *ctx, const struct arg_spec *a, struct sample *s,
 					const int with_strs, __u16 *flags)
 {
-	__u64 v = 0, base = 0, idx = 0;
+	__u64 v = 0, base = 0;
 	long err = 0;
 
 	switch (a->kind) {
@@ -295,26 +339,27 @@ static __always_inline __u64 uprobe_arg(void *ctx, const struct arg_spec *a, str
 		v = extend(v, a->size, a->is_signed);
 		break;
 	case ARG_REG_DEREF:
-		err = read_reg(ctx, a->reg, &base);
-		if (!err)
-			err = read_int(&v, a->size, base + a->off, 1);
-		v = extend(v, a->size, a->is_signed);
-		break;
 	case ARG_SIB:
-		err = read_reg(ctx, a->reg, &base);
+		err = operand_addr(ctx, a, &base);
 		if (!err)
-			err = read_reg(ctx, a->index_reg, &idx);
-		if (!err)
-			err = read_int(&v, a->size, base + idx * a->scale + a->off, 1);
+			err = read_int(&v, a->size, base, 1);
 		v = extend(v, a->size, a->is_signed);
 		break;
 	case ARG_USER_STR:
-	case ARG_REG_DEREF_STR:
 		if (!with_strs)
 			return 0;
 		err = read_reg(ctx, a->reg, &base);
 		base += a->off;
-		if (!err && a->kind == ARG_REG_DEREF_STR)
+		if (err) {
+			s->strs[a->str_slot & (MAX_STRS - 1)][0] = 0;
+			break;
+		}
+		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], base, STR_LEN, 1, flags);
+	case ARG_REG_DEREF_STR:
+		if (!with_strs)
+			return 0;
+		err = operand_addr(ctx, a, &base);
+		if (!err)
 			err = read_int(&base, 8, base, 1);
 		if (err) {
 			s->strs[a->str_slot & (MAX_STRS - 1)][0] = 0;

@@ -22,7 +22,7 @@ type bpftapeArgSpec struct {
 	Size     uint8
 	IsSigned uint8
 	StrSlot  uint8
-	Pad      uint8
+	Flags    uint8
 	Off      int64
 }
 
@@ -44,7 +44,7 @@ type bpftapeBtfAnchor struct {
 	Kind      uint32
 	SizeClass uint32
 	Flag      uint32
-	_         [4]byte
+	AddrFlag  uint32
 }
 
 type bpftapeProbeSpec struct {
@@ -82,6 +82,8 @@ const (
 	bpftapeProgProbeUprobe     = "probe_uprobe"
 	bpftapeVarBtfAnchor        = "btf_anchor"
 	bpftapeVarFilterTgid       = "filter_tgid"
+	bpftapeVarTaskFsbaseOff    = "task_fsbase_off"
+	bpftapeVarTaskGsbaseOff    = "task_gsbase_off"
 	bpftapeVarWakeupBytes      = "wakeup_bytes"
 )
 
@@ -144,9 +146,11 @@ type bpftapeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeVariableSpecs struct {
-	BtfAnchor   *ebpf.VariableSpec `ebpf:"btf_anchor"`
-	FilterTgid  *ebpf.VariableSpec `ebpf:"filter_tgid"`
-	WakeupBytes *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	BtfAnchor     *ebpf.VariableSpec `ebpf:"btf_anchor"`
+	FilterTgid    *ebpf.VariableSpec `ebpf:"filter_tgid"`
+	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
+	TaskGsbaseOff *ebpf.VariableSpec `ebpf:"task_gsbase_off"`
+	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // bpftapeObjects contains all objects after they have been loaded into the kernel.
@@ -186,9 +190,11 @@ func (m *bpftapeMaps) Close() error {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeVariables struct {
-	BtfAnchor   *ebpf.Variable `ebpf:"btf_anchor"`
-	FilterTgid  *ebpf.Variable `ebpf:"filter_tgid"`
-	WakeupBytes *ebpf.Variable `ebpf:"wakeup_bytes"`
+	BtfAnchor     *ebpf.Variable `ebpf:"btf_anchor"`
+	FilterTgid    *ebpf.Variable `ebpf:"filter_tgid"`
+	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`
+	TaskGsbaseOff *ebpf.Variable `ebpf:"task_gsbase_off"`
+	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // bpftapePrograms contains all programs after they have been loaded into the kernel.

@@ -44,6 +44,11 @@ type Options struct {
 	// than that. 0 wakes the reader on every sample; WakeupKernelDefault
 	// leaves it to the kernel. A quarter of RingSize is a good value.
 	WakeupBytes uint64
+
+	// ThreadBases lets AddrFS and AddrGS operands read the thread's segment
+	// base, whose place in task_struct Load then takes from the kernel's BTF
+	// (without it such operands record read faults).
+	ThreadBases bool
 }
 
 // Objects are the loaded programs and maps. Close them when done.
@@ -100,6 +105,18 @@ func Load(opts Options) (*Objects, error) {
 	}
 	if err := spec.Variables[bpftapeVarWakeupBytes].Set(opts.WakeupBytes); err != nil {
 		return nil, fmt.Errorf("bpf: set wakeup_bytes: %w", err)
+	}
+	if opts.ThreadBases {
+		fs, gs, err := ThreadBaseOffsets()
+		if err != nil {
+			return nil, err
+		}
+		if err := spec.Variables[bpftapeVarTaskFsbaseOff].Set(fs); err != nil {
+			return nil, fmt.Errorf("bpf: set task_fsbase_off: %w", err)
+		}
+		if err := spec.Variables[bpftapeVarTaskGsbaseOff].Set(gs); err != nil {
+			return nil, fmt.Errorf("bpf: set task_gsbase_off: %w", err)
+		}
 	}
 
 	var objs Objects
@@ -204,6 +221,7 @@ func CheckFeatures() error {
 		asm.FnProbeReadUserStr,
 		asm.FnProbeReadKernel,
 		asm.FnProbeReadKernelStr,
+		asm.FnGetCurrentTask, // the %fs base of thread-local USDT operands
 	}
 	for _, pt := range []ebpf.ProgramType{ebpf.Kprobe, ebpf.TracePoint} {
 		if err := features.HaveProgramType(pt); err != nil {

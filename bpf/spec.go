@@ -38,6 +38,7 @@ type ProbeSpec = bpftapeProbeSpec
 //	Size      uint8  integer width 1, 2, 4 or 8; for KindTPCharArray the array length
 //	IsSigned  uint8  1: sign-extend, 0: zero-extend
 //	StrSlot   uint8  string slot 0..MaxStrs-1 (string kinds)
+//	Flags     uint8  Addr* flags of a memory operand (KindRegDeref, KindSIB, KindRegDerefStr)
 //	Off       int64  displacement, tracepoint field offset, or the KindConst value
 //
 // Integer kinds (Reg, RegDeref, SIB, Retval, TPField) truncate the value to
@@ -71,6 +72,17 @@ const (
 	KindRegDerefStr  uint8 = 10 // user C string whose pointer is the u64 at user address Reg+Off
 	KindTPUserStr    uint8 = 11 // user C string whose pointer is the u64 at offset Off of the record
 	numKinds               = 12
+)
+
+// Address flags (ArgSpec.Flags) of the memory kinds KindRegDeref, KindSIB and
+// KindRegDerefStr, mirroring enum addr_flag in bpftape.c. They let USDT
+// operands without a base register ("-8@%fs:v@tpoff(,%rcx,8)",
+// "-4@table(,%rax,4)") and thread-local ones ("%fs:") be read.
+const (
+	AddrNoBase uint8 = 1 // no base register: Reg is ignored, the address starts at 0
+	AddrFS     uint8 = 2 // add the thread's %fs base (x86-64 user TLS); needs Options.ThreadBases
+	AddrGS     uint8 = 4 // add the thread's %gs base; needs Options.ThreadBases
+	addrFlags        = AddrNoBase | AddrFS | AddrGS
 )
 
 // Size classes (ProbeSpec.SizeClass): how large a record the program
@@ -252,6 +264,16 @@ func (a *ArgSpec) validate() error {
 	case KindTPDataLocStr, KindTPUserStr:
 	default:
 		return fmt.Errorf("unknown kind %d", a.Kind)
+	}
+	if a.Flags != 0 {
+		switch {
+		case a.Kind != KindRegDeref && a.Kind != KindSIB && a.Kind != KindRegDerefStr:
+			return fmt.Errorf("address flags %#x on kind %d, which reads no memory operand", a.Flags, a.Kind)
+		case a.Flags&^addrFlags != 0:
+			return fmt.Errorf("unknown address flags %#x", a.Flags&^addrFlags)
+		case a.Flags&AddrFS != 0 && a.Flags&AddrGS != 0:
+			return errors.New("address flags name both %fs and %gs")
+		}
 	}
 	switch a.Kind {
 	case KindTPField, KindTPCharArray, KindTPDataLocStr, KindTPUserStr:

@@ -28,6 +28,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/probespec"
 )
 
@@ -53,6 +54,10 @@ type Options struct {
 	// Command is let run. It holds "pid=RECORDER_PID\n", and
 	// "target=PID\n" when recording a process.
 	ReadyFile string
+	// DebugDirs are searched for the separate debug files of stripped
+	// binaries before $BPFTAPE_DEBUG_DIRS and /usr/lib/debug (see
+	// elfsym.DebugDirs and elfsym.FindDebugFile).
+	DebugDirs []string
 
 	// CommandLine and Version go into the capture's metadata.
 	CommandLine []string
@@ -241,8 +246,9 @@ func (r *recorder) setup() error {
 		}
 	}
 
-	res := &resolver{pid: o.PID, warn: r.warn}
+	res := &resolver{pid: o.PID, warn: r.warn, debugDirs: elfsym.DebugDirs(o.DebugDirs)}
 	natt := 0
+	threadBases := false
 	for i, s := range specs {
 		p, err := res.resolve(s, names[i])
 		if err != nil {
@@ -250,6 +256,7 @@ func (r *recorder) setup() error {
 		}
 		for k := range p.atts {
 			p.atts[k].spec.ProbeId = uint16(i)
+			threadBases = threadBases || p.atts[k].threadBase()
 		}
 		natt += len(p.atts)
 		r.probes = append(r.probes, p)
@@ -289,7 +296,8 @@ func (r *recorder) setup() error {
 	}
 	r.created = true
 
-	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4}); err != nil {
+	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4,
+		ThreadBases: threadBases}); err != nil {
 		return err
 	}
 	if r.rd, err = ringbuf.NewReader(r.objs.Events); err != nil {
@@ -327,6 +335,9 @@ func (r *recorder) meta(ring uint32) *format.Meta {
 	}
 	for _, p := range r.probes {
 		m.Probes = append(m.Probes, p.meta)
+		if p.debugFile != "" {
+			m.Extra["debug_file:"+p.meta.Name] = p.debugFile
+		}
 	}
 	b1 := bootNow()
 	m.StartWall = time.Now()

@@ -23,6 +23,9 @@ type probe struct {
 	// strSlot[i] is the string slot of field i, or -1 for an integer field.
 	strSlot []int8
 	atts    []attachment
+	// debugFile is the separate debug file whose symbols located a
+	// uprobe, "" if the binary's own did.
+	debugFile string
 }
 
 // attachment is one place a probe's program is attached: a uprobe at a file
@@ -38,12 +41,24 @@ type attachment struct {
 	what     string // for errors: "uprobe ./virtnet:virtio_net_receive_rcu"
 }
 
+// threadBase reports whether the attachment reads a %fs: or %gs: operand,
+// which needs bpf.Options.ThreadBases.
+func (a *attachment) threadBase() bool {
+	for i := range int(a.spec.Nargs) {
+		if a.spec.Args[i].Flags&(bpf.AddrFS|bpf.AddrGS) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // resolver turns parsed specs into probes, looking at binaries and tracefs.
 type resolver struct {
-	pid      int // -p; 0 otherwise (a -c child has not run its binary yet)
-	warn     func(string)
-	tracefs  string // found on first use
-	usdtMemo map[string][]usdt.Probe
+	pid       int // -p; 0 otherwise (a -c child has not run its binary yet)
+	warn      func(string)
+	debugDirs []string // where separate debug files are looked for
+	tracefs   string   // found on first use
+	usdtMemo  map[string][]usdt.Probe
 }
 
 func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
@@ -59,7 +74,7 @@ func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
 	case probespec.Kprobe, probespec.Kretprobe:
 		err = kprobeUnavailable(s, r.tracefsDir)
 	case probespec.Fentry, probespec.Fexit:
-		err = fentryUnavailable(s)
+		err = fentryUnavailable(s, r.tracefsDir)
 	default:
 		err = fmt.Errorf("unknown probe kind %v", s.Kind)
 	}
@@ -99,12 +114,24 @@ func (r *resolver) uprobe(p *probe) error {
 	if err != nil {
 		return err
 	}
-	off, err := elfsym.SymbolOffset(path, s.Symbol)
+	loc, err := elfsym.Locate(path, s.Symbol, r.debugDirs)
 	if err != nil {
 		return err
 	}
+	p.debugFile = loc.DebugFile
 	fields := s.Fields
 	ret := s.Kind == probespec.Uretprobe
+	if ret && !loc.Entry() {
+		where := "no function symbol covers it"
+		if loc.Func != "" {
+			where = fmt.Sprintf("it is %s+%#x", loc.Func, loc.FuncOff)
+		}
+		return fmt.Errorf("a uretprobe goes on a function's entry, and %s is not one (%s): the return address is only on top of the stack there", s.Symbol, where)
+	}
+	if loc.Unverified != "" {
+		r.warn(fmt.Sprintf("%s: cannot check that %#x (file offset %#x) starts an instruction: %s; a breakpoint inside an instruction corrupts the traced program",
+			s.Text, loc.Addr, loc.Offset, loc.Unverified))
+	}
 	if fields == nil {
 		if ret {
 			fields = []probespec.Field{{Text: "retval", Source: probespec.Retval, Type: format.Int64}}
@@ -155,7 +182,7 @@ func (r *resolver) uprobe(p *probe) error {
 		return err
 	}
 	what := fmt.Sprintf("%s %s:%s", s.Kind, path, s.Symbol)
-	p.atts = []attachment{{path: path, addr: off, ret: ret, spec: spec, what: what}}
+	p.atts = []attachment{{path: path, addr: loc.Offset, ret: ret, spec: spec, what: what}}
 	return nil
 }
 
@@ -242,6 +269,14 @@ func (r *resolver) usdt(p *probe) error {
 	}
 	fields := s.Fields
 	if fields == nil {
+		if len(up.Args) > bpf.MaxArgs {
+			some := make([]string, bpf.MaxArgs)
+			for i := range some {
+				some[i] = fmt.Sprintf("arg%d", i)
+			}
+			return fmt.Errorf("usdt probe %s in %s has %d arguments, more than the %d a probe records: list the ones you need, e.g. '%s(%s)'",
+				full, path, len(up.Args), bpf.MaxArgs, s.Target(), strings.Join(some, ","))
+		}
 		for i := range up.Args {
 			fields = append(fields, probespec.Field{Text: fmt.Sprintf("arg%d", i), Source: probespec.Arg, Arg: i})
 		}

@@ -55,17 +55,56 @@ func kprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) err
 }
 
 // fentryUnavailable explains why a fentry or fexit probe cannot be
-// recorded. It asks the kernel: first whether it loads BPF tracing programs
-// at all, then whether it loads one attached to the named function; if both
-// work, the answer is that bpftape does not record fentry/fexit yet.
-func fentryUnavailable(s *probespec.Spec) error {
-	if !fileExists("/sys/kernel/btf/vmlinux") {
-		return fmt.Errorf("%s probes need the kernel's BTF (CONFIG_DEBUG_INFO_BTF), and /sys/kernel/btf/vmlinux does not exist; "+
-			"record a tracepoint or a uprobe instead", s.Kind)
+// recorded. It first checks FUNC against the kernel's BTF, so a typo gets
+// close names and a real function says what the probe would record, then
+// asks the kernel whether it loads BPF tracing programs at all and one
+// attached to FUNC; if both work, the answer is that bpftape does not
+// record fentry/fexit yet.
+func fentryUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
+	alt := "record a tracepoint or a uprobe instead"
+	if dir, err := tracefsDir(); err == nil {
+		if names, err := tracefs.List(dir, ""); err == nil {
+			var events []string
+			for _, n := range names {
+				_, ev, _ := strings.Cut(n, ":")
+				events = append(events, ev)
+			}
+			if close := relatedTracepoints(s.Symbol, names, events); len(close) > 0 {
+				alt += " (tracepoints with close names: " + strings.Join(close, ", ") + ")"
+			}
+		}
 	}
+	if !fileExists(btfDir + "/vmlinux") {
+		return fmt.Errorf("%s probes need the kernel's BTF (CONFIG_DEBUG_INFO_BTF), and %s/vmlinux does not exist; %s", s.Kind, btfDir, alt)
+	}
+	fn, err := LookupKernelFunc(s.Symbol)
+	if err != nil {
+		if terr := tracingUnavailable(s); terr != nil {
+			return fmt.Errorf("%w (and %s:%s could not run here anyway: %v)", err, s.Kind, s.Symbol, terr)
+		}
+		return err
+	}
+	what := fmt.Sprintf("kernel function %s", s.Symbol)
+	if fn.Module != "" {
+		what += " (module " + fn.Module + ")"
+	}
+	would := fmt.Sprintf("%s exists and %s:%s would record %s from BTF", what, s.Kind, s.Symbol, fn.Args())
+	if s.Kind == probespec.Fexit {
+		would += fmt.Sprintf(", and retval (%s)", fn.Return)
+	}
+	if err := tracingUnavailable(s); err != nil {
+		return fmt.Errorf("%w; %s; %s", err, would, alt)
+	}
+	return fmt.Errorf("this kernel could run %s:%s, but bpftape does not record fentry/fexit probes yet (%s); %s",
+		s.Kind, s.Symbol, would, alt)
+}
+
+// tracingUnavailable asks the kernel whether it loads a BPF tracing
+// program (BPF_PROG_TYPE_TRACING) for s: nil if it does.
+func tracingUnavailable(s *probespec.Spec) error {
 	if err := features.HaveProgramType(ebpf.Tracing); err != nil {
 		return fmt.Errorf("%s probes are not available: they need BPF tracing programs (BPF_PROG_TYPE_TRACING, attached through BPF trampolines), "+
-			"which this kernel does not load (%v)%s; record a tracepoint or a uprobe instead", s.Kind, err, lockdownNote())
+			"which this kernel does not load (%v)%s", s.Kind, err, lockdownNote())
 	}
 	at := ebpf.AttachTraceFEntry
 	if s.Kind == probespec.Fexit {
@@ -82,8 +121,7 @@ func fentryUnavailable(s *probespec.Spec) error {
 		return fmt.Errorf("the kernel refused a %s program for %s: %v%s", s.Kind, s.Symbol, err, lockdownNote())
 	}
 	prog.Close()
-	return fmt.Errorf("this kernel could run %s:%s, but bpftape does not record fentry/fexit probes yet; record a tracepoint or a uprobe instead",
-		s.Kind, s.Symbol)
+	return nil
 }
 
 // lockdownNote reports kernel lockdown when securityfs shows it.

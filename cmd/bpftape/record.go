@@ -30,7 +30,7 @@ func init() {
 const DefaultOutput = "bpftape.arrow"
 
 const recordSynopsis = `[-o FILE] [-p PID | -c 'CMD ARGS'] [-d DURATION] [--ringbuf-size BYTES]
-                      [--compress zstd|lz4|none] [--ready-file PATH] PROBE...`
+                      [--compress zstd|lz4|none] [--ready-file PATH] [--debug-dir DIR] PROBE...`
 
 const recordHelp = `
 Records every event of the PROBEs into FILE (default ` + DefaultOutput + `), an
@@ -48,7 +48,17 @@ PROBE := [NAME=]TYPE:TARGET[(FIELD,...)]
   usdt:BINARY:[PROVIDER:]PROBE      U:   USDT (sys/sdt.h) probe; PROVIDER may be
                                          left out when the name is unambiguous
   tracepoint:CATEGORY:EVENT         t:   kernel tracepoint
-BINARY is a path, a program on PATH, or a library name (libc).
+BINARY is a path, a program on PATH, or a library name (libc, libfoo.so.1:
+the -p process's mappings, $LD_LIBRARY_PATH, the ld.so cache, /lib...).
+A uprobe's SYMBOL may also be SYMBOL+OFFSET, a byte offset into the function
+(main+4), or an ADDRESS (0x1139): a link-time virtual address as nm, objdump
+and readelf print it (bpftrace's convention). Either must start an
+instruction; a uretprobe goes only on a function's entry. Symbols come from the binary's .symtab and .dynsym, and for a
+stripped binary from its separate debug file, found by build id
+(DIR/.build-id/xx/yyyy.debug) or .gnu_debuglink (next to the binary, in its
+.debug/, in DIR/<its directory>) and checked to be of the same build; DIR is
+each --debug-dir, then each of $BPFTAPE_DEBUG_DIRS (colon-separated), then
+/usr/lib/debug. 'bpftape list BINARY' prints a binary's probes and functions.
 
 FIELD := argN[:TYPE] | retval[:TYPE] | str(argN) | str(retval)
        | TPFIELD[:TYPE] | str(TPFIELD)
@@ -91,6 +101,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	ringSize := fs.String("ringbuf-size", "4M", "ring buffer size in `BYTES` (a power of two, at least a page; K, M, G suffixes)")
 	compress := fs.String("compress", "zstd", "batch compression: zstd, lz4 or none")
 	ready := fs.String("ready-file", "", "write `PATH` once every probe is attached (for scripts and tests)")
+	var debugDirs stringList
+	fs.Var(&debugDirs, "debug-dir", "look for separate debug files of stripped binaries in `DIR` (repeatable; before $BPFTAPE_DEBUG_DIRS and /usr/lib/debug)")
 	probes, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -105,6 +117,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		PID:         *pid,
 		Compression: format.Compression(*compress),
 		ReadyFile:   *ready,
+		DebugDirs:   debugDirs,
 		CommandLine: append([]string{"bpftape", "record"}, args...),
 		Version:     Version,
 		Log:         stderr,
@@ -206,4 +219,14 @@ func parseSize(s string) (uint32, error) {
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
 }

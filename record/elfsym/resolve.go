@@ -29,8 +29,8 @@ var LibDirs = []string{
 // ResolveBinary turns a uprobe target as the user wrote it (a path, a
 // program, or a library such as "libc", "libc.so.6") into an absolute path,
 // preferring what process pid has mapped when pid > 0. Bare names are tried
-// in pid's maps, the ld.so cache and LibDirs (library-like names), $PATH, the
-// working directory, then as "lib"+name.
+// in pid's maps, $LD_LIBRARY_PATH, the ld.so cache and LibDirs (library-like
+// names), $PATH, the working directory, then as "lib"+name.
 func ResolveBinary(name string, pid int) (string, error) {
 	if name == "" {
 		return "", errors.New("elfsym: empty binary name")
@@ -161,9 +161,23 @@ func mapsPath(line string) string {
 	return strings.TrimSuffix(strings.TrimLeft(rest, " "), " (deleted)")
 }
 
-// findLibrary looks a library name up in the ld.so cache and then LibDirs.
-// searched names what was tried, for the caller's error.
+// findLibrary looks a library name up where the dynamic loader would:
+// $LD_LIBRARY_PATH, the ld.so cache, then LibDirs. searched names what was
+// tried, for the caller's error.
 func findLibrary(name string) (path string, searched []string, err error) {
+	if env := os.Getenv("LD_LIBRARY_PATH"); env != "" {
+		for _, dir := range filepath.SplitList(env) {
+			if dir == "" {
+				continue
+			}
+			if p := fromDir(dir, name); p != "" {
+				if rp, err := filepath.EvalSymlinks(p); err == nil {
+					return rp, nil, nil
+				}
+			}
+		}
+		searched = append(searched, "$LD_LIBRARY_PATH")
+	}
 	if out, lerr := ldconfigP(); lerr == nil {
 		if p := fromLdconfig(out, name, runtime.GOARCH); p != "" {
 			if rp, err := filepath.EvalSymlinks(p); err == nil {

@@ -3,14 +3,10 @@ package elfsym
 import (
 	"debug/elf"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
-
-	"github.com/bpftape/bpftape/record/suggest"
 )
 
 const (
@@ -27,31 +23,7 @@ func BuildID(path string) (string, error) {
 		return "", fmt.Errorf("elfsym: %w", err)
 	}
 	defer f.Close()
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil {
-			return "", fmt.Errorf("elfsym: %s: section %s: %w", path, s.Name, err)
-		}
-		if id, ok := findNote(data, f.ByteOrder, "GNU", ntGNUBuildID); ok {
-			return hex.EncodeToString(id), nil
-		}
-	}
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_NOTE {
-			continue
-		}
-		data := make([]byte, p.Filesz)
-		if _, err := p.ReadAt(data, 0); err != nil {
-			return "", fmt.Errorf("elfsym: %s: note segment: %w", path, err)
-		}
-		if id, ok := findNote(data, f.ByteOrder, "GNU", ntGNUBuildID); ok {
-			return hex.EncodeToString(id), nil
-		}
-	}
-	return "", nil
+	return buildID(f, path)
 }
 
 // findNote returns the descriptor of the first note named name with type
@@ -142,72 +114,14 @@ func FuncSymbols(path string) ([]string, error) {
 // file at path attaches at, as cilium/ebpf's link.Executable computes it, for
 // PIE and non-PIE executables and shared libraries. sym may name a version
 // ("memcpy@GLIBC_2.2.5"), else the default version wins; a missing or
-// ambiguous name is an error naming close ones.
+// ambiguous name is an error naming close ones. See Locate for the other
+// target forms and the debug-file search (here in DebugDirs(nil)).
 func SymbolOffset(path, sym string) (uint64, error) {
-	f, err := elf.Open(path)
+	loc, err := Locate(path, sym, DebugDirs(nil))
 	if err != nil {
-		return 0, fmt.Errorf("elfsym: %w", err)
+		return 0, err
 	}
-	defer f.Close()
-	syms, err := allSymbols(f)
-	if err != nil {
-		return 0, fmt.Errorf("elfsym: %s: %w", path, err)
-	}
-	// The value goes through the executable PT_LOAD segment holding it.
-	// Static functions of the same name in several files are ambiguous
-	// unless exactly one definition is global.
-	want, wantVersion, _ := splitVersion(sym)
-	type cand struct {
-		value          uint64
-		global, hidden bool
-	}
-	var cands []cand
-	var names []string
-	for _, s := range syms {
-		if !isFunc(s) {
-			continue
-		}
-		n, version, hidden := splitVersion(s.Name)
-		if s.HasVersion {
-			version, hidden = s.Version, s.VersionIndex.IsHidden()
-		}
-		names = append(names, n)
-		if n != want || wantVersion != "" && version != wantVersion {
-			continue
-		}
-		b := elf.ST_BIND(s.Info)
-		cands = append(cands, cand{s.Value, b == elf.STB_GLOBAL || b == elf.STB_WEAK, hidden})
-	}
-	if wantVersion == "" && slices.ContainsFunc(cands, func(c cand) bool { return !c.hidden }) {
-		cands = slices.DeleteFunc(cands, func(c cand) bool { return c.hidden })
-	}
-	var all, global []uint64
-	for _, c := range cands {
-		all = addUnique(all, c.value)
-		if c.global {
-			global = addUnique(global, c.value)
-		}
-	}
-	var value uint64
-	switch {
-	case len(all) == 1:
-		value = all[0]
-	case len(global) == 1:
-		value = global[0]
-	case len(all) == 0:
-		hint := suggest.Hint(suggest.Closest(want, names, 5))
-		if len(names) == 0 {
-			hint = " (it has no function symbols: stripped?)"
-		}
-		return 0, fmt.Errorf("elfsym: no function %q in %s%s", sym, path, hint)
-	default:
-		return 0, fmt.Errorf("elfsym: function %q is defined at %d addresses in %s (%#x)", sym, len(all), path, all)
-	}
-	off, err := FileOffset(f, value)
-	if err != nil {
-		return 0, fmt.Errorf("elfsym: %s: function %s: %w", path, sym, err)
-	}
-	return off, nil
+	return loc.Offset, nil
 }
 
 // splitVersion splits "name@VERSION" (hidden, an older version) or
@@ -221,15 +135,6 @@ func splitVersion(name string) (base, version string, hidden bool) {
 		return name[:i], name[i+2:], false
 	}
 	return name[:i], name[i+1:], true
-}
-
-func addUnique(s []uint64, v uint64) []uint64 {
-	for _, x := range s {
-		if x == v {
-			return s
-		}
-	}
-	return append(s, v)
 }
 
 // FileOffset translates the virtual address addr of code in f to its file

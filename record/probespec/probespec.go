@@ -4,7 +4,8 @@
 //
 //	PROBE  := [NAME=]TYPE:TARGET[(FIELD,...)]
 //	TYPE   := uprobe | u | uretprobe | ur | usdt | U | tracepoint | t
-//	TARGET := BINARY:SYMBOL                 uprobe, uretprobe
+//	TARGET := BINARY:SYMBOL[+OFFSET]        uprobe, uretprobe
+//	        | BINARY:ADDRESS                uprobe, uretprobe
 //	        | BINARY:[PROVIDER:]PROBE       usdt (PROVIDER may be left out when
 //	                                        only one provider has a probe PROBE)
 //	        | CATEGORY:EVENT                tracepoint
@@ -13,11 +14,17 @@
 //	TYPE   := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
 //
 // BINARY is a path (anything with a '/'), a program found on PATH, or a
-// library name such as libc or libssl.so.3.
+// library name such as libc or libssl.so.3. SYMBOL+OFFSET is a byte offset
+// into the function (main+4, main+0x10) and ADDRESS a link-time virtual
+// address (0x1139) as nm and objdump print it, bpftrace's convention; both
+// must start an instruction, and a uretprobe takes only a function's entry.
+// The recorder finds the symbols of a stripped binary in its debug file.
 //
 // Examples:
 //
 //	u:/usr/bin/qemu-system-x86_64:virtio_net_receive_rcu(arg2)
+//	u:./virtnet:virtio_net_receive_rcu+4(arg2)
+//	u:./virtnet:0x401196
 //	rx=uprobe:./virtnet:virtio_net_receive_rcu(arg0,arg2:u32)
 //	ur:qemu:virtio_net_flush_tx(retval:s32)
 //	U:./usdt_example:usdt-examples:usdt2(arg0,str(arg1),arg2)

@@ -41,22 +41,33 @@ type Arg struct {
 	Signed bool // a negative size in the spec
 	Kind   ArgKind
 	// Reg is the (base) register as written, without the %: "rbp", "eax",
-	// "r12d", "rip"; IndexReg the SIB index register.
+	// "r12d", "rip"; "" for a memory operand without a base register
+	// ("-4@table(,%rax,4)", "-4@%fs:v@tpoff"). IndexReg is the SIB index
+	// register.
 	Reg, IndexReg string
 	Scale         int   // SIB index multiplier, 1, 2, 4 or 8
 	Off           int64 // displacement (Mem, SIB) or the value (Const)
+	// Seg is the segment of a segment-prefixed memory operand, "fs" or
+	// "gs" (x86-64 thread-local storage: the address is relative to the
+	// thread's segment base), else "".
+	Seg string
 	// Sym is a symbol the operand refers to and that is not resolved yet:
-	// the displacement of "counter+8(%rip)" (Off is then the addend 8), or
-	// the immediate "$table" (a non-PIE address). Read resolves what it can
-	// and clears Sym; BPF fails while Sym is set.
-	Sym  string
-	Text string // the operand as written in the note, size included
+	// the displacement of "counter+8(%rip)" (Off is then the addend 8), the
+	// immediate "$table" (a non-PIE address), or "v@tpoff" (Mod "tpoff": v's
+	// offset from the thread pointer). Read resolves what it can and
+	// clears Sym and Mod; BPF fails while Sym is set.
+	Sym, Mod string
+	Text     string // the operand as written in the note, size included
 }
 
-// ParseArgs parses a USDT argument string of space-separated x86-64
-// operands such as "-4@%eax 8@-8(%rbp) -4@$5"; without an "N@" size an operand
-// is unsigned, a register as wide as its name and anything else 8 bytes.
-// Segment-prefixed (%fs:), absolute-address and non-integer operands are errors.
+// NoBase reports whether a is a memory operand without a base register:
+// its address is the displacement (plus index*scale, plus the segment base).
+func (a *Arg) NoBase() bool { return (a.Kind == Mem || a.Kind == SIB) && a.Reg == "" }
+
+// ParseArgs parses a USDT argument string of space-separated x86-64 operands
+// in every form gcc and clang emit ("-4@%eax 8@-8(%rbp) -4@$5
+// -8@%fs:v@tpoff(,%rcx,8)"); without an "N@" size an operand is unsigned, a
+// register as wide as its name and anything else 8 bytes.
 func ParseArgs(s string) ([]Arg, error) {
 	var args []Arg
 	for i, op := range strings.Fields(s) {
@@ -68,6 +79,10 @@ func ParseArgs(s string) ([]Arg, error) {
 	}
 	return args, nil
 }
+
+// segments are the segment prefixes an operand may carry: %fs and %gs
+// have a per-thread base; the others have base 0 in 64-bit mode.
+var segments = map[string]string{"fs": "fs", "gs": "gs", "cs": "", "ds": "", "es": "", "ss": ""}
 
 func parseArg(text string) (Arg, error) {
 	a := Arg{Text: text}
@@ -95,11 +110,22 @@ func parseArg(text string) (Arg, error) {
 	if op == "" {
 		return a, errors.New("empty operand")
 	}
-	if i := strings.IndexByte(op, ':'); i >= 0 {
-		return a, fmt.Errorf("segment-prefixed operand %q is unsupported (thread-local storage cannot be read)", op[:i+1])
-	}
 	if !sized {
 		a.Size = 8
+	}
+	// A segment prefix: "%fs:...".
+	if op[0] == '%' {
+		if i := strings.IndexByte(op, ':'); i > 0 {
+			seg, ok := segments[op[1:i]]
+			if !ok {
+				return a, fmt.Errorf("unknown segment %q", op[:i+1])
+			}
+			prefix := op[:i+1]
+			a.Seg, op = seg, op[i+1:]
+			if op == "" || op[0] == '%' || op[0] == '$' {
+				return a, fmt.Errorf("segment prefix %s needs a memory operand", prefix)
+			}
+		}
 	}
 	switch op[0] {
 	case '%':
@@ -117,45 +143,66 @@ func parseArg(text string) (Arg, error) {
 		if op[1:] == "" {
 			return a, errors.New("empty immediate")
 		}
-		v, sym, err := parseDisp(op[1:])
+		v, sym, mod, err := parseDisp(op[1:])
 		if err != nil {
 			return a, err
+		}
+		if mod != "" {
+			return a, fmt.Errorf("immediate %q: a symbol modifier in a constant is unsupported", op)
 		}
 		a.Kind, a.Off, a.Sym = Const, v, sym
 		return a, nil
 	}
-	open := strings.IndexByte(op, '(')
-	if open < 0 {
-		return a, fmt.Errorf("absolute memory operand %q is unsupported", op)
+	dispText, inner := op, ""
+	if open := strings.IndexByte(op, '('); open >= 0 {
+		if !strings.HasSuffix(op, ")") {
+			return a, fmt.Errorf("memory operand %q does not end with )", op)
+		}
+		dispText, inner = op[:open], op[open+1:len(op)-1]
+		if inner == "" {
+			return a, fmt.Errorf("memory operand %q has empty parentheses", op)
+		}
+	} else if strings.ContainsRune(op, ')') {
+		return a, fmt.Errorf("memory operand %q has a ) without (", op)
 	}
-	if !strings.HasSuffix(op, ")") {
-		return a, fmt.Errorf("memory operand %q does not end with )", op)
-	}
-	disp, sym, err := parseDisp(op[:open])
+	disp, sym, mod, err := parseDisp(dispText)
 	if err != nil {
 		return a, err
 	}
-	a.Off, a.Sym = disp, sym
-	parts := strings.Split(op[open+1:len(op)-1], ",")
+	a.Kind, a.Off, a.Sym, a.Mod = Mem, disp, sym, mod
+	if mod != "" && a.Seg != "fs" {
+		return a, fmt.Errorf("%s@%s outside a %%fs: operand (thread-local offsets are relative to %%fs)", sym, mod)
+	}
+	if inner == "" {
+		// An absolute address: "-4@counter", "8@0x601040", "%fs:v@tpoff".
+		if dispText == "" {
+			return a, errors.New("empty memory operand")
+		}
+		return a, nil
+	}
+	parts := strings.Split(inner, ",")
 	if len(parts) > 3 {
 		return a, fmt.Errorf("memory operand %q has %d parts", op, len(parts))
 	}
 	for i := range parts {
 		parts[i] = strings.TrimSpace(parts[i])
 	}
-	base := parts[0]
-	if base == "" {
-		return a, fmt.Errorf("memory operand %q has no base register (unsupported)", op)
-	}
-	if a.Reg, err = memReg(base); err != nil {
-		return a, err
-	}
-	if sym != "" && a.Reg != "rip" {
-		return a, fmt.Errorf("symbolic displacement %q with base %%%s is unsupported (only %%rip)", sym, a.Reg)
+	if parts[0] != "" {
+		if a.Reg, err = memReg(parts[0]); err != nil {
+			return a, err
+		}
 	}
 	if len(parts) == 1 {
-		a.Kind = Mem
 		return a, nil
+	}
+	if parts[1] == "" {
+		if a.Reg == "" {
+			return a, fmt.Errorf("memory operand %q has neither a base nor an index register", op)
+		}
+		if len(parts) == 3 && parts[2] != "" {
+			return a, fmt.Errorf("memory operand %q has a scale but no index register", op)
+		}
+		return a, nil // "(%rax,)": no index after all
 	}
 	a.Kind, a.Scale = SIB, 1
 	if a.IndexReg, err = memReg(parts[1]); err != nil {
@@ -163,6 +210,9 @@ func parseArg(text string) (Arg, error) {
 	}
 	if a.IndexReg == "rip" || a.Reg == "rip" {
 		return a, fmt.Errorf("%%rip in an indexed operand %q", op)
+	}
+	if a.IndexReg == "rsp" || a.IndexReg == "esp" {
+		return a, fmt.Errorf("%%%s cannot be an index register", a.IndexReg)
 	}
 	if len(parts) == 3 && parts[2] != "" {
 		sc, err := strconv.Atoi(parts[2])
@@ -174,8 +224,11 @@ func parseArg(text string) (Arg, error) {
 	return a, nil
 }
 
-// memReg checks an address register "%rbp" (64-bit, or 32-bit with an
-// address-size prefix) and returns its name without the %.
+// memReg checks an address register "%rbp" and returns its name without
+// the %. Only 64-bit registers address memory in x86-64 code: a 32-bit one
+// ("(%eax)", the x32 ABI or an addr32 prefix) would need its value cut to 32
+// bits, which no compiler asks of a USDT operand, so it is refused rather
+// than read wrong.
 func memReg(s string) (string, error) {
 	name, ok := strings.CutPrefix(s, "%")
 	if !ok {
@@ -188,8 +241,8 @@ func memReg(s string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if w < 4 {
-		return "", fmt.Errorf("%d-bit register %%%s in an address", 8*w, name)
+	if w < 8 {
+		return "", fmt.Errorf("%d-bit register %%%s in an address (only 64-bit address registers are supported)", 8*w, name)
 	}
 	return name, nil
 }
@@ -197,6 +250,10 @@ func memReg(s string) (string, error) {
 // regWidth returns the width in bytes of a general-purpose register name.
 func regWidth(name string) (int, error) {
 	if _, ok := bpf.RegOffset(name); !ok {
+		switch name {
+		case "ah", "bh", "ch", "dh":
+			return 0, fmt.Errorf("high-byte register %%%s is unsupported (compilers do not emit it for USDT arguments)", name)
+		}
 		return 0, fmt.Errorf("unsupported register %%%s", name)
 	}
 	switch {
@@ -221,31 +278,46 @@ func regWidth(name string) (int, error) {
 }
 
 // parseDisp parses a displacement or immediate: "", "-8", "0x10", or a
-// symbol with an optional addend, "counter", "counter+8", "counter-8".
-func parseDisp(s string) (int64, string, error) {
+// symbol with an optional modifier and addend, "counter", "counter+8",
+// "counter-8", "v@tpoff", "v@tpoff+8". The only modifiers are tpoff and
+// ntpoff (a thread-local variable's offset from the thread pointer).
+func parseDisp(s string) (v int64, sym, mod string, err error) {
 	if s == "" {
-		return 0, "", nil
+		return 0, "", "", nil
 	}
 	if c := s[0]; c == '-' || c == '+' || c >= '0' && c <= '9' {
 		v, err := parseInt(s)
-		return v, "", err
+		return v, "", "", err
 	}
 	end := 0
 	for end < len(s) && isSymChar(s[end]) {
 		end++
 	}
 	if end == 0 {
-		return 0, "", fmt.Errorf("bad displacement %q", s)
+		return 0, "", "", fmt.Errorf("bad displacement %q", s)
 	}
 	sym, rest := s[:end], s[end:]
+	if strings.HasPrefix(rest, "@") {
+		m := 1
+		for m < len(rest) && isSymChar(rest[m]) {
+			m++
+		}
+		mod, rest = rest[1:m], rest[m:]
+		switch mod {
+		case "tpoff", "ntpoff":
+			mod = "tpoff"
+		default:
+			return 0, "", "", fmt.Errorf("symbol modifier @%s in %q is unsupported (only @tpoff)", mod, s)
+		}
+	}
 	if rest == "" {
-		return 0, sym, nil
+		return 0, sym, mod, nil
 	}
 	if rest[0] != '+' && rest[0] != '-' {
-		return 0, "", fmt.Errorf("bad displacement %q", s)
+		return 0, "", "", fmt.Errorf("bad displacement %q", s)
 	}
-	v, err := parseInt(rest)
-	return v, sym, err
+	v, err = parseInt(rest)
+	return v, sym, mod, err
 }
 
 // isSize reports whether s looks like the "N" or "-N" of a size prefix.
@@ -314,10 +386,10 @@ func (a Arg) BPF() (bpf.ArgSpec, error) {
 		s.Reg, err = regOff(a.Reg)
 	case Mem:
 		s.Kind = bpf.KindRegDeref
-		s.Reg, err = regOff(a.Reg)
+		s.Reg, s.Flags, err = a.base()
 	case SIB:
 		s.Kind = bpf.KindSIB
-		if s.Reg, err = regOff(a.Reg); err == nil {
+		if s.Reg, s.Flags, err = a.base(); err == nil {
 			s.IndexReg, err = regOff(a.IndexReg)
 		}
 		switch a.Scale {
@@ -351,7 +423,7 @@ func (a Arg) BPFString(slot uint8) (bpf.ArgSpec, error) {
 	case Mem:
 		s.Kind = bpf.KindRegDerefStr
 		s.Off = a.Off
-		s.Reg, err = regOff(a.Reg)
+		s.Reg, s.Flags, err = a.base()
 	default:
 		err = fmt.Errorf("a %v operand cannot be read as a string pointer", a.Kind)
 	}
@@ -360,6 +432,25 @@ func (a Arg) BPFString(slot uint8) (bpf.ArgSpec, error) {
 	}
 	return s, nil
 }
+
+// base returns the base register and address flags of a memory operand.
+func (a Arg) base() (reg, flags uint8, err error) {
+	switch a.Seg {
+	case "fs":
+		flags |= bpf.AddrFS
+	case "gs":
+		flags |= bpf.AddrGS
+	}
+	if a.Reg == "" {
+		return 0, flags | bpf.AddrNoBase, nil
+	}
+	reg, err = regOff(a.Reg)
+	return reg, flags, err
+}
+
+// ThreadBase reports whether reading a needs the thread's segment base
+// (bpf.Options.ThreadBases): a %fs: or %gs: operand.
+func (a Arg) ThreadBase() bool { return a.Seg != "" && (a.Kind == Mem || a.Kind == SIB) }
 
 func regOff(name string) (uint8, error) {
 	r, ok := bpf.RegOffset(name)

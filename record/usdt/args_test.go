@@ -76,8 +76,6 @@ func TestParseArgs(t *testing.T) {
 			bpf.ArgSpec{Kind: bpf.KindSIB, Reg: bpf.RegAX, IndexReg: bpf.RegDX, Scale: 1, Size: 8}},
 		{"2@(%r9,%r10,)", Arg{Size: 2, Kind: SIB, Reg: "r9", IndexReg: "r10", Scale: 1},
 			bpf.ArgSpec{Kind: bpf.KindSIB, Reg: bpf.RegR9, IndexReg: bpf.RegR10, Scale: 1, Size: 2}},
-		{"4@(%eax)", Arg{Size: 4, Kind: Mem, Reg: "eax"},
-			bpf.ArgSpec{Kind: bpf.KindRegDeref, Reg: bpf.RegAX, Size: 4}},
 		// Symbolic operands parse; Read resolves them.
 		{"-8@usdt_global(%rip)", Arg{Size: 8, Signed: true, Kind: Mem, Reg: "rip", Sym: "usdt_global"}, bpf.ArgSpec{}},
 		{"4@tbl+8(%rip)", Arg{Size: 4, Kind: Mem, Reg: "rip", Sym: "tbl", Off: 8}, bpf.ArgSpec{}},
@@ -85,6 +83,27 @@ func TestParseArgs(t *testing.T) {
 		{"8@$.LC0", Arg{Size: 8, Kind: Const, Sym: ".LC0"}, bpf.ArgSpec{}},
 		{"8@16(%rip)", Arg{Size: 8, Kind: Mem, Reg: "rip", Off: 16},
 			bpf.ArgSpec{Kind: bpf.KindRegDeref, Reg: bpf.RegIP, Size: 8, Off: 16}},
+		{"8@tbl(%rax)", Arg{Size: 8, Kind: Mem, Reg: "rax", Sym: "tbl"}, bpf.ArgSpec{}},
+		// No base register: absolute addresses and index-only SIB.
+		{"8@0x601040", Arg{Size: 8, Kind: Mem, Off: 0x601040},
+			bpf.ArgSpec{Kind: bpf.KindRegDeref, Flags: bpf.AddrNoBase, Size: 8, Off: 0x601040}},
+		{"-4@counter", Arg{Size: 4, Signed: true, Kind: Mem, Sym: "counter"}, bpf.ArgSpec{}},
+		{"-4@ext_arr(,%rdi,4)", Arg{Size: 4, Signed: true, Kind: SIB, IndexReg: "rdi", Scale: 4, Sym: "ext_arr"}, bpf.ArgSpec{}},
+		{"2@16(,%rax,2)", Arg{Size: 2, Kind: SIB, IndexReg: "rax", Scale: 2, Off: 16},
+			bpf.ArgSpec{Kind: bpf.KindSIB, Flags: bpf.AddrNoBase, IndexReg: bpf.RegAX, Scale: 2, Size: 2, Off: 16}},
+		{"8@(%rax,)", Arg{Size: 8, Kind: Mem, Reg: "rax"},
+			bpf.ArgSpec{Kind: bpf.KindRegDeref, Reg: bpf.RegAX, Size: 8}},
+		// Segment-prefixed (thread-local) operands, as gcc -O2 writes them.
+		{"-4@%fs:tv@tpoff", Arg{Size: 4, Signed: true, Kind: Mem, Seg: "fs", Sym: "tv", Mod: "tpoff"}, bpf.ArgSpec{}},
+		{"-8@%fs:arr@tpoff+8(,%rcx,8)", Arg{Size: 8, Signed: true, Kind: SIB, Seg: "fs", IndexReg: "rcx", Scale: 8, Sym: "arr", Mod: "tpoff", Off: 8}, bpf.ArgSpec{}},
+		{"-4@%fs:(%rdx)", Arg{Size: 4, Signed: true, Kind: Mem, Seg: "fs", Reg: "rdx"},
+			bpf.ArgSpec{Kind: bpf.KindRegDeref, Flags: bpf.AddrFS, Reg: bpf.RegDX, Size: 4, IsSigned: 1}},
+		{"8@%fs:0x28", Arg{Size: 8, Kind: Mem, Seg: "fs", Off: 0x28},
+			bpf.ArgSpec{Kind: bpf.KindRegDeref, Flags: bpf.AddrFS | bpf.AddrNoBase, Size: 8, Off: 0x28}},
+		{"4@%gs:-8(%rax,%rbx,2)", Arg{Size: 4, Kind: SIB, Seg: "gs", Reg: "rax", IndexReg: "rbx", Scale: 2, Off: -8},
+			bpf.ArgSpec{Kind: bpf.KindSIB, Flags: bpf.AddrGS, Reg: bpf.RegAX, IndexReg: bpf.RegBX, Scale: 2, Size: 4, Off: -8}},
+		{"8@%ds:8(%rax)", Arg{Size: 8, Kind: Mem, Reg: "rax", Off: 8},
+			bpf.ArgSpec{Kind: bpf.KindRegDeref, Reg: bpf.RegAX, Size: 8, Off: 8}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -142,31 +161,37 @@ func TestParseArgsMany(t *testing.T) {
 
 func TestParseArgsErrors(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"8@%fs:0x28", "segment-prefixed"},
-		{"-4@%fs:(%rax)", "segment-prefixed"},
-		{"%gs:8", "segment-prefixed"},
+		{"8@%fs:%rax", "needs a memory operand"},
+		{"8@%fs:$1", "needs a memory operand"},
+		{"8@%xs:8(%rax)", "unknown segment"},
 		{"16@%rax", "unsupported size 16"},
 		{"3@%rax", "unsupported size 3"},
 		{"8f@%xmm0", `unsupported size "8f"`},
 		{"8@%xmm0", "unsupported register %xmm0"},
 		{"8@%foo", "unsupported register %foo"},
+		{"1@%ah", "high-byte register %ah"},
 		{"8@", "empty operand"},
 		{"8@$", "empty immediate"},
 		{"8@$1x", "bad number"},
-		{"8@0x1234", "absolute memory operand"},
-		{"8@counter", "absolute memory operand"},
 		{"8@8(%rax", "does not end with )"},
-		{"8@8(,%rax,8)", "no base register"},
+		{"8@8)", "without ("},
+		{"8@()", "empty parentheses"},
+		{"8@8(,,)", "neither a base nor an index"},
+		{"8@8(%rax,,4)", "a scale but no index"},
 		{"8@8(rax)", "expected a register"},
 		{"8@8(%ax)", "16-bit register %ax in an address"},
+		{"4@(%eax)", "32-bit register %eax in an address"},
+		{"4@(%rax,%ecx,4)", "32-bit register %ecx in an address"},
 		{"8@8(%rax,%rdx,3)", "bad scale"},
 		{"8@8(%rax,%rdx,4,1)", "4 parts"},
 		{"8@8(%rip,%rax,1)", "%rip in an indexed operand"},
-		{"8@tbl(%rax)", "only %rip"},
-		{"8@foo@GOTPCREL(%rip)", "bad displacement"},
+		{"8@8(%rax,%rsp,1)", "cannot be an index"},
+		{"8@foo@GOTPCREL(%rip)", "modifier @GOTPCREL"},
+		{"8@v@tpoff(%rax)", "outside a %fs: operand"},
+		{"8@$v@tpoff", "modifier in a constant"},
 		{"8@+(%rax)", "bad number"},
 		{"8@*8(%rax)", "bad displacement"},
-		{"8@%rax 4@%fs:0", "arg 2"},
+		{"8@%rax 4@%zz:0", "arg 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -213,6 +238,7 @@ func TestBPFString(t *testing.T) {
 		{"8@16(%rsp)", bpf.ArgSpec{Kind: bpf.KindRegDerefStr, Reg: bpf.RegSP, Off: 16, StrSlot: 2}, false},
 		{"8@$5", bpf.ArgSpec{}, true},
 		{"8@(%rax,%rdx,8)", bpf.ArgSpec{}, true},
+		{"8@%fs:-16", bpf.ArgSpec{Kind: bpf.KindRegDerefStr, Flags: bpf.AddrFS | bpf.AddrNoBase, Off: -16, StrSlot: 2}, false},
 	}
 	for _, tt := range tests {
 		args, err := ParseArgs(tt.in)
@@ -227,7 +253,8 @@ func TestBPFString(t *testing.T) {
 }
 
 func FuzzParseArgs(f *testing.F) {
-	for _, s := range []string{"-4@%eax", "8@-8(%rbp)", "-4@8(%rax,%rdx,4)", "8@$5", "%r8d", "(%rax,%rdx)", "8@sym+8(%rip)", "8@%fs:0"} {
+	for _, s := range []string{"-4@%eax", "8@-8(%rbp)", "-4@8(%rax,%rdx,4)", "8@$5", "%r8d", "(%rax,%rdx)", "8@sym+8(%rip)", "8@%fs:0",
+		"-8@%fs:arr@tpoff(,%rcx,8)", "-4@%fs:(%rdx)", "-4@ext(,%rdi,4)"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

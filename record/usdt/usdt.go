@@ -251,7 +251,7 @@ func parseNote(desc []byte, bo binary.ByteOrder, addrSize int) (note, error) {
 type reader struct {
 	f    *elf.File
 	path string
-	syms map[string]uint64 // defined symbols by name, loaded on first use
+	syms map[string]elf.Symbol // defined symbols by name, loaded on first use
 }
 
 // site builds the Site of note n and the semaphore's file offset.
@@ -275,36 +275,90 @@ func (r *reader) site(n note) (Site, uint64, error) {
 	// "-4@counter(%rip)" names a symbol: a uprobe sees %rip at the nop, so
 	// it becomes the displacement from the site to the symbol.
 	for i := range args {
-		r.resolve(&args[i], n.pc)
+		if err := r.resolve(&args[i], n.pc); err != nil {
+			s.Err = fmt.Errorf("usdt: arg %d %q: %w", i+1, args[i].Text, err)
+			return s, sema, nil
+		}
 	}
 	s.Args = args
 	return s, sema, nil
 }
 
-// resolve replaces a's symbol by its address where it can: sym(%rip)
-// becomes a displacement from the site's %rip, and $sym in a non-PIE
-// executable becomes the constant address. Otherwise Sym stays set.
-func (r *reader) resolve(a *Arg, pc uint64) {
+// resolve replaces a's symbol by what it stands for: sym(%rip) becomes a
+// displacement from the site's %rip, sym@tpoff the variable's offset from
+// the thread pointer, and any other symbol in a non-PIE executable its
+// address. A symbol that cannot be resolved is an error saying why.
+func (r *reader) resolve(a *Arg, pc uint64) error {
 	if a.Sym == "" {
-		return
+		return nil
 	}
-	v, ok := r.symbol(a.Sym)
+	if a.Mod == "tpoff" {
+		off, err := r.tpoff(a.Sym)
+		if err != nil {
+			return err
+		}
+		a.Off += off
+		a.Sym, a.Mod = "", ""
+		return nil
+	}
+	sym, ok := r.symbol(a.Sym)
 	if !ok {
-		return
+		return fmt.Errorf("symbol %q is not in the binary's symbol tables", a.Sym)
 	}
+	if elf.ST_TYPE(sym.Info) == elf.STT_TLS {
+		return fmt.Errorf("%q is a thread-local variable: its address is not a link-time constant", a.Sym)
+	}
+	v := sym.Value
 	switch {
-	case a.Kind == Mem && a.Reg == "rip":
+	case (a.Kind == Mem || a.Kind == SIB) && a.Reg == "rip":
 		a.Off += int64(v - pc)
-		a.Sym = ""
-	case a.Kind == Const && r.f.Type == elf.ET_EXEC:
+	case r.f.Type == elf.ET_EXEC:
 		a.Off += int64(v)
-		a.Sym = ""
+	default:
+		return fmt.Errorf("the address of %q is not known before a position-independent binary is loaded", a.Sym)
 	}
+	a.Sym = ""
+	return nil
 }
 
-func (r *reader) symbol(name string) (uint64, bool) {
+// tpoff returns the offset of the thread-local variable name from the
+// thread pointer (%fs base), for the main executable's TLS block, which
+// x86-64 (TLS variant II) places just below the thread pointer: the
+// variable's offset in the PT_TLS image minus the block size rounded up
+// to its alignment, as the linker computes @tpoff and ld.so lays it out.
+func (r *reader) tpoff(name string) (int64, error) {
+	sym, ok := r.symbol(name)
+	if !ok {
+		return 0, fmt.Errorf("thread-local symbol %q is not in the binary's symbol tables", name)
+	}
+	if elf.ST_TYPE(sym.Info) != elf.STT_TLS {
+		return 0, fmt.Errorf("%s@tpoff: %q is not a thread-local variable", name, name)
+	}
+	var tls *elf.Prog
+	interp := false
+	for _, p := range r.f.Progs {
+		switch p.Type {
+		case elf.PT_TLS:
+			tls = p
+		case elf.PT_INTERP:
+			interp = true
+		}
+	}
+	if tls == nil {
+		return 0, fmt.Errorf("%s@tpoff: the binary has no PT_TLS segment", name)
+	}
+	if r.f.Type != elf.ET_EXEC && !interp {
+		return 0, fmt.Errorf("%s@tpoff in a shared library: only the main program's TLS offsets are fixed at link time", name)
+	}
+	align := max(tls.Align, 1)
+	first := -tls.Vaddr & (align - 1) // glibc's l_tls_firstbyte_offset adjustment; 0 when aligned
+	block := (tls.Memsz-first+align-1)/align*align + first
+	return int64(sym.Value) - int64(block), nil
+}
+
+func (r *reader) symbol(name string) (elf.Symbol, bool) {
 	if r.syms == nil {
-		r.syms = map[string]uint64{}
+		r.syms = map[string]elf.Symbol{}
 		syms, _ := r.f.Symbols()
 		dyn, _ := r.f.DynamicSymbols()
 		for _, s := range append(syms, dyn...) {
@@ -312,16 +366,16 @@ func (r *reader) symbol(name string) (uint64, bool) {
 				continue
 			}
 			switch elf.ST_TYPE(s.Info) {
-			case elf.STT_SECTION, elf.STT_FILE, elf.STT_TLS:
+			case elf.STT_SECTION, elf.STT_FILE:
 				continue
 			}
 			if _, dup := r.syms[s.Name]; !dup {
-				r.syms[s.Name] = s.Value
+				r.syms[s.Name] = s
 			}
 		}
 	}
-	v, ok := r.syms[name]
-	return v, ok
+	s, ok := r.syms[name]
+	return s, ok
 }
 
 // fileOffset translates a virtual address to a file offset through the

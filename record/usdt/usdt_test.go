@@ -1,7 +1,9 @@
 package usdt
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -334,5 +336,93 @@ func TestFind(t *testing.T) {
 	}
 	if _, err := Find(nil, "", "x"); err == nil || !strings.Contains(err.Error(), "no USDT probes") {
 		t.Errorf("Find(nil) error %v", err)
+	}
+}
+
+// TestReadStapsdtBase simulates a prelinked binary: prelink moves the image
+// and .stapsdt.base with it, but not the addresses written in the notes.
+// Patching every note's pc, base and semaphore back by a delta must not
+// change what Read finds, thanks to the .stapsdt.base adjustment; without
+// the section the stale addresses are used as they are.
+func TestReadStapsdtBase(t *testing.T) {
+	exe := buildExample(t, "-O2")
+	orig, err := Read(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := f.Section(noteSection)
+	f.Close()
+	const delta = 0x200000
+	bo := binary.LittleEndian
+	notes := raw[sec.Offset : sec.Offset+sec.Size]
+	patched := 0
+	for off := 0; off+12 <= len(notes); {
+		namesz, descsz := int(bo.Uint32(notes[off:])), int(bo.Uint32(notes[off+4:]))
+		desc := off + 12 + align4(namesz)
+		for k := range 3 {
+			if v := bo.Uint64(notes[desc+8*k:]); v != 0 {
+				bo.PutUint64(notes[desc+8*k:], v-delta)
+			}
+		}
+		patched++
+		off = desc + align4(descsz)
+	}
+	if patched == 0 {
+		t.Fatal("no notes patched")
+	}
+	moved := filepath.Join(t.TempDir(), "prelinked")
+	if err := os.WriteFile(moved, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(orig) {
+		t.Fatalf("%d probes, want %d", len(got), len(orig))
+	}
+	for i := range orig {
+		o, g := &orig[i], &got[i]
+		if !slices.Equal(g.Locations, o.Locations) || g.Semaphore != o.Semaphore || g.SemaphoreAddr != o.SemaphoreAddr {
+			t.Errorf("%s: locations %#x semaphore %#x/%#x, want %#x %#x/%#x", g, g.Locations, g.Semaphore, g.SemaphoreAddr,
+				o.Locations, o.Semaphore, o.SemaphoreAddr)
+		}
+		for k := range o.Sites {
+			if g.Sites[k].Addr != o.Sites[k].Addr || !sameArgsExact(g.Sites[k].Args, o.Sites[k].Args) {
+				t.Errorf("%s site %d: %+v, want %+v", g, k, g.Sites[k], o.Sites[k])
+			}
+		}
+	}
+
+	// Renaming .stapsdt.base (same length) leaves the stale addresses:
+	// they are delta below the code, outside every segment.
+	f, err = elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shstr := f.Section(".shstrtab")
+	f.Close()
+	names := raw[shstr.Offset : shstr.Offset+shstr.Size]
+	i := bytes.Index(names, []byte("\x00"+baseSection+"\x00"))
+	if i < 0 {
+		t.Fatal("no .stapsdt.base in .shstrtab")
+	}
+	copy(names[i+1:], ".stapsdt.xxxx")
+	unbased := filepath.Join(t.TempDir(), "unbased")
+	if err := os.WriteFile(unbased, raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Read(unbased); err == nil && slices.EqualFunc(got, orig, func(a, b Probe) bool { return slices.Equal(a.Locations, b.Locations) }) {
+		t.Error("without .stapsdt.base the stale note addresses gave the right locations: the test proves nothing")
+	} else {
+		t.Logf("without .stapsdt.base: %v", err)
 	}
 }

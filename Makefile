@@ -41,5 +41,18 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000000x ./format/
 	$(GO) test -run '^$$' -bench . ./replay/...
 
+FUZZTIME ?= 60s
+FUZZ := format:FuzzOpen format:FuzzRepair record/usdt:FuzzRead record/usdt:FuzzParseNote \
+	record/usdt:FuzzParseArgs record/probespec:FuzzParse record/tracefs:FuzzParseFormat record/elfsym:FuzzELF
+
+# fuzz runs each fuzz target for FUZZTIME (go test -fuzz takes one target at a
+# time). A crasher lands in the package's testdata/fuzz/FuzzXxx/; `make test`
+# replays every committed corpus, since go test runs them as seeds.
+fuzz:
+	@set -e; for t in $(FUZZ); do \
+		echo "== $$t ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 100x ./$${t%%:*}/; \
+	done
+
 clean:
 	rm -rf $(BIN) out

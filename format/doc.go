@@ -41,6 +41,11 @@
 //     a size bound, each pushed to the kernel before the next begins; Open
 //     reads a footerless file as an IPC stream up to its last complete batch
 //     and sets Reader.Recovered, and Repair rewrites it as a standard file.
+//   - A capture may come from anywhere, so reading trusts no length in it:
+//     every message is checked against the file size and fixed limits
+//     (limits.go: 16 MiB of metadata, 256 MiB of body and of decompressed
+//     buffers per batch, 128 MiB zstd windows) before Arrow allocates from
+//     it, and a file that declares more fails with ErrLimit.
 //   - Compression is per buffer, Arrow's own body compression (zstd by
 //     default, lz4 or none), so other readers decompress it themselves.
 //   - Times are boot-clock nanoseconds rather than wall-clock timestamps,

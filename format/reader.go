@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -32,27 +31,17 @@ type Reader struct {
 	Size     int64
 	RawBytes int64
 
-	f       *os.File
-	fr      *ipc.FileReader
-	sr      *ipc.Reader
-	next    int
-	batch   Batch
-	err     error
-	cols    map[string]int
-	dictOK  bool
-	counted *countReader // bytes the stream reader consumed, when recovering
-	good    int64        // end of the last complete batch read, when recovering
-}
-
-type countReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
+	f      *os.File
+	fr     *ipc.FileReader
+	sr     *ipc.Reader
+	next   int
+	batch  Batch
+	err    error
+	cols   map[string]int
+	dictOK bool
+	foot   *footer // the checked footer, when reading one
+	guard  *guard  // checks and counts what the stream reader consumes, when recovering
+	good   int64   // end of the last complete batch read, when recovering
 }
 
 // Open opens a capture for reading.
@@ -84,17 +73,23 @@ func newReader(f *os.File) (_ *Reader, err error) {
 			err = fmt.Errorf("corrupt capture: %v", p)
 		}
 	}()
+	// Nothing reaches Arrow's readers unchecked (see limits.go).
 	if hasFooter(f, r.Size) {
-		if fr, ferr := ipc.NewFileReader(f); ferr == nil {
-			r.fr = fr
-			r.Schema = fr.Schema()
+		if ft, ferr := checkFooter(f, r.Size); ferr == nil {
+			if fr, ferr := ipc.NewFileReader(f); ferr == nil {
+				r.fr, r.foot = fr, ft
+				r.Schema = fr.Schema()
+			}
 		}
 	}
 	if r.fr == nil {
 		r.Recovered = true
-		r.counted = &countReader{r: io.NewSectionReader(f, 8, r.Size-8)}
-		sr, err := ipc.NewReader(r.counted)
+		r.guard = &guard{ra: f, size: r.Size, pos: 8, limit: 8}
+		sr, err := ipc.NewReader(r.guard)
 		if err != nil {
+			if errors.Is(r.guard.err, ErrLimit) {
+				return nil, r.guard.err
+			}
 			return nil, fmt.Errorf("%w: %v", ErrNotCapture, err)
 		}
 		r.sr = sr
@@ -193,6 +188,10 @@ func (r *Reader) Next() (ok bool) {
 		if r.next >= r.fr.NumRecords() {
 			return false
 		}
+		if err := r.foot.checkRecord(r.f, r.next); err != nil {
+			r.err = fmt.Errorf("batch %d: %w", r.next, err)
+			return false
+		}
 		var err error
 		if rec, err = r.fr.Record(r.next); err != nil {
 			r.err = fmt.Errorf("batch %d: %w", r.next, err)
@@ -200,6 +199,10 @@ func (r *Reader) Next() (ok bool) {
 		}
 	} else {
 		if !r.sr.Next() {
+			if err := r.guard.err; errors.Is(err, ErrLimit) {
+				r.err = fmt.Errorf("batch %d: %w", r.next, err)
+				return false
+			}
 			// Arrow's stream reader calls some cuts a clean end: judge by bytes.
 			if tail := r.Size - 8 - r.good; tail > 0 {
 				r.RecoverErr = fmt.Errorf("incomplete batch: %d bytes at offset %d", tail, 8+r.good)
@@ -210,7 +213,7 @@ func (r *Reader) Next() (ok bool) {
 			return false
 		}
 		rec = r.sr.Record()
-		r.good = r.counted.n
+		r.good = r.guard.pos - 8
 	}
 	r.next++
 	if err := r.batch.load(rec, r.Meta); err != nil {
@@ -298,6 +301,9 @@ func (b *Batch) load(rec arrow.Record, m *Meta) error {
 	b.CPU = rec.Column(ColCPU).(*array.Uint16).Uint16Values()
 	b.PID = rec.Column(ColPID).(*array.Uint32).Uint32Values()
 	b.TID = rec.Column(ColTID).(*array.Uint32).Uint32Values()
+	if err := checkValidity(rec); err != nil {
+		return err
+	}
 	b.comm = rec.Column(ColComm).(*array.StringView)
 	if err := checkViews(b.comm); err != nil {
 		return fmt.Errorf("comm: %w", err)
@@ -439,6 +445,9 @@ func checkViews(a *array.StringView) error {
 	bufs := a.Data().Buffers()
 	for i := 0; i < a.Len(); i++ {
 		h := a.ValueHeader(i)
+		if h.Len() < 0 {
+			return fmt.Errorf("row %d: string view of negative length", i)
+		}
 		if h.IsInline() {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -55,6 +56,8 @@ type WriterOptions struct {
 	// MaxAge is how old a batch's first event may get before Tick writes it:
 	// the most a recorder killed with SIGKILL can lose.
 	MaxAge time.Duration
+	// Exclusive makes Create fail if the file exists, rather than truncate it.
+	Exclusive bool
 }
 
 // Event is one sample to append. Ints and Strs are indexed by the probe's
@@ -119,11 +122,23 @@ type Writer struct {
 	closed bool
 }
 
-// Create creates (or truncates) path with mode 0600 and starts a capture in it.
+// Create creates (or truncates, unless opts.Exclusive) path with mode 0600
+// and starts a capture in it.
 func Create(path string, meta *Meta, opts WriterOptions) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if opts.Exclusive {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
 	if err != nil {
 		return nil, err
+	}
+	// An overwritten file keeps its mode: make it private too.
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Mode().Perm() != 0o600 {
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	w, err := NewWriter(f, meta, opts)
 	if err != nil {
@@ -434,7 +449,10 @@ func (w *Writer) Close() error {
 		w.Stats.Bytes.Store(w.out.pos)
 	}
 	if f, ok := w.file.(*os.File); ok && err == nil {
-		err = f.Sync()
+		// A pipe or a terminal cannot be synced (EINVAL): nothing to do.
+		if err = f.Sync(); errors.Is(err, syscall.EINVAL) {
+			err = nil
+		}
 	}
 	if w.file != nil {
 		if cerr := w.file.Close(); err == nil {

@@ -39,6 +39,7 @@ type drainer struct {
 	lastLost                     time.Time
 	sinceCheck                   int
 	stopping                     atomic.Bool
+	limit                        func() error // checks Options.MaxSize between batches, if set
 }
 
 func newDrainer(rd *ringbuf.Reader, w *format.Writer, lost lostMap, probes []*probe) *drainer {
@@ -91,7 +92,10 @@ func (d *drainer) cycle(now time.Time) error {
 			return err
 		}
 	}
-	return d.w.Tick(now)
+	if err := d.w.Tick(now); err != nil || d.limit == nil {
+		return err
+	}
+	return d.limit()
 }
 
 // sample decodes one ring record into the reused event and appends it.

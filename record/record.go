@@ -58,6 +58,14 @@ type Options struct {
 	// binaries before $BPFTAPE_DEBUG_DIRS and /usr/lib/debug (see
 	// elfsym.DebugDirs and elfsym.FindDebugFile).
 	DebugDirs []string
+	// Force lets Output overwrite an existing file; without it, recording
+	// into one is refused before anything starts.
+	Force bool
+	// MaxSize, if not 0, stops the recording when the capture file reaches
+	// that many bytes; with Rotate, the capture goes on in a new file
+	// (PartName) and only the newest Rotate files are kept.
+	MaxSize int64
+	Rotate  int
 
 	// CommandLine and Version go into the capture's metadata.
 	CommandLine []string
@@ -111,7 +119,7 @@ type ProbeStats struct {
 type Summary struct {
 	Output   string
 	Elapsed  time.Duration
-	Stopped  string // why it stopped: "interrupted", "duration", "command exited", "process exited"
+	Stopped  string // why it stopped: "interrupted", "duration", "command exited", "process exited", "max size"
 	Probes   []ProbeStats
 	Events   uint64
 	Lost     uint64
@@ -126,6 +134,9 @@ type Summary struct {
 	// ExitCode is the Command's exit status (128+N if killed by signal N),
 	// -1 without a Command.
 	ExitCode int
+	// Parts are the files a rotated recording (Options.Rotate) kept, oldest
+	// first; Output is the last.
+	Parts []string
 }
 
 // Record records until ctx is done, Duration has passed, the Command or
@@ -139,7 +150,7 @@ func Record(ctx context.Context, o Options) (*Summary, error) {
 	if err := r.setup(); err != nil {
 		r.cleanup()
 		if r.created {
-			os.Remove(o.Output)
+			os.Remove(r.opts.Output) // the first part, when rotating
 		}
 		return nil, err
 	}
@@ -159,6 +170,7 @@ type recorder struct {
 	rd      *ringbuf.Reader
 	d       *drainer
 	target  int
+	limit   *sizeLimit // nil without Options.MaxSize
 }
 
 // cleanup releases whatever is still held: on success run has already
@@ -201,6 +213,14 @@ func (r *recorder) setup() error {
 	}
 	if o.Output == "" {
 		return usagef("no output file")
+	}
+	base, err := o.sizeOptions()
+	if err != nil {
+		return err
+	}
+	exclusive, err := checkOutput(o.Output, o.Force)
+	if err != nil {
+		return err
 	}
 	if o.PID != 0 && len(o.Command) > 0 {
 		return usagef("-p and -c exclude each other")
@@ -291,10 +311,11 @@ func (r *recorder) setup() error {
 		r.target = r.gate.pid()
 	}
 
-	if r.w, err = format.Create(o.Output, r.meta(ring), format.WriterOptions{Compression: o.Compression}); err != nil {
+	if r.w, err = format.Create(o.Output, r.meta(ring), format.WriterOptions{Compression: o.Compression, Exclusive: exclusive}); err != nil {
 		return fmt.Errorf("output: %w", err)
 	}
 	r.created = true
+	r.limit = newSizeLimit(r.w, o, base)
 
 	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4,
 		ThreadBases: threadBases}); err != nil {
@@ -304,6 +325,9 @@ func (r *recorder) setup() error {
 		return fmt.Errorf("ring buffer reader: %w", err)
 	}
 	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes)
+	if r.limit != nil {
+		r.d.limit = r.limit.check
+	}
 	return r.attach()
 }
 
@@ -472,6 +496,9 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 			if runErr == nil {
 				runErr = errors.New("ring buffer reader stopped")
 			}
+			if errors.Is(runErr, errMaxSize) {
+				stopped, runErr = "max size", nil
+			}
 		}
 	}
 
@@ -522,9 +549,10 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 	s := &Summary{Output: o.Output, Elapsed: elapsed, Stopped: stopped, TargetPID: r.target, ExitCode: -1,
 		ReadFaults: r.d.faults, Truncated: r.d.truncated, Malformed: r.d.malformed}
 	s.Bytes = r.w.Stats.Bytes.Load()
-	if st, err := os.Stat(o.Output); err == nil {
+	if st, err := os.Stat(o.Output); err == nil && st.Mode().IsRegular() { // not a pipe
 		s.Bytes = st.Size()
 	}
+	r.limit.summarize(s)
 	r.w = nil
 	for i, p := range r.probes {
 		ps := ProbeStats{Name: p.meta.Name, Kind: p.meta.Kind, Sites: len(p.atts), Events: r.d.events[i],

@@ -59,7 +59,7 @@ func (s *Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "[ bpftape record: %s events in %.3fs (%s/s), %s lost; stopped: %s ]\n",
 		count(s.Events), s.Elapsed.Seconds(), count(uint64(rate)), count(s.Lost), s.Stopped)
 	ratio := ""
-	if s.Bytes > 0 && s.RawBytes > 0 {
+	if s.Bytes > 0 && s.RawBytes > 0 && len(s.Parts) <= 1 {
 		ratio = fmt.Sprintf(" (%.1fx smaller than the %s the events took as ring buffer samples)",
 			float64(s.RawBytes)/float64(s.Bytes), bytesStr(s.RawBytes))
 		if s.RawBytes < s.Bytes {
@@ -67,6 +67,9 @@ func (s *Summary) Print(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "[ bpftape record: wrote %s to %s%s ]\n", bytesStr(s.Bytes), s.Output, ratio)
+	if len(s.Parts) > 1 {
+		fmt.Fprintf(w, "[ bpftape record: rotated, the newest %d files kept: %s ]\n", len(s.Parts), strings.Join(s.Parts, " "))
+	}
 	if s.Lost > 0 {
 		fmt.Fprintf(w, "[ bpftape record: WARNING: %s events were lost because the ring buffer was full: try a larger --ringbuf-size ]\n", count(s.Lost))
 	}

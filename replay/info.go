@@ -26,6 +26,7 @@ type InfoResult struct {
 	BytesPerEvt float64           `json:"bytes_per_event"`
 	Recovered   bool              `json:"recovered"`
 	RecoverNote string            `json:"recover_note,omitempty"`
+	Captured    string            `json:"captured"`
 }
 
 // Info reads the whole capture and prints what it is and what it holds.
@@ -60,6 +61,7 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 	if res.Events > 0 {
 		res.BytesPerEvt = float64(res.FileBytes) / float64(res.Events)
 	}
+	res.Captured = Captured(m)
 	res.Recovered = c.R.Recovered
 	if c.R.RecoverErr != nil {
 		res.RecoverNote = c.R.RecoverErr.Error()
@@ -80,6 +82,7 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 		w("events", "0")
 	}
 	w("lost", "%d", res.Losses.Total)
+	w("captured", "%s", res.Captured)
 	w("file size", "%d bytes, %d batches, %s compression, %.1f bytes/event, %.1fx smaller than uncompressed Arrow (%d bytes)",
 		res.FileBytes, res.Batches, m.Compression, res.BytesPerEvt, res.Ratio, res.RawBytes)
 	if res.Recovered {

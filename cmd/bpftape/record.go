@@ -29,7 +29,7 @@ func init() {
 // DefaultOutput is the capture file record writes without -o.
 const DefaultOutput = "bpftape.arrow"
 
-const recordSynopsis = `[-o FILE] [-p PID | -c 'CMD ARGS'] [-d DURATION] [--ringbuf-size BYTES]
+const recordSynopsis = `[-o FILE [--force]] [-p PID | -c 'CMD ARGS'] [-d DURATION] [--max-size SIZE [--rotate N]] [--ringbuf-size BYTES]
                       [--compress zstd|lz4|none] [--ready-file PATH] [--debug-dir DIR] PROBE...`
 
 const recordHelp = `
@@ -94,7 +94,10 @@ Exit status: with -c the command's (128+N if signal N killed it); otherwise
 
 func runRecord(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("record", recordSynopsis, recordHelp, stdout)
-	output := fs.String("o", DefaultOutput, "capture `FILE` to write (created or truncated)")
+	output := fs.String("o", DefaultOutput, "capture `FILE` to write (created with mode 0600; an existing one needs --force)")
+	force := fs.Bool("force", false, "overwrite the -o file if it exists")
+	maxSize := fs.String("max-size", "", "stop when the capture reaches `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file")
+	rotate := fs.Int("rotate", 0, "with --max-size, write FILE as `N` or fewer files, c.000001.arrow, c.000002.arrow..., deleting the oldest")
 	pid := fs.Int("p", 0, "record only process `PID` (tracepoints filtered by it, uprobes attached to it); stop when it exits")
 	command := fs.String("c", "", "run `'CMD ARGS'` with the probes attached from its first instruction, record until it exits, exit with its status")
 	duration := fs.String("d", "", "stop after `DURATION` (10s, 1m30s, or seconds)")
@@ -117,6 +120,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		PID:         *pid,
 		Compression: format.Compression(*compress),
 		ReadyFile:   *ready,
+		Force:       *force,
+		Rotate:      *rotate,
 		DebugDirs:   debugDirs,
 		CommandLine: append([]string{"bpftape", "record"}, args...),
 		Version:     Version,
@@ -124,6 +129,9 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	}
 	if opts.Duration, err = parseDuration(*duration); err != nil {
 		return fail(stderr, "record", fmt.Errorf("-d: %w: %w", err, errUsage))
+	}
+	if opts.MaxSize, err = parseMaxSize(*maxSize); err != nil {
+		return fail(stderr, "record", fmt.Errorf("--max-size: %w: %w", err, errUsage))
 	}
 	size, err := parseSize(*ringSize)
 	if err != nil {
@@ -160,6 +168,9 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	sum, err := record.Record(ctx, opts)
 	if sum != nil {
 		sum.Print(stderr)
+		if err != nil {
+			err = writeHint(err, *output)
+		}
 	}
 	if err != nil {
 		if record.IsUsage(err) {

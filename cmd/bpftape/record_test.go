@@ -149,7 +149,7 @@ func TestRecordExitStatus(t *testing.T) {
 		{probes + " burst 1000", 0},
 	} {
 		out := filepath.Join(dir, "c.arrow")
-		r := runBin(t, exec.Command(bin, "record", "-o", out, "-c", tt.cmd, "u:"+probes+":tick", "t:syscalls:sys_exit_write(ret)"))
+		r := runBin(t, exec.Command(bin, "record", "-o", out, "--force", "-c", tt.cmd, "u:"+probes+":tick", "t:syscalls:sys_exit_write(ret)"))
 		if r.code != tt.code || !strings.Contains(r.stderr, "stopped: command exited") {
 			t.Errorf("-c %q: exit %d, want %d", tt.cmd, r.code, tt.code)
 		}

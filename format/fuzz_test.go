@@ -1,0 +1,207 @@
+package format
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// readBound is the most reading any capture may allocate (see limits.go):
+// one batch's metadata, body, decompressed buffers and zstd window, and
+// the same again for Repair's copy, plus slack for the small things.
+const readBound = 2*(MaxMessageMeta+2*MaxBatchBytes+MaxZstdWindow) + 64<<20
+
+// fuzzSeeds builds small captures with the Writer: each compression, loss
+// records, strings, an empty capture, footerless and cut files, and one
+// rewritten by Repair (Arrow Go's writer).
+func fuzzSeeds(tb testing.TB) map[string][]byte {
+	tb.Helper()
+	dir := tb.TempDir()
+	seeds := map[string][]byte{}
+	write := func(name string, comp Compression, n, batchRows int) []byte {
+		path := filepath.Join(dir, name)
+		m := seedMeta()
+		w, err := Create(path, m, WriterOptions{Compression: comp, BatchRows: batchRows})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		rng := rand.New(rand.NewSource(int64(n)))
+		for i := 0; i < n; i++ {
+			if i%7 == 3 {
+				if err := w.Lost(uint16(i%len(m.Probes)), uint16(i%3), int64(i), uint64(i)); err != nil {
+					tb.Fatal(err)
+				}
+				continue
+			}
+			e := randEvent(rng, m, int64(i)*1000)
+			if err := w.Append(&e); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			tb.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		seeds[name] = data
+		return data
+	}
+	zs := write("zstd", Zstd, 12, 5)
+	write("lz4", LZ4, 12, 5)
+	none := write("none", None, 12, 5)
+	write("empty", Zstd, 0, 5)
+	seeds["zstd-footerless"] = streamPart(zs)
+	seeds["none-cut"] = none[:len(none)*2/3]
+	fixed := filepath.Join(dir, "repaired")
+	if _, err := Repair(filepath.Join(dir, "lz4"), fixed); err != nil {
+		tb.Fatal(err)
+	}
+	data, err := os.ReadFile(fixed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	seeds["lz4-repaired"] = data
+	return seeds
+}
+
+// seedMeta is a small probe table, for small seeds: an integer and a
+// string field, a field-less probe.
+func seedMeta() *Meta {
+	return &Meta{Tool: "t", StartBoot: 1, Probes: []Probe{
+		{Name: "p", Kind: "usdt", Fields: []Field{{Name: "a", Type: Int32}, {Name: "s", Type: String}}},
+		{Name: "q", Kind: "tracepoint"},
+	}}
+}
+
+// readEverything opens path and touches every value of every row the way
+// the analyses do; it returns how many rows it read, or Open's error.
+func readEverything(path string) (rows int64, recovered bool, err error) {
+	r, err := Open(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer r.Close()
+	for r.Next() {
+		b := r.Batch()
+		for i := 0; i < b.Len; i++ {
+			_, _, _, _ = b.Time[i], b.CPU[i], b.PID[i], b.TID[i]
+			_ = b.Comm(i)
+			p := &r.Meta.Probes[b.Probe[i]]
+			if _, ok := b.Lost(i); ok {
+				continue
+			}
+			for _, f := range p.Fields {
+				c := b.Col(r.Column(f.Column))
+				if c.Valid(i) {
+					_, _ = c.Int(i), c.Str(i)
+				}
+			}
+		}
+		rows += int64(b.Len)
+	}
+	_ = r.Meta.WallTime(0)
+	return rows, r.Recovered, r.Err()
+}
+
+// scratchDir is a directory on tmpfs when there is one, since Repair
+// syncs. Fuzzing workers are killed rather than cleaned up, so it is named
+// after the process and the directories of dead processes are removed.
+func scratchDir(tb testing.TB) string {
+	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
+		return tb.TempDir()
+	}
+	old, _ := filepath.Glob("/dev/shm/bpftape-fuzz-*")
+	for _, d := range old {
+		pid, err := strconv.Atoi(strings.TrimPrefix(d, "/dev/shm/bpftape-fuzz-"))
+		if err == nil && syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(d)
+		}
+	}
+	dir := fmt.Sprintf("/dev/shm/bpftape-fuzz-%d", os.Getpid())
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return tb.TempDir()
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// FuzzOpen reads arbitrary bytes as a capture, every value of every row:
+// no panic, and no allocation beyond readBound.
+func FuzzOpen(f *testing.F) {
+	for _, data := range fuzzSeeds(f) {
+		f.Add(data)
+	}
+	in := filepath.Join(scratchDir(f), "in.arrow")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(in, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		readEverything(in)
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > readBound {
+			t.Fatalf("reading %d bytes allocated %s", len(data), sizeStr(alloc))
+		}
+	})
+}
+
+// FuzzRepair repairs arbitrary bytes as 'bpftape repair' does: no panic,
+// and a repaired file always opens as a complete capture with the rows
+// Repair reported. It shares FuzzOpen's seeds (see TestWriteFuzzSeeds).
+func FuzzRepair(f *testing.F) {
+	for _, data := range fuzzSeeds(f) {
+		f.Add(data)
+	}
+	dir := scratchDir(f)
+	in, out := filepath.Join(dir, "in.arrow"), filepath.Join(dir, "out.arrow")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(in, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(out)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		res, err := Repair(in, out)
+		runtime.ReadMemStats(&after)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > readBound {
+			t.Fatalf("repairing %d bytes allocated %s", len(data), sizeStr(alloc))
+		}
+		if err != nil {
+			return
+		}
+		rows, recovered, err := readEverything(out)
+		if err != nil || recovered || rows != res.Rows {
+			t.Fatalf("repaired file: %d rows (Repair wrote %d), recovered %v, error %v", rows, res.Rows, recovered, err)
+		}
+	})
+}
+
+// TestWriteFuzzSeeds refreshes the committed seed corpora of FuzzOpen and FuzzRepair when
+// BPFTAPE_WRITE_FUZZ_SEEDS=1.
+func TestWriteFuzzSeeds(t *testing.T) {
+	if os.Getenv("BPFTAPE_WRITE_FUZZ_SEEDS") != "1" {
+		t.Skip("set BPFTAPE_WRITE_FUZZ_SEEDS=1 to rewrite testdata/fuzz/Fuzz{Open,Repair}/seed-*")
+	}
+	seeds := fuzzSeeds(t)
+	for _, target := range []string{"FuzzOpen", "FuzzRepair"} {
+		dir := filepath.Join("testdata", "fuzz", target)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, data := range seeds {
+			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
+			if err := os.WriteFile(filepath.Join(dir, "seed-"+name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

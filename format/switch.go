@@ -1,0 +1,84 @@
+package format
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/bpftape/bpftape/format/arrowipc"
+)
+
+// Switch finishes the current file — its queued batches, the footer, and a
+// sync and close of the file Create opened or out was — and continues the
+// capture in out, a new file with the same schema and metadata. Stats keep
+// counting, except Bytes, which restarts with the new file. A recorder
+// rotates its output so; like Append, it is called by the appending goroutine.
+func (w *Writer) Switch(out io.Writer) (err error) {
+	if w.closed {
+		return errors.New("capture writer is closed")
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	// Stop the encoder once the queue is written; it runs again afterwards,
+	// for the new file or for Close.
+	close(w.work)
+	<-w.done
+	defer func() {
+		if err != nil {
+			w.setErr(err)
+		}
+		w.work = make(chan *batch, 1)
+		w.done = make(chan struct{})
+		go w.encoder()
+	}()
+	if err := w.Err(); err != nil {
+		return err
+	}
+	if err := w.finishFile(); err != nil {
+		return err
+	}
+	w.file = nil
+	if c, ok := out.(io.Closer); ok {
+		w.file = c
+	}
+	w.out = newPosWriter(out)
+	codec := arrowipc.None
+	switch w.opts.Compression {
+	case Zstd:
+		codec = arrowipc.Zstd
+	case LZ4:
+		codec = arrowipc.LZ4
+	}
+	if w.aw, err = arrowipc.NewWriter(w.out, w.schema, w.meta.ProbeNames(), codec); err != nil {
+		return err
+	}
+	// The current batch is empty after Flush: as in NewWriter, it puts
+	// schema, metadata and dictionary on disk at once.
+	if err := w.encode(w.cur); err != nil {
+		return fmt.Errorf("write capture header: %w", err)
+	}
+	return nil
+}
+
+// finishFile writes the footer of the current file, syncs and closes it.
+func (w *Writer) finishFile() error {
+	err := w.aw.Close()
+	if err == nil {
+		err = w.out.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("write footer: %w", err)
+	}
+	if f, ok := w.file.(*os.File); ok {
+		if err := f.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+			return err
+		}
+	}
+	if w.file != nil {
+		return w.file.Close()
+	}
+	return nil
+}

@@ -1,0 +1,116 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+// MinMaxSize is the smallest Options.MaxSize: a capture's header alone
+// takes a few KiB.
+const MinMaxSize = 64 << 10
+
+// errMaxSize stops a recording whose file reached Options.MaxSize.
+var errMaxSize = errors.New("the capture reached --max-size")
+
+// PartName is the name of part n (from 1) of a rotated capture: the
+// sequence number goes before the extension, c.arrow giving c.000001.arrow.
+func PartName(path string, n int) string {
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s.%06d%s", strings.TrimSuffix(path, ext), n, ext)
+}
+
+// sizeLimit enforces Options.MaxSize between samples: it stops the
+// recording, or with Options.Rotate continues in the next part and deletes
+// the oldest beyond Rotate. A part may exceed MaxSize by the batches being
+// written when the limit is seen (rarely more than a few hundred KiB).
+type sizeLimit struct {
+	w     *format.Writer
+	max   int64
+	keep  int // parts kept; 0: stop at max
+	base  string
+	force bool
+	seq   int      // number of the current part
+	parts []string // kept parts, oldest first
+}
+
+// sizeOptions checks MaxSize and Rotate and, when rotating, makes Output
+// the first part; it returns the output as given.
+func (o *Options) sizeOptions() (base string, err error) {
+	base = o.Output
+	switch {
+	case o.MaxSize < 0 || o.Rotate < 0:
+		return "", usagef("negative --max-size or --rotate")
+	case o.Rotate > 0 && o.MaxSize == 0:
+		return "", usagef("--rotate needs --max-size")
+	case o.MaxSize > 0 && o.MaxSize < MinMaxSize:
+		return "", usagef("--max-size %d is below the minimum, %d bytes", o.MaxSize, MinMaxSize)
+	}
+	if o.Rotate > 0 {
+		o.Output = PartName(base, 1)
+		ext := filepath.Ext(base)
+		old, _ := filepath.Glob(strings.TrimSuffix(base, ext) + ".[0-9][0-9][0-9][0-9][0-9][0-9]" + ext)
+		if len(old) > 0 && !o.Force {
+			return "", usagef("output: %s exists (a rotated capture): give --force to overwrite it, or another -o", old[0])
+		}
+	}
+	return base, nil
+}
+
+// newSizeLimit returns the limit of a recording into w, nil without one.
+func newSizeLimit(w *format.Writer, o *Options, base string) *sizeLimit {
+	if o.MaxSize == 0 {
+		return nil
+	}
+	l := &sizeLimit{w: w, max: o.MaxSize, keep: o.Rotate, base: base, force: o.Force}
+	if o.Rotate > 0 {
+		l.seq, l.parts = 1, []string{o.Output}
+	}
+	return l
+}
+
+// summarize reports the parts of a rotated recording in s.
+func (l *sizeLimit) summarize(s *Summary) {
+	if l == nil || len(l.parts) == 0 {
+		return
+	}
+	s.Parts = append([]string(nil), l.parts...)
+	s.Output = l.parts[len(l.parts)-1]
+	if st, err := os.Stat(s.Output); err == nil {
+		s.Bytes = st.Size()
+	}
+}
+
+func (l *sizeLimit) check() error {
+	if l.w.Stats.Bytes.Load() < l.max {
+		return nil
+	}
+	if l.keep == 0 {
+		return errMaxSize
+	}
+	l.seq++
+	name := PartName(l.base, l.seq)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if l.force {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	f, err := os.OpenFile(name, flags, 0o600)
+	if err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	if err := l.w.Switch(f); err != nil {
+		return fmt.Errorf("rotate to %s: %w", name, err)
+	}
+	l.parts = append(l.parts, name)
+	for len(l.parts) > l.keep {
+		if err := os.Remove(l.parts[0]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("rotate: %w", err)
+		}
+		l.parts = l.parts[1:]
+	}
+	return nil
+}

@@ -6,7 +6,7 @@ BIN     := bin
 BPFTAPE := $(BIN)/bpftape
 DEMO    := out/demo
 
-.PHONY: all build test demo generate check-generate bench fuzz clean root deps
+.PHONY: all build test demo generate check-generate bench bench-quick bench-go fuzz clean root deps
 
 all: build
 
@@ -37,9 +37,18 @@ check-generate:
 	@sh scripts/deps.sh clang
 	@sh scripts/check-generate.sh
 
-bench:
+# bench compares bpftape with BCC, bpftrace and perf on the same workloads,
+# in alternation (bench/README.md); run it on an idle machine, as root.
+bench: root
+	bash bench/bench.sh
+
+bench-quick: root
+	bash bench/bench.sh --quick
+
+# bench-go runs the Go micro-benchmarks (writer, reader, wake-up policies).
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 2000000x ./format/
-	$(GO) test -run '^$$' -bench . ./replay/...
+	$(GO) test -run '^$$' -bench Wakeup -benchtime 1x ./bpf/
 
 FUZZTIME ?= 60s
 FUZZ := format:FuzzOpen format:FuzzRepair record/usdt:FuzzRead record/usdt:FuzzParseNote \

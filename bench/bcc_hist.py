@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+# bcc_hist.py: BCC's in-kernel log2 histogram, the way BCC tools (funclatency,
+# the virtio-net case study) aggregate: one BPF_HISTOGRAM per probe filled
+# with bpf_log2l(value) in the probe, nothing sent to user space per event.
+#
+#   /usr/bin/python3 bench/bcc_hist.py [--pid PID] PROBE...
+#
+# PROBE is as bpftape spells it, without field lists:
+#   u:BINARY:FUNC            value = arg0 (PT_REGS_PARM1)
+#   ur:BINARY:FUNC           value = retval (PT_REGS_RC)
+#   U:BINARY:PROVIDER:NAME   value = the USDT probe's first argument
+#   t:CATEGORY:EVENT         value = args->ret (sys_exit_* tracepoints)
+# --pid keeps only that process's events (checked in the program).
+#
+# It prints "READY" on stdout once every probe is attached, then waits for
+# SIGINT or SIGTERM and prints, per probe, "count PROBE N" (the histogram's
+# total) and the histogram, on stdout. Needs the kernel headers:
+# BCC_KERNEL_SOURCE points to them when /lib/modules has none.
+import argparse
+import signal
+import sys
+
+from bcc import BPF, USDT
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pid", type=int, default=0)
+    ap.add_argument("probes", nargs="+")
+    a = ap.parse_args()
+
+    filt = ""
+    if a.pid:
+        filt = "if ((bpf_get_current_pid_tgid() >> 32) != %d) return 0;" % a.pid
+    text = ["#include <uapi/linux/ptrace.h>\n"]
+    attach = []
+    usdts = []
+    for i, spec in enumerate(a.probes):
+        kind, rest = spec.split(":", 1)
+        text.append("BPF_HISTOGRAM(hist%d);\n" % i)
+        if kind in ("u", "ur"):
+            binary, func = rest.rsplit(":", 1)
+            val = "PT_REGS_PARM1(ctx)" if kind == "u" else "PT_REGS_RC(ctx)"
+            text.append("int probe%d(struct pt_regs *ctx) { %s u64 v = %s; hist%d.increment(bpf_log2l(v)); return 0; }\n"
+                        % (i, filt, val, i))
+            attach.append((kind, binary, func, "probe%d" % i))
+        elif kind == "U":
+            binary, provider, name = rest.split(":")
+            text.append("int probe%d(struct pt_regs *ctx) { %s u64 v = 0; bpf_usdt_readarg(1, ctx, &v); "
+                        "hist%d.increment(bpf_log2l(v)); return 0; }\n" % (i, filt, i))
+            u = USDT(path=binary)
+            u.enable_probe(probe="%s:%s" % (provider, name), fn_name="probe%d" % i)
+            usdts.append(u)
+        elif kind == "t":
+            category, event = rest.split(":")
+            text.append("TRACEPOINT_PROBE(%s, %s) { %s u64 v = args->ret; hist%d.increment(bpf_log2l(v)); return 0; }\n"
+                        % (category, event, filt, i))
+        else:
+            sys.exit("bcc_hist.py: bad probe %r" % spec)
+
+    b = BPF(text="".join(text), usdt_contexts=usdts)
+    for kind, binary, func, fn in attach:
+        if kind == "u":
+            b.attach_uprobe(name=binary, sym=func, fn_name=fn)
+        else:
+            b.attach_uretprobe(name=binary, sym=func, fn_name=fn)
+
+    stop = []
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    print("READY", flush=True)
+    while not stop:
+        signal.pause()
+
+    for i, spec in enumerate(a.probes):
+        h = b["hist%d" % i]
+        total = sum(v.value for v in h.values())
+        print("count %s %d" % (spec, total))
+        h.print_log2_hist("value")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

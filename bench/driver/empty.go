@@ -1,0 +1,142 @@
+package main
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+)
+
+// runEmpty is the empty-program floor: it attaches a BPF program that only
+// returns 0 to each probe (u:BIN:FUNC, ur:BIN:FUNC, U:BIN:PROVIDER:NAME,
+// t:CATEGORY:EVENT), prints READY, and detaches on SIGINT or SIGTERM. What
+// a traced process pays under it is the cost of the probe mechanism itself
+// (breakpoint, uprobe dispatch, BPF program call) with no work in the
+// program: no tool can do less per event.
+func runEmpty(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: driver empty PROBE...")
+	}
+	insns := asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+	kprobe, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Kprobe, Instructions: insns, License: "GPL"})
+	if err != nil {
+		return fmt.Errorf("load empty uprobe program: %w", err)
+	}
+	defer kprobe.Close()
+	tp, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.TracePoint, Instructions: insns, License: "GPL"})
+	if err != nil {
+		return fmt.Errorf("load empty tracepoint program: %w", err)
+	}
+	defer tp.Close()
+
+	var links []link.Link
+	defer func() {
+		for _, l := range links {
+			l.Close()
+		}
+	}()
+	for _, spec := range args {
+		p, err := parseProbe(spec)
+		if err != nil {
+			return err
+		}
+		var l link.Link
+		switch p.kind {
+		case "t":
+			l, err = link.Tracepoint(p.category, p.event, tp, nil)
+		case "u", "ur", "U":
+			ex, err2 := link.OpenExecutable(p.bin)
+			if err2 != nil {
+				return err2
+			}
+			opts := &link.UprobeOptions{}
+			sym := p.fn
+			if p.kind == "U" {
+				if opts.Address, err = usdtOffset(p.bin, p.provider, p.name); err != nil {
+					return err
+				}
+				sym = ""
+			}
+			if p.kind == "ur" {
+				l, err = ex.Uretprobe(sym, kprobe, opts)
+			} else {
+				l, err = ex.Uprobe(sym, kprobe, opts)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("attach %s: %w", spec, err)
+		}
+		links = append(links, l)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	fmt.Println("READY")
+	<-sigs
+	return nil
+}
+
+// usdtOffset returns the file offset of the one USDT site PROVIDER:NAME of
+// bin (its .note.stapsdt entry), where a uprobe attaches.
+func usdtOffset(bin, provider, name string) (uint64, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	notes := f.Section(".note.stapsdt")
+	if notes == nil {
+		return 0, fmt.Errorf("%s has no USDT notes", bin)
+	}
+	data, err := notes.Data()
+	if err != nil {
+		return 0, err
+	}
+	var baseAddr uint64
+	if s := f.Section(".stapsdt.base"); s != nil {
+		baseAddr = s.Addr
+	}
+	var found []uint64
+	for len(data) >= 12 {
+		nsz, dsz, typ := binary.LittleEndian.Uint32(data), binary.LittleEndian.Uint32(data[4:]), binary.LittleEndian.Uint32(data[8:])
+		off := 12
+		nameEnd := off + int(nsz)
+		descOff := (nameEnd + 3) &^ 3
+		descEnd := descOff + int(dsz)
+		if descEnd > len(data) {
+			break
+		}
+		owner := strings.TrimRight(string(data[off:nameEnd]), "\x00")
+		desc := data[descOff:descEnd]
+		data = data[(descEnd+3)&^3:]
+		if owner != "stapsdt" || typ != 3 || len(desc) < 24 {
+			continue
+		}
+		pc := binary.LittleEndian.Uint64(desc)
+		base := binary.LittleEndian.Uint64(desc[8:])
+		strs := strings.Split(string(desc[24:]), "\x00")
+		if len(strs) < 2 || strs[0] != provider || strs[1] != name {
+			continue
+		}
+		if baseAddr != 0 {
+			pc += baseAddr - base
+		}
+		found = append(found, pc)
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("%s: %d USDT sites %s:%s, want 1", bin, len(found), provider, name)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && found[0] >= p.Vaddr && found[0] < p.Vaddr+p.Memsz {
+			return found[0] - p.Vaddr + p.Off, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: USDT site %#x is in no executable segment", bin, found[0])
+}

@@ -1,0 +1,203 @@
+// Command driver is the harness behind `make bench` (see bench/README.md):
+// it runs the workloads of bench/workload.c untraced and under the empty
+// BPF program, BCC, bpftrace, perf record and bpftape record in
+// alternation, times replay (bpftape hist against perf script), and prints
+// one table and the targets of issue 5 with PASS or FAIL.
+//
+//	driver run [flags]         the benchmark (bench/bench.sh passes the paths)
+//	driver empty PROBE...      the empty-program floor tool (used by run)
+//	driver synth -o FILE -n N  a seed-like capture written with format.Writer
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: driver run|empty|synth ...")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = runBench(os.Args[2:])
+	case "empty":
+		err = runEmpty(os.Args[2:])
+	case "synth":
+		err = runSynth(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown verb %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "driver %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+// config is the size of a run.
+type config struct {
+	quick         bool
+	rounds        int     // alternation rounds per workload
+	events        int64   // iterations per thread and traced run (uprobe, uretprobe, USDT)
+	tpEvents      int64   // the same for the tracepoint workload
+	soakSeconds   float64 // every core as fast as possible, for the loss target
+	readyRounds   int
+	readyIters    int64
+	replayEvents  int64 // bpftape capture for bpftape hist (recorded)
+	perfEvents    int64 // perf.data (and an equal bpftape capture) for perf script
+	synthEvents   int64 // seed-like synthesized capture
+	idleWindow    time.Duration
+	replayRepeats int
+	skipReplay    bool
+	only          map[string]bool
+}
+
+type driver struct {
+	cfg       config
+	work      string // scratch directory
+	self      string // this executable
+	launch    string
+	bpftape   string
+	workload  string // the built workload binary
+	bccScript string
+	headers   string // BCC_KERNEL_SOURCE
+	ncpu      int
+
+	mu    sync.Mutex
+	procs map[*proc]bool
+	log   *os.File
+	t0    time.Time
+}
+
+func (d *driver) logf(format string, args ...any) {
+	fmt.Fprintf(d.log, "[%6.1fs] %s\n", time.Since(d.t0).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func (d *driver) track(p *proc) {
+	d.mu.Lock()
+	d.procs[p] = true
+	d.mu.Unlock()
+}
+
+func (d *driver) untrack(p *proc) {
+	d.mu.Lock()
+	delete(d.procs, p)
+	d.mu.Unlock()
+}
+
+// stopAll stops every tool still running (on an interrupt).
+func (d *driver) stopAll() {
+	d.mu.Lock()
+	ps := make([]*proc, 0, len(d.procs))
+	for p := range d.procs {
+		ps = append(ps, p)
+	}
+	d.mu.Unlock()
+	for _, p := range ps {
+		p.stop(30 * time.Second)
+	}
+}
+
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	quick := fs.Bool("quick", false, "CI mode: few rounds, small event counts (under 2 minutes)")
+	work := fs.String("work", "/var/tmp/bpftape-bench/run", "scratch directory (captures, perf.data, copies)")
+	bpftapeBin := fs.String("bpftape", "bin/bpftape", "bpftape binary")
+	wl := fs.String("workload", "", "built bench/workload.c")
+	launch := fs.String("launch", "", "built bench/launch.c")
+	bccScript := fs.String("bcc", "bench/bcc_hist.py", "the BCC histogram script")
+	headers := fs.String("headers", "/var/tmp/bpftape-bench/headers", "kernel headers for BCC (BCC_KERNEL_SOURCE)")
+	rounds := fs.Int("rounds", 0, "rounds (default 5, 2 with --quick)")
+	events := fs.Int64("events", 0, "iterations per thread per run (default 1000000, 100000 with --quick)")
+	only := fs.String("only", "", "comma-separated parts to run: uprobe,uretprobe,usdt,tracepoint,1t,mt,soak,ready,replay (default all)")
+	skipReplay := fs.Bool("skip-replay", false, "skip the replay benchmark")
+	fs.Parse(args)
+
+	c := config{quick: *quick, rounds: 5, events: 1_000_000, tpEvents: 1_000_000, soakSeconds: 10,
+		readyRounds: 5, readyIters: 10_000, replayEvents: 100_000_000, perfEvents: 10_000_000,
+		synthEvents: 20_000_000, replayRepeats: 3, skipReplay: *skipReplay, idleWindow: time.Second}
+	if c.quick {
+		c.rounds, c.events, c.tpEvents, c.soakSeconds = 2, 100_000, 100_000, 2
+		c.readyRounds, c.readyIters = 2, 1000
+		c.replayEvents, c.perfEvents, c.synthEvents, c.replayRepeats = 2_000_000, 300_000, 2_000_000, 1
+		c.idleWindow = 300 * time.Millisecond
+	}
+	if *rounds > 0 {
+		c.rounds = *rounds
+	}
+	if *events > 0 {
+		c.events, c.tpEvents = *events, *events
+	}
+	if *only != "" {
+		c.only = map[string]bool{}
+		for _, s := range strings.Split(*only, ",") {
+			c.only[strings.TrimSpace(s)] = true
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	d := &driver{cfg: c, work: *work, self: self, launch: *launch, bpftape: abs(*bpftapeBin), workload: abs(*wl),
+		bccScript: abs(*bccScript), headers: *headers, procs: map[*proc]bool{}, log: os.Stderr, t0: time.Now()}
+	if d.workload == "" || d.launch == "" {
+		return fmt.Errorf("--workload and --launch are required")
+	}
+	d.launch = abs(d.launch)
+	if err := os.MkdirAll(d.work, 0o755); err != nil {
+		return err
+	}
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		d.logf("%v: stopping the tools", sig)
+		d.stopAll()
+		os.Exit(130)
+	}()
+
+	res, err := d.bench()
+	if err != nil {
+		d.stopAll()
+		return err
+	}
+	res.print(os.Stdout, d)
+	return nil
+}
+
+func (c *config) want(part string) bool { return c.only == nil || c.only[part] }
+
+// wantRow: with --only, a workload row runs when its workload (if any is
+// named) and its threading (1t, mt; if either is named) are named.
+func (c *config) wantRow(w, threads string) bool {
+	if c.only == nil {
+		return true
+	}
+	anyW := c.only["uprobe"] || c.only["uretprobe"] || c.only["usdt"] || c.only["tracepoint"]
+	anyT := c.only["1t"] || c.only["mt"]
+	if !anyW && !anyT {
+		return false
+	}
+	return (!anyW || c.only[w]) && (!anyT || c.only[threads])
+}
+
+func abs(p string) string {
+	if p == "" {
+		return ""
+	}
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	return a
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// probe is one probe site, spelled as bpftape spells it without a field
+// list: u:BIN:FUNC, ur:BIN:FUNC, U:BIN:PROVIDER:NAME or t:CATEGORY:EVENT.
+type probe struct {
+	kind            string // u, ur, U, t
+	bin, fn         string // u, ur: binary and function
+	provider, name  string // U
+	category, event string // t
+}
+
+func parseProbe(s string) (probe, error) {
+	kind, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return probe{}, fmt.Errorf("bad probe %q", s)
+	}
+	p := probe{kind: kind}
+	switch kind {
+	case "u", "ur":
+		i := strings.LastIndex(rest, ":")
+		if i < 0 {
+			return probe{}, fmt.Errorf("bad probe %q", s)
+		}
+		p.bin, p.fn = rest[:i], rest[i+1:]
+	case "U":
+		f := strings.Split(rest, ":")
+		if len(f) != 3 {
+			return probe{}, fmt.Errorf("bad probe %q", s)
+		}
+		p.bin, p.provider, p.name = f[0], f[1], f[2]
+	case "t":
+		f := strings.Split(rest, ":")
+		if len(f) != 2 {
+			return probe{}, fmt.Errorf("bad probe %q", s)
+		}
+		p.category, p.event = f[0], f[1]
+	default:
+		return probe{}, fmt.Errorf("bad probe kind in %q", s)
+	}
+	return p, nil
+}
+
+func (p probe) String() string {
+	switch p.kind {
+	case "u", "ur":
+		return p.kind + ":" + p.bin + ":" + p.fn
+	case "U":
+		return "U:" + p.bin + ":" + p.provider + ":" + p.name
+	}
+	return "t:" + p.category + ":" + p.event
+}
+
+// value is the recorded field: what each tool puts in its histogram.
+func (p probe) bpftapeSpec() string {
+	switch p.kind {
+	case "u":
+		return p.String() + "(arg0)"
+	case "ur":
+		return p.String() + "(retval)"
+	case "U":
+		return p.String() + "(arg0)"
+	}
+	return p.String() + "(ret)"
+}
+
+func (p probe) bpftrace(i, pid int) string {
+	m := fmt.Sprintf("@h%d", i)
+	switch p.kind {
+	case "u":
+		return fmt.Sprintf("uprobe:%s:%s { %s = hist(arg0); }\n", p.bin, p.fn, m)
+	case "ur":
+		return fmt.Sprintf("uretprobe:%s:%s { %s = hist(retval); }\n", p.bin, p.fn, m)
+	case "U":
+		return fmt.Sprintf("usdt:%s:%s:%s { %s = hist(arg0); }\n", p.bin, p.provider, p.name, m)
+	}
+	filter := ""
+	if pid != 0 {
+		filter = fmt.Sprintf("/pid == %d/ ", pid)
+	}
+	return fmt.Sprintf("tracepoint:%s:%s %s{ %s = hist(args->ret); }\n", p.category, p.event, filter, m)
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"sort"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+// replayRun is one replay command timed over some repeats.
+type replayRun struct {
+	what     string
+	events   int64     // events in the input
+	wall     []float64 // seconds per repeat
+	cpu      []float64 // user+sys seconds per repeat
+	maxrssKB int64
+	err      string
+}
+
+func (r *replayRun) rate() float64 {
+	if len(r.wall) == 0 {
+		return 0
+	}
+	return float64(r.events) / median(r.wall)
+}
+
+func (r *replayRun) ratePerCore() float64 {
+	if len(r.cpu) == 0 || median(r.cpu) == 0 {
+		return 0
+	}
+	return float64(r.events) / median(r.cpu)
+}
+
+type capInfo struct {
+	what                string
+	generated, recorded int64
+	lost                int64
+	bytes               int64
+	err                 string
+}
+
+func (c *capInfo) perEvent() float64 {
+	if c.recorded <= 0 {
+		return 0
+	}
+	return float64(c.bytes) / float64(c.recorded)
+}
+
+type replayResult struct {
+	bigCap, smallCap, perfData, synthCap capInfo
+	histBig, histSmall, perfScript       replayRun
+	histSynth                            replayRun
+}
+
+// replayBench records the uprobe workload (seed-like sizes) with bpftape
+// (cfg.replayEvents events, a thread per CPU) and, scaled down, with perf
+// record and bpftape again (cfg.perfEvents each, one thread), then times
+// bpftape hist and perf script on them, and bpftape hist on a synthesized
+// seed-like capture.
+func (d *driver) replayBench() *replayResult {
+	rr := &replayResult{}
+	cpu := fmt.Sprint(d.ncpu - 1)
+	w := wdefs[0]
+
+	record := func(tool string, events int64, threads int, ci *capInfo) (s *session, cleanup func()) {
+		cleanup = func() {}
+		cpus := cpu
+		if threads > 1 {
+			cpus = fmt.Sprintf("0-%d", d.ncpu-1)
+		}
+		ci.what = fmt.Sprintf("%s, uprobe workload, %d thread(s)", toolTitle[tool], threads)
+		wl, err := d.startWorkload(d.copyOf(tool), cpus, threads, w.mode, events/int64(threads), 0)
+		if err != nil {
+			ci.err = err.Error()
+			return nil, cleanup
+		}
+		s, err = d.startSessionKeep(tool, []probe{w.probe(d.copyOf(tool))}, 0, true)
+		if err != nil {
+			wl.kill()
+			ci.err = err.Error()
+			return nil, cleanup
+		}
+		cleanup = func() { os.RemoveAll(s.dir) }
+		s.sample()
+		res, err := wl.run()
+		if err != nil {
+			ci.err = err.Error()
+		}
+		if err := d.stopSession(s); err != nil && ci.err == "" {
+			ci.err = err.Error()
+		}
+		ci.generated, ci.recorded, ci.bytes = res.events, s.recorded, s.bytes
+		ci.lost = max(s.toolLost, res.events-s.recorded)
+		d.logf("  %s: %d events recorded of %d, %d bytes", tool, s.recorded, res.events, s.bytes)
+		return s, cleanup
+	}
+
+	d.logf("  recording %d events with bpftape", d.cfg.replayEvents)
+	big, cleanBig := record(bpftape, d.cfg.replayEvents, d.ncpu, &rr.bigCap)
+	if big != nil {
+		rr.histBig = d.timeReplay("bpftape hist", rr.bigCap.recorded, d.bpftape, "hist", big.output(), "bench_func", "arg0")
+	}
+	cleanBig()
+
+	d.logf("  recording %d events with perf record and with bpftape", d.cfg.perfEvents)
+	pd, cleanPerf := record(perf, d.cfg.perfEvents, 1, &rr.perfData)
+	if pd != nil {
+		rr.perfScript = d.timeReplay("perf script", rr.perfData.recorded, "perf", "--buildid-dir", pd.buildidDir(), "script", "-i", pd.output())
+	}
+	cleanPerf()
+	small, cleanSmall := record(bpftape, d.cfg.perfEvents, 1, &rr.smallCap)
+	if small != nil {
+		rr.histSmall = d.timeReplay("bpftape hist", rr.smallCap.recorded, d.bpftape, "hist", small.output(), "bench_func", "arg0")
+	}
+	cleanSmall()
+
+	d.logf("  synthesizing a %d-event seed-like capture", d.cfg.synthEvents)
+	synth := fmt.Sprintf("%s/synth.arrow", d.work)
+	rr.synthCap.what = "synthesized seed-like stream (format.Writer, zstd)"
+	out, err := exec.Command(d.self, "synth", "-o", synth, "-n", fmt.Sprint(d.cfg.synthEvents)).CombinedOutput()
+	if err != nil {
+		rr.synthCap.err = fmt.Sprintf("%v: %s", err, out)
+	} else {
+		st, _ := os.Stat(synth)
+		rr.synthCap.generated, rr.synthCap.recorded, rr.synthCap.bytes = d.cfg.synthEvents, d.cfg.synthEvents, st.Size()
+		rr.histSynth = d.timeReplay("bpftape hist", d.cfg.synthEvents, d.bpftape, "hist", synth, "rx", "arg2")
+	}
+	os.Remove(synth)
+	return rr
+}
+
+// timeReplay runs a replay command cfg.replayRepeats times with its
+// output to /dev/null and records wall time, CPU and peak RSS.
+func (d *driver) timeReplay(what string, events int64, args ...string) replayRun {
+	r := replayRun{what: what, events: events}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		r.err = err.Error()
+		return r
+	}
+	defer null.Close()
+	for i := 0; i < d.cfg.replayRepeats; i++ {
+		p, err := d.startProc(what, nil, null, args...)
+		if err != nil {
+			r.err = err.Error()
+			return r
+		}
+		p.wait()
+		d.untrack(p)
+		wall := time.Since(p.start).Seconds()
+		if !p.haveUsage || p.status.ExitStatus() != 0 {
+			r.err = fmt.Sprintf("%s failed (%v): %s", what, p.status, tail(p.stderr.String()))
+			return r
+		}
+		r.wall = append(r.wall, wall)
+		r.cpu = append(r.cpu, float64(p.cpuNs)/1e9)
+		r.maxrssKB = max(r.maxrssKB, p.maxrssKB)
+		d.logf("  %s, %d events: %.3fs wall, %.3fs CPU, %d MiB: %.2fM events/s", what, events, wall, float64(p.cpuNs)/1e9,
+			p.maxrssKB>>10, float64(events)/wall/1e6)
+	}
+	return r
+}
+
+// runSynth writes a seed-like capture: three probes of a virtio-net RX/TX
+// path (one integer each) on four threads, in bursts of packets whose sizes
+// repeat, as format's BenchmarkWriter generates them.
+func runSynth(args []string) error {
+	fs := flag.NewFlagSet("synth", flag.ExitOnError)
+	out := fs.String("o", "synth.arrow", "capture to write")
+	n := fs.Int64("n", 1_000_000, "events")
+	fs.Parse(args)
+	meta := &format.Meta{Tool: "bpftape bench synth", Probes: []format.Probe{
+		{Name: "rx", Kind: "uprobe", Fields: []format.Field{{Name: "arg2", Type: format.Uint64}}},
+		{Name: "rx_ret", Kind: "uretprobe", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
+		{Name: "tx_ret", Kind: "uretprobe", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
+	}}
+	w, err := format.Create(*out, meta, format.WriterOptions{})
+	if err != nil {
+		return err
+	}
+	s := newSeedStream()
+	for i := int64(0); i < *n; i++ {
+		if err := w.Append(s.next()); err != nil {
+			return err
+		}
+	}
+	return w.Close()
+}
+
+// seedStream is format/bench_test.go's realisticStream.
+type seedStream struct {
+	rng   *rand.Rand
+	t     int64
+	burst int
+	size  uint64
+	tid   uint32
+	ev    format.Event
+}
+
+var seedComms = [][]byte{[]byte("qemu-system-x86"), []byte("CPU 0/KVM"), []byte("CPU 1/KVM"), []byte("vhost-4242")}
+
+func newSeedStream() *seedStream {
+	s := &seedStream{rng: rand.New(rand.NewSource(7)), t: 1e9}
+	s.ev.Ints = make([]uint64, 1)
+	return s
+}
+
+func (s *seedStream) next() *format.Event {
+	r := s.rng
+	if s.burst == 0 {
+		s.burst = 1 + r.Intn(64)
+		s.t += 20_000 + r.Int63n(500_000)
+		s.tid = uint32(r.Intn(len(seedComms)))
+		switch x := r.Intn(10); {
+		case x < 6:
+			s.size = 1514
+		case x < 8:
+			s.size = 66
+		case x < 9:
+			s.size = 9014
+		default:
+			s.size = 64 + uint64(r.Intn(16384))
+		}
+	}
+	s.burst--
+	s.t += 500 + r.Int63n(3000)
+	e := &s.ev
+	e.Time = s.t
+	e.PID = 4242
+	e.TID = 4242 + s.tid
+	e.CPU = uint16(s.tid % 2)
+	e.Comm = seedComms[s.tid]
+	e.Probe = uint16(r.Intn(3))
+	size := s.size
+	if r.Intn(20) == 0 {
+		size = 64 + uint64(r.Intn(1500))
+	}
+	e.Ints[0] = size
+	if e.Probe == 2 {
+		e.Ints[0] = uint64(1 + r.Intn(3))
+	}
+	return e
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func minMax(xs []float64) (float64, float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	lo, hi := xs[0], xs[0]
+	for _, x := range xs {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	return lo, hi
+}

@@ -1,0 +1,396 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+func num(x float64) string {
+	switch a := abs64(x); {
+	case a < 10:
+		return fmt.Sprintf("%.2f", x)
+	case a < 100:
+		return fmt.Sprintf("%.1f", x)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+func abs64(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// spread is "median [min–max]", or the value alone for one sample.
+func spread(xs []float64, f func(float64) string) string {
+	switch len(xs) {
+	case 0:
+		return "-"
+	case 1:
+		return f(xs[0])
+	}
+	lo, hi := minMax(xs)
+	return fmt.Sprintf("%s [%s–%s]", f(median(xs)), f(lo), f(hi))
+}
+
+func secs(x float64) string { return fmt.Sprintf("%.3f", x) }
+
+func mib(kb int64) string {
+	if kb <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(kb)/1024)
+}
+
+func count(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+type table struct {
+	head []string
+	rows [][]string
+	left map[int]bool
+}
+
+func (t *table) add(cols ...string) { t.rows = append(t.rows, cols) }
+
+func (t *table) print(w io.Writer) {
+	width := make([]int, len(t.head))
+	for i, h := range t.head {
+		width[i] = len([]rune(h))
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	line := func(cols []string) {
+		var b strings.Builder
+		for i, c := range cols {
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if t.left[i] {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(pad + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line(t.head)
+	sep := make([]string, len(t.head))
+	for i := range sep {
+		sep[i] = strings.Repeat("-", width[i])
+	}
+	line(sep)
+	for _, r := range t.rows {
+		line(r)
+	}
+}
+
+func (res *results) print(w io.Writer, d *driver) {
+	c := &d.cfg
+	mode := "full"
+	if c.quick {
+		mode = "quick (--quick: few rounds, small counts; not for comparison)"
+	}
+	fmt.Fprintf(w, "\nbpftape bench: %s; %d rounds alternating untraced and traced runs; %d CPUs\n", mode, c.rounds, d.ncpu)
+	fmt.Fprintf(w, "%s\n", strings.Join(res.versions, "; "))
+	took := res.finished.Sub(res.started).Seconds()
+	fmt.Fprintf(w, "load average at start %s, at end %s (the benchmark's own threads count in it); took %.0fs\n", res.loadStart, res.loadEnd, took)
+	busy := float64(res.cpuEnd.busy-res.cpuStart.busy) / 1e9
+	ours := float64(res.cpuEnd.ours-res.cpuStart.ours) / 1e9
+	steal := float64(res.cpuEnd.steal-res.cpuStart.steal) / 1e9
+	fmt.Fprintf(w, "CPU busy %.0fs of %.0fs; the benchmark's processes %.0fs; everything else (other users, kernel threads) %.0fs = %.0f%% of the machine; hypervisor steal %.1fs\n",
+		busy, took*float64(d.ncpu), ours, max(busy-ours, 0), 100*max(busy-ours, 0)/(took*float64(d.ncpu)), steal)
+	fmt.Fprintf(w, "overhead = (traced - untraced loop time) / events, per thread, against the same round's untraced run;\n")
+	fmt.Fprintf(w, "values are median [min–max] over rounds. Recorder CPU: the tool's user+sys after it was ready, per event it\n")
+	fmt.Fprintf(w, "recorded, over all rounds [per-round min–max] (deferred work: batches flushed up to 1 s later, perf's build-id\n")
+	fmt.Fprintf(w, "pass at exit); where one session serves every round (uprobe, uretprobe, USDT), its idle CPU rate (measured\n")
+	fmt.Fprintf(w, "before the first round: column idle) is taken out of the time between its runs; tracepoint: a session per run.\n\n")
+
+	t := &table{head: []string{"workload", "tool", "overhead ns/event", "recorder CPU ns/event", "idle CPU ms/s", "events", "lost", "bytes/event", "ready s", "peak RSS MiB"},
+		left: map[int]bool{0: true, 1: true}}
+	var errs []string
+	for _, r := range res.rows {
+		name := fmt.Sprintf("%s %s", r.workload, r.threads)
+		for _, tool := range append([]string{untraced}, tools...) {
+			cl := r.cells[tool]
+			for _, e := range cl.errs {
+				errs = append(errs, fmt.Sprintf("%s, %s: %s", name, tool, e))
+			}
+			if tool == untraced {
+				t.add(name, "untraced", "loop "+spread(cl.overhead, num), "-", "-", "-", "-", "-", "-", "-")
+				continue
+			}
+			bpe := "-"
+			if cl.bytes >= 0 && cl.recorded > 0 {
+				bpe = fmt.Sprintf("%.2f", float64(cl.bytes)/float64(cl.recorded))
+			}
+			cpu := "-"
+			if tool != empty && len(cl.cpu) > 0 {
+				cpu = num(cl.cpuPerEvent())
+				if len(cl.cpu) > 1 {
+					lo, hi := minMax(cl.cpu)
+					cpu += fmt.Sprintf(" [%s–%s]", num(lo), num(hi))
+				}
+			}
+			lost := "-"
+			if cl.recorded >= 0 || cl.toolLost >= 0 {
+				lost = count(cl.lost())
+			}
+			idle := spread(cl.idle, func(x float64) string { return fmt.Sprintf("%.2f", x/1e6) })
+			t.add("", toolTitle[tool], spread(cl.overhead, num), cpu, idle, count(cl.recorded), lost, bpe, spread(cl.ready, secs), mib(cl.maxrssKB))
+		}
+	}
+	if len(res.rows) > 0 {
+		t.print(w)
+	}
+
+	if len(res.soak) > 0 {
+		fmt.Fprintf(w, "\nLoss at full speed: bpftape record, default settings, one workload thread per CPU\n")
+		st := &table{head: []string{"workload", "seconds", "events fired", "recorded", "lost", "loop ns/event traced", "recorder CPU ns/event", "peak RSS MiB"},
+			left: map[int]bool{0: true}}
+		for _, s := range res.soak {
+			st.add(s.name, fmt.Sprint(s.seconds), count(s.generated), count(s.recorded), count(s.lost), num(s.perEvent), num(s.cpu), mib(s.maxrssKB))
+			if s.err != "" {
+				errs = append(errs, "soak "+s.name+": "+s.err)
+			}
+		}
+		st.print(w)
+	}
+
+	if len(res.ready) > 0 {
+		fmt.Fprintf(w, "\nTime to ready, 4 probes (uprobe, uretprobe, USDT, tracepoint with a pid filter), %d rounds\n", c.readyRounds)
+		rt := &table{head: []string{"tool", "ready s", "events", "lost", "peak RSS MiB"}, left: map[int]bool{0: true}}
+		for _, tool := range tools {
+			cl := res.ready[tool]
+			if cl == nil {
+				continue
+			}
+			for _, e := range cl.errs {
+				errs = append(errs, "ready, "+tool+": "+e)
+			}
+			lost := "-"
+			if cl.recorded >= 0 {
+				lost = count(cl.lost())
+			}
+			rt.add(toolTitle[tool], spread(cl.ready, secs), count(cl.recorded), lost, mib(cl.maxrssKB))
+		}
+		rt.print(w)
+	}
+
+	if rp := res.replay; rp != nil {
+		fmt.Fprintf(w, "\nReplay (output to /dev/null; events/s = events in the input / wall time; per core = / user+sys time)\n")
+		pt := &table{head: []string{"command", "input", "events", "bytes/event", "wall s", "M events/s", "M events/s/core", "peak RSS MiB"},
+			left: map[int]bool{0: true, 1: true}}
+		add := func(r replayRun, ci capInfo) {
+			if ci.err != "" {
+				errs = append(errs, "replay input "+ci.what+": "+ci.err)
+			}
+			if r.err != "" {
+				errs = append(errs, "replay "+r.what+": "+r.err)
+			}
+			if len(r.wall) == 0 {
+				return
+			}
+			pt.add(r.what, ci.what, count(r.events), fmt.Sprintf("%.2f", ci.perEvent()), spread(r.wall, secs),
+				fmt.Sprintf("%.2f", r.rate()/1e6), fmt.Sprintf("%.2f", r.ratePerCore()/1e6), mib(r.maxrssKB))
+		}
+		add(rp.histBig, rp.bigCap)
+		add(rp.histSmall, rp.smallCap)
+		add(rp.perfScript, rp.perfData)
+		add(rp.histSynth, rp.synthCap)
+		pt.print(w)
+		if rp.perfData.recorded > 0 && rp.perfData.recorded < c.replayEvents {
+			fmt.Fprintf(w, "(perf.data scaled down to %s events: %s at 100M events would take ~%.1f GB and its recording, decoding and deletion ~minutes on this machine)\n",
+				count(rp.perfData.recorded), fmt.Sprintf("%.1f bytes/event", rp.perfData.perEvent()), rp.perfData.perEvent()*1e8/1e9)
+		}
+	}
+
+	if len(res.progTimes) > 0 {
+		fmt.Fprintf(w, "\nDiagnostic: BPF program run time per event (kernel BPF stats on, separate runs, 1 thread; overhead of the same run)\n")
+		pt := &table{head: []string{"workload"}, left: map[int]bool{0: true}}
+		ts := []string{empty, bcc, bpftrace, bpftape}
+		for _, t := range ts {
+			pt.head = append(pt.head, toolTitle[t]+" prog/overhead ns")
+		}
+		for _, wd := range wdefs {
+			m := res.progTimes[wd.name]
+			if m == nil {
+				continue
+			}
+			cols := []string{wd.name}
+			for _, t := range ts {
+				if x, ok := m[t]; ok {
+					cols = append(cols, fmt.Sprintf("%s / %s", num(x.runNs), num(x.overhead)))
+				} else {
+					cols = append(cols, "-")
+				}
+			}
+			pt.add(cols...)
+		}
+		pt.print(w)
+	}
+	for _, n := range res.notes {
+		errs = append(errs, n)
+	}
+
+	res.printTargets(w, d)
+
+	if len(errs) > 0 {
+		fmt.Fprintf(w, "\nErrors\n")
+		for _, e := range errs {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+}
+
+type target struct {
+	name, measured string
+	pass           bool
+	na             bool
+}
+
+func (res *results) printTargets(w io.Writer, d *driver) {
+	var ts []target
+	add := func(name, measured string, pass bool) {
+		ts = append(ts, target{name: name, measured: measured, pass: pass})
+	}
+	na := func(name, why string) { ts = append(ts, target{name: name, measured: why, na: true}) }
+	ratio := func(a, b float64) (float64, bool) {
+		if b <= 0 {
+			return 0, false
+		}
+		return a / b, true
+	}
+
+	var bpftapeRSS int64
+	for _, r := range res.rows {
+		name := r.workload + " " + r.threads
+		bt, bc, pf := r.cells[bpftape], r.cells[bcc], r.cells[perf]
+		bpftapeRSS = max(bpftapeRSS, bt.maxrssKB)
+		ob, oc, op := median(bt.overhead), median(bc.overhead), median(pf.overhead)
+		limit := 1.15
+		if r.workload == "tracepoint" {
+			limit = 1.5
+		}
+		tn := fmt.Sprintf("%s: overhead ≤ %.2f× BCC hist", name, limit)
+		if len(bt.overhead) == 0 || len(bc.overhead) == 0 {
+			na(tn, "not measured")
+		} else if q, ok := ratio(ob, oc); ok {
+			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)", q, num(ob), num(oc)), q <= limit)
+		} else {
+			na(tn, fmt.Sprintf("BCC overhead %s ns/event is not positive", num(oc)))
+		}
+		tn = name + ": overhead < 0.6× perf record"
+		if len(bt.overhead) == 0 || len(pf.overhead) == 0 {
+			na(tn, "not measured")
+		} else if q, ok := ratio(ob, op); ok {
+			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)", q, num(ob), num(op)), q < 0.6)
+		} else {
+			na(tn, "perf overhead not positive")
+		}
+		cb, cp := bt.cpuPerEvent(), pf.cpuPerEvent()
+		tn = name + ": recorder CPU ≤ 150 ns/event"
+		if len(bt.cpu) == 0 {
+			na(tn, "not measured")
+		} else {
+			add(tn, num(cb)+" ns/event", cb <= 150)
+		}
+		tn = name + ": recorder CPU ≤ 0.5× perf record's"
+		if len(bt.cpu) == 0 || len(pf.cpu) == 0 {
+			na(tn, "not measured")
+		} else if q, ok := ratio(cb, cp); ok {
+			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)", q, num(cb), num(cp)), q <= 0.5)
+		}
+		tn = name + ": bytes/event ≤ 0.1× perf.data"
+		if bt.recorded > 0 && pf.recorded > 0 && bt.bytes > 0 && pf.bytes > 0 {
+			xb, xp := float64(bt.bytes)/float64(bt.recorded), float64(pf.bytes)/float64(pf.recorded)
+			q := xb / xp
+			add(tn, fmt.Sprintf("%.3f× (%.2f vs %.1f bytes/event)", q, xb, xp), q <= 0.1)
+		} else {
+			na(tn, "not measured")
+		}
+	}
+	for _, s := range res.soak {
+		bpftapeRSS = max(bpftapeRSS, s.maxrssKB)
+		tn := fmt.Sprintf("0 lost, %s, every core as fast as possible, default settings, 10 s", s.name)
+		if s.err != "" && s.recorded < 0 {
+			na(tn, s.err)
+			continue
+		}
+		m := fmt.Sprintf("%s lost of %s in %gs", count(s.lost), count(s.generated), s.seconds)
+		if s.seconds < 10 {
+			m += " (quick: shorter)"
+		}
+		add(tn, m, s.lost == 0 && s.recorded > 0)
+	}
+	if rp := res.replay; rp != nil {
+		if rp.synthCap.recorded > 0 {
+			x := rp.synthCap.perEvent()
+			add("≤ 4 bytes/event for a seed-like stream (synthesized)", fmt.Sprintf("%.2f bytes/event over %s events", x, count(rp.synthCap.recorded)), x <= 4)
+		}
+		if rp.bigCap.recorded > 0 {
+			x := rp.bigCap.perEvent()
+			add("≤ 4 bytes/event, recorded uprobe workload (seed-like sizes)", fmt.Sprintf("%.2f bytes/event over %s events", x, count(rp.bigCap.recorded)), x <= 4)
+		}
+		if len(rp.histBig.cpu) > 0 {
+			x := rp.histBig.ratePerCore()
+			add(fmt.Sprintf("replay ≥ 50M events/s per core (bpftape hist, %s-event capture)", count(rp.histBig.events)),
+				fmt.Sprintf("%.1fM events/s per core (%.1fM/s wall)", x/1e6, rp.histBig.rate()/1e6), x >= 50e6)
+		}
+		if len(rp.histSmall.wall) > 0 && len(rp.perfScript.wall) > 0 {
+			q := rp.histSmall.rate() / rp.perfScript.rate()
+			add("replay ≥ 40× perf script (same workload, same event count)",
+				fmt.Sprintf("%.0f× (%.2fM vs %.3fM events/s)", q, rp.histSmall.rate()/1e6, rp.perfScript.rate()/1e6), q >= 40)
+		}
+		if len(rp.histBig.wall) > 0 && len(rp.perfScript.wall) > 0 {
+			q := rp.histBig.rate() / rp.perfScript.rate()
+			add(fmt.Sprintf("replay ≥ 40× perf script (bpftape hist on %s events vs perf script on %s)", count(rp.histBig.events), count(rp.perfScript.events)),
+				fmt.Sprintf("%.0f×", q), q >= 40)
+		}
+	}
+	if bpftapeRSS > 0 {
+		add("recorder peak RSS ≤ 64 MiB (every bpftape record session)", mib(bpftapeRSS)+" MiB", bpftapeRSS <= 64<<10)
+	}
+	if cl := res.ready[bpftape]; cl != nil && len(cl.ready) > 0 {
+		lo, hi := minMax(cl.ready)
+		x := median(cl.ready)
+		add("time to ready ≤ 0.2 s for 4 probes", fmt.Sprintf("%.3f s median [%.3f–%.3f]", x, lo, hi), x <= 0.2)
+	}
+
+	fmt.Fprintf(w, "\nTargets (issue 5; ratios from this run)\n")
+	tt := &table{head: []string{"target", "measured", "result"}, left: map[int]bool{0: true, 1: true}}
+	pass, fail := 0, 0
+	for _, t := range ts {
+		r := "PASS"
+		switch {
+		case t.na:
+			r = "N/A"
+		case !t.pass:
+			r = "FAIL"
+			fail++
+		default:
+			pass++
+		}
+		tt.add(t.name, t.measured, r)
+	}
+	tt.print(w)
+	fmt.Fprintf(w, "targets: %d PASS, %d FAIL\n", pass, fail)
+}

@@ -3,13 +3,13 @@ package main
 import (
 	"flag"
 	"fmt"
-	"math/rand"
 	"os"
 	"os/exec"
 	"sort"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/format/formattest"
 )
 
 // replayRun is one replay command timed over some repeats.
@@ -174,77 +174,19 @@ func runSynth(args []string) error {
 	out := fs.String("o", "synth.arrow", "capture to write")
 	n := fs.Int64("n", 1_000_000, "events")
 	fs.Parse(args)
-	meta := &format.Meta{Tool: "bpftape bench synth", Probes: []format.Probe{
-		{Name: "rx", Kind: "uprobe", Fields: []format.Field{{Name: "arg2", Type: format.Uint64}}},
-		{Name: "rx_ret", Kind: "uretprobe", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
-		{Name: "tx_ret", Kind: "uretprobe", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
-	}}
+	meta := formattest.Meta()
+	meta.Tool = "bpftape bench synth"
 	w, err := format.Create(*out, meta, format.WriterOptions{})
 	if err != nil {
 		return err
 	}
-	s := newSeedStream()
+	s := formattest.NewStream()
 	for i := int64(0); i < *n; i++ {
-		if err := w.Append(s.next()); err != nil {
+		if err := w.Append(s.Next()); err != nil {
 			return err
 		}
 	}
 	return w.Close()
-}
-
-// seedStream is format/bench_test.go's realisticStream.
-type seedStream struct {
-	rng   *rand.Rand
-	t     int64
-	burst int
-	size  uint64
-	tid   uint32
-	ev    format.Event
-}
-
-var seedComms = [][]byte{[]byte("qemu-system-x86"), []byte("CPU 0/KVM"), []byte("CPU 1/KVM"), []byte("vhost-4242")}
-
-func newSeedStream() *seedStream {
-	s := &seedStream{rng: rand.New(rand.NewSource(7)), t: 1e9}
-	s.ev.Ints = make([]uint64, 1)
-	return s
-}
-
-func (s *seedStream) next() *format.Event {
-	r := s.rng
-	if s.burst == 0 {
-		s.burst = 1 + r.Intn(64)
-		s.t += 20_000 + r.Int63n(500_000)
-		s.tid = uint32(r.Intn(len(seedComms)))
-		switch x := r.Intn(10); {
-		case x < 6:
-			s.size = 1514
-		case x < 8:
-			s.size = 66
-		case x < 9:
-			s.size = 9014
-		default:
-			s.size = 64 + uint64(r.Intn(16384))
-		}
-	}
-	s.burst--
-	s.t += 500 + r.Int63n(3000)
-	e := &s.ev
-	e.Time = s.t
-	e.PID = 4242
-	e.TID = 4242 + s.tid
-	e.CPU = uint16(s.tid % 2)
-	e.Comm = seedComms[s.tid]
-	e.Probe = uint16(r.Intn(3))
-	size := s.size
-	if r.Intn(20) == 0 {
-		size = 64 + uint64(r.Intn(1500))
-	}
-	e.Ints[0] = size
-	if e.Probe == 2 {
-		e.Ints[0] = uint64(1 + r.Intn(3))
-	}
-	return e
 }
 
 func median(xs []float64) float64 {

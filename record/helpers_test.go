@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -276,4 +277,23 @@ func buildGo(tb testing.TB) string {
 		tb.Fatalf("build Go program: %v\n%s", err, out)
 	}
 	return exe
+}
+
+// startWaiting starts a workload run with -w, which waits for a line on
+// stdin before it begins, so that a test can attach to its pid first; the
+// process is killed when the test ends.
+func startWaiting(tb testing.TB, exe string, args ...string) (*exec.Cmd, io.WriteCloser, *bytes.Buffer) {
+	tb.Helper()
+	cmd := exec.Command(exe, append([]string{"-w"}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, in, &out
 }

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -332,20 +333,7 @@ func TestTracepoint(t *testing.T) {
 func TestAttachPID(t *testing.T) {
 	requireBPF(t)
 	exe := buildDemo(t)
-	start := func() (*exec.Cmd, io.WriteCloser, *strings.Builder) {
-		cmd := exec.Command(exe, "-w", "3000")
-		var out strings.Builder
-		cmd.Stdout = &out
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd, in, &out
-	}
+	start := func() (*exec.Cmd, io.WriteCloser, *bytes.Buffer) { return startWaiting(t, exe, "3000") }
 	traced, tin, tout := start()
 	other, oin, _ := start()
 	ready := filepath.Join(t.TempDir(), "ready")

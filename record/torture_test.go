@@ -626,18 +626,7 @@ func TestTortureLibraryPID(t *testing.T) {
 	requireBPF(t)
 	b := buildTorture(t, "gcc")
 	start := func() (*exec.Cmd, io.WriteCloser, *bytes.Buffer) {
-		cmd := exec.Command(b.exe, "-w", tortureIters, tortureSeed)
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd, in, &out
+		return startWaiting(t, b.exe, tortureIters, tortureSeed)
 	}
 	traced, tin, tout := start()
 	other, oin, oout := start()

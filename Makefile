@@ -6,7 +6,7 @@ BIN     := bin
 BPFTAPE := $(BIN)/bpftape
 DEMO    := out/demo
 
-.PHONY: all build test demo generate check-generate bench bench-quick bench-go fuzz clean root deps
+.PHONY: all build test demo generate check-generate bench bench-quick bench-go soak fuzz clean root deps
 
 all: build
 
@@ -44,6 +44,12 @@ bench: root
 
 bench-quick: root
 	bash bench/bench.sh --quick
+
+# soak records the bench workload at a high rate for SOAK_SECONDS (default
+# 600) and fails unless the recorder's RSS stays flat (bench/soak.sh).
+SOAK_SECONDS ?= 600
+soak: root
+	SOAK_SECONDS=$(SOAK_SECONDS) bash bench/soak.sh
 
 # bench-go runs the Go micro-benchmarks (writer, reader, wake-up policies).
 bench-go:

@@ -1,13 +1,17 @@
 package format_test
 
 import (
-	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/format/formattest"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/format/formattest"
 )
 
 func cpuTime() time.Duration {
@@ -48,8 +52,32 @@ func BenchmarkWriter(b *testing.B) {
 			st, _ := os.Stat(path)
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/event")
 			b.ReportMetric(float64(st.Size())/float64(b.N), "bytes/event")
+			if b.N >= 1<<16 {
+				b.Log(columnBreakdown(w, st.Size(), b.N))
+			}
 		})
 	}
+}
+
+// columnBreakdown says how many bytes per event each column of a closed
+// writer's file takes, largest first, and the rest of the file (schema,
+// dictionary, batch metadata, footer).
+func columnBreakdown(w *format.Writer, size int64, events int) string {
+	cb := w.ColumnBytes()
+	names := make([]string, 0, len(cb))
+	rest := size
+	for name, n := range cb {
+		names = append(names, name)
+		rest -= n
+	}
+	sort.Slice(names, func(i, j int) bool { return cb[names[i]] > cb[names[j]] })
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%.3f bytes/event:", float64(size)/float64(events))
+	for _, name := range names {
+		fmt.Fprintf(&sb, " %s %.3f", name, float64(cb[name])/float64(events))
+	}
+	fmt.Fprintf(&sb, " (metadata and framing %.3f)", float64(rest)/float64(events))
+	return sb.String()
 }
 
 // BenchmarkReader scans a realistic capture, touching every column.

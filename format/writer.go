@@ -426,6 +426,21 @@ func (w *Writer) encode(b *batch) error {
 	return nil
 }
 
+// ColumnBytes returns, after Close, how many bytes of the file each column
+// takes (its compressed buffers in all record batches, with their length
+// prefixes and padding), keyed by column name. The rest of the file is the
+// schema, the dictionary, the batches' metadata and the footer.
+func (w *Writer) ColumnBytes() map[string]int64 {
+	if !w.closed {
+		return nil
+	}
+	m := map[string]int64{}
+	for i, n := range w.aw.ColumnBytes() {
+		m[w.schema.Field(i).Name] = n
+	}
+	return m
+}
+
 // Close writes the last batch and the file footer and closes the file.
 func (w *Writer) Close() error {
 	if w.closed {

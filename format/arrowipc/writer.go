@@ -56,11 +56,25 @@ type Option func(*config)
 
 type config struct {
 	zstdLevel zstd.EncoderLevel
+	colLevel  map[int]zstd.EncoderLevel
 	zstdMore  []zstd.EOption // for benchmarks
 }
 
 // WithZstdLevel sets the level of the zstd encoder (default zstd.SpeedFastest).
 func WithZstdLevel(l zstd.EncoderLevel) Option { return func(c *config) { c.zstdLevel = l } }
+
+// WithColumnZstdLevel sets the zstd level of column col's buffers, overriding
+// WithZstdLevel: a column whose compressed size is all literals (the low
+// bytes of timestamps) gains nothing from a level that searches harder for
+// matches, and costs more time. Each level used gets its own encoder.
+func WithColumnZstdLevel(col int, l zstd.EncoderLevel) Option {
+	return func(c *config) {
+		if c.colLevel == nil {
+			c.colLevel = map[int]zstd.EncoderLevel{}
+		}
+		c.colLevel[col] = l
+	}
+}
 
 func withZstdOptions(o ...zstd.EOption) Option {
 	return func(c *config) { c.zstdMore = append(c.zstdMore, o...) }
@@ -132,8 +146,10 @@ type Writer struct {
 	dicts    []block
 	recs     []block
 
-	zenc *zstd.Encoder
-	lz   lz4.Compressor
+	zenc    *zstd.Encoder   // the encoder of the column being added
+	colEnc  []*zstd.Encoder // each column's encoder
+	lz      lz4.Compressor
+	colSize []int64 // body bytes of each column over all record batches
 }
 
 var (
@@ -195,23 +211,44 @@ func NewWriter(w io.Writer, schema *arrow.Schema, dict []string, codec Codec, op
 	switch codec {
 	case None, LZ4:
 	case Zstd:
-		// One encoder, used synchronously with EncodeAll: no goroutines, and
-		// no checksum (libzstd's default, and Arrow C++'s: the body is
-		// small next to what a checksum protects against).
-		zo := append([]zstd.EOption{
-			zstd.WithEncoderLevel(cfg.zstdLevel),
-			zstd.WithEncoderConcurrency(1),
-			zstd.WithEncoderCRC(false),
-			zstd.WithLowerEncoderMem(true),
-		}, cfg.zstdMore...)
-		enc, err := zstd.NewWriter(nil, zo...)
-		if err != nil {
-			return nil, fmt.Errorf("arrowipc: %w", err)
+		// One encoder per level, used synchronously with EncodeAll: no
+		// goroutines, and no checksum (libzstd's default, and Arrow C++'s:
+		// the body is small next to what a checksum protects against).
+		encs := map[zstd.EncoderLevel]*zstd.Encoder{}
+		wr.colEnc = make([]*zstd.Encoder, len(wr.cols))
+		for i := range wr.cols {
+			l, ok := cfg.colLevel[i]
+			if !ok {
+				l = cfg.zstdLevel
+			}
+			if encs[l] == nil {
+				zo := append([]zstd.EOption{
+					zstd.WithEncoderLevel(l),
+					zstd.WithEncoderConcurrency(1),
+					zstd.WithEncoderCRC(false),
+					zstd.WithLowerEncoderMem(true),
+				}, cfg.zstdMore...)
+				enc, err := zstd.NewWriter(nil, zo...)
+				if err != nil {
+					return nil, fmt.Errorf("arrowipc: %w", err)
+				}
+				encs[l] = enc
+			}
+			wr.colEnc[i] = encs[l]
 		}
-		wr.zenc = enc
+		// The dictionary batch uses the default level's encoder.
+		if wr.zenc = encs[cfg.zstdLevel]; wr.zenc == nil {
+			enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(cfg.zstdLevel), zstd.WithEncoderConcurrency(1),
+				zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true))
+			if err != nil {
+				return nil, fmt.Errorf("arrowipc: %w", err)
+			}
+			wr.zenc = enc
+		}
 	default:
 		return nil, fmt.Errorf("arrowipc: unknown codec %v", codec)
 	}
+	wr.colSize = make([]int64, len(wr.cols))
 
 	wr.write(magic[:])
 	wr.fb.Reset()
@@ -232,6 +269,12 @@ func (w *Writer) Size() int64 { return w.pos }
 
 // Batches is the number of record batches written so far.
 func (w *Writer) Batches() int { return len(w.recs) }
+
+// ColumnBytes returns how many bytes of the record batch bodies written so
+// far hold each column's buffers (compressed, with their length prefixes and
+// padding), in schema order; the batches' metadata and the file's framing
+// are not counted. The slice is the writer's own: read it, do not keep it.
+func (w *Writer) ColumnBytes() []int64 { return w.colSize }
 
 // WriteBatch appends a record batch of rows rows; cols holds one entry per
 // schema field. The message has been handed to the underlying writer when
@@ -254,6 +297,10 @@ func (w *Writer) WriteBatch(rows int, cols []ColumnData) error {
 	w.nodes = w.nodes[:0]
 	for i := range cols {
 		c, d := &w.cols[i], &cols[i]
+		start := w.bodyLen + len(w.body)
+		if w.colEnc != nil {
+			w.zenc = w.colEnc[i]
+		}
 		w.nodes = append(w.nodes, fieldNode{int64(rows), int64(d.NullCount)})
 		if d.NullCount > 0 {
 			w.addBuffer(d.Buffers[0][:(rows+7)/8])
@@ -267,6 +314,7 @@ func (w *Writer) WriteBatch(rows int, cols []ColumnData) error {
 			}
 			w.variadic = append(w.variadic, int64(len(d.Buffers)-2))
 		}
+		w.colSize[i] += int64(w.bodyLen + len(w.body) - start)
 	}
 	w.endBody()
 	w.fb.Reset()

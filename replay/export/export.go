@@ -1,6 +1,7 @@
 // Package export writes the rows of a capture as CSV, JSON lines or Parquet
-// for tools that do not read Arrow IPC, batch by batch, so that memory does
-// not grow with the capture.
+// for tools that do not read Arrow IPC, or as a new capture (Arrow), batch
+// by batch, so that memory does not grow with the capture; with
+// Options.Redact it leaves out what identifies the host and its processes.
 package export
 
 import (
@@ -19,17 +20,20 @@ const (
 	CSV     Format = "csv"
 	JSONL   Format = "jsonl"
 	Parquet Format = "parquet"
+	Arrow   Format = "arrow" // a bpftape capture, as record writes it
 )
 
 // ParseFormat checks a --to value.
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(s); f {
-	case CSV, JSONL, Parquet:
+	case CSV, JSONL, Parquet, Arrow:
 		return f, nil
 	case "json", "ndjson":
 		return JSONL, nil
+	case "ipc":
+		return Arrow, nil
 	}
-	return "", fmt.Errorf("unknown format %q: use csv, jsonl or parquet", s)
+	return "", fmt.Errorf("unknown format %q: use csv, jsonl, parquet or arrow", s)
 }
 
 // LostMode says what becomes of loss records, which are rows of the capture
@@ -63,6 +67,11 @@ type Options struct {
 	// Filter selects events; loss records, which have no process, are
 	// selected by its time window only.
 	Filter replay.Filter
+	// Redact leaves out comm, every string field and the metadata that
+	// identifies the host or a command (see RedactMeta).
+	Redact bool
+	// Compression of Arrow and Parquet output: zstd (""), lz4 or none.
+	Compression format.Compression
 }
 
 // lostMode is o.Lost, LostDrop when unset.
@@ -89,8 +98,10 @@ type column struct {
 }
 
 // columns lists the capture's columns in schema order, without the lost
-// column unless it is kept.
-func columns(r *format.Reader, lost LostMode) []column {
+// column unless loss records are kept, and without comm and the string
+// fields when redacting.
+func columns(r *format.Reader, o *Options) []column {
+	lost := o.lostMode()
 	types := map[string]format.Type{}
 	for _, p := range r.Meta.Probes {
 		for _, f := range p.Fields {
@@ -101,6 +112,8 @@ func columns(r *format.Reader, lost LostMode) []column {
 	for i, f := range r.Schema.Fields() {
 		switch {
 		case i == format.ColLost && lost == LostDrop:
+		case i == format.ColComm && o.Redact:
+		case i > format.ColLost && o.Redact && types[f.Name] == format.String:
 		case i <= format.ColLost:
 			cols = append(cols, column{name: f.Name, fixed: i})
 		default:

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,8 +36,8 @@ const HiveNull = "__HIVE_DEFAULT_PARTITION__"
 // dictionary of utf8.
 func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 	o.Lost = o.lostMode()
-	cols := columns(c.R, o.Lost)
-	pw, err := newPQWriter(w, cols, c)
+	cols := columns(c.R, &o)
+	pw, err := newPQWriter(w, cols, c, &o)
 	if err != nil {
 		return nil, err
 	}
@@ -55,12 +56,13 @@ func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 // dir/host=HOST/probe=PROBE/part-N.parquet files (fixed columns and the
 // probe's fields; host and probe come from the folders), so that DuckDB or
 // Spark reads many hosts' exports under one dir as one table. HOST is the
-// event's host field in a merged capture, else Meta.Host, and N the first
-// free number, so that exporting more captures into dir adds to it.
+// event's host field in a merged capture, else Meta.Host (NULL when
+// redacting), and N the first free number, so that exporting more captures
+// into dir adds to it.
 func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, err error) {
 	o.Lost = o.lostMode()
 	m := c.Meta()
-	all := columns(c.R, o.Lost)
+	all := columns(c.R, &o)
 	type part struct {
 		pw   *pqWriter
 		path string
@@ -88,7 +90,7 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 		hostCol[pi] = -1
 		own := map[string]bool{}
 		for _, f := range p.Fields {
-			if f.Name == "host" && f.Type == format.String {
+			if f.Name == "host" && f.Type == format.String && !o.Redact {
 				hostCol[pi] = c.R.Column(f.Column)
 				merged = true
 				continue
@@ -106,6 +108,8 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 		pi := b.Probe[i]
 		host := m.Host
 		switch {
+		case o.Redact:
+			host = "" // the folder host=__HIVE_DEFAULT_PARTITION__: NULL
 		case hostCol[pi] >= 0 && b.Col(hostCol[pi]).Valid(i):
 			host = b.Col(hostCol[pi]).Str(i)
 		case merged:
@@ -120,7 +124,7 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 			}
 			// pqarrow closes a sink that is an io.Closer: give it a buffer.
 			bw := bufio.NewWriterSize(f, 1<<16)
-			pw, err := newPQWriter(bw, probeCols[pi], c)
+			pw, err := newPQWriter(bw, probeCols[pi], c, &o)
 			if err != nil {
 				f.Close()
 				os.Remove(path)
@@ -208,7 +212,27 @@ func arrowType(t format.Type) arrow.DataType {
 	return arrow.BinaryTypes.String
 }
 
-func newPQWriter(w io.Writer, cols []column, c *replay.Capture) (*pqWriter, error) {
+func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pqWriter, error) {
+	// The capture's metadata as it is in the file, or redacted.
+	md := c.R.Schema.Metadata()
+	js := []byte(md.Values()[md.FindKey(format.MetadataKey)])
+	if o.Redact {
+		meta, err := exportMeta(c.Meta(), o)
+		if err != nil {
+			return nil, err
+		}
+		if js, err = json.Marshal(meta); err != nil {
+			return nil, err
+		}
+	}
+	codec := compress.Codecs.Zstd
+	switch o.Compression {
+	case format.LZ4:
+		// Arrow Go v15 writes Parquet's deprecated LZ4 codec, not LZ4_RAW.
+		return nil, fmt.Errorf("parquet: compression lz4 is not supported: use zstd or none")
+	case format.None:
+		codec = compress.Codecs.Uncompressed
+	}
 	mem := memory.DefaultAllocator
 	p := &pqWriter{probe: -1}
 	p.dtype = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.BinaryTypes.String}
@@ -270,11 +294,10 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture) (*pqWriter, erro
 		}
 		fields = append(fields, f)
 	}
-	md := c.R.Schema.Metadata()
-	meta := arrow.NewMetadata([]string{format.MetadataKey}, []string{md.Values()[md.FindKey(format.MetadataKey)]})
-	p.schema = arrow.NewSchema(fields, &meta)
+	smd := arrow.NewMetadata([]string{format.MetadataKey}, []string{string(js)})
+	p.schema = arrow.NewSchema(fields, &smd)
 	props := parquet.NewWriterProperties(
-		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompression(codec),
 		parquet.WithMaxRowGroupLength(RowGroupRows),
 		parquet.WithCreatedBy("bpftape"),
 	)

@@ -17,7 +17,7 @@ import (
 // empty where the row's probe has no such field.
 func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 	o.Lost = o.lostMode()
-	cols := columns(c.R, o.Lost)
+	cols := columns(c.R, &o)
 	cw := csv.NewWriter(w)
 	rec := make([]string, len(cols))
 	for i, col := range cols {
@@ -83,7 +83,7 @@ func textValue(b *format.Batch, i int, col *column, probes []string) string {
 // full (readers that parse numbers as doubles round those above 2^53).
 func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 	o.Lost = o.lostMode()
-	cols := columns(c.R, o.Lost)
+	cols := columns(c.R, &o)
 	bw := bufio.NewWriterSize(w, 1<<16)
 	res := &Result{}
 	probes := c.Meta().ProbeNames()

@@ -1,0 +1,617 @@
+package format
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"unsafe"
+
+	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// ErrNoProjection is returned by Reader.Project for a capture that the
+// projected path cannot read: one without a footer (read it with Next, which
+// recovers it), or one whose batches Next has already started reading.
+var ErrNoProjection = errors.New("capture cannot be read by projection")
+
+// Projection reads the batches of a capture column by column, straight from
+// the file: Next reads only a batch's metadata (the RecordBatch flatbuffer
+// with its field nodes and buffer list, found through the footer's block
+// offsets), and a column's buffers are read and decompressed the first time
+// they are asked for in that batch, into buffers reused from batch to batch,
+// by one reused zstd decoder. No Arrow arrays are built. An analysis that
+// needs two columns of twelve decodes two, and its memory does not grow with
+// the file.
+//
+// Every length is checked as Next and Open check it (limits.go): blocks
+// inside the file, the message and its body within MaxMessageMeta and
+// MaxBatchBytes, field nodes and buffers matching the schema's layout and
+// inside the body, the uncompressed lengths of the buffers decoded within
+// MaxBatchBytes per batch (and no frame decoding to more than its declared
+// length), zstd windows within MaxZstdWindow; and the values as Next checks
+// them: every column of the batch's length, validity bitmaps covering their
+// rows, value buffers covering theirs, probe indices inside the probe table,
+// the probe dictionary equal to the metadata's.
+//
+// Results are those of Next: a column's validity is consulted only when its
+// field node counts nulls, as Arrow does.
+type Projection struct {
+	r     *Reader
+	ft    *footer
+	types []Type // per column: its integer type, TypeInvalid for others
+
+	next int
+	err  error
+	cur  batchDesc
+	gen  uint64 // counts batches read; a slot loaded for another batch is stale
+	raw  int64  // bytes decompressed for the current batch
+
+	cols  []projCol
+	meta  []byte
+	probe []uint16
+	zdec  *zstd.Decoder
+	lz    *lz4.Reader
+	lzSrc bytes.Reader
+
+	dictOK bool
+}
+
+// batchDesc is a parsed RecordBatch message: where its nodes and buffers
+// are in msg, and where its body is in the file.
+type batchDesc struct {
+	msg       []byte
+	rows      int
+	nodeStart int   // field nodes: 16 bytes each
+	bufStart  int   // buffers: 16 bytes each, every one inside the body
+	firstBuf  []int // per column: the index of its first (validity) buffer
+	codec     int64 // -1 none, 0 lz4 frame, 1 zstd
+	body      int64 // file offset of the body
+}
+
+type projCol struct {
+	valid, vals bufSlot
+}
+
+// bufSlot holds one decoded buffer of one column, reused across batches.
+type bufSlot struct {
+	gen  uint64
+	data []byte // the buffer of batch gen
+	in   []byte // compressed bytes as read
+	out  []byte // decompressed bytes
+}
+
+// Project returns a projected reader of the capture's batches. It returns
+// ErrNoProjection for a recovered (footerless) capture and after Next has
+// been called; the Reader must stay open while the Projection is used.
+func (r *Reader) Project() (*Projection, error) {
+	if r.fr == nil || r.foot == nil || r.next > 0 {
+		return nil, ErrNoProjection
+	}
+	fields := r.Schema.Fields()
+	if len(fields) != len(r.foot.lay) {
+		return nil, corruptf("schema of %d columns, footer layout of %d", len(fields), len(r.foot.lay))
+	}
+	p := &Projection{r: r, ft: r.foot, types: make([]Type, len(fields)), cols: make([]projCol, len(fields))}
+	for i, f := range fields {
+		p.types[i] = intType(f.Type)
+		if p.types[i] != TypeInvalid && r.foot.lay[i] != kindInt {
+			return nil, corruptf("column %s: integer type, layout %q", f.Name, r.foot.lay[i])
+		}
+	}
+	return p, nil
+}
+
+func intType(dt arrow.DataType) Type {
+	for t := Int8; t <= Uint64; t++ {
+		if arrow.TypeEqual(dt, t.arrow()) {
+			return t
+		}
+	}
+	return TypeInvalid
+}
+
+// Close releases the decoder; the Reader stays open.
+func (p *Projection) Close() {
+	if p.zdec != nil {
+		p.zdec.Close()
+		p.zdec = nil
+	}
+}
+
+// Next reads the metadata of the next batch; it returns false at the end or
+// on error (see Err).
+func (p *Projection) Next() (ok bool) {
+	if p.err != nil || p.next >= p.ft.nrec {
+		return false
+	}
+	defer func() {
+		if x := recover(); x != nil {
+			p.err = fmt.Errorf("corrupt capture: %v", x)
+			ok = false
+		}
+	}()
+	i := p.next
+	p.next++
+	if !p.dictOK {
+		if err := p.checkDictionaries(); err != nil {
+			p.err = fmt.Errorf("batch %d: %w", i, err)
+			return false
+		}
+		p.dictOK = true
+	}
+	if err := p.readBatch(i); err != nil {
+		p.err = fmt.Errorf("batch %d: %w", i, err)
+		return false
+	}
+	return true
+}
+
+// Err returns the error that stopped Next or a column load, if any.
+func (p *Projection) Err() error { return p.err }
+
+// Len is the number of rows of the current batch.
+func (p *Projection) Len() int { return p.cur.rows }
+
+// Batches is the number of batches read so far.
+func (p *Projection) Batches() int { return p.next }
+
+// Nulls returns the null count the field node of column ci declares.
+func (p *Projection) Nulls(ci int) int {
+	return int(i64At(p.cur.msg, p.cur.nodeStart+16*ci+8))
+}
+
+// readBlock reads and parses the message of the footer block at pos, which
+// must be of type want, into p.meta; it returns the message header.
+func (p *Projection) readBlock(pos int, want int) (fbTable, int64, int64, error) {
+	ft := p.ft
+	off := i64At(ft.buf, pos)
+	ml := int64(int32(binary.LittleEndian.Uint32(ft.buf[pos+8:])))
+	bodyLen := i64At(ft.buf, pos+16)
+	switch {
+	case ml > MaxMessageMeta+8:
+		return fbTable{}, 0, 0, limitErr("a block's metadata", ml, MaxMessageMeta)
+	case bodyLen > MaxBatchBytes:
+		return fbTable{}, 0, 0, limitErr("a block's body", bodyLen, MaxBatchBytes)
+	case off < 8 || ml < 8 || bodyLen < 0 || off&7 != 0 || ml&7 != 0 || bodyLen&7 != 0 || off+ml+bodyLen > ft.end:
+		return fbTable{}, 0, 0, corruptf("block at %d+%d+%d outside the %d bytes before the footer", off, ml, bodyLen, ft.end)
+	}
+	p.meta = grow(p.meta, int(ml))
+	meta := p.meta[:ml]
+	if _, err := p.r.f.ReadAt(meta, off); err != nil {
+		return fbTable{}, 0, 0, err
+	}
+	inner := int64(u32(meta, 4))
+	if binary.LittleEndian.Uint32(meta) != contToken || inner > ml-8 {
+		return fbTable{}, 0, 0, corruptf("no message at offset %d", off)
+	}
+	hdr, typ, declared, err := parseMessage(meta[8 : 8+inner])
+	if err != nil {
+		return fbTable{}, 0, 0, err
+	}
+	if typ != want || declared != bodyLen {
+		return fbTable{}, 0, 0, corruptf("block at %d: message of type %d with a body of %d bytes, want type %d and %d bytes", off, typ, declared, want, bodyLen)
+	}
+	return hdr, off + ml, bodyLen, nil
+}
+
+func (p *Projection) readBatch(i int) error {
+	hdr, body, bodyLen, err := p.readBlock(p.ft.recStart+24*i, hdrRecord)
+	if err != nil {
+		return err
+	}
+	return p.parseBatch(hdr, body, bodyLen, p.ft.lay, true)
+}
+
+// parseBatch checks a RecordBatch table against its layout and body as
+// checkBatchFB does, without reading the body: the buffers are checked as
+// they are loaded. With sameLen, every field node must have the batch's rows.
+func (p *Projection) parseBatch(t fbTable, body, bodyLen int64, lay layout, sameLen bool) error {
+	d := &p.cur
+	p.gen++
+	p.raw = 0
+	d.rows, d.msg, d.body = 0, t.b, body
+	rows, err := t.int(0, 8)
+	if err != nil {
+		return err
+	}
+	if rows < 0 || rows > MaxBatchBytes {
+		return corruptf("batch of %d rows", rows)
+	}
+	start, n, err := t.vector(1, 16)
+	if err != nil {
+		return err
+	}
+	if n != len(lay) {
+		return corruptf("batch with %d field nodes for %d columns", n, len(lay))
+	}
+	for j := 0; j < n; j++ {
+		length, nulls := i64At(t.b, start+16*j), i64At(t.b, start+16*j+8)
+		if length < 0 || length > rows || nulls < 0 || nulls > length {
+			return corruptf("field node %d: %d rows, %d nulls in a batch of %d rows", j, length, nulls, rows)
+		}
+		if sameLen && length != rows {
+			return fmt.Errorf("columns of unequal length")
+		}
+	}
+	bstart, nbuf, err := t.vector(2, 16)
+	if err != nil {
+		return err
+	}
+	if nbuf > maxBuffers {
+		return corruptf("batch with %d buffers", nbuf)
+	}
+	vstart, nv, err := t.vector(4, 8)
+	if err != nil {
+		return err
+	}
+	d.firstBuf = d.firstBuf[:0]
+	need, views := 0, 0
+	for _, k := range lay {
+		d.firstBuf = append(d.firstBuf, need)
+		switch k {
+		case kindInt, kindDict:
+			need += 2
+		case kindUtf8:
+			need += 3
+		case kindView:
+			if views >= nv {
+				return corruptf("batch with %d variadic buffer counts for more view columns", nv)
+			}
+			c := i64At(t.b, vstart+8*views)
+			if c < 0 || c > int64(nbuf) {
+				return corruptf("variadic buffer count %d of a batch with %d buffers", c, nbuf)
+			}
+			need += 2 + int(c)
+			views++
+		}
+	}
+	if views != nv || need != nbuf {
+		return corruptf("batch with %d buffers and %d variadic counts, its columns take %d and %d", nbuf, nv, need, views)
+	}
+	d.codec = -1
+	if c, ok, err := t.table(3); err != nil {
+		return err
+	} else if ok {
+		codec, err := c.int(0, 1)
+		if err != nil {
+			return err
+		}
+		method, err := c.int(1, 1)
+		if err != nil {
+			return err
+		}
+		if (codec != 0 && codec != 1) || method != 0 {
+			return corruptf("body compression codec %d method %d", codec, method)
+		}
+		d.codec = codec
+	}
+	for j := 0; j < nbuf; j++ {
+		off, length := i64At(t.b, bstart+16*j), i64At(t.b, bstart+16*j+8)
+		if off < 0 || length < 0 || off > bodyLen || length > bodyLen-off {
+			return corruptf("buffer %d at %d+%d outside a body of %d bytes", j, off, length, bodyLen)
+		}
+	}
+	d.rows, d.nodeStart, d.bufStart = int(rows), start, bstart
+	return nil
+}
+
+// load returns buffer j of the current batch, decoded into s, which must
+// hold at least need bytes.
+func (p *Projection) load(j int, s *bufSlot, need int) ([]byte, error) {
+	if s.gen == p.gen {
+		return s.data, nil
+	}
+	d := &p.cur
+	off, length := i64At(d.msg, d.bufStart+16*j), i64At(d.msg, d.bufStart+16*j+8)
+	var data []byte
+	switch {
+	case length == 0:
+	case d.codec < 0:
+		p.raw += length
+		if p.raw > MaxBatchBytes {
+			return nil, limitErr("a batch's uncompressed buffers", p.raw, MaxBatchBytes)
+		}
+		s.out = grow(s.out, int(length))
+		data = s.out[:length]
+		if _, err := p.r.f.ReadAt(data, d.body+off); err != nil {
+			return nil, fmt.Errorf("read buffer %d: %w", j, err)
+		}
+	default:
+		if length < 8 {
+			return nil, corruptf("compressed buffer %d of %d bytes", j, length)
+		}
+		s.in = grow(s.in, int(length))
+		in := s.in[:length]
+		if _, err := p.r.f.ReadAt(in, d.body+off); err != nil {
+			return nil, fmt.Errorf("read buffer %d: %w", j, err)
+		}
+		n := binary.LittleEndian.Uint64(in)
+		if n == math.MaxUint64 { // stored as is
+			p.raw += length - 8
+			data = in[8:]
+			break
+		}
+		if n > MaxBatchBytes || int64(n) > MaxBatchBytes-p.raw {
+			return nil, limitErr(fmt.Sprintf("compressed buffer %d", j), n, MaxBatchBytes-p.raw)
+		}
+		p.raw += int64(n)
+		s.out = grow(s.out, int(n))
+		var err error
+		if data, err = p.decompress(d.codec, in[8:], s.out[:0:n]); err != nil {
+			return nil, fmt.Errorf("buffer %d: %w", j, err)
+		}
+	}
+	if len(data) < need {
+		return nil, corruptf("buffer %d of %d bytes where %d are due", j, len(data), need)
+	}
+	s.gen, s.data = p.gen, data
+	return data, nil
+}
+
+// decompress decodes src into dst, whose capacity is the length the buffer
+// declares: decoding more or less is an error.
+func (p *Projection) decompress(codec int64, src, dst []byte) ([]byte, error) {
+	want := cap(dst)
+	if codec == 1 {
+		if p.zdec == nil {
+			var err error
+			p.zdec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.IgnoreChecksum(true),
+				zstd.WithDecoderMaxWindow(MaxZstdWindow), zstd.WithDecoderMaxMemory(MaxBatchBytes),
+				zstd.WithDecodeAllCapLimit(true))
+			if err != nil {
+				return nil, err
+			}
+		}
+		out, err := p.zdec.DecodeAll(src, dst)
+		if err != nil {
+			if errors.Is(err, zstd.ErrWindowSizeExceeded) {
+				return nil, fmt.Errorf("%w: a zstd window above %s", ErrLimit, sizeStr(MaxZstdWindow))
+			}
+			if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+				return nil, corruptf("zstd frame longer than the %d bytes declared", want)
+			}
+			return nil, corruptf("zstd: %v", err)
+		}
+		if len(out) != want {
+			return nil, corruptf("zstd frame of %d bytes where %d are declared", len(out), want)
+		}
+		return out, nil
+	}
+	if p.lz == nil {
+		p.lz = lz4.NewReader(nil)
+	}
+	p.lzSrc.Reset(src)
+	p.lz.Reset(&p.lzSrc)
+	out := dst[:want]
+	if _, err := io.ReadFull(p.lz, out); err != nil {
+		return nil, corruptf("lz4 frame shorter than the %d bytes declared: %v", want, err)
+	}
+	var one [1]byte
+	if n, _ := p.lz.Read(one[:]); n != 0 {
+		return nil, corruptf("lz4 frame longer than the %d bytes declared", want)
+	}
+	return out, nil
+}
+
+// grow returns b with room for n bytes, reallocated (8-byte aligned, at
+// least 8 bytes) when it has less.
+func grow(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:cap(b)]
+	}
+	return make([]byte, (max(n, 8)+7)&^7)
+}
+
+// checkDictionaries checks that every dictionary batch of the footer holds
+// the probe names of the metadata, as Next checks the dictionary Arrow loads.
+func (p *Projection) checkDictionaries() error {
+	dstart, nd, err := p.ft.buf2dicts()
+	if err != nil {
+		return err
+	}
+	if nd == 0 {
+		return corruptf("no probe dictionary")
+	}
+	probes := p.r.Meta.Probes
+	for k := 0; k < nd; k++ {
+		hdr, body, bodyLen, err := p.readBlock(dstart+24*k, hdrDictionary)
+		if err != nil {
+			return fmt.Errorf("dictionary %d: %w", k, err)
+		}
+		data, ok, err := hdr.table(1)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return corruptf("dictionary batch without data")
+		}
+		if err := p.parseBatch(data, body, bodyLen, dictLayout, false); err != nil {
+			return fmt.Errorf("dictionary %d: %w", k, err)
+		}
+		n := int(i64At(p.cur.msg, p.cur.nodeStart))
+		var so, sd bufSlot
+		offs, err := p.load(1, &so, 4*(n+1))
+		if err != nil {
+			return fmt.Errorf("dictionary %d: %w", k, err)
+		}
+		vals, err := p.load(2, &sd, 0)
+		if err != nil {
+			return fmt.Errorf("dictionary %d: %w", k, err)
+		}
+		for i, pr := range probes {
+			if i >= n {
+				return fmt.Errorf("corrupt capture: probe dictionary does not match metadata at %d", i)
+			}
+			a, b := int32(binary.LittleEndian.Uint32(offs[4*i:])), int32(binary.LittleEndian.Uint32(offs[4*i+4:]))
+			if a < 0 || b < a || int(b) > len(vals) || string(vals[a:b]) != pr.Name {
+				return fmt.Errorf("corrupt capture: probe dictionary does not match metadata at %d", i)
+			}
+		}
+	}
+	return nil
+}
+
+// buf2dicts returns the footer's dictionary blocks (checked by checkFooter).
+func (ft *footer) buf2dicts() (start, n int, err error) {
+	t, err := fbRoot(ft.buf)
+	if err != nil {
+		return 0, 0, err
+	}
+	return t.vector(2, 24)
+}
+
+// Probe returns the probe indices of the current batch, each checked to be
+// inside the probe table. The slice is valid until the next call to Next.
+func (p *Projection) Probe() ([]uint16, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	s := &p.cols[ColProbe].vals
+	if s.gen == p.gen {
+		return p.probe, nil
+	}
+	if p.Nulls(ColProbe) > 0 {
+		return nil, p.fail(fmt.Errorf("probe column has nulls"))
+	}
+	rows := p.cur.rows
+	b, err := p.load(p.cur.firstBuf[ColProbe]+1, s, 2*rows)
+	if err != nil {
+		return nil, p.fail(err)
+	}
+	idx := castSlice[uint16](b, rows)
+	var m uint16
+	for _, x := range idx {
+		m = max(m, x)
+	}
+	if rows > 0 && int(m) >= len(p.r.Meta.Probes) {
+		return nil, p.fail(fmt.Errorf("probe index %d out of range", m))
+	}
+	p.probe = idx
+	return idx, nil
+}
+
+// Validity returns the validity bitmap of column ci in the current batch,
+// covering its rows, or nil when its field node counts no nulls (every row
+// is valid).
+func (p *Projection) Validity(ci int) ([]byte, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	if ci < 0 || ci >= len(p.cols) {
+		return nil, fmt.Errorf("no column %d", ci)
+	}
+	if p.Nulls(ci) == 0 {
+		return nil, nil
+	}
+	b, err := p.load(p.cur.firstBuf[ci], &p.cols[ci].valid, (p.cur.rows+7)/8)
+	if err != nil {
+		return nil, p.fail(fmt.Errorf("column %s: %w", p.r.Schema.Field(ci).Name, err))
+	}
+	return b, nil
+}
+
+// Ints returns integer column ci (time, cpu, pid, tid, lost or an integer
+// field) of the current batch: its type, validity and values.
+func (p *Projection) Ints(ci int) (IntColumn, error) {
+	if p.err != nil {
+		return IntColumn{}, p.err
+	}
+	if ci < 0 || ci >= len(p.types) || p.types[ci] == TypeInvalid {
+		return IntColumn{}, fmt.Errorf("column %d is not an integer column", ci)
+	}
+	valid, err := p.Validity(ci)
+	if err != nil {
+		return IntColumn{}, err
+	}
+	t, rows := p.types[ci], p.cur.rows
+	b, err := p.load(p.cur.firstBuf[ci]+1, &p.cols[ci].vals, rows*t.Size())
+	if err != nil {
+		return IntColumn{}, p.fail(fmt.Errorf("column %s: %w", p.r.Schema.Field(ci).Name, err))
+	}
+	c := IntColumn{Type: t, Valid: valid}
+	switch t {
+	case Int8:
+		c.I8 = castSlice[int8](b, rows)
+	case Int16:
+		c.I16 = castSlice[int16](b, rows)
+	case Int32:
+		c.I32 = castSlice[int32](b, rows)
+	case Int64:
+		c.I64 = castSlice[int64](b, rows)
+	case Uint8:
+		c.U8 = b[:rows]
+	case Uint16:
+		c.U16 = castSlice[uint16](b, rows)
+	case Uint32:
+		c.U32 = castSlice[uint32](b, rows)
+	case Uint64:
+		c.U64 = castSlice[uint64](b, rows)
+	}
+	return c, nil
+}
+
+func (p *Projection) fail(err error) error {
+	if p.err == nil {
+		p.err = fmt.Errorf("batch %d: %w", p.next-1, err)
+	}
+	return p.err
+}
+
+// castSlice views the first n values of b, little-endian as the file
+// stores them (bpftape runs on little-endian machines, as Arrow Go's
+// array views do), without copying. b comes from grow or from a slot of it
+// at an offset of 8, so it is 8-byte aligned.
+func castSlice[T int8 | int16 | int32 | int64 | uint16 | uint32 | uint64](b []byte, n int) []T {
+	if n == 0 {
+		return nil
+	}
+	var z T
+	_ = b[n*int(unsafe.Sizeof(z))-1]
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// IntColumn is one integer column of a projected batch: exactly one of the
+// typed slices, per Type, holds its values.
+type IntColumn struct {
+	Type  Type
+	Valid []byte // validity bitmap; nil when every row is valid
+	I8    []int8
+	I16   []int16
+	I32   []int32
+	I64   []int64
+	U8    []uint8
+	U16   []uint16
+	U32   []uint32
+	U64   []uint64
+}
+
+// IsValid reports whether row i holds a value.
+func (c *IntColumn) IsValid(i int) bool { return c.Valid == nil || c.Valid[i>>3]&(1<<(i&7)) != 0 }
+
+// Int returns row i as int64, as Column.Int does.
+func (c *IntColumn) Int(i int) int64 {
+	switch c.Type {
+	case Int8:
+		return int64(c.I8[i])
+	case Int16:
+		return int64(c.I16[i])
+	case Int32:
+		return int64(c.I32[i])
+	case Int64:
+		return c.I64[i]
+	case Uint8:
+		return int64(c.U8[i])
+	case Uint16:
+		return int64(c.U16[i])
+	case Uint32:
+		return int64(c.U32[i])
+	case Uint64:
+		return int64(c.U64[i])
+	}
+	return 0
+}

@@ -158,6 +158,16 @@ func Hist(c *Capture, o HistOptions, out io.Writer) error {
 	if o.By == "" {
 		all = groups.int(0)
 	}
+	// Without a comm filter or key, only integer columns are needed: read
+	// just those, straight from the file.
+	if len(o.Filter.Comms) == 0 && o.By != "comm" && (byRef == nil || byRef.IsInt()) {
+		if p := c.project(); p != nil {
+			if err := c.histProjected(p, &o, &ref, byRef, groups, all); err != nil {
+				return err
+			}
+			return printHist(out, &o, groups.entries(), o.By != "")
+		}
+	}
 	err = c.Scan(&o.Filter, func(b *format.Batch, i int) {
 		v, ok := ref.Int(b, i)
 		if !ok {

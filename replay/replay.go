@@ -122,6 +122,8 @@ type Capture struct {
 	Losses Losses
 	// Events counts the event rows read (loss records excluded), before filtering.
 	Events uint64
+
+	noProject bool // read with Scan even where a projection would do
 }
 
 // Open opens a capture for analysis.

@@ -1,0 +1,274 @@
+package replay
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+// project returns a projected reader of the capture (format.Projection),
+// or nil when the capture must be read with Scan: it has no footer, or
+// reading by projection was turned off (for the tests that compare both).
+func (c *Capture) project() *format.Projection {
+	if c.noProject {
+		return nil
+	}
+	p, err := c.R.Project()
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// statsNeeded reports whether the output of o prints the statistics, which
+// cost more per value than the histogram.
+func statsNeeded(o *HistOptions) bool {
+	return o.Stats || (o.JSON && (o.Linear != nil || o.Style == "bpftrace"))
+}
+
+// addN records n occurrences of v, exactly as n calls of add would
+// (statistics only when stats is set).
+func (a *accum) addN(v int64, n uint64, o *HistOptions, stats bool) {
+	switch {
+	case o.Linear != nil:
+		a.lin.AddN(v, n)
+	case o.Style == "bpftrace":
+		a.pow2.AddN(v, n)
+	default:
+		a.log2.AddN(uint64(v), n)
+	}
+	if stats {
+		for ; n > 0; n-- {
+			a.stats.Add(v)
+		}
+	}
+}
+
+// histProjected fills the histograms of Hist from p, reading only the
+// columns they need: the probe indices, the field, the validity of the
+// lost column (and, in batches with loss records, their cpu, time and
+// count), and the columns of the filter and of --by. Its results are
+// Scan's: loss records tallied, Events counted, the same rows added.
+func (c *Capture) histProjected(p *format.Projection, o *HistOptions, ref, byRef *Ref, groups *keyed, all *accum) error {
+	defer p.Close()
+	m := c.R.Meta
+	f := &o.Filter
+	filtered := len(f.PIDs) > 0 || len(f.TIDs) > 0 || f.From != 0 || f.To != 0
+	stats := statsNeeded(o)
+	run := runAcc{o: o, stats: stats, a: all, cast: o.Cast}
+	for p.Next() {
+		rows := p.Len()
+		if rows == 0 {
+			continue
+		}
+		probes, err := p.Probe()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+		vals, err := p.Ints(ref.col)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+		lossBits, err := p.Validity(format.ColLost)
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+		var lb lossBatch
+		next := func(i int) int { return i } // every row is a loss record
+		if lossBits != nil {
+			next = func(i int) int { return nextSet(lossBits, i, rows) }
+		}
+		var pid, tid, tim, by format.IntColumn
+		load := func(ci int, col *format.IntColumn) error {
+			var err error
+			*col, err = p.Ints(ci)
+			return err
+		}
+		if filtered {
+			if len(f.PIDs) > 0 {
+				err = load(format.ColPID, &pid)
+			}
+			if err == nil && len(f.TIDs) > 0 {
+				err = load(format.ColTID, &tid)
+			}
+			if err == nil && (f.From != 0 || f.To != 0) {
+				err = load(format.ColTime, &tim)
+			}
+		}
+		if err == nil {
+			switch {
+			case o.By == "pid":
+				err = load(format.ColPID, &by)
+			case o.By == "tid":
+				err = load(format.ColTID, &by)
+			case byRef != nil:
+				err = load(byRef.col, &by)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+		for i := 0; i < rows; {
+			j := next(i)
+			c.Events += uint64(j - i)
+			if !filtered && all != nil {
+				run.rangeOf(&vals, probes, ref.probe, i, j)
+			} else {
+				for k := i; k < j; k++ {
+					if probes[k] != ref.probe {
+						continue
+					}
+					if filtered && !f.matchCols(k, &pid, &tid, &tim, m.StartBoot) {
+						continue
+					}
+					v := o.Cast.Apply(vals.Int(k))
+					a := all
+					if a == nil {
+						a = groups.int(by.Int(k))
+					}
+					a.add(v, o)
+				}
+			}
+			if j == rows {
+				break
+			}
+			if err := lb.add(p, &c.Losses, m, probes, j); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+			i = j + 1
+		}
+	}
+	run.flush()
+	if err := p.Err(); err != nil {
+		return fmt.Errorf("%s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// matchCols is Match on projected columns; only those the filter uses are loaded.
+func (f *Filter) matchCols(i int, pid, tid, tim *format.IntColumn, startBoot int64) bool {
+	if len(f.PIDs) > 0 && !contains(f.PIDs, pid.U32[i]) {
+		return false
+	}
+	if len(f.TIDs) > 0 && !contains(f.TIDs, tid.U32[i]) {
+		return false
+	}
+	if f.From != 0 || f.To != 0 {
+		off := time.Duration(tim.I64[i] - startBoot)
+		if off < f.From || (f.To != 0 && off >= f.To) {
+			return false
+		}
+	}
+	return true
+}
+
+// lossBatch loads the columns of loss records, once per batch that has any.
+type lossBatch struct {
+	loaded         bool
+	cpu, tim, lost format.IntColumn
+}
+
+func (lb *lossBatch) add(p *format.Projection, l *Losses, m *format.Meta, probes []uint16, i int) error {
+	if !lb.loaded {
+		var err error
+		if lb.cpu, err = p.Ints(format.ColCPU); err != nil {
+			return err
+		}
+		if lb.tim, err = p.Ints(format.ColTime); err != nil {
+			return err
+		}
+		if lb.lost, err = p.Ints(format.ColLost); err != nil {
+			return err
+		}
+		lb.loaded = true
+	}
+	l.add(m.Probes[probes[i]].Name, lb.cpu.U16[i], lb.tim.I64[i], lb.lost.U64[i])
+	return nil
+}
+
+// nextSet returns the first row at or after i whose bit is set in bm, or n.
+func nextSet(bm []byte, i, n int) int {
+	for i < n {
+		if i&63 == 0 && i+64 <= n {
+			if w := binary.LittleEndian.Uint64(bm[i>>3:]); w != 0 {
+				return i + bits.TrailingZeros64(w)
+			}
+			i += 64
+			continue
+		}
+		if bm[i>>3]&(1<<(i&7)) != 0 {
+			return i
+		}
+		i++
+	}
+	return n
+}
+
+// runAcc adds the values of one histogram run by run: consecutive equal
+// values (a burst of packets of one size) cost one AddN, which records
+// exactly what as many Adds would.
+type runAcc struct {
+	a     *accum
+	o     *HistOptions
+	stats bool
+	cast  Cast
+	prev  int64
+	n     uint64
+}
+
+func (r *runAcc) flush() {
+	if r.n > 0 {
+		r.a.addN(r.prev, r.n, r.o, r.stats)
+		r.n = 0
+	}
+}
+
+// rangeOf adds the values of rows [lo, hi) whose probe is want.
+func (r *runAcc) rangeOf(c *format.IntColumn, probes []uint16, want uint16, lo, hi int) {
+	switch c.Type {
+	case format.Int8:
+		runs(r, c.I8, probes, want, lo, hi)
+	case format.Int16:
+		runs(r, c.I16, probes, want, lo, hi)
+	case format.Int32:
+		runs(r, c.I32, probes, want, lo, hi)
+	case format.Int64:
+		runs(r, c.I64, probes, want, lo, hi)
+	case format.Uint8:
+		runs(r, c.U8, probes, want, lo, hi)
+	case format.Uint16:
+		runs(r, c.U16, probes, want, lo, hi)
+	case format.Uint32:
+		runs(r, c.U32, probes, want, lo, hi)
+	case format.Uint64:
+		runs(r, c.U64, probes, want, lo, hi)
+	}
+}
+
+func runs[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](r *runAcc, vals []T, probes []uint16, want uint16, lo, hi int) {
+	if hi <= lo {
+		return
+	}
+	vals, probes = vals[lo:hi], probes[lo:hi]
+	vals = vals[:len(probes)]
+	prev, n := r.prev, r.n
+	cast := r.cast
+	for i, pr := range probes {
+		if pr != want {
+			continue
+		}
+		v := cast.Apply(int64(vals[i]))
+		if v == prev {
+			n++
+			continue
+		}
+		if n > 0 {
+			r.a.addN(prev, n, r.o, r.stats)
+		}
+		prev, n = v, 1
+	}
+	r.prev, r.n = prev, n
+}

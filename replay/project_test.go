@@ -1,0 +1,237 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/format/formattest"
+	"github.com/bpftape/bpftape/replay/hist"
+)
+
+// widthProbes has a field of every integer type, shared columns (retval of
+// two probes) and a probe without fields, so that every column is null on
+// most rows.
+var widthProbes = []format.Probe{
+	{Name: "a", Kind: "uprobe", Fields: []format.Field{{Name: "s8", Type: format.Int8}, {Name: "u8", Type: format.Uint8},
+		{Name: "s16", Type: format.Int16}, {Name: "u16", Type: format.Uint16}}},
+	{Name: "b", Kind: "uprobe", Fields: []format.Field{{Name: "s32", Type: format.Int32}, {Name: "u32", Type: format.Uint32},
+		{Name: "s64", Type: format.Int64}, {Name: "u64", Type: format.Uint64}, {Name: "name", Type: format.String}}},
+	{Name: "c", Kind: "uretprobe", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
+	{Name: "d", Kind: "uretprobe", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
+	{Name: "e", Kind: "tracepoint"},
+}
+
+// writeWidths writes n rows of widthProbes: values of every magnitude and
+// sign, in runs, with loss records every so often when lossy.
+func writeWidths(tb testing.TB, path string, n int, comp format.Compression, batchRows int, lossy bool) {
+	tb.Helper()
+	m := &format.Meta{Host: "h", Tool: "t", StartBoot: 1_000_000, StartWall: time.Unix(1, 0), Probes: widthProbes}
+	w, err := format.Create(path, m, format.WriterOptions{Compression: comp, BatchRows: batchRows})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(int64(n)))
+	comms := [][]byte{[]byte("app"), []byte("worker-1"), []byte("worker-2")}
+	var v uint64
+	t := int64(1_000_000)
+	for i := 0; i < n; i++ {
+		t += 1 + rng.Int63n(50_000)
+		if lossy && rng.Intn(97) == 0 {
+			if err := w.Lost(uint16(rng.Intn(len(widthProbes))), uint16(rng.Intn(4)), t, uint64(1+rng.Intn(1000))); err != nil {
+				tb.Fatal(err)
+			}
+			continue
+		}
+		if rng.Intn(4) == 0 { // a new run
+			v = rng.Uint64() >> rng.Intn(64)
+			if rng.Intn(3) == 0 {
+				v = uint64(rng.Intn(5))
+			}
+		}
+		tid := uint32(100 + rng.Intn(3))
+		e := format.Event{Time: t, CPU: uint16(rng.Intn(4)), PID: 100 + uint32(rng.Intn(2)), TID: tid, Comm: comms[tid-100],
+			Probe: uint16(rng.Intn(len(widthProbes)))}
+		nf := len(widthProbes[e.Probe].Fields)
+		e.Ints, e.Strs = make([]uint64, nf), make([][]byte, nf)
+		for j := range e.Ints {
+			e.Ints[j] = v + uint64(j)
+		}
+		if e.Probe == 1 {
+			e.Strs[4] = []byte(fmt.Sprint("n", v%7))
+		}
+		if err := w.Append(&e); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func writeStream(tb testing.TB, path string, n int, comp format.Compression) {
+	tb.Helper()
+	w, err := format.Create(path, formattest.Meta(), format.WriterOptions{Compression: comp})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := formattest.NewStream()
+	for i := 0; i < n; i++ {
+		if i%50_000 == 49_999 {
+			if err := w.Lost(uint16(i%3), 1, int64(i)*1000, 17); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := w.Append(s.Next()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// cutFooter writes a copy of in without its footer (a killed recorder), or
+// cut in the middle of its last batch.
+func cutFooter(tb testing.TB, in, out string, midBatch bool) {
+	tb.Helper()
+	data, err := os.ReadFile(in)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := int(binary.LittleEndian.Uint32(data[len(data)-10:]))
+	data = data[:len(data)-10-n]
+	if midBatch {
+		data = data[:len(data)-100]
+	}
+	if err := os.WriteFile(out, data, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// runHist runs Hist on path by projection or by Scan and returns what it
+// printed, its notes, and whether it read by projection.
+func runHist(t *testing.T, path string, o HistOptions, project bool) (out, notes string, projected bool, err error) {
+	c, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.noProject = !project
+	var ob, nb bytes.Buffer
+	err = Hist(c, o, &ob)
+	c.Notes(&nb)
+	fmt.Fprintf(&nb, "events %d losses %+v\n", c.Events, c.Losses)
+	return ob.String(), nb.String(), c.R.Batches() == 0 && !c.R.Recovered, err
+}
+
+// TestHistProjectedSameAsScan runs hist on several captures both ways —
+// by projection and by the Arrow reader's Scan — and wants the same bytes
+// out, the same notes and the same event and loss counts.
+func TestHistProjectedSameAsScan(t *testing.T) {
+	dir := t.TempDir()
+	p := func(name string) string { return filepath.Join(dir, name) }
+	writeWidths(t, p("widths-zstd"), 5000, format.Zstd, 300, true)
+	writeWidths(t, p("widths-lz4"), 3000, format.LZ4, 256, true)
+	writeWidths(t, p("widths-none"), 3000, format.None, 1000, true)
+	writeWidths(t, p("widths-clean"), 4000, format.Zstd, 4096, false)
+	writeWidths(t, p("widths-tiny"), 40, format.Zstd, 1, true) // batches of one row: all-loss batches
+	writeWidths(t, p("empty"), 0, format.Zstd, 100, false)
+	writeStream(t, p("stream"), 300_000, format.Zstd)
+	cutFooter(t, p("widths-zstd"), p("recovered"), false)
+	cutFooter(t, p("widths-zstd"), p("recovered-cut"), true)
+	if _, err := format.Repair(p("recovered-cut"), p("repaired")); err != nil { // written by Arrow Go
+		t.Fatal(err)
+	}
+	if _, err := format.Repair(p("widths-lz4"), p("repaired-lz4")); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1700000000, 0)
+	type tc struct {
+		name        string
+		probe, fld  string
+		o           HistOptions
+		noProjecton bool // options that need the comm column
+	}
+	var cases []tc
+	for _, f := range []string{"s8", "u8", "s16", "u16"} {
+		cases = append(cases, tc{name: f, probe: "a", fld: f})
+	}
+	for _, f := range []string{"s32", "u32", "s64", "u64"} {
+		cases = append(cases, tc{name: f, probe: "b", fld: f})
+	}
+	more := []tc{
+		{name: "retval", probe: "c", fld: "retval"},
+		{name: "bpftrace", probe: "b", fld: "s64", o: HistOptions{Style: "bpftrace"}},
+		{name: "bpftrace-u8", probe: "a", fld: "u8", o: HistOptions{Style: "bpftrace", Bpftrace: hist.BpftraceVersion{Major: 0, Minor: 14}}},
+		{name: "linear", probe: "a", fld: "s16", o: HistOptions{Linear: &Linear{0, 1000, 100}}},
+		{name: "linear-bpftrace", probe: "b", fld: "u32", o: HistOptions{Linear: &Linear{0, 4000, 250}, Style: "bpftrace"}},
+		{name: "stats", probe: "b", fld: "s32", o: HistOptions{Stats: true}},
+		{name: "json", probe: "b", fld: "u64", o: HistOptions{JSON: true}},
+		{name: "json-stats", probe: "a", fld: "s8", o: HistOptions{JSON: true, Stats: true}},
+		{name: "json-linear", probe: "a", fld: "u16", o: HistOptions{JSON: true, Linear: &Linear{0, 100, 10}}},
+		{name: "cast-s8", probe: "b", fld: "u64", o: HistOptions{Cast: Cast{8, true}}},
+		{name: "cast-u16", probe: "b", fld: "s32", o: HistOptions{Cast: Cast{16, false}, Stats: true}},
+		{name: "by-pid", probe: "b", fld: "s64", o: HistOptions{By: "pid"}},
+		{name: "by-tid-bpftrace", probe: "a", fld: "u8", o: HistOptions{By: "tid", Style: "bpftrace", Stats: true}},
+		{name: "by-field", probe: "b", fld: "u32", o: HistOptions{By: "s32"}},
+		{name: "filter-pid", probe: "b", fld: "s64", o: HistOptions{Filter: Filter{PIDs: []uint32{100}}}},
+		{name: "filter-tid", probe: "a", fld: "s16", o: HistOptions{Filter: Filter{TIDs: []uint32{101, 102}}, Stats: true}},
+		{name: "filter-time", probe: "b", fld: "u32", o: HistOptions{Filter: Filter{From: 20 * time.Millisecond, To: 60 * time.Millisecond}}},
+		{name: "filter-from", probe: "c", fld: "retval", o: HistOptions{Filter: Filter{From: 10 * time.Millisecond}, By: "tid"}},
+		{name: "filter-comm", probe: "b", fld: "s64", o: HistOptions{Filter: Filter{Comms: []string{"worker-1"}}}, noProjecton: true},
+		{name: "by-comm", probe: "a", fld: "u16", o: HistOptions{By: "comm"}, noProjecton: true},
+		{name: "by-string", probe: "b", fld: "u32", o: HistOptions{By: "name"}, noProjecton: true},
+	}
+	cases = append(cases, more...)
+	for _, name := range []string{"widths-zstd", "widths-lz4", "widths-none", "widths-clean", "widths-tiny", "empty",
+		"recovered", "recovered-cut", "repaired", "repaired-lz4"} {
+		for _, c := range cases {
+			t.Run(name+"/"+c.name, func(t *testing.T) {
+				o := c.o
+				o.Probe, o.Field, o.Now = c.probe, c.fld, now
+				want, wantNotes, _, wantErr := runHist(t, p(name), o, false)
+				got, gotNotes, projected, gotErr := runHist(t, p(name), o, true)
+				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					t.Fatalf("error %v, Scan's %v", gotErr, wantErr)
+				}
+				if got != want {
+					t.Errorf("projected output differs from Scan's:\n%s\nScan:\n%s", got, want)
+				}
+				if gotNotes != wantNotes {
+					t.Errorf("projected notes differ from Scan's:\n%s\nScan:\n%s", gotNotes, wantNotes)
+				}
+				recovered := name == "recovered" || name == "recovered-cut"
+				if wantProjected := !recovered && !c.noProjecton; projected != wantProjected {
+					t.Errorf("read by projection: %v, want %v", projected, wantProjected)
+				}
+				if wantErr != nil {
+					t.Fatalf("Scan: %v", wantErr)
+				}
+				if name != "empty" && name != "widths-tiny" && len(want) < 50 && !c.o.JSON {
+					t.Errorf("suspiciously short output %q", want)
+				}
+			})
+		}
+	}
+	for _, o := range []HistOptions{{}, {Style: "bpftrace", Stats: true}, {By: "tid"}, {Filter: Filter{PIDs: []uint32{4242}}, JSON: true}} {
+		o.Probe, o.Field, o.Now = "rx", "arg2", now
+		want, wantNotes, _, err := runHist(t, p("stream"), o, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotNotes, projected, _ := runHist(t, p("stream"), o, true)
+		if got != want || gotNotes != wantNotes || !projected {
+			t.Errorf("stream %+v: projected %v, output:\n%s%s\nScan:\n%s%s", o, projected, got, gotNotes, want, wantNotes)
+		}
+		if !bytes.Contains([]byte(wantNotes), []byte("WARNING")) {
+			t.Errorf("stream: no loss warning in %q", wantNotes)
+		}
+	}
+}

@@ -4,13 +4,14 @@
 # the workloads (the USDT torture test compares gcc's and clang's operands;
 # objcopy and strip make stripped binaries with debug files), BCC and
 # bpftrace to check that bpftape prints what they print, and nodejs-polars
-# and DuckDB as independent readers, Chromium to render the HTML report.
+# and DuckDB as independent readers, Chromium to render the HTML report,
+# e2fsprogs for the ext4 file system the I/O error test shuts down.
 # With "clang", the BPF toolchain that
 # `make generate` needs.
 set -eu
 cd "$(dirname "$0")/.."
 
-pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium"
+pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium e2fsprogs"
 [ "${1:-}" = clang ] && pkgs="clang llvm libbpf-dev"
 
 missing=""

@@ -2,6 +2,7 @@ package format_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -56,6 +57,26 @@ func BenchmarkWriter(b *testing.B) {
 				b.Log(columnBreakdown(w, st.Size(), b.N))
 			}
 		})
+	}
+}
+
+// BenchmarkAppend measures Append alone: batches go uncompressed to
+// io.Discard, so the encoder goroutine has next to nothing to do.
+func BenchmarkAppend(b *testing.B) {
+	evs := formattest.Pregenerate(1 << 20)
+	w, err := format.NewWriter(io.Discard, formattest.Meta(), format.WriterOptions{Compression: format.None})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := w.Append(&evs[i&(len(evs)-1)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
 	}
 }
 

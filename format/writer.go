@@ -3,6 +3,7 @@ package format
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,11 @@ const (
 	DefaultMaxAge     = time.Second
 )
 
+// maxBatchColumnBytes bounds the rows of a batch by the fixed-width bytes
+// of a row (8 for an integer, 16 for a string view): a batch's columns are
+// allocated whole, and a writer holds three batches.
+const maxBatchColumnBytes = 8 << 20
+
 // WriterOptions tune a Writer; the zero value gives zstd, 64Ki-row batches
 // and a flush at least once per second (through Tick).
 type WriterOptions struct {
@@ -76,7 +82,10 @@ type Event struct {
 
 // Stats are a Writer's running totals; safe to read while the writer works.
 type Stats struct {
-	Events  atomic.Uint64 // event rows appended
+	// Events counts the event rows appended. An atomic add on every event
+	// would cost Append a quarter of its time, so it is brought up to date
+	// every 1024 events and by Tick, Flush and Close.
+	Events  atomic.Uint64
 	Lost    atomic.Uint64 // events reported lost through Lost
 	Batches atomic.Uint64 // batches written
 	Bytes   atomic.Int64  // bytes written to the file so far
@@ -105,9 +114,11 @@ type Writer struct {
 	meta    *Meta
 	schema  *arrow.Schema
 	opts    WriterOptions
+	rows    int // rows a batch holds
 	layouts []probeLayout
 
 	lastComm []byte // raw comm of the previous event, for Append's cache
+	events   uint64 // events appended, published in Stats.Events
 
 	file   io.Closer
 	out    *posWriter
@@ -215,17 +226,21 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 		w.layouts = append(w.layouts, l)
 	}
 
+	// A batch's columns are allocated for its most rows at once, so bound
+	// the rows by the bytes of a row, whatever the probes record.
+	types := []Type{Int64, Uint16, Uint32, Uint32, String, Uint16, Uint64}
+	for _, f := range fieldCols {
+		types = append(types, f.Type)
+	}
+	rowBytes := 0
+	for _, t := range types {
+		rowBytes += colWidth(t)
+	}
+	w.rows = min(opts.BatchRows, max(1, maxBatchColumnBytes/rowBytes))
 	newBatch := func() *batch {
 		b := &batch{cols: make([]colBuf, len(fields)), data: make([]arrowipc.ColumnData, len(fields))}
-		b.cols[ColTime] = newColBuf(Int64, false)
-		b.cols[ColCPU] = newColBuf(Uint16, false)
-		b.cols[ColPID] = newColBuf(Uint32, false)
-		b.cols[ColTID] = newColBuf(Uint32, false)
-		b.cols[ColComm] = newColBuf(String, false)
-		b.cols[ColProbe] = newColBuf(Uint16, false)
-		b.cols[ColLost] = newColBuf(Uint64, true)
-		for i, f := range fieldCols {
-			b.cols[numFixed+i] = newColBuf(f.Type, true)
+		for i, t := range types {
+			b.cols[i] = newColBuf(t, i >= ColLost, w.rows)
 		}
 		return b
 	}
@@ -263,22 +278,21 @@ func (w *Writer) Append(e *Event) error {
 		return fmt.Errorf("event for probe %d: capture has %d probes", e.Probe, len(w.layouts))
 	}
 	b := w.cur
-	if b.n == 0 {
+	i := b.n
+	if i == 0 {
 		w.since = time.Now()
 	}
-	i := b.n
 	c := b.cols
-	c[ColTime].data = appendU64(c[ColTime].data, uint64(e.Time))
-	c[ColCPU].putInt(uint64(e.CPU))
-	c[ColPID].putInt(uint64(e.PID))
-	c[ColTID].putInt(uint64(e.TID))
+	binary.LittleEndian.PutUint64(c[ColTime].data[8*i:], uint64(e.Time))
+	binary.LittleEndian.PutUint16(c[ColCPU].data[2*i:], e.CPU)
+	binary.LittleEndian.PutUint32(c[ColPID].data[4*i:], e.PID)
+	binary.LittleEndian.PutUint32(c[ColTID].data[4*i:], e.TID)
 	// A thread's events come in runs: reuse the previous row's view when
 	// the raw comm is the same, skipping the NUL search, UTF-8 check and
 	// interning (the cache is cleared when a new batch begins).
 	comm := e.Comm
-	cc := &c[ColComm]
-	if i > 0 && w.lastComm != nil && string(comm) == string(w.lastComm) {
-		cc.data = append(cc.data, cc.data[len(cc.data)-16:]...)
+	if cd := c[ColComm].data; i > 0 && w.lastComm != nil && string(comm) == string(w.lastComm) {
+		copy(cd[16*i:16*i+16], cd[16*i-16:16*i])
 		comm = nil
 	} else {
 		w.lastComm = append(w.lastComm[:0], comm...)
@@ -288,39 +302,32 @@ func (w *Writer) Append(e *Event) error {
 		if !utf8.Valid(comm) {
 			comm = bytes.ToValidUTF8(comm, []byte("\uFFFD"))
 		}
-		cc.putString(comm)
+		c[ColComm].putString(i, comm)
 	}
-	c[ColProbe].putInt(uint64(e.Probe))
-	c[ColLost].putNull(i)
-	l := &w.layouts[e.Probe]
-	for fi, ci := range l.cols {
+	binary.LittleEndian.PutUint16(c[ColProbe].data[2*i:], e.Probe)
+	// lost and the other probes' fields are null: columnData fills them.
+	for fi, ci := range w.layouts[e.Probe].cols {
 		col := &c[ci]
 		if col.typ == String {
 			s := e.Strs[fi]
 			if !utf8.Valid(s) {
 				s = bytes.ToValidUTF8(s, []byte("\uFFFD"))
 			}
-			col.putString(s)
+			col.putString(i, s)
 			b.strLen += len(s)
 		} else {
-			col.putInt(e.Ints[fi])
+			col.putValid(i, e.Ints[fi])
 		}
-		col.mark(i, true)
-	}
-	for _, ci := range l.absent {
-		c[ci].putNull(i)
 	}
 	b.strLen += len(comm)
 	b.n++
-	w.Stats.Events.Add(1)
-	if b.n >= w.opts.BatchRows || b.strLen >= w.opts.BatchBytes {
+	if w.events++; w.events&1023 == 0 {
+		w.Stats.Events.Store(w.events)
+	}
+	if b.n >= w.rows || b.strLen >= w.opts.BatchBytes {
 		return w.Flush()
 	}
 	return nil
-}
-
-func appendU64(b []byte, v uint64) []byte {
-	return append(b, byte(v), byte(v>>8), byte(v>>16), byte(v>>24), byte(v>>32), byte(v>>40), byte(v>>48), byte(v>>56))
 }
 
 // Lost records that n events of probe were lost on cpu at about time t.
@@ -335,21 +342,17 @@ func (w *Writer) Lost(probe uint16, cpu uint16, t int64, n uint64) error {
 	}
 	i := b.n
 	c := b.cols
-	c[ColTime].putInt(uint64(t))
-	c[ColCPU].putInt(uint64(cpu))
-	c[ColPID].putInt(0)
-	c[ColTID].putInt(0)
-	c[ColComm].putString(nil)
+	c[ColTime].put(i, uint64(t))
+	c[ColCPU].put(i, uint64(cpu))
+	c[ColPID].put(i, 0)
+	c[ColTID].put(i, 0)
+	c[ColComm].putString(i, nil)
 	w.lastComm = nil
-	c[ColProbe].putInt(uint64(probe))
-	c[ColLost].putInt(n)
-	c[ColLost].mark(i, true)
-	for ci := numFixed; ci < len(c); ci++ {
-		c[ci].putNull(i)
-	}
+	c[ColProbe].put(i, uint64(probe))
+	c[ColLost].putValid(i, n)
 	b.n++
 	w.Stats.Lost.Add(n)
-	if b.n >= w.opts.BatchRows {
+	if b.n >= w.rows {
 		return w.Flush()
 	}
 	return nil
@@ -358,6 +361,7 @@ func (w *Writer) Lost(probe uint16, cpu uint16, t int64, n uint64) error {
 // Tick writes the current batch if its first event is older than MaxAge; a
 // recorder calls it from its drain loop so that quiet periods still reach disk.
 func (w *Writer) Tick(now time.Time) error {
+	w.Stats.Events.Store(w.events)
 	if w.cur.n > 0 && now.Sub(w.since) >= w.opts.MaxAge {
 		return w.Flush()
 	}
@@ -367,6 +371,7 @@ func (w *Writer) Tick(now time.Time) error {
 // Flush hands the current batch to the encoder goroutine; it waits only if
 // two batches are already waiting to be written.
 func (w *Writer) Flush() error {
+	w.Stats.Events.Store(w.events)
 	if err := w.Err(); err != nil {
 		return err
 	}
@@ -402,7 +407,7 @@ func (w *Writer) encoder() {
 			}
 		}
 		for i := range b.cols {
-			b.cols[i].reset()
+			b.cols[i].reset(b.n)
 		}
 		b.n, b.strLen = 0, 0
 		w.free <- b
@@ -412,7 +417,7 @@ func (w *Writer) encoder() {
 // encode writes one batch and pushes it to the file.
 func (w *Writer) encode(b *batch) error {
 	for i := range b.cols {
-		b.cols[i].columnData(&b.data[i])
+		b.cols[i].columnData(&b.data[i], b.n)
 	}
 	err := w.aw.WriteBatch(b.n, b.data)
 	if err == nil {
@@ -447,6 +452,7 @@ func (w *Writer) Close() error {
 		return w.Err()
 	}
 	w.closed = true
+	w.Stats.Events.Store(w.events)
 	if w.Err() == nil && w.cur.n > 0 {
 		w.work <- w.cur
 	}

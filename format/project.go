@@ -339,6 +339,13 @@ func (p *Projection) load(j int, s *bufSlot, need int) ([]byte, error) {
 		if n > MaxBatchBytes || int64(n) > MaxBatchBytes-p.raw {
 			return nil, limitErr(fmt.Sprintf("compressed buffer %d", j), n, MaxBatchBytes-p.raw)
 		}
+		if d.codec == 1 {
+			// Frames that state their sizes must add up to the declared
+			// length, before anything is allocated from it.
+			if size, ok := zstdContentSize(in[8:]); ok && size != n {
+				return nil, corruptf("buffer %d: zstd frames of %d bytes where %d are declared", j, size, n)
+			}
+		}
 		p.raw += int64(n)
 		s.out = grow(s.out, int(n))
 		var err error
@@ -614,4 +621,47 @@ func (c *IntColumn) Int(i int) int64 {
 		return int64(c.U64[i])
 	}
 	return 0
+}
+
+// zstdContentSize adds up the content sizes the zstd frames of b state,
+// walking from block header to block header; ok is false when a frame does
+// not state its size or b is not a sequence of whole frames (the decoder
+// then finds what is wrong).
+func zstdContentSize(b []byte) (size uint64, ok bool) {
+	var h zstd.Header
+	for pos := 0; pos < len(b); {
+		if err := h.Decode(b[pos:]); err != nil {
+			return 0, false
+		}
+		if h.Skippable {
+			pos += h.HeaderSize + int(h.SkippableSize)
+			continue
+		}
+		if !h.HasFCS {
+			return 0, false
+		}
+		size += h.FrameContentSize
+		pos += h.HeaderSize
+		for {
+			if pos+3 > len(b) {
+				return 0, false
+			}
+			v := int(b[pos]) | int(b[pos+1])<<8 | int(b[pos+2])<<16
+			n := v >> 3
+			switch (v >> 1) & 3 {
+			case 1: // RLE: one byte
+				n = 1
+			case 3:
+				return 0, false
+			}
+			pos += 3 + n
+			if v&1 != 0 {
+				break
+			}
+		}
+		if h.HasCheckSum {
+			pos += 4
+		}
+	}
+	return size, true
 }

@@ -347,9 +347,12 @@ func (p *Projection) load(j int, s *bufSlot, need int) ([]byte, error) {
 			}
 		}
 		p.raw += int64(n)
-		s.out = grow(s.out, int(n))
+		// The slack lets the zstd decoder copy in wide strides up to the
+		// end (its "safe" variant, for a buffer without, is slower); a
+		// frame that fills it is longer than declared, and refused.
+		s.out = grow(s.out, int(n)+zstdSlack)
 		var err error
-		if data, err = p.decompress(d.codec, in[8:], s.out[:0:n]); err != nil {
+		if data, err = p.decompress(d.codec, in[8:], s.out[:0:int(n)+zstdSlack], int(n)); err != nil {
 			return nil, fmt.Errorf("buffer %d: %w", j, err)
 		}
 	}
@@ -360,10 +363,13 @@ func (p *Projection) load(j int, s *bufSlot, need int) ([]byte, error) {
 	return data, nil
 }
 
-// decompress decodes src into dst, whose capacity is the length the buffer
-// declares: decoding more or less is an error.
-func (p *Projection) decompress(codec int64, src, dst []byte) ([]byte, error) {
-	want := cap(dst)
+// zstdSlack is the room left past a buffer's declared length for the zstd
+// decoder (its compressedBlockOverAlloc).
+const zstdSlack = 16
+
+// decompress decodes src into dst, whose capacity bounds the output: the
+// buffer must decode to exactly want bytes.
+func (p *Projection) decompress(codec int64, src, dst []byte, want int) ([]byte, error) {
 	if codec == 1 {
 		if p.zdec == nil {
 			var err error
@@ -379,7 +385,7 @@ func (p *Projection) decompress(codec int64, src, dst []byte) ([]byte, error) {
 			if errors.Is(err, zstd.ErrWindowSizeExceeded) {
 				return nil, fmt.Errorf("%w: a zstd window above %s", ErrLimit, sizeStr(MaxZstdWindow))
 			}
-			if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrFrameSizeExceeded) {
 				return nil, corruptf("zstd frame longer than the %d bytes declared", want)
 			}
 			return nil, corruptf("zstd: %v", err)

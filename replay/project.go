@@ -217,6 +217,7 @@ type runAcc struct {
 	cast  Cast
 	prev  int64
 	n     uint64
+	buf   [1024]int64 // the values of the probe's rows of one stretch
 }
 
 func (r *runAcc) flush() {
@@ -256,19 +257,35 @@ func runs[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](r *
 	vals = vals[:len(probes)]
 	prev, n := r.prev, r.n
 	cast := r.cast
-	for i, pr := range probes {
-		if pr != want {
-			continue
+	buf := &r.buf
+	for len(probes) > 0 {
+		m := min(len(probes), len(buf))
+		// Gather the rows of the probe without a branch: which probe a
+		// row is from is as good as random.
+		k := 0
+		for i, pr := range probes[:m] {
+			buf[k&(len(buf)-1)] = int64(vals[i])
+			k += b2i(pr == want)
 		}
-		v := cast.Apply(int64(vals[i]))
-		if v == prev {
-			n++
-			continue
+		probes, vals = probes[m:], vals[m:]
+		for _, v := range buf[:k] {
+			v = cast.Apply(v)
+			if v == prev {
+				n++
+				continue
+			}
+			if n > 0 {
+				r.a.addN(prev, n, r.o, r.stats)
+			}
+			prev, n = v, 1
 		}
-		if n > 0 {
-			r.a.addN(prev, n, r.o, r.stats)
-		}
-		prev, n = v, 1
 	}
 	r.prev, r.n = prev, n
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -80,6 +80,35 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// TestSeedStreamSize holds the default capture of the seed-like stream to
+// issue 5's budget of 4 bytes an event, and logs what each column costs
+// (go test -v -run SeedStreamSize ./format/).
+func TestSeedStreamSize(t *testing.T) {
+	const n = 1 << 20
+	path := filepath.Join(t.TempDir(), "seed.arrow")
+	w, err := format.Create(path, formattest.Meta(), format.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := formattest.NewStream()
+	for i := 0; i < n; i++ {
+		if err := w.Append(s.Next()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(columnBreakdown(w, st.Size(), n))
+	if per := float64(st.Size()) / n; per > 4 {
+		t.Errorf("%.3f bytes an event, want at most 4", per)
+	}
+}
+
 // columnBreakdown says how many bytes per event each column of a closed
 // writer's file takes, largest first, and the rest of the file (schema,
 // dictionary, batch metadata, footer).

@@ -72,6 +72,15 @@ func (c *benchCol) put(v uint64) {
 	c.data = append(c.data, b[:c.width]...)
 }
 
+// repeat appends the last value again, or zero.
+func (c *benchCol) repeat() {
+	if len(c.data) == 0 {
+		c.put(0)
+		return
+	}
+	c.data = append(c.data, c.data[len(c.data)-c.width:]...)
+}
+
 func (c *benchCol) putString(s []byte) {
 	var v [16]byte
 	binary.LittleEndian.PutUint32(v[0:], uint32(len(s)))
@@ -138,13 +147,14 @@ func realisticBatches(n, rows int) []benchBatch {
 			c[5].put(uint64(probe))
 			c[6].put(0)
 			c[6].mark(i, false)
+			// A null row holds the row before's value, as format writes it.
 			if probe == 0 {
 				c[7].put(v)
 				c[7].mark(i, true)
-				c[8].put(0)
+				c[8].repeat()
 				c[8].mark(i, false)
 			} else {
-				c[7].put(0)
+				c[7].repeat()
 				c[7].mark(i, false)
 				c[8].put(v)
 				c[8].mark(i, true)
@@ -281,6 +291,7 @@ func BenchmarkWrite(b *testing.B) {
 		{"arrowipc/zstd-fastest-crc", Zstd, []Option{withZstdOptions(zstd.WithEncoderCRC(true))}, false},
 		{"arrowipc/zstd-fastest-fullmem", Zstd, []Option{withZstdOptions(zstd.WithLowerEncoderMem(false))}, false},
 		{"arrowipc/zstd-default", Zstd, []Option{WithZstdLevel(zstd.SpeedDefault)}, false},
+		{"arrowipc/zstd-default-time-fastest", Zstd, []Option{WithZstdLevel(zstd.SpeedDefault), WithColumnZstdLevel(0, zstd.SpeedFastest)}, false},
 		{"arrowipc/zstd-better", Zstd, []Option{WithZstdLevel(zstd.SpeedBetterCompression)}, false},
 		{"arrowipc/zstd-best", Zstd, []Option{WithZstdLevel(zstd.SpeedBestCompression)}, false},
 		{"arrow-go/none", None, nil, true},

@@ -47,7 +47,29 @@
 //     buffers per batch, 128 MiB zstd windows) before Arrow allocates from
 //     it, and a file that declares more fails with ErrLimit.
 //   - Compression is per buffer, Arrow's own body compression (zstd by
-//     default, lz4 or none), so other readers decompress it themselves.
+//     default, lz4 or none), so other readers decompress it themselves. A
+//     buffer that compression does not shrink is stored as is (Arrow's
+//     uncompressed length -1), such as the validity bitmap of a field two
+//     probes share, which is as random as which probe fired. zstd frames
+//     carry no checksum (neither libzstd's nor Arrow C++'s default), and
+//     the levels are chosen per column by measurement on the seed-like
+//     stream (format/formattest): time, the low bytes of increasing
+//     timestamps, is literals at any level and gets level 1 (klauspost
+//     SpeedFastest); every other column gets level 3 (SpeedDefault), which
+//     is no slower there and makes them 1.7 bytes an event instead of 2.1.
+//     That stream takes 3.9 bytes an event, 2.15 of them time
+//     (TestSeedStreamSize logs the breakdown).
+//   - Null rows of a field column hold the previous row's value, not zero:
+//     Arrow leaves a null slot's value undefined and readers skip it, and
+//     a repeated value compresses to nothing where zeros between values
+//     break every run. Values are never transformed otherwise (no delta or
+//     custom encoding): time is the absolute int64, so any Arrow reader
+//     gets the file's values as they are.
+//   - A batch is at most 32Ki rows (and at most 8 MiB of fixed-width column
+//     bytes, for probes with many fields), allocated whole so that Append
+//     is stores at fixed offsets; the writer holds three (one filling, two
+//     being compressed or waiting), about 6 MiB on the seed stream. Larger
+//     batches compressed no better than 0.01 bytes an event.
 //   - Times are boot-clock nanoseconds rather than wall-clock timestamps,
 //     because that is what the kernel stamps and what latencies subtract.
 package format

@@ -88,6 +88,7 @@ type bufSlot struct {
 // Project returns a projected reader of the capture's batches. It returns
 // ErrNoProjection for a recovered (footerless) capture and after Next has
 // been called; the Reader must stay open while the Projection is used.
+// Every call returns a new Projection, with its own buffers and decoder.
 func (r *Reader) Project() (*Projection, error) {
 	if r.fr == nil || r.foot == nil || r.next > 0 {
 		return nil, ErrNoProjection
@@ -125,8 +126,26 @@ func (p *Projection) Close() {
 
 // Next reads the metadata of the next batch; it returns false at the end or
 // on error (see Err).
-func (p *Projection) Next() (ok bool) {
-	if p.err != nil || p.next >= p.ft.nrec {
+func (p *Projection) Next() bool {
+	if p.next >= p.ft.nrec {
+		return false
+	}
+	return p.Read(p.next)
+}
+
+// NumBatches is the number of batches the footer lists.
+func (p *Projection) NumBatches() int { return p.ft.nrec }
+
+// Read reads the metadata of batch i, so that batches can be read out of
+// order (several Projections of one Reader may read different batches at
+// once, each on its own goroutine); Next continues after it. It returns
+// false on error (see Err), which stops the Projection.
+func (p *Projection) Read(i int) (ok bool) {
+	if p.err != nil {
+		return false
+	}
+	if i < 0 || i >= p.ft.nrec {
+		p.err = fmt.Errorf("no batch %d", i)
 		return false
 	}
 	defer func() {
@@ -135,8 +154,7 @@ func (p *Projection) Next() (ok bool) {
 			ok = false
 		}
 	}()
-	i := p.next
-	p.next++
+	p.next = i + 1
 	if !p.dictOK {
 		if err := p.checkDictionaries(); err != nil {
 			p.err = fmt.Errorf("batch %d: %w", i, err)
@@ -157,7 +175,8 @@ func (p *Projection) Err() error { return p.err }
 // Len is the number of rows of the current batch.
 func (p *Projection) Len() int { return p.cur.rows }
 
-// Batches is the number of batches read so far.
+// Batches is the number of batches read so far, in order (with Read: the
+// index after the last batch read).
 func (p *Projection) Batches() int { return p.next }
 
 // Nulls returns the null count the field node of column ci declares.

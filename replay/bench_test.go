@@ -20,8 +20,9 @@ func cpuTime() time.Duration {
 // captures of 4M events of formattest's realistic stream — the one bench/
 // measures, and one with a loss record every 50,000 events, which makes
 // most batches hold one — by Scan (Arrow's reader, every column) and by
-// projection, side by side: ns per event of wall time and of process CPU
-// (user+sys, every goroutine), and events/s per core.
+// projection on one goroutine (projected-1) and on one per CPU, side by
+// side: ns per event of wall time and of process CPU (user+sys, every
+// goroutine), and events/s per core.
 //
 //	go test -run '^$' -bench Hist -count 3 ./replay/
 func BenchmarkHist(b *testing.B) {
@@ -35,7 +36,7 @@ func BenchmarkHist(b *testing.B) {
 		} else {
 			writeStream(b, path, n, format.Zstd, 0)
 		}
-		for _, mode := range []string{"scan", "projected"} {
+		for _, mode := range []string{"scan", "projected-1", "projected"} {
 			b.Run(name+"/"+mode, func(b *testing.B) {
 				o := HistOptions{Probe: "rx", Field: "arg2"}
 				cpu0 := cpuTime()
@@ -46,6 +47,9 @@ func BenchmarkHist(b *testing.B) {
 						b.Fatal(err)
 					}
 					c.noProject = mode == "scan"
+					if mode == "projected-1" {
+						c.workers = 1
+					}
 					if err := Hist(c, o, io.Discard); err != nil {
 						b.Fatal(err)
 					}

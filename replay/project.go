@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
@@ -52,98 +55,243 @@ func (a *accum) addN(v int64, n uint64, o *HistOptions, stats bool) {
 // lost column (and, in batches with loss records, their cpu, time and
 // count), and the columns of the filter and of --by. Its results are
 // Scan's: loss records tallied, Events counted, the same rows added.
+//
+// With more than one CPU, batches are decoded by one goroutine per CPU,
+// each with its own Projection and histograms, merged at the end: every
+// histogram and tally is a sum, a minimum or a maximum, so the merge holds
+// exactly what one pass would. A capture that fails to read is read again
+// in one pass, which stops where Scan stops, with Scan's error and tallies.
 func (c *Capture) histProjected(p *format.Projection, o *HistOptions, ref, byRef *Ref, groups *keyed, all *accum) error {
-	defer p.Close()
-	m := c.R.Meta
-	f := &o.Filter
-	filtered := len(f.PIDs) > 0 || len(f.TIDs) > 0 || f.From != 0 || f.To != 0
-	stats := statsNeeded(o)
-	run := runAcc{o: o, stats: stats, a: all, cast: o.Cast}
-	for p.Next() {
-		rows := p.Len()
-		if rows == 0 {
-			continue
-		}
-		probes, err := p.Probe()
-		if err != nil {
+	workers := c.workers
+	if workers == 0 {
+		workers = min(runtime.GOMAXPROCS(0), maxHistWorkers)
+	}
+	workers = min(workers, p.NumBatches())
+	if workers > 1 && c.histParallel(p, workers, o, ref, byRef, groups) {
+		return nil
+	}
+	if workers > 1 { // read again, in one pass, for the error
+		p.Close()
+		var err error
+		if p, err = c.R.Project(); err != nil {
 			return fmt.Errorf("%s: %w", c.Name, err)
-		}
-		vals, err := p.Ints(ref.col)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.Name, err)
-		}
-		lossBits, err := p.Validity(format.ColLost)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.Name, err)
-		}
-		var lb lossBatch
-		next := func(i int) int { return i } // every row is a loss record
-		if lossBits != nil {
-			next = func(i int) int { return nextSet(lossBits, i, rows) }
-		}
-		var pid, tid, tim, by format.IntColumn
-		load := func(ci int, col *format.IntColumn) error {
-			var err error
-			*col, err = p.Ints(ci)
-			return err
-		}
-		if filtered {
-			if len(f.PIDs) > 0 {
-				err = load(format.ColPID, &pid)
-			}
-			if err == nil && len(f.TIDs) > 0 {
-				err = load(format.ColTID, &tid)
-			}
-			if err == nil && (f.From != 0 || f.To != 0) {
-				err = load(format.ColTime, &tim)
-			}
-		}
-		if err == nil {
-			switch {
-			case o.By == "pid":
-				err = load(format.ColPID, &by)
-			case o.By == "tid":
-				err = load(format.ColTID, &by)
-			case byRef != nil:
-				err = load(byRef.col, &by)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.Name, err)
-		}
-		for i := 0; i < rows; {
-			j := next(i)
-			c.Events += uint64(j - i)
-			if !filtered && all != nil {
-				run.rangeOf(&vals, probes, ref.probe, i, j)
-			} else {
-				for k := i; k < j; k++ {
-					if probes[k] != ref.probe {
-						continue
-					}
-					if filtered && !f.matchCols(k, &pid, &tid, &tim, m.StartBoot) {
-						continue
-					}
-					v := o.Cast.Apply(vals.Int(k))
-					a := all
-					if a == nil {
-						a = groups.int(by.Int(k))
-					}
-					a.add(v, o)
-				}
-			}
-			if j == rows {
-				break
-			}
-			if err := lb.add(p, &c.Losses, m, probes, j); err != nil {
-				return fmt.Errorf("%s: %w", c.Name, err)
-			}
-			i = j + 1
 		}
 	}
-	run.flush()
+	defer p.Close()
+	h := c.newHistPass(o, ref, byRef, groups, all)
+	for p.Next() {
+		if err := h.batch(p); err != nil {
+			return fmt.Errorf("%s: %w", c.Name, err)
+		}
+		// Tallied batch by batch, as Scan tallies them: a batch that
+		// fails to read counts for nothing.
+		c.Events += h.events
+		c.Losses.merge(&h.losses)
+		h.events, h.losses = 0, Losses{}
+	}
+	h.run.flush()
 	if err := p.Err(); err != nil {
 		return fmt.Errorf("%s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// maxHistWorkers bounds the goroutines of a projected hist (and the
+// buffers they hold: one batch's columns each).
+const maxHistWorkers = 8
+
+// histParallel reads the batches of the capture with workers goroutines,
+// the first with p, and merges what they counted into groups and c. It
+// returns false, having changed neither, when a batch fails to read.
+func (c *Capture) histParallel(p *format.Projection, workers int, o *HistOptions, ref, byRef *Ref, groups *keyed) bool {
+	n := p.NumBatches()
+	var next atomic.Int64
+	var failed atomic.Bool
+	passes := make([]*histPass, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		g := newKeyed(o)
+		var all *accum
+		if o.By == "" {
+			all = g.int(0)
+		}
+		h := c.newHistPass(o, ref, byRef, g, all)
+		passes[w] = h
+		wp := p
+		if w > 0 {
+			var err error
+			if wp, err = c.R.Project(); err != nil {
+				failed.Store(true)
+				break
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer wp.Close()
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					break
+				}
+				if !wp.Read(i) || h.batch(wp) != nil {
+					failed.Store(true)
+					break
+				}
+			}
+			h.run.flush()
+		}()
+	}
+	wg.Wait()
+	if failed.Load() {
+		return false
+	}
+	for _, h := range passes {
+		for k, a := range h.groups.ints {
+			groups.int(k).merge(a)
+		}
+		for k, a := range h.groups.strs {
+			groups.str(k).merge(a)
+		}
+		c.Events += h.events
+		c.Losses.merge(&h.losses)
+	}
+	return true
+}
+
+// merge adds what o counted to a (both of the same options).
+func (a *accum) merge(o *accum) {
+	a.log2.Merge(&o.log2)
+	a.pow2.Merge(&o.pow2)
+	if a.lin != nil && o.lin != nil {
+		a.lin.Merge(o.lin)
+	}
+	a.stats.Merge(&o.stats)
+}
+
+// merge adds the tallies of o to l, as if l had passed o's records too.
+func (l *Losses) merge(o *Losses) {
+	if o.ByProbe == nil {
+		return
+	}
+	if l.ByProbe == nil {
+		l.ByProbe = map[string]uint64{}
+		l.ByCPU = map[uint16]uint64{}
+		l.First = o.First
+	}
+	l.Total += o.Total
+	for k, v := range o.ByProbe {
+		l.ByProbe[k] += v
+	}
+	for k, v := range o.ByCPU {
+		l.ByCPU[k] += v
+	}
+	l.First = min(l.First, o.First)
+	l.Last = max(l.Last, o.Last)
+}
+
+// histPass is what one reader of batches counts.
+type histPass struct {
+	o          *HistOptions
+	m          *format.Meta
+	ref, byRef *Ref
+	groups     *keyed
+	all        *accum
+	filtered   bool
+	run        runAcc
+	events     uint64
+	losses     Losses
+}
+
+func (c *Capture) newHistPass(o *HistOptions, ref, byRef *Ref, groups *keyed, all *accum) *histPass {
+	f := &o.Filter
+	return &histPass{o: o, m: c.R.Meta, ref: ref, byRef: byRef, groups: groups, all: all,
+		filtered: len(f.PIDs) > 0 || len(f.TIDs) > 0 || f.From != 0 || f.To != 0,
+		run:      runAcc{o: o, stats: statsNeeded(o), a: all, cast: o.Cast}}
+}
+
+// batch counts the current batch of p.
+func (h *histPass) batch(p *format.Projection) error {
+	o, f, ref := h.o, &h.o.Filter, h.ref
+	rows := p.Len()
+	if rows == 0 {
+		return nil
+	}
+	probes, err := p.Probe()
+	if err != nil {
+		return err
+	}
+	vals, err := p.Ints(ref.col)
+	if err != nil {
+		return err
+	}
+	lossBits, err := p.Validity(format.ColLost)
+	if err != nil {
+		return err
+	}
+	var lb lossBatch
+	next := func(i int) int { return i } // every row is a loss record
+	if lossBits != nil {
+		next = func(i int) int { return nextSet(lossBits, i, rows) }
+	}
+	var pid, tid, tim, by format.IntColumn
+	load := func(ci int, col *format.IntColumn) error {
+		var err error
+		*col, err = p.Ints(ci)
+		return err
+	}
+	if h.filtered {
+		if len(f.PIDs) > 0 {
+			err = load(format.ColPID, &pid)
+		}
+		if err == nil && len(f.TIDs) > 0 {
+			err = load(format.ColTID, &tid)
+		}
+		if err == nil && (f.From != 0 || f.To != 0) {
+			err = load(format.ColTime, &tim)
+		}
+	}
+	if err == nil {
+		switch {
+		case o.By == "pid":
+			err = load(format.ColPID, &by)
+		case o.By == "tid":
+			err = load(format.ColTID, &by)
+		case h.byRef != nil:
+			err = load(h.byRef.col, &by)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for i := 0; i < rows; {
+		j := next(i)
+		h.events += uint64(j - i)
+		if !h.filtered && h.all != nil {
+			h.run.rangeOf(&vals, probes, ref.probe, i, j)
+		} else {
+			for k := i; k < j; k++ {
+				if probes[k] != ref.probe {
+					continue
+				}
+				if h.filtered && !f.matchCols(k, &pid, &tid, &tim, h.m.StartBoot) {
+					continue
+				}
+				v := o.Cast.Apply(vals.Int(k))
+				a := h.all
+				if a == nil {
+					a = h.groups.int(by.Int(k))
+				}
+				a.add(v, o)
+			}
+		}
+		if j == rows {
+			break
+		}
+		if err := lb.add(p, &h.losses, h.m, probes, j); err != nil {
+			return err
+		}
+		i = j + 1
 	}
 	return nil
 }

@@ -117,15 +117,19 @@ func cutFooter(tb testing.TB, in, out string, midBatch bool) {
 	}
 }
 
-// runHist runs Hist on path by projection or by Scan and returns what it
-// printed, its notes, and whether it read by projection.
-func runHist(t *testing.T, path string, o HistOptions, project bool) (out, notes string, projected bool, err error) {
+// runHist runs Hist on path by projection (with workers goroutines, 0:
+// one per CPU) or by Scan and returns what it printed, its notes, and
+// whether it read by projection.
+func runHist(t *testing.T, path string, o HistOptions, project bool, workers ...int) (out, notes string, projected bool, err error) {
 	c, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	c.noProject = !project
+	if len(workers) > 0 {
+		c.workers = workers[0]
+	}
 	var ob, nb bytes.Buffer
 	err = Hist(c, o, &ob)
 	c.Notes(&nb)
@@ -199,15 +203,22 @@ func TestHistProjectedSameAsScan(t *testing.T) {
 				o := c.o
 				o.Probe, o.Field, o.Now = c.probe, c.fld, now
 				want, wantNotes, _, wantErr := runHist(t, p(name), o, false)
-				got, gotNotes, projected, gotErr := runHist(t, p(name), o, true)
-				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-					t.Fatalf("error %v, Scan's %v", gotErr, wantErr)
+				if wantErr != nil {
+					t.Fatalf("Scan: %v", wantErr)
 				}
-				if got != want {
-					t.Errorf("projected output differs from Scan's:\n%s\nScan:\n%s", got, want)
-				}
-				if gotNotes != wantNotes {
-					t.Errorf("projected notes differ from Scan's:\n%s\nScan:\n%s", gotNotes, wantNotes)
+				var projected bool
+				for _, workers := range []int{1, 3} {
+					got, gotNotes, pr, gotErr := runHist(t, p(name), o, true, workers)
+					projected = pr
+					if gotErr != nil {
+						t.Fatalf("%d workers: %v", workers, gotErr)
+					}
+					if got != want {
+						t.Errorf("projected output (%d workers) differs from Scan's:\n%s\nScan:\n%s", workers, got, want)
+					}
+					if gotNotes != wantNotes {
+						t.Errorf("projected notes (%d workers) differ from Scan's:\n%s\nScan:\n%s", workers, gotNotes, wantNotes)
+					}
 				}
 				recovered := name == "recovered" || name == "recovered-cut"
 				if wantProjected := !recovered && !c.noProjecton; projected != wantProjected {
@@ -235,5 +246,44 @@ func TestHistProjectedSameAsScan(t *testing.T) {
 		if !bytes.Contains([]byte(wantNotes), []byte("WARNING")) {
 			t.Errorf("stream: no loss warning in %q", wantNotes)
 		}
+	}
+}
+
+// TestHistProjectedDamaged damages a capture here and there and wants the
+// same output, error and notes from one goroutine and from several: the
+// parallel read falls back to one pass when a batch fails.
+func TestHistProjectedDamaged(t *testing.T) {
+	dir := t.TempDir()
+	clean := filepath.Join(dir, "clean")
+	writeWidths(t, clean, 5000, format.Zstd, 300, true)
+	data, err := os.ReadFile(clean)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(3))
+	errs := 0
+	for k := 0; k < 40; k++ {
+		d := bytes.Clone(data)
+		at := 8 + rng.Intn(len(d)*9/10)
+		for j := 0; j < 1+rng.Intn(8); j++ {
+			d[at+j] ^= byte(1 + rng.Intn(255))
+		}
+		path := filepath.Join(dir, fmt.Sprint("damaged-", k))
+		if err := os.WriteFile(path, d, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		o := HistOptions{Probe: "b", Field: "s64", Stats: true, Now: time.Unix(1, 0)}
+		want, wantNotes, _, wantErr := runHist(t, path, o, true, 1)
+		got, gotNotes, _, gotErr := runHist(t, path, o, true, 3)
+		if got != want || gotNotes != wantNotes || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Errorf("damage at %d: 3 workers: %v\n%s%s\n1 worker: %v\n%s%s", at, gotErr, got, gotNotes, wantErr, want, wantNotes)
+		}
+		if wantErr != nil {
+			errs++
+		}
+	}
+	t.Logf("%d of 40 damaged captures failed to read", errs)
+	if errs == 0 {
+		t.Error("no damage was noticed")
 	}
 }

@@ -124,6 +124,7 @@ type Capture struct {
 	Events uint64
 
 	noProject bool // read with Scan even where a projection would do
+	workers   int  // goroutines of a projected read; 0: one per CPU
 }
 
 // Open opens a capture for analysis.

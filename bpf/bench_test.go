@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 )
 
@@ -114,7 +113,7 @@ func runBurst(b *testing.B, exe string, ring uint32, wakeup uint64, events int) 
 	defer objs.Close()
 	putSpec(b, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true)))
 	attachUprobe(b, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
-	rd, err := ringbuf.NewReader(objs.Events)
+	rd, err := NewRing(objs.Events)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,24 +126,18 @@ func runBurst(b *testing.B, exe string, ring uint32, wakeup uint64, events int) 
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		var rec ringbuf.Record
-		rd.SetDeadline(time.Now().Add(DrainInterval))
 		for {
-			err := rd.ReadInto(&rec)
+			err := rd.Drain(DrainInterval, func(raw []byte) error {
+				h, err := DecodeHeader(raw)
+				if err == nil && h.Class != ClassComm {
+					r.received++
+				}
+				return err
+			})
 			switch {
 			case err == nil:
-				if _, err := DecodeHeader(rec.RawSample); err != nil {
-					r.err = err
-					done <- r
-					return
-				}
-				r.received++
-				if rec.Remaining == 0 {
-					r.batches++
-				}
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				rd.SetDeadline(time.Now().Add(DrainInterval))
-			case errors.Is(err, ringbuf.ErrFlushed):
+			case errors.Is(err, ErrRingFlushed):
+				r.batches = int64(rd.Reads())
 				done <- r
 				return
 			default:

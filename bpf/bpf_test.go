@@ -16,6 +16,7 @@ import (
 // and the bpf2go-generated struct.
 func TestLayoutMatchesC(t *testing.T) {
 	var s bpftapeSample
+	var c bpftapeCommRecord
 	offs := []struct {
 		name      string
 		got, want uintptr
@@ -27,7 +28,6 @@ func TestLayoutMatchesC(t *testing.T) {
 		{"cpu", unsafe.Offsetof(s.Cpu), OffCPU},
 		{"nargs", unsafe.Offsetof(s.Nargs), OffNargs},
 		{"flags", unsafe.Offsetof(s.Flags), OffFlags},
-		{"comm", unsafe.Offsetof(s.Comm), OffComm},
 		{"args", unsafe.Offsetof(s.Args), OffArgs},
 		{"strs", unsafe.Offsetof(s.Strs), OffStrs},
 		{"sizeof(sample)", unsafe.Sizeof(s), uintptr(SampleSize(ClassArgs12Str4))},
@@ -36,7 +36,10 @@ func TestLayoutMatchesC(t *testing.T) {
 		{"len(args)", uintptr(len(s.Args)), MaxArgs},
 		{"len(strs)", uintptr(len(s.Strs)), MaxStrs},
 		{"len(strs[0])", uintptr(len(s.Strs[0])), StrSlotSize},
-		{"len(comm)", uintptr(len(s.Comm)), CommLen},
+		{"comm_record.probe_id", unsafe.Offsetof(c.ProbeId), OffProbeID},
+		{"comm_record.comm", unsafe.Offsetof(c.Comm), OffComm},
+		{"len(comm_record.comm)", uintptr(len(c.Comm)), CommLen},
+		{"sizeof(comm_record)", unsafe.Sizeof(c), CommRecordSize},
 	}
 	for _, o := range offs {
 		if o.got != o.want {
@@ -57,6 +60,7 @@ func TestLayoutMatchesC(t *testing.T) {
 			"ARG_REG_DEREF_STR": uint64(KindRegDerefStr), "ARG_TP_USER_STR": uint64(KindTPUserStr),
 		},
 		"size_class": {
+			"CLASS_ARGS0": uint64(ClassArgs0), "CLASS_ARGS1": uint64(ClassArgs1),
 			"CLASS_ARGS2": uint64(ClassArgs2), "CLASS_ARGS6": uint64(ClassArgs6),
 			"CLASS_ARGS12": uint64(ClassArgs12), "CLASS_ARGS12_STR4": uint64(ClassArgs12Str4),
 		},
@@ -108,7 +112,7 @@ func TestLayoutMatchesC(t *testing.T) {
 }
 
 func TestSampleSize(t *testing.T) {
-	for class, want := range map[uint8]int{0: 56, 1: 88, 2: 136, 3: 392, 4: 0} {
+	for class, want := range map[uint8]int{0: 24, 1: 32, 2: 40, 3: 72, 4: 120, 5: 376, 6: 0, ClassComm: 0} {
 		if got := SampleSize(class); got != want {
 			t.Errorf("SampleSize(%d) = %d, want %d", class, got, want)
 		}
@@ -125,7 +129,6 @@ func TestDecodeHeader(t *testing.T) {
 	le.PutUint16(raw[OffCPU:], 1)
 	le.PutUint16(raw[OffNargs:], 3)
 	le.PutUint16(raw[OffFlags:], FlagStrTruncated)
-	copy(raw[OffComm:], "comm")
 	le.PutUint64(raw[OffArgs+8*2:], ^uint64(0))
 	copy(raw[OffStrs+StrSlotSize:], "abc\x00junk")
 
@@ -134,12 +137,9 @@ func TestDecodeHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Header{Time: 123456789, PID: 42, TID: 43, ProbeID: 7, CPU: 1, Nargs: 3,
-		Flags: FlagStrTruncated, Class: ClassArgs12Str4, Comm: [16]byte{'c', 'o', 'm', 'm'}}
+		Flags: FlagStrTruncated, Class: ClassArgs12Str4}
 	if h != want {
 		t.Errorf("got %+v, want %+v", h, want)
-	}
-	if h.CommString() != "comm" {
-		t.Errorf("comm %q", h.CommString())
 	}
 	if int64(Arg(raw, 2)) != -1 {
 		t.Errorf("arg 2 = %d", Arg(raw, 2))
@@ -163,6 +163,25 @@ func TestDecodeHeader(t *testing.T) {
 	if _, err := DecodeHeader(small); !errors.Is(err, ErrSampleNargs) {
 		t.Errorf("3 args in a 2-arg sample: %v", err)
 	}
+
+	comm := make([]byte, CommRecordSize)
+	le.PutUint64(comm[OffTime:], 5)
+	le.PutUint32(comm[OffPID:], 42)
+	le.PutUint32(comm[OffTID:], 44)
+	le.PutUint16(comm[OffProbeID:], CommProbeID)
+	le.PutUint16(comm[OffCPU:], 1)
+	copy(comm[OffComm:], "worker-1")
+	h, err = DecodeHeader(comm)
+	if want := (Header{Time: 5, PID: 42, TID: 44, ProbeID: CommProbeID, CPU: 1, Class: ClassComm}); err != nil || h != want {
+		t.Errorf("comm record: %+v, %v; want %+v", h, err, want)
+	}
+	if string(Comm(comm)) != "worker-1" {
+		t.Errorf("Comm = %q", Comm(comm))
+	}
+	copy(comm[OffComm:], "0123456789abcdef")
+	if string(Comm(comm)) != "0123456789abcdef" {
+		t.Errorf("16-byte Comm = %q", Comm(comm))
+	}
 }
 
 func TestValidate(t *testing.T) {
@@ -183,7 +202,7 @@ func TestValidate(t *testing.T) {
 	}
 	bad := map[string]ProbeSpec{
 		"too many args":   {Nargs: 3, SizeClass: ClassArgs2},
-		"bad class":       {SizeClass: 4},
+		"bad class":       {SizeClass: numClasses},
 		"probe id":        {ProbeId: MaxProbes},
 		"bad size":        {Nargs: 1, Args: [MaxArgs]ArgSpec{reg(RegDI, 3)}},
 		"bad reg":         {Nargs: 1, Args: [MaxArgs]ArgSpec{reg(RegSS+8, 8)}},
@@ -235,8 +254,10 @@ func describe(raw []byte) string {
 		return err.Error()
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "probe %d pid %d tid %d cpu %d comm %q flags %#x args", h.ProbeID, h.PID, h.TID, h.CPU,
-		h.CommString(), h.Flags)
+	if h.Class == ClassComm {
+		return fmt.Sprintf("comm record pid %d tid %d cpu %d comm %q", h.PID, h.TID, h.CPU, Comm(raw))
+	}
+	fmt.Fprintf(&b, "probe %d pid %d tid %d cpu %d flags %#x args", h.ProbeID, h.PID, h.TID, h.CPU, h.Flags)
 	for i := range int(h.Nargs) {
 		fmt.Fprintf(&b, " %d", int64(Arg(raw, i)))
 	}

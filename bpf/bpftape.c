@@ -7,7 +7,9 @@
  * attachment carries a BPF cookie that indexes the `probe_specs` array; the spec
  * says which values to record. Every event becomes one fixed-layout
  * `struct sample` in the `events` ring buffer (see sample.go for the
- * userspace view of the layout).
+ * userspace view of the layout). The task's comm is not in every sample: a
+ * `struct comm_record` goes ahead of a sample only when the CPU's last
+ * recorded task changed or some task was renamed since (see emit_comm).
  *
  * Only the handful of kernel ABI definitions needed are written out below
  * (x86-64 only), so the build needs nothing but clang and libbpf's
@@ -76,11 +78,16 @@ enum arg_kind {
 
 /* Reserved record size; mirrored by Class* in spec.go. */
 enum size_class {
-	CLASS_ARGS2 = 0,
-	CLASS_ARGS6 = 1,
-	CLASS_ARGS12 = 2,
-	CLASS_ARGS12_STR4 = 3,
+	CLASS_ARGS0 = 0,
+	CLASS_ARGS1 = 1,
+	CLASS_ARGS2 = 2,
+	CLASS_ARGS6 = 3,
+	CLASS_ARGS12 = 4,
+	CLASS_ARGS12_STR4 = 5,
 };
+
+/* probe_id of a struct comm_record; mirrored by CommProbeID in sample.go. */
+#define COMM_PROBE_ID 0xffff
 
 /*
  * Address flags (arg_spec.flags) of the memory kinds ARG_REG_DEREF, ARG_SIB
@@ -133,9 +140,29 @@ struct sample {
 	__u16 cpu;
 	__u16 nargs;
 	__u16 flags; /* enum sample_flag */
-	char comm[16];
 	__u64 args[MAX_ARGS];
 	char strs[MAX_STRS][STR_LEN];
+};
+
+/*
+ * The comm of thread tid from now on: the samples of tid that follow it in
+ * the ring carry no comm of their own. probe_id is COMM_PROBE_ID, nargs 0.
+ */
+struct comm_record {
+	__u64 time;
+	__u32 pid;
+	__u32 tid;
+	__u16 probe_id;
+	__u16 cpu;
+	__u16 nargs;
+	__u16 flags;
+	char comm[16];
+};
+
+/* Per CPU: the task whose comm was last recorded, and at which comm_gen. */
+struct comm_seen {
+	__u64 task;
+	__u64 gen;
 };
 
 #define HDR_SIZE __builtin_offsetof(struct sample, args)
@@ -147,6 +174,7 @@ struct sample {
  */
 const struct btf_anchor {
 	struct sample sample;
+	struct comm_record comm_record;
 	enum arg_kind kind;
 	enum size_class size_class;
 	enum sample_flag flag;
@@ -163,6 +191,12 @@ volatile const __u64 wakeup_bytes = 0; /* see wakeup_flags() */
  */
 volatile const __u32 task_fsbase_off = 0;
 volatile const __u32 task_gsbase_off = 0;
+/*
+ * 1: send a comm record only when the CPU's task or comm_gen changed (the
+ * loader attaches probe_comm_changed to task:task_rename and
+ * task:task_newtask); 0: before every sample.
+ */
+volatile const __u32 comm_cached = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -182,6 +216,25 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct comm_seen);
+} comm_seen SEC(".maps");
+
+/*
+ * Bumped whenever a comm may have changed (a rename or exec, a new task that
+ * could reuse a task address; user space bumps it when it forgets comms):
+ * every CPU then records the comm again before its next sample.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} comm_gen SEC(".maps");
 
 /*
  * Wake-up policy. wakeup_bytes == 0: wake the reader on every event.
@@ -250,13 +303,47 @@ static __always_inline long read_int(__u64 *v, __u32 size, __u64 addr, int user)
 	}
 }
 
-/* Value of the register at byte offset reg of struct pt_regs. */
+/*
+ * Value of the register at byte offset reg of struct pt_regs. The verifier
+ * only allows constant offsets into the context, so a switch picks the load:
+ * a few compares instead of a bpf_probe_read_kernel call per register.
+ */
+#define REG_CASE(r)                                                                  \
+	case __builtin_offsetof(struct pt_regs, r):                                  \
+		/* the load in asm: clang would otherwise merge the cases into */    \
+		/* one load at ctx + reg, which the verifier rejects */              \
+		asm volatile("%0 = *(u64 *)(%1 + %2)"                                \
+			     : "=r"(*v)                                              \
+			     : "r"(ctx), "i"(__builtin_offsetof(struct pt_regs, r))); \
+		return 0;
+
 static __always_inline long read_reg(void *ctx, __u32 reg, __u64 *v)
 {
+	switch (reg) {
+	REG_CASE(r15)
+	REG_CASE(r14)
+	REG_CASE(r13)
+	REG_CASE(r12)
+	REG_CASE(bp)
+	REG_CASE(bx)
+	REG_CASE(r11)
+	REG_CASE(r10)
+	REG_CASE(r9)
+	REG_CASE(r8)
+	REG_CASE(ax)
+	REG_CASE(cx)
+	REG_CASE(dx)
+	REG_CASE(si)
+	REG_CASE(di)
+	REG_CASE(orig_ax)
+	REG_CASE(ip)
+	REG_CASE(cs)
+	REG_CASE(flags)
+	REG_CASE(sp)
+	REG_CASE(ss)
+	}
 	*v = 0;
-	if (reg > sizeof(struct pt_regs) - sizeof(__u64))
-		return -1;
-	return bpf_probe_read_kernel(v, sizeof(*v), (char *)ctx + reg);
+	return -1;
 }
 
 /*
@@ -445,7 +532,6 @@ static __always_inline void fill(void *ctx, const struct probe_spec *spec, struc
 	s->tid = (__u32)pid_tgid;
 	s->probe_id = spec->probe_id;
 	s->cpu = bpf_get_smp_processor_id();
-	bpf_get_current_comm(s->comm, sizeof(s->comm));
 	if (with_strs) {
 		/* Unused slots read as empty strings. */
 		for (__u32 k = 0; k < MAX_STRS; k++)
@@ -467,6 +553,44 @@ static __always_inline void fill(void *ctx, const struct probe_spec *spec, struc
 	s->flags = flags;
 }
 
+/*
+ * Send the current task's comm ahead of its sample unless this CPU already
+ * sent it for this task since comm_gen last changed. Returns nonzero if the
+ * ring is full: the sample must then be dropped too, or user space would
+ * attribute it to a stale comm.
+ */
+static __always_inline int emit_comm(__u64 now, __u64 pid_tgid)
+{
+	__u32 zero = 0;
+	struct comm_seen *seen = bpf_map_lookup_elem(&comm_seen, &zero);
+	__u64 *genp = bpf_map_lookup_elem(&comm_gen, &zero);
+	__u64 task = bpf_get_current_task();
+	struct comm_record *r;
+	__u64 gen;
+
+	if (!seen || !genp)
+		return 0;
+	gen = *(volatile __u64 *)genp;
+	if (comm_cached && seen->task == task && seen->gen == gen)
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r)
+		return -1;
+	r->time = now;
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->probe_id = COMM_PROBE_ID;
+	r->cpu = bpf_get_smp_processor_id();
+	r->nargs = 0;
+	r->flags = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	/* The sample that follows decides the wake-up. */
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	seen->task = task;
+	seen->gen = gen;
+	return 0;
+}
+
 static __always_inline int record(void *ctx, const int is_tp)
 {
 	__u64 now = bpf_ktime_get_boot_ns();
@@ -481,8 +605,22 @@ static __always_inline int record(void *ctx, const int is_tp)
 	spec = bpf_map_lookup_elem(&probe_specs, &key);
 	if (!spec)
 		return 0;
+	if (emit_comm(now, pid_tgid))
+		goto lost;
 
 	switch (spec->size_class) {
+	case CLASS_ARGS0:
+		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(0), 0);
+		if (!s)
+			goto lost;
+		fill(ctx, spec, s, now, pid_tgid, 0, 0, is_tp);
+		break;
+	case CLASS_ARGS1:
+		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(1), 0);
+		if (!s)
+			goto lost;
+		fill(ctx, spec, s, now, pid_tgid, 1, 0, is_tp);
+		break;
 	case CLASS_ARGS2:
 		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(2), 0);
 		if (!s)
@@ -531,6 +669,18 @@ SEC("tracepoint")
 int probe_tracepoint(void *ctx)
 {
 	return record(ctx, 1);
+}
+
+/* Attached to task:task_rename and task:task_newtask: comms may have changed. */
+SEC("tracepoint")
+int probe_comm_changed(void *ctx)
+{
+	__u32 zero = 0;
+	__u64 *gen = bpf_map_lookup_elem(&comm_gen, &zero);
+
+	if (gen)
+		__sync_fetch_and_add(gen, 1);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -37,14 +37,42 @@ type bpftapeBtfAnchor struct {
 		Cpu     uint16
 		Nargs   uint16
 		Flags   uint16
-		Comm    [16]int8
 		Args    [12]uint64
 		Strs    [4][64]int8
+	}
+	CommRecord struct {
+		_       structs.HostLayout
+		Time    uint64
+		Pid     uint32
+		Tid     uint32
+		ProbeId uint16
+		Cpu     uint16
+		Nargs   uint16
+		Flags   uint16
+		Comm    [16]int8
 	}
 	Kind      uint32
 	SizeClass uint32
 	Flag      uint32
 	AddrFlag  uint32
+}
+
+type bpftapeCommRecord struct {
+	_       structs.HostLayout
+	Time    uint64
+	Pid     uint32
+	Tid     uint32
+	ProbeId uint16
+	Cpu     uint16
+	Nargs   uint16
+	Flags   uint16
+	Comm    [16]int8
+}
+
+type bpftapeCommSeen struct {
+	_    structs.HostLayout
+	Task uint64
+	Gen  uint64
 }
 
 type bpftapeProbeSpec struct {
@@ -66,7 +94,6 @@ type bpftapeSample struct {
 	Cpu     uint16
 	Nargs   uint16
 	Flags   uint16
-	Comm    [16]int8
 	Args    [12]uint64
 	Strs    [4][64]int8
 }
@@ -75,16 +102,20 @@ type bpftapeSample struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	bpftapeMapEvents           = "events"
-	bpftapeMapLost             = "lost"
-	bpftapeMapProbeSpecs       = "probe_specs"
-	bpftapeProgProbeTracepoint = "probe_tracepoint"
-	bpftapeProgProbeUprobe     = "probe_uprobe"
-	bpftapeVarBtfAnchor        = "btf_anchor"
-	bpftapeVarFilterTgid       = "filter_tgid"
-	bpftapeVarTaskFsbaseOff    = "task_fsbase_off"
-	bpftapeVarTaskGsbaseOff    = "task_gsbase_off"
-	bpftapeVarWakeupBytes      = "wakeup_bytes"
+	bpftapeMapCommGen           = "comm_gen"
+	bpftapeMapCommSeen          = "comm_seen"
+	bpftapeMapEvents            = "events"
+	bpftapeMapLost              = "lost"
+	bpftapeMapProbeSpecs        = "probe_specs"
+	bpftapeProgProbeCommChanged = "probe_comm_changed"
+	bpftapeProgProbeTracepoint  = "probe_tracepoint"
+	bpftapeProgProbeUprobe      = "probe_uprobe"
+	bpftapeVarBtfAnchor         = "btf_anchor"
+	bpftapeVarCommCached        = "comm_cached"
+	bpftapeVarFilterTgid        = "filter_tgid"
+	bpftapeVarTaskFsbaseOff     = "task_fsbase_off"
+	bpftapeVarTaskGsbaseOff     = "task_gsbase_off"
+	bpftapeVarWakeupBytes       = "wakeup_bytes"
 )
 
 // loadBpftape returns the embedded CollectionSpec for bpftape.
@@ -129,14 +160,17 @@ type bpftapeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeProgramSpecs struct {
-	ProbeTracepoint *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
-	ProbeUprobe     *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
+	ProbeCommChanged *ebpf.ProgramSpec `ebpf:"probe_comm_changed"`
+	ProbeTracepoint  *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
+	ProbeUprobe      *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
 }
 
 // bpftapeMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeMapSpecs struct {
+	CommGen    *ebpf.MapSpec `ebpf:"comm_gen"`
+	CommSeen   *ebpf.MapSpec `ebpf:"comm_seen"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
 	ProbeSpecs *ebpf.MapSpec `ebpf:"probe_specs"`
@@ -147,6 +181,7 @@ type bpftapeMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeVariableSpecs struct {
 	BtfAnchor     *ebpf.VariableSpec `ebpf:"btf_anchor"`
+	CommCached    *ebpf.VariableSpec `ebpf:"comm_cached"`
 	FilterTgid    *ebpf.VariableSpec `ebpf:"filter_tgid"`
 	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.VariableSpec `ebpf:"task_gsbase_off"`
@@ -173,6 +208,8 @@ func (o *bpftapeObjects) Close() error {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeMaps struct {
+	CommGen    *ebpf.Map `ebpf:"comm_gen"`
+	CommSeen   *ebpf.Map `ebpf:"comm_seen"`
 	Events     *ebpf.Map `ebpf:"events"`
 	Lost       *ebpf.Map `ebpf:"lost"`
 	ProbeSpecs *ebpf.Map `ebpf:"probe_specs"`
@@ -180,6 +217,8 @@ type bpftapeMaps struct {
 
 func (m *bpftapeMaps) Close() error {
 	return _BpftapeClose(
+		m.CommGen,
+		m.CommSeen,
 		m.Events,
 		m.Lost,
 		m.ProbeSpecs,
@@ -191,6 +230,7 @@ func (m *bpftapeMaps) Close() error {
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeVariables struct {
 	BtfAnchor     *ebpf.Variable `ebpf:"btf_anchor"`
+	CommCached    *ebpf.Variable `ebpf:"comm_cached"`
 	FilterTgid    *ebpf.Variable `ebpf:"filter_tgid"`
 	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.Variable `ebpf:"task_gsbase_off"`
@@ -201,12 +241,14 @@ type bpftapeVariables struct {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapePrograms struct {
-	ProbeTracepoint *ebpf.Program `ebpf:"probe_tracepoint"`
-	ProbeUprobe     *ebpf.Program `ebpf:"probe_uprobe"`
+	ProbeCommChanged *ebpf.Program `ebpf:"probe_comm_changed"`
+	ProbeTracepoint  *ebpf.Program `ebpf:"probe_tracepoint"`
+	ProbeUprobe      *ebpf.Program `ebpf:"probe_uprobe"`
 }
 
 func (p *bpftapePrograms) Close() error {
 	return _BpftapeClose(
+		p.ProbeCommChanged,
 		p.ProbeTracepoint,
 		p.ProbeUprobe,
 	)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"debug/elf"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -17,7 +18,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 )
 
@@ -224,9 +224,9 @@ func putSpec(tb testing.TB, objs *Objects, cookie uint32, s ProbeSpec) {
 	}
 }
 
-func newReader(tb testing.TB, m *ebpf.Map) *ringbuf.Reader {
+func newReader(tb testing.TB, m *ebpf.Map) *Ring {
 	tb.Helper()
-	rd, err := ringbuf.NewReader(m)
+	rd, err := NewRing(m)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -236,26 +236,37 @@ func newReader(tb testing.TB, m *ebpf.Map) *ringbuf.Reader {
 
 // collector drains a reader in the background, keeping copies of samples.
 type collector struct {
-	rd      *ringbuf.Reader
+	rd      *Ring
 	done    chan error
 	mu      sync.Mutex
 	samples [][]byte
 	arrived []time.Duration // CLOCK_BOOTTIME at receipt minus sample time
 }
 
-func collect(tb testing.TB, rd *ringbuf.Reader) *collector {
+func collect(tb testing.TB, rd *Ring) *collector {
 	c := &collector{rd: rd, done: make(chan error, 1)}
+	fn := func(raw []byte) error {
+		now := bootNow()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.samples = append(c.samples, bytes.Clone(raw))
+		if h, err := DecodeHeader(raw); err == nil {
+			c.arrived = append(c.arrived, time.Duration(now-h.Time))
+		}
+		return nil
+	}
 	go func() {
-		c.done <- Drain(rd, 0, func(raw []byte) error {
-			now := bootNow()
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			c.samples = append(c.samples, bytes.Clone(raw))
-			if h, err := DecodeHeader(raw); err == nil {
-				c.arrived = append(c.arrived, time.Duration(now-h.Time))
+		for {
+			switch err := rd.Drain(0, fn); {
+			case err == nil:
+			case errors.Is(err, ErrRingFlushed):
+				c.done <- nil
+				return
+			default:
+				c.done <- err
+				return
 			}
-			return nil
-		})
+		}
 	}()
 	return c
 }

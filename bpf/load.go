@@ -10,7 +10,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
-	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/link"
 )
 
 // DefaultRingSize is the events ring buffer size used when Options.RingSize is 0.
@@ -60,7 +60,7 @@ type Objects struct {
 	// ProbeTracepoint records tracepoint events; attach it with
 	// link.Tracepoint and the cookie of a spec stored by PutSpec.
 	ProbeTracepoint *ebpf.Program `ebpf:"probe_tracepoint"`
-	// Events is the ring buffer of samples; read it with ringbuf.NewReader
+	// Events is the ring buffer of samples; read it with NewRing
 	// and Drain.
 	Events *ebpf.Map `ebpf:"events"`
 	// ProbeSpecs holds one ProbeSpec per attachment, indexed by cookie.
@@ -68,21 +68,84 @@ type Objects struct {
 	// Lost counts, per CPU and by probe id, samples dropped because the
 	// ring was full; see LostSamples.
 	Lost *ebpf.Map `ebpf:"lost"`
+	// ProbeCommChanged bumps CommGen; Load attaches it to task:task_rename
+	// and task:task_newtask.
+	ProbeCommChanged *ebpf.Program `ebpf:"probe_comm_changed"`
+	// CommGen is the generation of the comms the CPUs have recorded; see
+	// ForgetComms.
+	CommGen *ebpf.Map `ebpf:"comm_gen"`
+	// CommSeen is, per CPU, the task and generation whose comm was last
+	// recorded.
+	CommSeen *ebpf.Map `ebpf:"comm_seen"`
+
+	// CommEverySample is true when the comm tracepoints could not be
+	// attached: a comm record then precedes every sample.
+	CommEverySample bool
+
+	commLinks []link.Link
 }
 
 // Close releases the programs and maps. Links using the programs stay
 // attached until closed themselves.
 func (o *Objects) Close() error {
 	var errs []error
-	for _, c := range []interface{ Close() error }{o.ProbeUprobe, o.ProbeTracepoint, o.Events, o.ProbeSpecs, o.Lost} {
+	for _, l := range o.commLinks {
+		errs = append(errs, l.Close())
+	}
+	for _, c := range []interface{ Close() error }{o.ProbeUprobe, o.ProbeTracepoint, o.ProbeCommChanged,
+		o.Events, o.ProbeSpecs, o.Lost, o.CommGen, o.CommSeen} {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
 }
 
+// commTracepoints are where a task's comm can change (prctl, exec, a write
+// to /proc/PID/comm) or a new task appears that may reuse a freed task's
+// address: ProbeCommChanged is attached to each.
+var commTracepoints = [][2]string{{"task", "task_rename"}, {"task", "task_newtask"}}
+
 // Load checks the kernel features bpftape needs, then loads the programs
-// and maps configured by opts.
+// and maps configured by opts. Samples carry no comm: the programs send a
+// comm record only when a CPU switches tasks or a comm may have changed,
+// which Load learns by attaching ProbeCommChanged to commTracepoints. If
+// that fails, it loads the objects again to send a comm record ahead of
+// every sample, and sets CommEverySample.
 func Load(opts Options) (*Objects, error) {
+	o, err := loadObjects(opts, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, tp := range commTracepoints {
+		l, err := link.Tracepoint(tp[0], tp[1], o.ProbeCommChanged, nil)
+		if err != nil {
+			o.Close()
+			if o, err = loadObjects(opts, false); err != nil {
+				return nil, err
+			}
+			o.CommEverySample = true
+			return o, nil
+		}
+		o.commLinks = append(o.commLinks, l)
+	}
+	return o, nil
+}
+
+// ForgetComms makes every CPU record the comm of its current task again
+// before its next sample, so that user space may forget the comms it holds.
+func (o *Objects) ForgetComms() error {
+	var gen uint64
+	if err := o.CommGen.Lookup(uint32(0), &gen); err != nil {
+		return fmt.Errorf("bpf: lookup comm_gen: %w", err)
+	}
+	// Not atomic with the programs' increments, but the new value differs
+	// from every generation a CPU can have seen, which is all it needs.
+	if err := o.CommGen.Put(uint32(0), gen+1<<32); err != nil {
+		return fmt.Errorf("bpf: update comm_gen: %w", err)
+	}
+	return nil
+}
+
+func loadObjects(opts Options, commCached bool) (*Objects, error) {
 	size := opts.RingSize
 	if size == 0 {
 		size = DefaultRingSize
@@ -105,6 +168,11 @@ func Load(opts Options) (*Objects, error) {
 	}
 	if err := spec.Variables[bpftapeVarWakeupBytes].Set(opts.WakeupBytes); err != nil {
 		return nil, fmt.Errorf("bpf: set wakeup_bytes: %w", err)
+	}
+	if commCached {
+		if err := spec.Variables[bpftapeVarCommCached].Set(uint32(1)); err != nil {
+			return nil, fmt.Errorf("bpf: set comm_cached: %w", err)
+		}
 	}
 	if opts.ThreadBases {
 		fs, gs, err := ThreadBaseOffsets()
@@ -158,39 +226,6 @@ func (o *Objects) LostSamples(probeID uint16) (uint64, error) {
 		sum += n
 	}
 	return sum, nil
-}
-
-// Drain passes every sample in rd to fn, waiting for a wake-up or at most
-// interval (DrainInterval if 0) between looks at the ring, so samples
-// submitted without a wake-up are still read promptly. raw is only valid
-// during the call.
-//
-// It returns nil once rd.Flush has been called and everything submitted
-// before it has been passed to fn, or once rd is closed (unread samples are
-// then lost); otherwise the first error from fn or the reader.
-func Drain(rd *ringbuf.Reader, interval time.Duration, fn func(raw []byte) error) error {
-	if interval <= 0 {
-		interval = DrainInterval
-	}
-	var rec ringbuf.Record
-	rd.SetDeadline(time.Now().Add(interval))
-	for {
-		err := rd.ReadInto(&rec)
-		switch {
-		case err == nil:
-			if err := fn(rec.RawSample); err != nil {
-				return err
-			}
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			// ReadInto returns this only after it has passed on
-			// every sample that was in the ring at the deadline.
-			rd.SetDeadline(time.Now().Add(interval))
-		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed):
-			return nil
-		default:
-			return err
-		}
-	}
 }
 
 // CheckFeatures reports whether the running kernel has everything bpftape's

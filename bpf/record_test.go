@@ -110,10 +110,17 @@ func TestRecord(t *testing.T) {
 
 	byProbe := map[uint16][][]byte{}
 	var last uint64
+	comms := map[uint32]string{} // by tid, from comm records
+	commRecords := 0
 	for i, raw := range samples {
 		h, err := DecodeHeader(raw)
 		if err != nil {
 			t.Fatalf("sample %d: %v", i, err)
+		}
+		if h.Class == ClassComm {
+			comms[h.TID] = string(Comm(raw))
+			commRecords++
+			continue
 		}
 		if h.PID != uint32(pid) || h.TID != uint32(pid) {
 			t.Errorf("sample %d: pid %d tid %d, want %d: %s", i, h.PID, h.TID, pid, describe(raw))
@@ -122,8 +129,12 @@ func TestRecord(t *testing.T) {
 			t.Errorf("sample %d: time %d before previous %d", i, h.Time, last)
 		}
 		last = h.Time
-		if h.ProbeID != pExec && h.ProbeID != pOpenat && h.ProbeID != pRename && h.CommString() != "workload" {
-			t.Errorf("sample %d: comm %q", i, h.CommString())
+		comm, ok := comms[h.TID]
+		if !ok {
+			t.Errorf("sample %d: no comm record before it: %s", i, describe(raw))
+		}
+		if h.ProbeID != pExec && h.ProbeID != pOpenat && h.ProbeID != pRename && comm != "workload" {
+			t.Errorf("sample %d: comm %q", i, comm)
 		}
 		byProbe[h.ProbeID] = append(byProbe[h.ProbeID], raw)
 	}
@@ -287,10 +298,12 @@ func TestLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []uint64
-	if err := Drain(rd, 0, func(raw []byte) error {
-		got = append(got, Arg(raw, 0))
+	if err := rd.Drain(0, func(raw []byte) error {
+		if h, err := DecodeHeader(raw); err != nil || h.Class != ClassComm {
+			got = append(got, Arg(raw, 0))
+		}
 		return nil
-	}); err != nil {
+	}); !errors.Is(err, ErrRingFlushed) {
 		t.Fatal(err)
 	}
 	lost, err := objs.LostSamples(1)
@@ -313,46 +326,48 @@ func TestLoss(t *testing.T) {
 }
 
 // TestDeadlineReturnsPending checks the reader behaviour the wake-up policy
-// relies on: samples submitted with BPF_RB_NO_WAKEUP wake nobody, yet a read
-// whose deadline expires still returns them, and Drain delivers them without
-// any wake-up or flush.
+// relies on: samples submitted with BPF_RB_NO_WAKEUP wake nobody, yet Drain
+// delivers them within its interval, without any wake-up or flush.
 func TestDeadlineReturnsPending(t *testing.T) {
 	requireBPF(t)
 	exe := buildWorkload(t)
 	const ring = 1 << 16
 
-	t.Run("ReadInto", func(t *testing.T) {
+	t.Run("Interval", func(t *testing.T) {
 		w := startWorkload(t, exe, "burst", "10")
 		objs := load(t, Options{RingSize: ring, WakeupBytes: 2 * ring}) // never wakes
 		putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true)))
 		attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
 		rd := newReader(t, objs.Events)
 		w.run(t)
-		if got, want := rd.AvailableBytes(), 10*(8+SampleSize(ClassArgs2)); got != want {
+		// One comm record, then the samples: one CPU, one task.
+		if got, want := rd.AvailableBytes(), 8+CommRecordSize+10*(8+SampleSize(ClassArgs2)); got != want {
 			t.Fatalf("available %d bytes, want %d", got, want)
 		}
 
 		start := time.Now()
-		rd.SetDeadline(start.Add(50 * time.Millisecond))
 		var n int
-		for {
-			rec, err := rd.Read()
-			if err != nil {
-				if !errors.Is(err, os.ErrDeadlineExceeded) {
-					t.Fatal(err)
-				}
-				break
+		err := rd.Drain(50*time.Millisecond, func(raw []byte) error {
+			if h, _ := DecodeHeader(raw); h.Class == ClassComm {
+				return nil
 			}
 			if n == 0 {
-				t.Logf("first record after %v (deadline 50ms)", time.Since(start))
+				t.Logf("first record after %v (interval 50ms)", time.Since(start))
 			}
-			if Arg(rec.RawSample, 0) != uint64(1+n) {
-				t.Errorf("record %d: a = %d", n, Arg(rec.RawSample, 0))
+			if Arg(raw, 0) != uint64(1+n) {
+				t.Errorf("record %d: a = %d", n, Arg(raw, 0))
 			}
 			n++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if n != 10 {
-			t.Errorf("read %d records before the deadline error, want 10", n)
+		if d := time.Since(start); d < 50*time.Millisecond {
+			t.Errorf("Drain returned after %v, before its interval", d)
+		}
+		if n != 10 || rd.AvailableBytes() != 0 {
+			t.Errorf("read %d records, %d bytes left; want 10 and 0", n, rd.AvailableBytes())
 		}
 	})
 
@@ -364,11 +379,12 @@ func TestDeadlineReturnsPending(t *testing.T) {
 		c := collect(t, newReader(t, objs.Events))
 		w.run(t)
 		deadline := time.Now().Add(5 * time.Second)
-		for c.count() < 10 && time.Now().Before(deadline) {
+		const records = 11 // a comm record and 10 samples: one CPU, one task
+		for c.count() < records && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		if n := c.count(); n != 10 {
-			t.Errorf("Drain delivered %d of 10 samples without a wake-up", n)
+		if n := c.count(); n != records {
+			t.Errorf("Drain delivered %d of %d records without a wake-up", n, records)
 		}
 		samples := c.finish(t)
 		var maxDelay time.Duration

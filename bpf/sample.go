@@ -12,16 +12,26 @@ const (
 	OffTime    = 0                   // u64 bpf_ktime_get_boot_ns (CLOCK_BOOTTIME)
 	OffPID     = 8                   // u32 tgid, in the initial PID namespace
 	OffTID     = 12                  // u32 thread id, in the initial PID namespace
-	OffProbeID = 16                  // u16 ProbeSpec.ProbeId
+	OffProbeID = 16                  // u16 ProbeSpec.ProbeId, or CommProbeID
 	OffCPU     = 18                  // u16
 	OffNargs   = 20                  // u16 number of valid args
 	OffFlags   = 22                  // u16 Flag* bits
-	OffComm    = 24                  // char[16] task comm, NUL-padded
-	OffArgs    = 40                  // u64 args[ClassArgs(class)]; args at index >= nargs are 0
+	OffArgs    = 24                  // u64 args[ClassArgs(class)]; args at index >= nargs are 0
 	OffStrs    = OffArgs + 8*MaxArgs // char[MaxStrs][StrSlotSize], ClassArgs12Str4 only
 
 	HeaderSize = OffArgs
-	CommLen    = 16
+)
+
+// Comm records (struct comm_record in bpftape.c): a header whose probe id is
+// CommProbeID, then the task's comm. Samples carry no comm: a comm record
+// goes ahead of the samples of thread TID whenever the CPU that records them
+// switched tasks or a comm may have changed, so the comm of a sample is that
+// of the last comm record of its TID before it in the ring.
+const (
+	CommProbeID    = 0xffff
+	OffComm        = HeaderSize // char[CommLen] task comm, NUL-padded
+	CommLen        = 16
+	CommRecordSize = OffComm + CommLen
 )
 
 // Sample flags (Header.Flags).
@@ -43,17 +53,17 @@ type Header struct {
 	CPU     uint16
 	Nargs   uint16
 	Flags   uint16
-	Class   uint8 // size class, from the record length
-	Comm    [CommLen]byte
+	Class   uint8 // size class, from the record length; ClassComm for a comm record
 }
 
-// CommString returns the task name without NUL padding.
-func (h *Header) CommString() string {
-	n := bytes.IndexByte(h.Comm[:], 0)
-	if n < 0 {
-		n = CommLen
+// Comm returns the task name of a raw comm record (Header.Class ClassComm)
+// without NUL padding; it aliases raw. It panics if raw is too short.
+func Comm(raw []byte) []byte {
+	c := raw[OffComm : OffComm+CommLen]
+	if n := bytes.IndexByte(c, 0); n >= 0 {
+		return c[:n]
 	}
-	return string(h.Comm[:n])
+	return c
 }
 
 // Errors returned by DecodeHeader.
@@ -77,11 +87,20 @@ func classOfLen(n int) (uint8, bool) {
 // for ClassArgs12Str4, Str(raw, slot) are in bounds. It does not allocate.
 func DecodeHeader(raw []byte) (Header, error) {
 	var h Header
+	le := binary.LittleEndian
+	if len(raw) == CommRecordSize && le.Uint16(raw[OffProbeID:]) == CommProbeID {
+		h.Time = le.Uint64(raw[OffTime:])
+		h.PID = le.Uint32(raw[OffPID:])
+		h.TID = le.Uint32(raw[OffTID:])
+		h.ProbeID = CommProbeID
+		h.CPU = le.Uint16(raw[OffCPU:])
+		h.Class = ClassComm
+		return h, nil
+	}
 	class, ok := classOfLen(len(raw))
 	if !ok {
 		return h, ErrSampleSize
 	}
-	le := binary.LittleEndian
 	h.Time = le.Uint64(raw[OffTime:])
 	h.PID = le.Uint32(raw[OffPID:])
 	h.TID = le.Uint32(raw[OffTID:])
@@ -90,7 +109,6 @@ func DecodeHeader(raw []byte) (Header, error) {
 	h.Nargs = le.Uint16(raw[OffNargs:])
 	h.Flags = le.Uint16(raw[OffFlags:])
 	h.Class = class
-	copy(h.Comm[:], raw[OffComm:OffComm+CommLen])
 	if int(h.Nargs) > ClassArgs(class) {
 		return h, ErrSampleNargs
 	}

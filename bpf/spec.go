@@ -8,8 +8,8 @@
 // record to reserve. Load the objects with [Load], store a spec per cookie with
 // [Objects.PutSpec], attach [Objects.ProbeUprobe] / [Objects.ProbeTracepoint]
 // with that cookie (link.UprobeOptions.Cookie, link.TracepointOptions.Cookie),
-// and read samples from [Objects.Events] with [Drain]; decode them with
-// [DecodeHeader], [Arg] and [Str].
+// and read samples from [Objects.Events] with a [Ring]; decode them with
+// [DecodeHeader], [Arg] and [Str], and comm records with [Comm].
 package bpf
 
 import (
@@ -89,12 +89,35 @@ const (
 // reserves. Each class is one constant-size reserve, which is what lets the
 // verifier check the writes; pick the smallest class that fits.
 const (
-	ClassArgs2      uint8 = 0 // header + 2 args
-	ClassArgs6      uint8 = 1 // header + 6 args
-	ClassArgs12     uint8 = 2 // header + 12 args
-	ClassArgs12Str4 uint8 = 3 // header + 12 args + 4 string slots; the only class with strings
-	numClasses            = 4
+	ClassArgs0      uint8 = 0 // header only
+	ClassArgs1      uint8 = 1 // header + 1 arg
+	ClassArgs2      uint8 = 2 // header + 2 args
+	ClassArgs6      uint8 = 3 // header + 6 args
+	ClassArgs12     uint8 = 4 // header + 12 args
+	ClassArgs12Str4 uint8 = 5 // header + 12 args + 4 string slots; the only class with strings
+	numClasses            = 6
+
+	// ClassComm is not a size class: DecodeHeader's Header.Class for a
+	// comm record.
+	ClassComm uint8 = 0xff
 )
+
+// ClassFor returns the smallest size class that holds nargs args (with
+// strings: ClassArgs12Str4), and false if none does.
+func ClassFor(nargs int, strs bool) (uint8, bool) {
+	switch {
+	case nargs > MaxArgs:
+		return 0, false
+	case strs:
+		return ClassArgs12Str4, true
+	}
+	for c := range uint8(numClasses - 1) {
+		if nargs <= ClassArgs(c) {
+			return c, true
+		}
+	}
+	return 0, false
+}
 
 // Registers, as byte offsets in the x86-64 struct pt_regs (ArgSpec.Reg and
 // ArgSpec.IndexReg).
@@ -155,10 +178,12 @@ func RegOffset(name string) (uint8, bool) {
 	return r, ok
 }
 
-// ClassArgs returns how many args a sample of the given size class holds, or
-// 0 for an unknown class.
+// ClassArgs returns how many args a sample of the given size class holds (0
+// for ClassArgs0 and for an unknown class).
 func ClassArgs(class uint8) int {
 	switch class {
+	case ClassArgs1:
+		return 1
 	case ClassArgs2:
 		return 2
 	case ClassArgs6:
@@ -173,7 +198,7 @@ func ClassArgs(class uint8) int {
 // (the length of its ring buffer record), or 0 for an unknown class.
 func SampleSize(class uint8) int {
 	switch class {
-	case ClassArgs2, ClassArgs6, ClassArgs12:
+	case ClassArgs0, ClassArgs1, ClassArgs2, ClassArgs6, ClassArgs12:
 		return OffArgs + 8*ClassArgs(class)
 	case ClassArgs12Str4:
 		return OffStrs + MaxStrs*StrSlotSize

@@ -1,11 +1,11 @@
 package record
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
-	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/bpf"
@@ -24,7 +24,7 @@ type lostMap interface {
 // drainer is the single goroutine that moves samples from the ring buffer
 // to the capture writer. Nothing else touches the writer while it runs.
 type drainer struct {
-	rd     *ringbuf.Reader
+	rd     *bpf.Ring
 	w      *format.Writer
 	lost   lostMap
 	probes []*probe
@@ -35,15 +35,19 @@ type drainer struct {
 	lostPrev [][]uint64 // per probe, per CPU: counter values already written
 	perCPU   []uint64
 
+	comms                        *commTable
 	faults, truncated, malformed uint64
+	noComm                       uint64 // samples whose thread no comm record named
 	lastLost                     time.Time
 	sinceCheck                   int
 	stopping                     atomic.Bool
 	limit                        func() error // checks Options.MaxSize between batches, if set
 }
 
-func newDrainer(rd *ringbuf.Reader, w *format.Writer, lost lostMap, probes []*probe) *drainer {
-	d := &drainer{rd: rd, w: w, lost: lost, probes: probes,
+// newDrainer returns a drainer of rd into w; forget, if not nil, makes the
+// programs send every comm again (bpf.Objects.ForgetComms).
+func newDrainer(rd *bpf.Ring, w *format.Writer, lost lostMap, probes []*probe, forget func() error) *drainer {
+	d := &drainer{rd: rd, w: w, lost: lost, probes: probes, comms: newCommTable(forget),
 		events: make([]uint64, len(probes)), lostN: make([]uint64, len(probes)),
 		lostPrev: make([][]uint64, len(probes))}
 	d.ev.Ints = make([]uint64, bpf.MaxArgs)
@@ -56,22 +60,19 @@ func newDrainer(rd *ringbuf.Reader, w *format.Writer, lost lostMap, probes []*pr
 func (d *drainer) run() error {
 	d.lastLost = time.Now()
 	for {
-		// Drain returns whenever someone calls rd.Flush: the ticker does
-		// every DrainInterval, so that each cycle ends here.
-		if err := bpf.Drain(d.rd, bpf.DrainInterval, d.sample); err != nil {
+		// Drain returns every DrainInterval, so that each cycle ends
+		// here, and when stop flushes the ring.
+		err := d.rd.Drain(bpf.DrainInterval, d.sample)
+		switch {
+		case err == nil:
+		case errors.Is(err, bpf.ErrRingFlushed):
+			if d.stopping.Load() {
+				// stop flushed after the probes were detached:
+				// everything they submitted has been read.
+				return d.readLost()
+			}
+		default:
 			return err
-		}
-		if d.stopping.Load() {
-			// The Flush that ended this Drain may predate the
-			// detaching of the probes: flush once more, now that
-			// nothing can submit, and read to the end.
-			if err := d.rd.Flush(); err != nil {
-				return err
-			}
-			if err := bpf.Drain(d.rd, bpf.DrainInterval, d.sample); err != nil {
-				return err
-			}
-			return d.readLost()
 		}
 		if err := d.cycle(time.Now()); err != nil {
 			return err
@@ -101,6 +102,9 @@ func (d *drainer) cycle(now time.Time) error {
 // sample decodes one ring record into the reused event and appends it.
 func (d *drainer) sample(raw []byte) error {
 	h, err := bpf.DecodeHeader(raw)
+	if err == nil && h.Class == bpf.ClassComm {
+		return d.comms.set(h.TID, bpf.Comm(raw))
+	}
 	if err != nil || int(h.ProbeID) >= len(d.probes) {
 		d.malformed++
 		return nil
@@ -115,7 +119,9 @@ func (d *drainer) sample(raw []byte) error {
 	ev.CPU = h.CPU
 	ev.PID = h.PID
 	ev.TID = h.TID
-	ev.Comm = raw[bpf.OffComm : bpf.OffComm+bpf.CommLen]
+	if ev.Comm = d.comms.get(h.TID); ev.Comm == nil {
+		d.noComm++
+	}
 	ev.Probe = h.ProbeID
 	for i, slot := range p.strSlot {
 		if slot >= 0 {

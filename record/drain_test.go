@@ -2,6 +2,7 @@ package record
 
 import (
 	"encoding/binary"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -18,7 +19,7 @@ func (f fakeLost) Lookup(key, valueOut any) error {
 }
 
 // sample builds a raw ring record as the BPF program writes it.
-func sample(class uint8, probe uint16, cpu uint16, pid uint32, t uint64, flags uint16, comm string, args []uint64, strs map[int]string) []byte {
+func sample(class uint8, probe uint16, cpu uint16, pid uint32, t uint64, flags uint16, args []uint64, strs map[int]string) []byte {
 	raw := make([]byte, bpf.SampleSize(class))
 	le := binary.LittleEndian
 	le.PutUint64(raw[bpf.OffTime:], t)
@@ -28,13 +29,23 @@ func sample(class uint8, probe uint16, cpu uint16, pid uint32, t uint64, flags u
 	le.PutUint16(raw[bpf.OffCPU:], cpu)
 	le.PutUint16(raw[bpf.OffNargs:], uint16(len(args)))
 	le.PutUint16(raw[bpf.OffFlags:], flags)
-	copy(raw[bpf.OffComm:], comm)
 	for i, a := range args {
 		le.PutUint64(raw[bpf.OffArgs+8*i:], a)
 	}
 	for slot, s := range strs {
 		copy(raw[bpf.OffStrs+slot*bpf.StrSlotSize:], s+"\x00stale")
 	}
+	return raw
+}
+
+// commRecord builds a raw comm record for thread tid of process pid.
+func commRecord(pid, tid uint32, comm string) []byte {
+	raw := make([]byte, bpf.CommRecordSize)
+	le := binary.LittleEndian
+	le.PutUint32(raw[bpf.OffPID:], pid)
+	le.PutUint32(raw[bpf.OffTID:], tid)
+	le.PutUint16(raw[bpf.OffProbeID:], bpf.CommProbeID)
+	copy(raw[bpf.OffComm:], comm)
 	return raw
 }
 
@@ -61,15 +72,19 @@ func TestDrainerDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := fakeLost{0: {0, 0}, 1: {0, 0}}
-	d := newDrainer(nil, w, lost, probes)
+	forgot := 0
+	d := newDrainer(nil, w, lost, probes, func() error { forgot++; return nil })
 
 	feed := [][]byte{
-		sample(bpf.ClassArgs2, 0, 1, 100, 1000, 0, "virtnet", []uint64{uint64(0xffffffff_fffffff6), 1 << 40}, nil),
-		sample(bpf.ClassArgs12Str4, 1, 0, 100, 1001, bpf.FlagStrTruncated, "virtnet", []uint64{uint64(0xffffffff_ffffff80), 6, 0}, map[int]string{0: "Hello!", 1: ""}),
-		sample(bpf.ClassArgs2, 5, 0, 100, 1002, 0, "bad", []uint64{1, 2}, nil), // no probe 5
-		sample(bpf.ClassArgs6, 0, 0, 100, 1003, 0, "bad", []uint64{1, 2}, nil), // wrong class
-		sample(bpf.ClassArgs2, 0, 0, 100, 1004, 0, "bad", []uint64{1}, nil),    // wrong nargs
-		sample(bpf.ClassArgs2, 0, 0, 101, 1005, bpf.FlagReadFault, "x", []uint64{7, 0}, nil),
+		commRecord(100, 101, "virtnet"),
+		sample(bpf.ClassArgs2, 0, 1, 100, 1000, 0, []uint64{uint64(0xffffffff_fffffff6), 1 << 40}, nil),
+		sample(bpf.ClassArgs12Str4, 1, 0, 100, 1001, bpf.FlagStrTruncated, []uint64{uint64(0xffffffff_ffffff80), 6, 0}, map[int]string{0: "Hello!", 1: ""}),
+		sample(bpf.ClassArgs2, 5, 0, 100, 1002, 0, []uint64{1, 2}, nil), // no probe 5
+		sample(bpf.ClassArgs6, 0, 0, 100, 1003, 0, []uint64{1, 2}, nil), // wrong class
+		sample(bpf.ClassArgs2, 0, 0, 100, 1004, 0, []uint64{1}, nil),    // wrong nargs
+		commRecord(100, 101, "renamed"),
+		sample(bpf.ClassArgs2, 0, 0, 100, 1006, 0, []uint64{8, 0}, nil),
+		sample(bpf.ClassArgs2, 0, 0, 101, 1005, bpf.FlagReadFault, []uint64{7, 0}, nil), // tid 102: no comm record
 		[]byte{1, 2, 3},
 	}
 	for _, raw := range feed {
@@ -86,16 +101,17 @@ func TestDrainerDecode(t *testing.T) {
 	if err := d.readLost(); err != nil {
 		t.Fatal(err)
 	}
-	if d.malformed != 4 || d.faults != 1 || d.truncated != 1 || d.events[0] != 2 || d.events[1] != 1 ||
-		d.lostN[0] != 5 || d.lostN[1] != 3 {
-		t.Errorf("malformed %d faults %d truncated %d events %v lost %v", d.malformed, d.faults, d.truncated, d.events, d.lostN)
+	if d.malformed != 4 || d.faults != 1 || d.truncated != 1 || d.events[0] != 3 || d.events[1] != 1 ||
+		d.lostN[0] != 5 || d.lostN[1] != 3 || d.noComm != 1 || forgot != 0 {
+		t.Errorf("malformed %d faults %d truncated %d events %v lost %v noComm %d forgot %d",
+			d.malformed, d.faults, d.truncated, d.events, d.lostN, d.noComm, forgot)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	c := readCapture(t, path)
-	if c.recovered || len(c.rows["ints"]) != 2 || len(c.rows["strs"]) != 1 || c.lost["ints"] != 5 || c.lost["strs"] != 3 || c.lossRows != 4 {
+	if c.recovered || len(c.rows["ints"]) != 3 || len(c.rows["strs"]) != 1 || c.lost["ints"] != 5 || c.lost["strs"] != 3 || c.lossRows != 4 {
 		t.Fatalf("capture: %+v", c)
 	}
 	r := c.rows["ints"][0]
@@ -103,8 +119,44 @@ func TestDrainerDecode(t *testing.T) {
 		t.Errorf("ints row %+v", r)
 	}
 	r = c.rows["strs"][0]
-	if r.ints["arg0"] != -128 || r.strs["arg1"] != "Hello!" || r.strs["arg2"] != "" {
+	if r.ints["arg0"] != -128 || r.strs["arg1"] != "Hello!" || r.strs["arg2"] != "" || r.comm != "virtnet" {
 		t.Errorf("strs row %+v", r)
+	}
+	if r := c.rows["ints"][1]; r.comm != "renamed" || r.ints["arg0"] != 8 {
+		t.Errorf("row after the rename %+v", r)
+	}
+	if r := c.rows["ints"][2]; r.comm != "" || r.tid != 102 {
+		t.Errorf("row without a comm record %+v", r)
+	}
+}
+
+// TestCommTableGenerations fills the comm table past maxComms: it must ask
+// the programs to resend comms once, and still answer for the threads of the
+// previous generation.
+func TestCommTableGenerations(t *testing.T) {
+	forgot := 0
+	ct := newCommTable(func() error { forgot++; return nil })
+	for tid := range uint32(maxComms + 10) {
+		if err := ct.set(tid, []byte(fmt.Sprintf("t%d", tid))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if forgot != 1 {
+		t.Fatalf("forgot %d times, want 1", forgot)
+	}
+	for _, tid := range []uint32{0, 7, maxComms - 1, maxComms, maxComms + 9} {
+		if got, want := string(ct.get(tid)), fmt.Sprintf("t%d", tid); got != want {
+			t.Errorf("tid %d: comm %q, want %q", tid, got, want)
+		}
+	}
+	if ct.get(maxComms+10) != nil {
+		t.Error("comm of a thread no record named")
+	}
+	for tid := range uint32(maxComms) { // a third generation drops the first
+		ct.set(1<<20+tid, []byte("x"))
+	}
+	if forgot != 2 || ct.get(0) != nil || string(ct.get(maxComms+9)) != fmt.Sprintf("t%d", maxComms+9) {
+		t.Errorf("after a third generation: forgot %d, tid 0 %q", forgot, ct.get(0))
 	}
 }
 
@@ -122,8 +174,11 @@ func TestDrainerNoAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	d := newDrainer(nil, w, fakeLost{}, []*probe{p})
-	raw := sample(bpf.ClassArgs12Str4, 0, 0, 1, 1, 0, "c", []uint64{42, 6}, map[int]string{0: "Hello!"})
+	d := newDrainer(nil, w, fakeLost{}, []*probe{p}, nil)
+	if err := d.sample(commRecord(1, 2, "c")); err != nil {
+		t.Fatal(err)
+	}
+	raw := sample(bpf.ClassArgs12Str4, 0, 0, 1, 1, 0, []uint64{42, 6}, map[int]string{0: "Hello!"})
 	for range 10000 { // grow the buffers first
 		d.sample(raw)
 	}

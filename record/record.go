@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/bpf"
@@ -129,6 +128,9 @@ type Summary struct {
 	// read (recorded as 0 or "") or a string cut to 63 bytes; Malformed
 	// counts ring records that were not valid samples (dropped).
 	ReadFaults, Truncated, Malformed uint64
+	// NoComm counts events recorded with an empty comm because no comm
+	// record named their thread (it should stay 0).
+	NoComm uint64
 	// TargetPID is the recorded process (-p or -c), 0 if system-wide.
 	TargetPID int
 	// ExitCode is the Command's exit status (128+N if killed by signal N),
@@ -167,7 +169,7 @@ type recorder struct {
 	created bool
 	objs    *bpf.Objects
 	links   []link.Link
-	rd      *ringbuf.Reader
+	rd      *bpf.Ring
 	d       *drainer
 	target  int
 	limit   *sizeLimit // nil without Options.MaxSize
@@ -321,10 +323,10 @@ func (r *recorder) setup() error {
 		ThreadBases: threadBases}); err != nil {
 		return err
 	}
-	if r.rd, err = ringbuf.NewReader(r.objs.Events); err != nil {
+	if r.rd, err = bpf.NewRing(r.objs.Events); err != nil {
 		return fmt.Errorf("ring buffer reader: %w", err)
 	}
-	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes)
+	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes, r.objs.ForgetComms)
 	if r.limit != nil {
 		r.d.limit = r.limit.check
 	}
@@ -431,21 +433,6 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 	o := &r.opts
 	drainDone := make(chan error, 1)
 	go func() { drainDone <- r.d.run() }()
-	tickStop := make(chan struct{})
-	tickDone := make(chan struct{})
-	go func() {
-		defer close(tickDone)
-		t := time.NewTicker(bpf.DrainInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-tickStop:
-				return
-			case <-t.C:
-				r.rd.Flush()
-			}
-		}
-	}()
 	stopStatus := r.startStatus()
 
 	var setupErr error
@@ -526,8 +513,6 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 
 	// Detach, then let the drainer read everything left.
 	r.detach()
-	close(tickStop)
-	<-tickDone
 	if !drainFinished {
 		if err := r.d.stop(); err != nil && runErr == nil {
 			runErr = err
@@ -547,7 +532,7 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 	}
 
 	s := &Summary{Output: o.Output, Elapsed: elapsed, Stopped: stopped, TargetPID: r.target, ExitCode: -1,
-		ReadFaults: r.d.faults, Truncated: r.d.truncated, Malformed: r.d.malformed}
+		ReadFaults: r.d.faults, Truncated: r.d.truncated, Malformed: r.d.malformed, NoComm: r.d.noComm}
 	s.Bytes = r.w.Stats.Bytes.Load()
 	if st, err := os.Stat(o.Output); err == nil && st.Mode().IsRegular() { // not a pipe
 		s.Bytes = st.Size()

@@ -220,16 +220,11 @@ func (p *probe) probeSpec(args []bpf.ArgSpec) (bpf.ProbeSpec, error) {
 		s.Args[i] = args[i]
 	}
 	s.Nargs, s.Nstr = uint8(len(args)), uint8(nstr)
-	switch {
-	case nstr > 0:
-		s.SizeClass = bpf.ClassArgs12Str4
-	case len(args) <= 2:
-		s.SizeClass = bpf.ClassArgs2
-	case len(args) <= 6:
-		s.SizeClass = bpf.ClassArgs6
-	default:
-		s.SizeClass = bpf.ClassArgs12
+	class, ok := bpf.ClassFor(len(args), nstr > 0)
+	if !ok {
+		return s, fmt.Errorf("%d args: at most %d fit a sample", len(args), bpf.MaxArgs)
 	}
+	s.SizeClass = class
 	p.class = s.SizeClass
 	return s, nil
 }

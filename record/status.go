@@ -77,6 +77,9 @@ func (s *Summary) Print(w io.Writer) {
 		fmt.Fprintf(w, "[ bpftape record: %s events with unreadable values (recorded as 0 or \"\"), %s with strings cut to 63 bytes, %s malformed samples dropped ]\n",
 			count(s.ReadFaults), count(s.Truncated), count(s.Malformed))
 	}
+	if s.NoComm > 0 {
+		fmt.Fprintf(w, "[ bpftape record: %s events recorded without a comm (no comm record named their thread) ]\n", count(s.NoComm))
+	}
 	nameW, kindW := len("probe"), len("kind")
 	kinds := make([]string, len(s.Probes))
 	for i, p := range s.Probes {

@@ -1,6 +1,7 @@
 package usdt
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/bpftape/bpftape/bpf"
 )
@@ -88,7 +88,7 @@ func recordBPF(t *testing.T, flags []string) {
 		}
 	}
 
-	rd, err := ringbuf.NewReader(objs.Events)
+	rd, err := bpf.NewRing(objs.Events)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,12 +102,12 @@ func recordBPF(t *testing.T, flags []string) {
 		t.Fatal(err)
 	}
 	got := map[string][]string{}
-	err = bpf.Drain(rd, 0, func(raw []byte) error {
+	err = rd.Drain(0, func(raw []byte) error {
 		h, err := bpf.DecodeHeader(raw)
 		if err != nil {
 			return err
 		}
-		if h.PID != pid {
+		if h.PID != pid || h.Class == bpf.ClassComm {
 			return nil
 		}
 		name := names[h.ProbeID]
@@ -125,7 +125,7 @@ func recordBPF(t *testing.T, flags []string) {
 		got[name] = append(got[name], strings.Join(vals, " "))
 		return nil
 	})
-	if err != nil {
+	if !errors.Is(err, bpf.ErrRingFlushed) {
 		t.Fatal(err)
 	}
 

@@ -452,15 +452,22 @@ func (w *Writer) encode(b *batch) error {
 
 // ColumnBytes returns, after Close, how many bytes of the file each column
 // takes (its compressed buffers in all record batches, with their length
-// prefixes and padding), keyed by column name. The rest of the file is the
-// schema, the dictionary, the batches' metadata and the footer.
+// prefixes and padding), keyed by column name; a column's validity bitmaps,
+// when it has nulls, are counted apart under its name and ".validity". The
+// rest of the file is the schema, the dictionary, the batches' metadata and
+// the footer.
 func (w *Writer) ColumnBytes() map[string]int64 {
 	if !w.closed {
 		return nil
 	}
 	m := map[string]int64{}
+	valid := w.aw.ValidityBytes()
 	for i, n := range w.aw.ColumnBytes() {
-		m[w.schema.Field(i).Name] = n
+		name := w.schema.Field(i).Name
+		m[name] = n - valid[i]
+		if valid[i] > 0 {
+			m[name+".validity"] = valid[i]
+		}
 	}
 	return m
 }

@@ -150,6 +150,7 @@ type Writer struct {
 	colEnc  []*zstd.Encoder // each column's encoder
 	lz      lz4.Compressor
 	colSize []int64 // body bytes of each column over all record batches
+	valSize []int64 // of which validity bitmaps
 }
 
 var (
@@ -249,6 +250,7 @@ func NewWriter(w io.Writer, schema *arrow.Schema, dict []string, codec Codec, op
 		return nil, fmt.Errorf("arrowipc: unknown codec %v", codec)
 	}
 	wr.colSize = make([]int64, len(wr.cols))
+	wr.valSize = make([]int64, len(wr.cols))
 
 	wr.write(magic[:])
 	wr.fb.Reset()
@@ -275,6 +277,10 @@ func (w *Writer) Batches() int { return len(w.recs) }
 // padding), in schema order; the batches' metadata and the file's framing
 // are not counted. The slice is the writer's own: read it, do not keep it.
 func (w *Writer) ColumnBytes() []int64 { return w.colSize }
+
+// ValidityBytes returns how many of each column's ColumnBytes are its
+// validity bitmaps.
+func (w *Writer) ValidityBytes() []int64 { return w.valSize }
 
 // WriteBatch appends a record batch of rows rows; cols holds one entry per
 // schema field. The message has been handed to the underlying writer when
@@ -307,6 +313,7 @@ func (w *Writer) WriteBatch(rows int, cols []ColumnData) error {
 		} else {
 			w.addEmpty() // readers skip the validity of a column without nulls
 		}
+		w.valSize[i] += int64(w.bodyLen + len(w.body) - start)
 		w.addBuffer(d.Buffers[1][:rows*c.width])
 		if c.kind == kindView {
 			for _, b := range d.Buffers[2:] {

@@ -2,9 +2,10 @@
 //
 // It covers what bpftape captures need (integer columns, string views and
 // one dictionary-encoded string column with a fixed dictionary) and nothing
-// more, in exchange for a writer that reuses one compressor and its scratch
-// buffers: after the first few batches, writing a batch allocates nothing
-// but, now and then, a larger list of batch positions for the footer.
+// more, in exchange for a writer that reuses its compressors (one per zstd
+// level in use) and scratch buffers: after the first few batches, writing a
+// batch allocates nothing but, now and then, a larger list of batch
+// positions for the footer.
 //
 // The file is a standard Arrow IPC file: the magic, the stream (Schema,
 // DictionaryBatch, RecordBatch messages, end-of-stream marker), the Footer

@@ -113,7 +113,7 @@ func runBurst(b *testing.B, exe string, ring uint32, wakeup uint64, events int) 
 	defer objs.Close()
 	putSpec(b, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true)))
 	attachUprobe(b, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
-	rd, err := NewRing(objs.Events)
+	rd, err := NewRing(objs.RingMaps...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,7 +6,8 @@
  * uretprobes and USDT probes) and one generic tracepoint program. Each
  * attachment carries a BPF cookie that indexes the `probe_specs` array; the spec
  * says which values to record. Every event becomes one fixed-layout
- * `struct sample` in the `events` ring buffer (see sample.go for the
+ * `struct sample` in the ring buffer of the CPU it ran on (`rings`; see
+ * sample.go for the
  * userspace view of the layout). The task's comm is not in every sample: a
  * `struct comm_record` goes ahead of a sample only when the CPU's last
  * recorded task changed or some task was renamed since (see emit_comm).
@@ -32,6 +33,7 @@ typedef __u32 __wsum;
 enum {
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_ARRAY_OF_MAPS = 12,
 	BPF_MAP_TYPE_RINGBUF = 27,
 };
 enum {
@@ -198,10 +200,23 @@ volatile const __u32 task_gsbase_off = 0;
  */
 volatile const __u32 comm_cached = 0;
 
-struct {
+/*
+ * One ring buffer per CPU, indexed by CPU number: producers on different
+ * CPUs never contend for a ring's lock and positions. The loader sizes the
+ * template and creates a ring per possible CPU; user space merges the rings
+ * by time.
+ */
+struct ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20); /* overridden from Go */
-} events SEC(".maps");
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* overridden from Go: possible CPUs */
+	__type(key, __u32);
+	__array(values, struct ring);
+} rings SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -242,7 +257,7 @@ struct {
  * caught up). Otherwise wake only once at least wakeup_bytes are waiting; the
  * reader drains on a timer as well, so a quiet ring is still emptied.
  */
-static __always_inline __u64 wakeup_flags(void)
+static __always_inline __u64 wakeup_flags(void *rb)
 {
 	__u64 thresh = wakeup_bytes;
 
@@ -250,7 +265,7 @@ static __always_inline __u64 wakeup_flags(void)
 		return BPF_RB_FORCE_WAKEUP;
 	if (thresh == ~0ULL)
 		return 0;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= thresh)
+	if (bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= thresh)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
 }
@@ -520,7 +535,7 @@ static __always_inline __u64 tp_arg(void *ctx, const struct arg_spec *a, struct 
 
 /* Fill a reserved record that has room for cap args (and strings if with_strs). */
 static __always_inline void fill(void *ctx, const struct probe_spec *spec, struct sample *s, __u64 now,
-				 __u64 pid_tgid, const __u32 cap, const int with_strs, const int is_tp)
+				 __u64 pid_tgid, __u32 cpu, const __u32 cap, const int with_strs, const int is_tp)
 {
 	__u32 n = spec->nargs;
 	__u16 flags = 0;
@@ -531,7 +546,7 @@ static __always_inline void fill(void *ctx, const struct probe_spec *spec, struc
 	s->pid = pid_tgid >> 32;
 	s->tid = (__u32)pid_tgid;
 	s->probe_id = spec->probe_id;
-	s->cpu = bpf_get_smp_processor_id();
+	s->cpu = cpu;
 	if (with_strs) {
 		/* Unused slots read as empty strings. */
 		for (__u32 k = 0; k < MAX_STRS; k++)
@@ -559,7 +574,7 @@ static __always_inline void fill(void *ctx, const struct probe_spec *spec, struc
  * ring is full: the sample must then be dropped too, or user space would
  * attribute it to a stale comm.
  */
-static __always_inline int emit_comm(__u64 now, __u64 pid_tgid)
+static __always_inline int emit_comm(void *rb, __u64 now, __u64 pid_tgid, __u32 cpu)
 {
 	__u32 zero = 0;
 	struct comm_seen *seen = bpf_map_lookup_elem(&comm_seen, &zero);
@@ -573,14 +588,14 @@ static __always_inline int emit_comm(__u64 now, __u64 pid_tgid)
 	gen = *(volatile __u64 *)genp;
 	if (comm_cached && seen->task == task && seen->gen == gen)
 		return 0;
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r)
 		return -1;
 	r->time = now;
 	r->pid = pid_tgid >> 32;
 	r->tid = (__u32)pid_tgid;
 	r->probe_id = COMM_PROBE_ID;
-	r->cpu = bpf_get_smp_processor_id();
+	r->cpu = cpu;
 	r->nargs = 0;
 	r->flags = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
@@ -596,59 +611,62 @@ static __always_inline int record(void *ctx, const int is_tp)
 	__u64 now = bpf_ktime_get_boot_ns();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 key = (__u32)bpf_get_attach_cookie(ctx);
+	__u32 cpu = bpf_get_smp_processor_id();
 	const struct probe_spec *spec;
 	struct sample *s;
 	__u64 *cnt;
+	void *rb;
 
 	if (is_tp && filter_tgid && (__u32)(pid_tgid >> 32) != filter_tgid)
 		return 0;
 	spec = bpf_map_lookup_elem(&probe_specs, &key);
 	if (!spec)
 		return 0;
-	if (emit_comm(now, pid_tgid))
+	rb = bpf_map_lookup_elem(&rings, &cpu);
+	if (!rb || emit_comm(rb, now, pid_tgid, cpu))
 		goto lost;
 
 	switch (spec->size_class) {
 	case CLASS_ARGS0:
-		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(0), 0);
+		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(0), 0);
 		if (!s)
 			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, 0, 0, is_tp);
+		fill(ctx, spec, s, now, pid_tgid, cpu, 0, 0, is_tp);
 		break;
 	case CLASS_ARGS1:
-		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(1), 0);
+		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(1), 0);
 		if (!s)
 			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, 1, 0, is_tp);
+		fill(ctx, spec, s, now, pid_tgid, cpu, 1, 0, is_tp);
 		break;
 	case CLASS_ARGS2:
-		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(2), 0);
+		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(2), 0);
 		if (!s)
 			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, 2, 0, is_tp);
+		fill(ctx, spec, s, now, pid_tgid, cpu, 2, 0, is_tp);
 		break;
 	case CLASS_ARGS6:
-		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(6), 0);
+		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(6), 0);
 		if (!s)
 			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, 6, 0, is_tp);
+		fill(ctx, spec, s, now, pid_tgid, cpu, 6, 0, is_tp);
 		break;
 	case CLASS_ARGS12:
-		s = bpf_ringbuf_reserve(&events, CLASS_SIZE(12), 0);
+		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(12), 0);
 		if (!s)
 			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, 12, 0, is_tp);
+		fill(ctx, spec, s, now, pid_tgid, cpu, 12, 0, is_tp);
 		break;
 	case CLASS_ARGS12_STR4:
-		s = bpf_ringbuf_reserve(&events, sizeof(struct sample), 0);
+		s = bpf_ringbuf_reserve(rb, sizeof(struct sample), 0);
 		if (!s)
 			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, 12, 1, is_tp);
+		fill(ctx, spec, s, now, pid_tgid, cpu, 12, 1, is_tp);
 		break;
 	default:
 		return 0;
 	}
-	bpf_ringbuf_submit(s, wakeup_flags());
+	bpf_ringbuf_submit(s, wakeup_flags(rb));
 	return 0;
 
 lost:

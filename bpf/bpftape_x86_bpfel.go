@@ -104,9 +104,9 @@ type bpftapeSample struct {
 const (
 	bpftapeMapCommGen           = "comm_gen"
 	bpftapeMapCommSeen          = "comm_seen"
-	bpftapeMapEvents            = "events"
 	bpftapeMapLost              = "lost"
 	bpftapeMapProbeSpecs        = "probe_specs"
+	bpftapeMapRings             = "rings"
 	bpftapeProgProbeCommChanged = "probe_comm_changed"
 	bpftapeProgProbeTracepoint  = "probe_tracepoint"
 	bpftapeProgProbeUprobe      = "probe_uprobe"
@@ -171,9 +171,9 @@ type bpftapeProgramSpecs struct {
 type bpftapeMapSpecs struct {
 	CommGen    *ebpf.MapSpec `ebpf:"comm_gen"`
 	CommSeen   *ebpf.MapSpec `ebpf:"comm_seen"`
-	Events     *ebpf.MapSpec `ebpf:"events"`
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
 	ProbeSpecs *ebpf.MapSpec `ebpf:"probe_specs"`
+	Rings      *ebpf.MapSpec `ebpf:"rings"`
 }
 
 // bpftapeVariableSpecs contains global variables before they are loaded into the kernel.
@@ -210,18 +210,18 @@ func (o *bpftapeObjects) Close() error {
 type bpftapeMaps struct {
 	CommGen    *ebpf.Map `ebpf:"comm_gen"`
 	CommSeen   *ebpf.Map `ebpf:"comm_seen"`
-	Events     *ebpf.Map `ebpf:"events"`
 	Lost       *ebpf.Map `ebpf:"lost"`
 	ProbeSpecs *ebpf.Map `ebpf:"probe_specs"`
+	Rings      *ebpf.Map `ebpf:"rings"`
 }
 
 func (m *bpftapeMaps) Close() error {
 	return _BpftapeClose(
 		m.CommGen,
 		m.CommSeen,
-		m.Events,
 		m.Lost,
 		m.ProbeSpecs,
+		m.Rings,
 	)
 }
 

@@ -95,7 +95,7 @@ func buildWorkload(tb testing.TB) string {
 	}
 	exe := filepath.Join(tb.TempDir(), "workload")
 	out, err := exec.Command("gcc", "-O2", "-fno-omit-frame-pointer", "-fcf-protection=none",
-		"-Wall", "-Werror", "-o", exe, "../testdata/bpfload/workload.c").CombinedOutput()
+		"-Wall", "-Werror", "-pthread", "-o", exe, "../testdata/bpfload/workload.c").CombinedOutput()
 	if err != nil {
 		tb.Fatalf("build workload: %v\n%s", err, out)
 	}
@@ -224,9 +224,9 @@ func putSpec(tb testing.TB, objs *Objects, cookie uint32, s ProbeSpec) {
 	}
 }
 
-func newReader(tb testing.TB, m *ebpf.Map) *Ring {
+func newReader(tb testing.TB, m ...*ebpf.Map) *Ring {
 	tb.Helper()
-	rd, err := NewRing(m)
+	rd, err := NewRing(m...)
 	if err != nil {
 		tb.Fatal(err)
 	}

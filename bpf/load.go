@@ -13,8 +13,20 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// DefaultRingSize is the events ring buffer size used when Options.RingSize is 0.
-const DefaultRingSize = 4 << 20
+// DefaultRingSize returns the per-CPU ring size used when Options.RingSize
+// is 0: 8 MiB split over the possible CPUs, 256 KiB to 4 MiB per CPU, so
+// that the rings' memory stays bounded on large machines.
+func DefaultRingSize() uint32 {
+	n, err := ebpf.PossibleCPU()
+	if err != nil || n < 1 {
+		n = 1
+	}
+	size := uint32(4 << 20)
+	for size > 256<<10 && size*uint32(n) > 8<<20 {
+		size /= 2
+	}
+	return size
+}
 
 // WakeupKernelDefault as Options.WakeupBytes submits with flags 0: the kernel
 // wakes the reader only when it had already caught up with the ring.
@@ -28,8 +40,8 @@ const DrainInterval = 10 * time.Millisecond
 // Options configure Load. They are compiled into the programs as constants
 // (volatile const globals), so changing them means loading again.
 type Options struct {
-	// RingSize is the size of the events ring buffer in bytes: a power of
-	// two and a multiple of the page size. 0 means DefaultRingSize.
+	// RingSize is the size of each CPU's ring buffer in bytes: a power of
+	// two and a multiple of the page size. 0 means DefaultRingSize().
 	RingSize uint32
 
 	// FilterTgid, if not 0, makes the tracepoint program record only events
@@ -60,9 +72,10 @@ type Objects struct {
 	// ProbeTracepoint records tracepoint events; attach it with
 	// link.Tracepoint and the cookie of a spec stored by PutSpec.
 	ProbeTracepoint *ebpf.Program `ebpf:"probe_tracepoint"`
-	// Events is the ring buffer of samples; read it with NewRing
-	// and Drain.
-	Events *ebpf.Map `ebpf:"events"`
+	// Rings holds a ring buffer of samples per possible CPU, indexed by
+	// CPU number; RingMaps are those rings. Read them with NewRing.
+	Rings    *ebpf.Map `ebpf:"rings"`
+	RingMaps []*ebpf.Map
 	// ProbeSpecs holds one ProbeSpec per attachment, indexed by cookie.
 	ProbeSpecs *ebpf.Map `ebpf:"probe_specs"`
 	// Lost counts, per CPU and by probe id, samples dropped because the
@@ -92,9 +105,15 @@ func (o *Objects) Close() error {
 	for _, l := range o.commLinks {
 		errs = append(errs, l.Close())
 	}
-	for _, c := range []interface{ Close() error }{o.ProbeUprobe, o.ProbeTracepoint, o.ProbeCommChanged,
-		o.Events, o.ProbeSpecs, o.Lost, o.CommGen, o.CommSeen} {
-		errs = append(errs, c.Close())
+	for _, c := range []*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.ProbeCommChanged} {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
+	}
+	for _, m := range append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.CommGen, o.CommSeen}, o.RingMaps...) {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -148,7 +167,7 @@ func (o *Objects) ForgetComms() error {
 func loadObjects(opts Options, commCached bool) (*Objects, error) {
 	size := opts.RingSize
 	if size == 0 {
-		size = DefaultRingSize
+		size = DefaultRingSize()
 	}
 	page := uint32(os.Getpagesize())
 	if size&(size-1) != 0 || size%page != 0 {
@@ -162,7 +181,13 @@ func loadObjects(opts Options, commCached bool) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec.Maps[bpftapeMapEvents].MaxEntries = size
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("bpf: possible CPUs: %w", err)
+	}
+	rings := spec.Maps[bpftapeMapRings]
+	rings.MaxEntries = uint32(ncpu)
+	rings.InnerMap.MaxEntries = size
 	if err := spec.Variables[bpftapeVarFilterTgid].Set(opts.FilterTgid); err != nil {
 		return nil, fmt.Errorf("bpf: set filter_tgid: %w", err)
 	}
@@ -194,6 +219,18 @@ func loadObjects(opts Options, commCached bool) (*Objects, error) {
 			return nil, fmt.Errorf("bpf: load: %+v", verr)
 		}
 		return nil, fmt.Errorf("bpf: load: %w", err)
+	}
+	for cpu := range ncpu {
+		m, err := ebpf.NewMap(rings.InnerMap)
+		if err != nil {
+			objs.Close()
+			return nil, fmt.Errorf("bpf: create ring of CPU %d: %w", cpu, err)
+		}
+		objs.RingMaps = append(objs.RingMaps, m)
+		if err := objs.Rings.Put(uint32(cpu), m); err != nil {
+			objs.Close()
+			return nil, fmt.Errorf("bpf: install ring of CPU %d: %w", cpu, err)
+		}
 	}
 	return &objs, nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +106,7 @@ func TestRecord(t *testing.T) {
 	attachTracepoint(t, "task", "task_rename", objs.ProbeTracepoint, pRename-1)
 	attachTracepoint(t, "sched", "sched_process_exec", objs.ProbeTracepoint, pExec-1)
 
-	c := collect(t, newReader(t, objs.Events))
+	c := collect(t, newReader(t, objs.RingMaps...))
 	lines := w.run(t)
 	samples := c.finish(t)
 
@@ -293,7 +295,7 @@ func TestLoss(t *testing.T) {
 	attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
 	w.run(t)
 
-	rd := newReader(t, objs.Events)
+	rd := newReader(t, objs.RingMaps...)
 	if err := rd.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +340,7 @@ func TestDeadlineReturnsPending(t *testing.T) {
 		objs := load(t, Options{RingSize: ring, WakeupBytes: 2 * ring}) // never wakes
 		putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true)))
 		attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
-		rd := newReader(t, objs.Events)
+		rd := newReader(t, objs.RingMaps...)
 		w.run(t)
 		// One comm record, then the samples: one CPU, one task.
 		if got, want := rd.AvailableBytes(), 8+CommRecordSize+10*(8+SampleSize(ClassArgs2)); got != want {
@@ -376,7 +378,7 @@ func TestDeadlineReturnsPending(t *testing.T) {
 		objs := load(t, Options{RingSize: ring, WakeupBytes: 2 * ring})
 		putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true)))
 		attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
-		c := collect(t, newReader(t, objs.Events))
+		c := collect(t, newReader(t, objs.RingMaps...))
 		w.run(t)
 		deadline := time.Now().Add(5 * time.Second)
 		const records = 11 // a comm record and 10 samples: one CPU, one task
@@ -393,4 +395,65 @@ func TestDeadlineReturnsPending(t *testing.T) {
 		}
 		t.Logf("%d samples, max delay %v (interval %v)", len(samples), maxDelay, DrainInterval)
 	})
+}
+
+// TestRingMerge records two threads on different CPUs, one of which hops
+// between CPUs every 50 calls, and checks that the per-CPU rings come out
+// merged: every event once, in time order, each thread's calls in order.
+func TestRingMerge(t *testing.T) {
+	requireBPF(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("skipping: needs 2 CPUs to have 2 rings in use")
+	}
+	exe := buildWorkload(t)
+	const n = 20000
+	w := startWorkload(t, exe, "hop", strconv.Itoa(n))
+	objs := load(t, Options{})
+	putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true)))
+	attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
+	c := collect(t, newReader(t, objs.RingMaps...))
+	w.run(t)
+	samples := c.finish(t)
+
+	next := map[int64]int64{} // by thread number: the next call expected
+	tids := map[int64]uint32{}
+	cpus := map[int64]map[uint16]bool{0: {}, 1: {}}
+	var last uint64
+	for i, raw := range samples {
+		h, err := DecodeHeader(raw)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		if h.Time < last {
+			t.Fatalf("record %d: time %d before the previous record's %d", i, h.Time, last)
+		}
+		last = h.Time
+		if h.Class == ClassComm {
+			continue
+		}
+		th, call := int64(Arg(raw, 0)), int64(Arg(raw, 1))
+		if th != 0 && th != 1 {
+			t.Fatalf("record %d: thread %d", i, th)
+		}
+		if call != next[th] {
+			t.Fatalf("record %d: thread %d call %d, want %d", i, th, call, next[th])
+		}
+		if tids[th] == 0 {
+			tids[th] = h.TID
+		} else if tids[th] != h.TID {
+			t.Fatalf("thread %d: tid %d then %d", th, tids[th], h.TID)
+		}
+		next[th]++
+		cpus[th][h.CPU] = true
+	}
+	if next[0] != n || next[1] != n {
+		t.Errorf("calls recorded: %d and %d, want %d each", next[0], next[1], n)
+	}
+	if len(cpus[0]) < 2 {
+		t.Errorf("the hopping thread ran on CPUs %v only", cpus[0])
+	}
+	if n, err := objs.LostSamples(1); err != nil || n != 0 {
+		t.Errorf("lost %d, %v", n, err)
+	}
+	t.Logf("%d records; hopping thread on CPUs %v", len(samples), cpus[0])
 }

@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -14,41 +15,65 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Ring reads the events ring buffer through its memory mapping. Unlike
-// ringbuf.Reader it copies nothing (fn sees the record in the ring) and
-// publishes the consumer position once per batch of records rather than per
-// record, so the producing CPUs do not fight over that cache line at every
-// event. One goroutine calls Drain; Flush and Close may be called from any.
+// Ring reads the per-CPU ring buffers (Objects.RingMaps) through their
+// memory mappings and merges them into one stream ordered by sample time.
+// Unlike ringbuf.Reader it copies nothing (fn sees the record in the ring)
+// and publishes each ring's consumer position once per batch of records
+// rather than per record, so producers do not fight over that cache line at
+// every event. One goroutine calls Drain; Flush and Close may be called from
+// any.
+//
+// Order: records of one ring come in the order they were reserved; across
+// rings, Drain passes the record with the smallest time first, among records
+// reserved before it last looked at the producer positions. A thread cannot
+// move to another CPU while a program runs for it, so its records, even on
+// different rings, come in the order they were made.
 type Ring struct {
-	fd       int     // the map's fd (owned by the map)
-	epfd     int     // epoll on fd and wake
-	wake     int     // eventfd: Flush and Close
-	cons     []byte  // consumer page (read-write)
-	prodData []byte  // producer page, then the data area mapped twice
-	consPos  *uint64 // in cons
-	prodPos  *uint64 // in prodData
-	data     []byte  // 2*size bytes: a record that wraps is contiguous
-	mask     uint64  // size-1
-	events   [2]unix.EpollEvent
+	parts    []*ringPart
+	epfd     int // epoll on every ring and wake
+	wake     int // eventfd: Flush and Close
+	events   []unix.EpollEvent
+	heads    [][]byte // per part: its next record in a merge pass
+	times    []uint64 // per part: that record's time
 	flushReq atomic.Bool
-	readPos  uint64 // consumer position, ahead of *consPos within a batch
-	reads    uint64 // consume passes that found records
+	reads    uint64 // merge passes that found records
 
 	mu       sync.Mutex
 	closed   bool
 	draining bool
 }
 
+// ringPart is one CPU's ring.
+type ringPart struct {
+	fd       int
+	cons     []byte  // consumer page (read-write)
+	prodData []byte  // producer page, then the data area mapped twice
+	consPos  *uint64 // in cons
+	prodPos  *uint64 // in prodData
+	data     []byte  // 2*size bytes: a record that wraps is contiguous
+	mask     uint64  // size-1
+
+	pos       uint64 // consumer position, ahead of *consPos within a pass
+	published uint64 // last position stored to *consPos
+	prod      uint64 // producer position seen at the start of the pass
+}
+
 // Ring record header (include/uapi/linux/bpf.h).
 const (
-	ringHdrSize   = 8
-	ringBusyBit   = 1 << 31
-	ringDiscardBt = 1 << 30
+	ringHdrSize    = 8
+	ringBusyBit    = 1 << 31
+	ringDiscardBit = 1 << 30
 )
 
-// publishEvery is how many bytes Drain consumes before it publishes the
-// consumer position, at the latest: producers see the freed space then.
+// publishEvery is how many bytes Drain consumes from a ring before it
+// publishes the ring's consumer position, at the latest: producers see the
+// freed space then.
 const publishEvery = 256 << 10
+
+// busyWait bounds how long a merge pass waits for a record a producer is
+// still writing (a BPF program finishes it within microseconds) before it
+// ends the pass and leaves the rest for the next.
+const busyWait = 200 * time.Microsecond
 
 // Drain's results other than nil and fn's errors.
 var (
@@ -56,125 +81,222 @@ var (
 	ErrRingFlushed = errors.New("bpf: ring flushed")
 )
 
-// NewRing maps the ring buffer m for reading.
-func NewRing(m *ebpf.Map) (_ *Ring, err error) {
-	if m.Type() != ebpf.RingBuf {
-		return nil, fmt.Errorf("bpf: map %v is not a ring buffer", m)
-	}
-	size := int(m.MaxEntries())
-	page := os.Getpagesize()
-	r := &Ring{fd: m.FD(), epfd: -1, wake: -1, mask: uint64(size - 1)}
+// NewRing maps the ring buffers maps (one per CPU) for reading.
+func NewRing(maps ...*ebpf.Map) (_ *Ring, err error) {
+	r := &Ring{epfd: -1, wake: -1}
 	defer func() {
 		if err != nil {
 			r.release()
 		}
 	}()
-	if r.cons, err = unix.Mmap(r.fd, 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
-		return nil, fmt.Errorf("bpf: mmap ring consumer page: %w", err)
-	}
-	if r.prodData, err = unix.Mmap(r.fd, int64(page), page+2*size, unix.PROT_READ, unix.MAP_SHARED); err != nil {
-		return nil, fmt.Errorf("bpf: mmap ring data: %w", err)
-	}
-	r.consPos = (*uint64)(unsafe.Pointer(&r.cons[0]))
-	r.prodPos = (*uint64)(unsafe.Pointer(&r.prodData[0]))
-	r.data = r.prodData[page:]
-	r.readPos = atomic.LoadUint64(r.consPos)
-
 	if r.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("bpf: epoll_create: %w", err)
 	}
 	if r.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return nil, fmt.Errorf("bpf: eventfd: %w", err)
 	}
-	for _, fd := range []int{r.fd, r.wake} {
+	fds := []int{r.wake}
+	for i, m := range maps {
+		p, err := mapRing(m)
+		if err != nil {
+			return nil, fmt.Errorf("bpf: ring %d: %w", i, err)
+		}
+		r.parts = append(r.parts, p)
+		fds = append(fds, p.fd)
+	}
+	for _, fd := range fds {
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
 		if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 			return nil, fmt.Errorf("bpf: epoll_ctl: %w", err)
 		}
 	}
+	r.events = make([]unix.EpollEvent, len(fds))
+	r.heads, r.times = make([][]byte, len(r.parts)), make([]uint64, len(r.parts))
 	return r, nil
 }
 
+func mapRing(m *ebpf.Map) (_ *ringPart, err error) {
+	if m.Type() != ebpf.RingBuf {
+		return nil, fmt.Errorf("map %v is not a ring buffer", m)
+	}
+	size := int(m.MaxEntries())
+	page := os.Getpagesize()
+	p := &ringPart{fd: m.FD(), mask: uint64(size - 1)}
+	if p.cons, err = unix.Mmap(p.fd, 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		return nil, fmt.Errorf("mmap consumer page: %w", err)
+	}
+	if p.prodData, err = unix.Mmap(p.fd, int64(page), page+2*size, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+		unix.Munmap(p.cons)
+		return nil, fmt.Errorf("mmap data: %w", err)
+	}
+	p.consPos = (*uint64)(unsafe.Pointer(&p.cons[0]))
+	p.prodPos = (*uint64)(unsafe.Pointer(&p.prodData[0]))
+	p.data = p.prodData[page:]
+	p.pos = atomic.LoadUint64(p.consPos)
+	p.published = p.pos
+	return p, nil
+}
+
 // Reads is how many times Drain found records waiting and read them: the
-// number of batches the ring was read in. Call it from Drain's goroutine.
+// number of batches the rings were read in. Call it from Drain's goroutine.
 func (r *Ring) Reads() uint64 { return r.reads }
 
-// Size is the ring's data size in bytes.
-func (r *Ring) Size() int { return int(r.mask + 1) }
-
-// AvailableBytes is how many bytes of records wait to be read.
+// AvailableBytes is how many bytes of records wait to be read, summed over
+// the rings.
 func (r *Ring) AvailableBytes() int {
-	return int(atomic.LoadUint64(r.prodPos) - atomic.LoadUint64(r.consPos))
+	n := 0
+	for _, p := range r.parts {
+		n += int(atomic.LoadUint64(p.prodPos) - atomic.LoadUint64(p.consPos))
+	}
+	return n
 }
 
-// consume passes to fn every complete record up to the producer position,
-// stopping at one a producer is still writing (busy). It publishes the
-// consumer position as it goes and at the end. It returns the bytes consumed.
-func (r *Ring) consume(fn func(raw []byte) error) (int, error) {
-	start := r.readPos
-	pos := r.readPos
-	published := pos
-	prod := atomic.LoadUint64(r.prodPos)
-	var err error
-	for pos < prod {
-		off := pos & r.mask
-		hdr := atomic.LoadUint32((*uint32)(unsafe.Pointer(&r.data[off])))
+// head returns the next complete record of p before p.prod, skipping
+// discarded ones. busy is true if a producer is still writing it.
+func (p *ringPart) head() (rec []byte, busy bool) {
+	for p.pos < p.prod {
+		off := p.pos & p.mask
+		hdr := atomic.LoadUint32((*uint32)(unsafe.Pointer(&p.data[off])))
 		if hdr&ringBusyBit != 0 {
-			break
+			return nil, true
 		}
-		n := uint64(hdr &^ (ringBusyBit | ringDiscardBt))
-		next := pos + (ringHdrSize+n+7)&^7
-		if hdr&ringDiscardBt == 0 {
-			if err = fn(r.data[off+ringHdrSize : off+ringHdrSize+n]); err != nil {
-				pos = next
-				break
-			}
+		n := uint64(hdr &^ (ringBusyBit | ringDiscardBit))
+		if hdr&ringDiscardBit == 0 {
+			return p.data[off+ringHdrSize : off+ringHdrSize+n], false
 		}
-		pos = next
-		if pos-published >= publishEvery {
-			atomic.StoreUint64(r.consPos, pos)
-			published = pos
-		}
-		if pos >= prod {
-			prod = atomic.LoadUint64(r.prodPos)
-		}
+		p.advance(n)
 	}
-	r.readPos = pos
-	atomic.StoreUint64(r.consPos, pos)
-	if pos != start {
-		r.reads++
-	}
-	return int(pos - start), err
+	return nil, false
 }
 
-// consumeTo reads until the consumer position reaches target, waiting for
-// records producers are still writing (a BPF program finishes its record
-// within microseconds).
-func (r *Ring) consumeTo(target uint64, fn func(raw []byte) error) error {
-	deadline := time.Now().Add(time.Second)
-	for int64(target-r.readPos) > 0 {
-		n, err := r.consume(fn)
+// advance moves past the head record, whose length is n, publishing the
+// position every publishEvery bytes.
+func (p *ringPart) advance(n uint64) {
+	p.pos += (ringHdrSize + n + 7) &^ 7
+	if p.pos-p.published >= publishEvery {
+		p.publish()
+	}
+}
+
+func (p *ringPart) publish() {
+	atomic.StoreUint64(p.consPos, p.pos)
+	p.published = p.pos
+}
+
+// recordTime is the time of a sample or comm record (offset OffTime).
+func recordTime(rec []byte) uint64 {
+	if len(rec) < OffTime+8 {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(rec[OffTime:])
+}
+
+// consume passes to fn, merged by time, the records reserved in every ring
+// before it read their producer positions; it stops early at a record still
+// being written after busyWait. It reports whether it read everything up to
+// those positions.
+func (r *Ring) consume(fn func(raw []byte) error) (complete bool, err error) {
+	found := false
+	for _, p := range r.parts {
+		p.prod = atomic.LoadUint64(p.prodPos)
+		found = found || p.prod != p.pos
+	}
+	if !found {
+		return true, nil
+	}
+	r.reads++
+	defer func() {
+		for _, p := range r.parts {
+			if p.pos != p.published {
+				p.publish()
+			}
+		}
+	}()
+	if len(r.parts) == 1 {
+		return r.consumeOne(r.parts[0], fn)
+	}
+
+	heads, times := r.heads, r.times
+	load := func(i int) (bool, error) {
+		p := r.parts[i]
+		rec, busy := p.head()
+		if busy {
+			if rec, busy = p.waitBusy(); busy {
+				return false, nil
+			}
+		}
+		heads[i] = rec
+		if rec != nil {
+			times[i] = recordTime(rec)
+		}
+		return true, nil
+	}
+	for i := range r.parts {
+		if ok, err := load(i); !ok || err != nil {
+			return false, err
+		}
+	}
+	for {
+		best := -1
+		for i, h := range heads {
+			if h != nil && (best < 0 || times[i] < times[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return true, nil
+		}
+		rec := heads[best]
+		if err := fn(rec); err != nil {
+			r.parts[best].advance(uint64(len(rec)))
+			return false, err
+		}
+		r.parts[best].advance(uint64(len(rec)))
+		if ok, err := load(best); !ok || err != nil {
+			return false, err
+		}
+	}
+}
+
+// consumeOne is consume for a single ring: no merging.
+func (r *Ring) consumeOne(p *ringPart, fn func(raw []byte) error) (bool, error) {
+	for {
+		rec, busy := p.head()
+		if busy {
+			if rec, busy = p.waitBusy(); busy {
+				return false, nil
+			}
+		}
+		if rec == nil {
+			return true, nil
+		}
+		err := fn(rec)
+		p.advance(uint64(len(rec)))
 		if err != nil {
-			return err
-		}
-		if n == 0 {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("bpf: ring record at %d stayed busy for 1s", r.readPos)
-			}
-			runtime.Gosched()
+			return false, err
 		}
 	}
-	return nil
 }
 
-// Drain passes the ring's records to fn, in order, until interval has
-// passed since it was called (DrainInterval if 0: it returns nil), Flush
-// was called (ErrRingFlushed) or the ring was closed (ErrRingClosed). In
-// between it sleeps until the kernel wakes it (see Options.WakeupBytes) or a
-// few milliseconds, whichever is first, so samples submitted without a
-// wake-up are read promptly too. After a Flush it returns only once every
-// record submitted before the Flush call was passed to fn. raw is valid only
-// during the call to fn. Drain returns the first error from fn.
+// waitBusy waits up to busyWait for the head record to be complete.
+func (p *ringPart) waitBusy() (rec []byte, busy bool) {
+	deadline := time.Now().Add(busyWait)
+	for {
+		runtime.Gosched()
+		if rec, busy = p.head(); !busy || time.Now().After(deadline) {
+			return rec, busy
+		}
+	}
+}
+
+// Drain passes the rings' records to fn until interval has passed since it
+// was called (DrainInterval if 0: it returns nil), Flush was called
+// (ErrRingFlushed) or the ring was closed (ErrRingClosed). In between it
+// sleeps until the kernel wakes it (see Options.WakeupBytes), Flush is
+// called, or the interval ends, so samples submitted without a wake-up are
+// read within the interval. After a Flush it returns only once every record
+// submitted before the Flush call was passed to fn. raw is valid only during
+// the call to fn. Drain returns the first error from fn.
 func (r *Ring) Drain(interval time.Duration, fn func(raw []byte) error) error {
 	if interval <= 0 {
 		interval = DrainInterval
@@ -205,10 +327,7 @@ func (r *Ring) Drain(interval time.Duration, fn func(raw []byte) error) error {
 		if r.flushReq.Swap(false) {
 			var buf [8]byte
 			unix.Read(r.wake, buf[:]) // reset the eventfd; EAGAIN if already read
-			if err := r.consumeTo(atomic.LoadUint64(r.prodPos), fn); err != nil {
-				return err
-			}
-			return ErrRingFlushed
+			return r.consumeAll(fn)
 		}
 		if _, err := r.consume(fn); err != nil {
 			return err
@@ -217,15 +336,52 @@ func (r *Ring) Drain(interval time.Duration, fn func(raw []byte) error) error {
 		if wait <= 0 {
 			return nil
 		}
+		if r.pending() {
+			continue // producers wrote more during the pass
+		}
 		ms := int((wait + time.Millisecond - 1) / time.Millisecond)
-		if _, err := unix.EpollWait(r.epfd, r.events[:], ms); err != nil && !errors.Is(err, unix.EINTR) {
+		if _, err := unix.EpollWait(r.epfd, r.events, ms); err != nil && !errors.Is(err, unix.EINTR) {
 			return fmt.Errorf("bpf: epoll_wait: %w", err)
 		}
 	}
 }
 
+// pending reports whether a ring has records past what Drain has read.
+func (r *Ring) pending() bool {
+	for _, p := range r.parts {
+		if atomic.LoadUint64(p.prodPos) != p.pos {
+			return true
+		}
+	}
+	return false
+}
+
+// consumeAll reads every record reserved before it was called.
+func (r *Ring) consumeAll(fn func(raw []byte) error) error {
+	target := make([]uint64, len(r.parts))
+	for i, p := range r.parts {
+		target[i] = atomic.LoadUint64(p.prodPos)
+	}
+	deadline := time.Now().Add(time.Second)
+	for {
+		done := true
+		for i, p := range r.parts {
+			done = done && int64(target[i]-p.pos) <= 0
+		}
+		if done {
+			return ErrRingFlushed
+		}
+		if time.Now().After(deadline) {
+			return errors.New("bpf: a ring record stayed busy for 1s")
+		}
+		if _, err := r.consume(fn); err != nil {
+			return err
+		}
+	}
+}
+
 // Flush makes the running (or next) Drain read every record submitted so far
-// and return.
+// and return ErrRingFlushed.
 func (r *Ring) Flush() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -240,7 +396,7 @@ func (r *Ring) Flush() error {
 	return nil
 }
 
-// Close unmaps the ring; a running Drain returns ErrRingClosed and the
+// Close unmaps the rings; a running Drain returns ErrRingClosed and the
 // mappings go once it has. Unread records are lost.
 func (r *Ring) Close() error {
 	r.mu.Lock()
@@ -265,11 +421,14 @@ func (r *Ring) release() error {
 			*fd = -1
 		}
 	}
-	for _, m := range []*[]byte{&r.cons, &r.prodData} {
-		if *m != nil {
-			errs = append(errs, unix.Munmap(*m))
-			*m = nil
+	for _, p := range r.parts {
+		for _, m := range []*[]byte{&p.cons, &p.prodData} {
+			if *m != nil {
+				errs = append(errs, unix.Munmap(*m))
+				*m = nil
+			}
 		}
 	}
+	r.parts = nil
 	return errors.Join(errs...)
 }

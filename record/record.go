@@ -45,7 +45,7 @@ type Options struct {
 	Command []string
 	// Duration bounds the recording; 0 means until stopped.
 	Duration time.Duration
-	// RingSize is the ring buffer size in bytes (0: bpf.DefaultRingSize).
+	// RingSize is the size of each CPU's ring buffer in bytes (0: bpf.DefaultRingSize()).
 	RingSize uint32
 	// Compression of the capture (zstd, lz4 or none; "" is zstd).
 	Compression format.Compression
@@ -232,7 +232,7 @@ func (r *recorder) setup() error {
 	}
 	ring := o.RingSize
 	if ring == 0 {
-		ring = bpf.DefaultRingSize
+		ring = bpf.DefaultRingSize()
 	}
 	if page := uint32(os.Getpagesize()); ring&(ring-1) != 0 || ring%page != 0 {
 		return usagef("ring buffer size %d is not a power of two multiple of the page size (%d)", ring, page)
@@ -323,7 +323,7 @@ func (r *recorder) setup() error {
 		ThreadBases: threadBases}); err != nil {
 		return err
 	}
-	if r.rd, err = bpf.NewRing(r.objs.Events); err != nil {
+	if r.rd, err = bpf.NewRing(r.objs.RingMaps...); err != nil {
 		return fmt.Errorf("ring buffer reader: %w", err)
 	}
 	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes, r.objs.ForgetComms)
@@ -340,7 +340,7 @@ func (r *recorder) meta(ring uint32) *format.Meta {
 		Tool:        strings.TrimSpace("bpftape " + o.Version),
 		CommandLine: o.CommandLine,
 		Extra: map[string]string{
-			"ring_size":    strconv.FormatUint(uint64(ring), 10),
+			"ring_size":    strconv.FormatUint(uint64(ring), 10), // per CPU
 			"wakeup_bytes": strconv.FormatUint(uint64(ring)/4, 10),
 		},
 	}

@@ -101,7 +101,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	pid := fs.Int("p", 0, "record only process `PID` (tracepoints filtered by it, uprobes attached to it); stop when it exits")
 	command := fs.String("c", "", "run `'CMD ARGS'` with the probes attached from its first instruction, record until it exits, exit with its status")
 	duration := fs.String("d", "", "stop after `DURATION` (10s, 1m30s, or seconds)")
-	ringSize := fs.String("ringbuf-size", "4M", "ring buffer size in `BYTES` (a power of two, at least a page; K, M, G suffixes)")
+	ringSize := fs.String("ringbuf-size", "", "size of each CPU's ring buffer in `BYTES` (a power of two, at least a page; K, M, G suffixes;\n"+
+		"default: 8M split over the CPUs, 256K to 4M each)")
 	compress := fs.String("compress", "zstd", "batch compression: zstd, lz4 or none")
 	ready := fs.String("ready-file", "", "write `PATH` once every probe is attached (for scripts and tests)")
 	var debugDirs stringList
@@ -133,11 +134,13 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	if opts.MaxSize, err = parseMaxSize(*maxSize); err != nil {
 		return fail(stderr, "record", fmt.Errorf("--max-size: %w: %w", err, errUsage))
 	}
-	size, err := parseSize(*ringSize)
-	if err != nil {
-		return fail(stderr, "record", fmt.Errorf("--ringbuf-size: %w: %w", err, errUsage))
+	if *ringSize != "" {
+		size, err := parseSize(*ringSize)
+		if err != nil {
+			return fail(stderr, "record", fmt.Errorf("--ringbuf-size: %w: %w", err, errUsage))
+		}
+		opts.RingSize = size
 	}
-	opts.RingSize = size
 	if *command != "" {
 		if opts.Command, err = record.SplitCommand(*command); err != nil {
 			return fail(stderr, "record", fmt.Errorf("-c: %w: %w", err, errUsage))

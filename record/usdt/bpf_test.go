@@ -88,7 +88,7 @@ func recordBPF(t *testing.T, flags []string) {
 		}
 	}
 
-	rd, err := bpf.NewRing(objs.Events)
+	rd, err := bpf.NewRing(objs.RingMaps...)
 	if err != nil {
 		t.Fatal(err)
 	}

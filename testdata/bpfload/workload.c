@@ -11,6 +11,10 @@
  *                        then opens files, sets its oom_score_adj, renames
  *                        itself and execs /bin/true
  *   workload burst N     calls work() N times, then prints "burst N <ns>"
+ *   workload hop N       two threads call work(T, I, 0) N times each (T the
+ *                        thread's number, I counting up); thread 0 moves
+ *                        to the next CPU every 50 calls, thread 1 stays on
+ *                        the last CPU; prints "hop N <cpus>"
  *
  * The probed functions are noipa (no inlining, cloning or constant
  * propagation) and, built as above, start with push %rbp, which uprobes
@@ -18,6 +22,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -173,6 +179,46 @@ static void mode_burst(long n)
 	    (long)((t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec)), sum);
 }
 
+static long hop_n;
+static int hop_cpus;
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		exit(8);
+}
+
+static void *hop_thread(void *arg)
+{
+	long t = (long)arg;
+
+	if (t == 1)
+		pin(hop_cpus - 1);
+	for (long i = 0; i < hop_n; i++) {
+		if (t == 0 && i % 50 == 0)
+			pin((int)(i / 50) % hop_cpus);
+		work(t, i, 0);
+	}
+	return NULL;
+}
+
+static void mode_hop(long n)
+{
+	pthread_t th;
+
+	hop_n = n;
+	hop_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (pthread_create(&th, NULL, hop_thread, (void *)1L) != 0)
+		exit(9);
+	hop_thread((void *)0L);
+	pthread_join(th, NULL);
+	out("hop %ld %d\n", n, hop_cpus);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -182,6 +228,8 @@ int main(int argc, char **argv)
 		mode_args();
 	else if (!strcmp(argv[1], "burst") && argc == 3)
 		mode_burst(atol(argv[2]));
+	else if (!strcmp(argv[1], "hop") && argc == 3)
+		mode_hop(atol(argv[2]));
 	else
 		return 1;
 	return 0;

@@ -7,12 +7,16 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/apache/arrow/go/v15/arrow"
+
 	"github.com/bpftape/bpftape/format/arrowipc"
 )
 
 // Switch finishes the current file — its queued batches, the footer, and a
 // sync and close of the file Create opened or out was — and continues the
-// capture in out, a new file with the same schema and metadata. Stats keep
+// capture in out, a new file with the same schema and with the metadata as
+// Meta() holds it now (a recorder rotating its output gives each file its
+// own start times). Stats keep
 // counting, except Bytes, which restarts with the new file. A recorder
 // rotates its output so; like Append, it is called by the appending goroutine.
 func (w *Writer) Switch(out io.Writer) (err error) {
@@ -45,6 +49,12 @@ func (w *Writer) Switch(out io.Writer) (err error) {
 		w.file = c
 	}
 	w.out = newPosWriter(out)
+	js, err := w.meta.encode()
+	if err != nil {
+		return err
+	}
+	md := arrow.NewMetadata([]string{MetadataKey}, []string{js})
+	w.schema = arrow.NewSchema(w.schema.Fields(), &md)
 	codec := arrowipc.None
 	switch w.opts.Compression {
 	case Zstd:

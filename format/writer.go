@@ -137,6 +137,7 @@ type Writer struct {
 
 	lastComm []byte // raw comm of the previous event, for Append's cache
 	events   uint64 // events appended, published in Stats.Events
+	lastTime int64  // time of the last event appended
 
 	file   io.Closer
 	out    *posWriter
@@ -281,7 +282,13 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 }
 
 // Meta returns the capture's metadata, with field columns filled in.
+// Switch writes it as it is then: a caller may change its start times and
+// Extra (not its probes) for the next file.
 func (w *Writer) Meta() *Meta { return w.meta }
+
+// LastTime is the time of the last event appended (not of a loss record),
+// 0 before the first.
+func (w *Writer) LastTime() int64 { return w.lastTime }
 
 // Append adds one event. It returns an error only when a batch had to be
 // written and writing failed (or an earlier write had failed).
@@ -333,6 +340,7 @@ func (w *Writer) Append(e *Event) error {
 	}
 	b.strLen += len(comm)
 	b.n++
+	w.lastTime = e.Time
 	if w.events++; w.events&1023 == 0 {
 		w.Stats.Events.Store(w.events)
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bpftape/bpftape/format"
 )
@@ -36,6 +38,7 @@ type sizeLimit struct {
 	force bool
 	seq   int      // number of the current part
 	parts []string // kept parts, oldest first
+	first string   // wall-clock start of the capture (of part 1), RFC 3339
 }
 
 // sizeOptions checks MaxSize and Rotate and, when rotating, makes Output
@@ -69,8 +72,48 @@ func newSizeLimit(w *format.Writer, o *Options, base string) *sizeLimit {
 	l := &sizeLimit{w: w, max: o.MaxSize, keep: o.Rotate, base: base, force: o.Force}
 	if o.Rotate > 0 {
 		l.seq, l.parts = 1, []string{o.Output}
+		l.first = w.Meta().StartWall.Format(time.RFC3339Nano)
 	}
 	return l
+}
+
+// Extra keys of a rotated capture's parts after the first (part 1 is an
+// ordinary capture, started with the recording).
+const (
+	ExtraPart         = "rotate.part"          // the part's number, from 1
+	ExtraPrevious     = "rotate.previous"      // the file name of the part before
+	ExtraCaptureStart = "rotate.capture_start" // wall-clock start of part 1, RFC 3339
+	ExtraMaxSize      = "rotate.max_size"      // --max-size in bytes
+	ExtraKeep         = "rotate.keep"          // --rotate: parts kept
+)
+
+// partMeta makes the metadata of w describe part seq: its own start times,
+// so that its relative times, --from and --to and its duration are its
+// own, and where it stands in the ring. The part starts where the one
+// before ended, at its last event (the events still in the ring buffer at
+// the switch, which go to the new part, came after it), or now if there
+// was none; the start wall-clock time is read with the boot time, as for
+// part 1. format.Writer.Switch writes the metadata as it is at the switch.
+func (l *sizeLimit) partMeta(seq int) {
+	m := l.w.Meta()
+	b1 := bootNow()
+	wall := time.Now()
+	b2 := bootNow()
+	now := b1 + (b2-b1)/2
+	start := now
+	if last := l.w.LastTime(); last > 0 && last < now {
+		start = last
+	}
+	m.StartBoot = start
+	m.StartWall = wall.Add(-time.Duration(now - start))
+	if m.Extra == nil {
+		m.Extra = map[string]string{}
+	}
+	m.Extra[ExtraPart] = strconv.Itoa(seq)
+	m.Extra[ExtraPrevious] = filepath.Base(PartName(l.base, seq-1))
+	m.Extra[ExtraCaptureStart] = l.first
+	m.Extra[ExtraMaxSize] = strconv.FormatInt(l.max, 10)
+	m.Extra[ExtraKeep] = strconv.Itoa(l.keep)
 }
 
 // summarize reports the parts of a rotated recording in s.
@@ -102,6 +145,7 @@ func (l *sizeLimit) check() error {
 	if err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
+	l.partMeta(l.seq)
 	if err := l.w.Switch(f); err != nil {
 		return fmt.Errorf("rotate to %s: %w", name, err)
 	}

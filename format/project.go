@@ -41,9 +41,9 @@ var ErrNoProjection = errors.New("capture cannot be read by projection")
 // Results are those of Next: a column's validity is consulted only when its
 // field node counts nulls, as Arrow does.
 type Projection struct {
-	r     *Reader
-	ft    *footer
-	types []Type // per column: its integer type, TypeInvalid for others
+	r      *Reader
+	blocks *blockIndex
+	types  []Type // per column: its integer type, TypeInvalid for others
 
 	next int
 	err  error
@@ -86,25 +86,157 @@ type bufSlot struct {
 }
 
 // Project returns a projected reader of the capture's batches. It returns
-// ErrNoProjection for a recovered (footerless) capture and after Next has
-// been called; the Reader must stay open while the Projection is used.
-// Every call returns a new Projection, with its own buffers and decoder.
+// ErrNoProjection after Next has been called, and for a footerless capture
+// whose stream is anything but the schema, one dictionary and whole record
+// batches up to where it was cut (Next reads those as Arrow's stream reader
+// does); for one that is, Projection.RecoverErr says where it was cut, as
+// Reader.RecoverErr would after Next. The Reader must stay open while the Projection is used. Every call
+// returns a new Projection, with its own buffers and decoder.
 func (r *Reader) Project() (*Projection, error) {
-	if r.fr == nil || r.foot == nil || r.next > 0 {
+	if r.next > 0 {
 		return nil, ErrNoProjection
 	}
-	fields := r.Schema.Fields()
-	if len(fields) != len(r.foot.lay) {
-		return nil, corruptf("schema of %d columns, footer layout of %d", len(fields), len(r.foot.lay))
+	if r.blocks == nil {
+		switch {
+		case r.fr != nil && r.foot != nil:
+			r.blocks = &blockIndex{ft: r.foot, lay: r.foot.lay, end: r.foot.end, nrec: r.foot.nrec}
+		case r.Recovered:
+			b := walkStream(r.f, r.Size)
+			if b == nil {
+				return nil, ErrNoProjection
+			}
+			r.blocks = b
+		default:
+			return nil, ErrNoProjection
+		}
 	}
-	p := &Projection{r: r, ft: r.foot, types: make([]Type, len(fields)), cols: make([]projCol, len(fields))}
+	lay := r.blocks.lay
+	fields := r.Schema.Fields()
+	if len(fields) != len(lay) {
+		return nil, corruptf("schema of %d columns, layout of %d", len(fields), len(lay))
+	}
+	p := &Projection{r: r, blocks: r.blocks, types: make([]Type, len(fields)), cols: make([]projCol, len(fields))}
 	for i, f := range fields {
 		p.types[i] = intType(f.Type)
-		if p.types[i] != TypeInvalid && r.foot.lay[i] != kindInt {
-			return nil, corruptf("column %s: integer type, layout %q", f.Name, r.foot.lay[i])
+		if p.types[i] != TypeInvalid && lay[i] != kindInt {
+			return nil, corruptf("column %s: integer type, layout %q", f.Name, lay[i])
 		}
 	}
 	return p, nil
+}
+
+// blockIndex says where the dictionary and record batch messages of a
+// capture are: in its footer, or, for a footerless one, found by walkStream.
+type blockIndex struct {
+	ft          *footer
+	recs, dicts []blockRef // without a footer
+	nrec        int
+	lay         layout
+	end         int64 // where messages must end
+	recoverErr  error // where a footerless file was cut
+}
+
+// blockRef is a message: its offset, its length up to its body (prefix,
+// metadata and padding) and its body length, as a footer Block has them.
+type blockRef struct{ off, ml, body int64 }
+
+func (b *blockIndex) rec(i int) blockRef {
+	if b.ft == nil {
+		return b.recs[i]
+	}
+	return footerBlock(b.ft.buf, b.ft.recStart+24*i)
+}
+
+func (b *blockIndex) dictionaries() ([]blockRef, error) {
+	if b.ft == nil {
+		return b.dicts, nil
+	}
+	t, err := fbRoot(b.ft.buf)
+	if err != nil {
+		return nil, err
+	}
+	start, n, err := t.vector(2, 24)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]blockRef, n)
+	for k := range refs {
+		refs[k] = footerBlock(b.ft.buf, start+24*k)
+	}
+	return refs, nil
+}
+
+// footerBlock reads a Block (offset:long, metaDataLength:int, pad,
+// bodyLength:long) at p of a checked footer.
+func footerBlock(buf []byte, p int) blockRef {
+	return blockRef{i64At(buf, p), int64(int32(binary.LittleEndian.Uint32(buf[p+8:]))), i64At(buf, p+16)}
+}
+
+// walkStream finds the messages of a footerless capture as Next, through
+// Arrow's stream reader behind guard, reads them — each checked by
+// checkStreamMessage — the schema, the dictionary, then record batches, up
+// to the first message the file does not hold whole or an end-of-stream
+// marker. It returns nil for any other stream (a message out of order or
+// failing a check, a block a footer could not list), which Next reads as it
+// does.
+// Its recoverErr is what Next sets RecoverErr to where the stream is cut.
+func walkStream(ra io.ReaderAt, size int64) *blockIndex {
+	b := &blockIndex{end: size}
+	pos, good := int64(8), int64(8) // good: the end of the last record batch
+	var lay layout
+	var meta []byte
+	for {
+		end, err := checkStreamMessage(ra, size, pos, &lay, nil)
+		if err == errTruncated {
+			break
+		}
+		if err != nil {
+			return nil
+		}
+		var pre [8]byte
+		if _, err := ra.ReadAt(pre[:], pos); err != nil {
+			return nil
+		}
+		ml := int64(binary.LittleEndian.Uint32(pre[4:]))
+		if binary.LittleEndian.Uint32(pre[:]) != contToken || ml == 0 {
+			break // an end-of-stream marker, where Arrow's reader stops
+		}
+		meta = grow(meta, int(ml))[:ml]
+		if _, err := ra.ReadAt(meta, pos+8); err != nil {
+			return nil
+		}
+		_, typ, bodyLen, err := parseMessage(meta)
+		if err != nil {
+			return nil
+		}
+		ref := blockRef{pos, 8 + ml, bodyLen}
+		if ref.ml&7 != 0 || ref.body&7 != 0 || end != pos+ref.ml+bodyLen {
+			return nil
+		}
+		switch {
+		case typ == hdrSchema && b.lay == nil:
+			if bytes.IndexByte(lay, kindDict) < 0 {
+				return nil // a capture has its probe dictionary
+			}
+			b.lay = lay
+		case typ == hdrDictionary && b.lay != nil && len(b.dicts) == 0:
+			b.dicts = append(b.dicts, ref)
+		case typ == hdrRecord && len(b.dicts) == 1:
+			b.recs = append(b.recs, ref)
+			good = end
+		default:
+			return nil
+		}
+		pos = end
+	}
+	if b.lay == nil {
+		return nil
+	}
+	b.nrec = len(b.recs)
+	if tail := size - good; tail > 0 {
+		b.recoverErr = fmt.Errorf("incomplete batch: %d bytes at offset %d", tail, good)
+	}
+	return b
 }
 
 func intType(dt arrow.DataType) Type {
@@ -127,14 +259,23 @@ func (p *Projection) Close() {
 // Next reads the metadata of the next batch; it returns false at the end or
 // on error (see Err).
 func (p *Projection) Next() bool {
-	if p.next >= p.ft.nrec {
+	if p.next >= p.blocks.nrec {
 		return false
 	}
 	return p.Read(p.next)
 }
 
-// NumBatches is the number of batches the footer lists.
-func (p *Projection) NumBatches() int { return p.ft.nrec }
+// NumBatches is the number of batches the footer lists, or, without a
+// footer, the number of complete batches.
+func (p *Projection) NumBatches() int { return p.blocks.nrec }
+
+// Recovered reports whether the capture has no footer; RecoverErr then says
+// where its stream was cut (nil at a batch boundary), as Reader.RecoverErr
+// does after Next.
+func (p *Projection) Recovered() bool { return p.blocks.ft == nil }
+
+// RecoverErr: see Recovered.
+func (p *Projection) RecoverErr() error { return p.blocks.recoverErr }
 
 // Read reads the metadata of batch i, so that batches can be read out of
 // order (several Projections of one Reader may read different batches at
@@ -144,7 +285,7 @@ func (p *Projection) Read(i int) (ok bool) {
 	if p.err != nil {
 		return false
 	}
-	if i < 0 || i >= p.ft.nrec {
+	if i < 0 || i >= p.blocks.nrec {
 		p.err = fmt.Errorf("no batch %d", i)
 		return false
 	}
@@ -184,20 +325,17 @@ func (p *Projection) Nulls(ci int) int {
 	return int(i64At(p.cur.msg, p.cur.nodeStart+16*ci+8))
 }
 
-// readBlock reads and parses the message of the footer block at pos, which
-// must be of type want, into p.meta; it returns the message header.
-func (p *Projection) readBlock(pos int, want int) (fbTable, int64, int64, error) {
-	ft := p.ft
-	off := i64At(ft.buf, pos)
-	ml := int64(int32(binary.LittleEndian.Uint32(ft.buf[pos+8:])))
-	bodyLen := i64At(ft.buf, pos+16)
+// readBlock reads and parses the message of block b, which must be of type
+// want, into p.meta; it returns the message header and where its body is.
+func (p *Projection) readBlock(b blockRef, want int) (fbTable, int64, int64, error) {
+	off, ml, bodyLen, end := b.off, b.ml, b.body, p.blocks.end
 	switch {
 	case ml > MaxMessageMeta+8:
 		return fbTable{}, 0, 0, limitErr("a block's metadata", ml, MaxMessageMeta)
 	case bodyLen > MaxBatchBytes:
 		return fbTable{}, 0, 0, limitErr("a block's body", bodyLen, MaxBatchBytes)
-	case off < 8 || ml < 8 || bodyLen < 0 || off&7 != 0 || ml&7 != 0 || bodyLen&7 != 0 || off+ml+bodyLen > ft.end:
-		return fbTable{}, 0, 0, corruptf("block at %d+%d+%d outside the %d bytes before the footer", off, ml, bodyLen, ft.end)
+	case off < 8 || ml < 8 || bodyLen < 0 || off&7 != 0 || ml&7 != 0 || bodyLen&7 != 0 || off+ml+bodyLen > end:
+		return fbTable{}, 0, 0, corruptf("block at %d+%d+%d outside the %d bytes before the footer", off, ml, bodyLen, end)
 	}
 	p.meta = grow(p.meta, int(ml))
 	meta := p.meta[:ml]
@@ -219,11 +357,11 @@ func (p *Projection) readBlock(pos int, want int) (fbTable, int64, int64, error)
 }
 
 func (p *Projection) readBatch(i int) error {
-	hdr, body, bodyLen, err := p.readBlock(p.ft.recStart+24*i, hdrRecord)
+	hdr, body, bodyLen, err := p.readBlock(p.blocks.rec(i), hdrRecord)
 	if err != nil {
 		return err
 	}
-	return p.parseBatch(hdr, body, bodyLen, p.ft.lay, true)
+	return p.parseBatch(hdr, body, bodyLen, p.blocks.lay, true)
 }
 
 // parseBatch checks a RecordBatch table against its layout and body as
@@ -442,16 +580,16 @@ func grow(b []byte, n int) []byte {
 // checkDictionaries checks that every dictionary batch of the footer holds
 // the probe names of the metadata, as Next checks the dictionary Arrow loads.
 func (p *Projection) checkDictionaries() error {
-	dstart, nd, err := p.ft.buf2dicts()
+	dicts, err := p.blocks.dictionaries()
 	if err != nil {
 		return err
 	}
-	if nd == 0 {
+	if len(dicts) == 0 {
 		return corruptf("no probe dictionary")
 	}
 	probes := p.r.Meta.Probes
-	for k := 0; k < nd; k++ {
-		hdr, body, bodyLen, err := p.readBlock(dstart+24*k, hdrDictionary)
+	for k, d := range dicts {
+		hdr, body, bodyLen, err := p.readBlock(d, hdrDictionary)
 		if err != nil {
 			return fmt.Errorf("dictionary %d: %w", k, err)
 		}
@@ -486,15 +624,6 @@ func (p *Projection) checkDictionaries() error {
 		}
 	}
 	return nil
-}
-
-// buf2dicts returns the footer's dictionary blocks (checked by checkFooter).
-func (ft *footer) buf2dicts() (start, n int, err error) {
-	t, err := fbRoot(ft.buf)
-	if err != nil {
-		return 0, 0, err
-	}
-	return t.vector(2, 24)
 }
 
 // Probe returns the probe indices of the current batch, each checked to be

@@ -201,10 +201,47 @@ func TestProjectionSameAsNext(t *testing.T) {
 	if n, err := readProjected(empty, nil); n > 1 || err != nil {
 		t.Errorf("empty capture: %d batches, %v", n, err)
 	}
+	// A footerless capture is read up to its cut, as Next reads it; one
+	// whose stream is out of order is left to Next.
+	full := writeCapture(t, Zstd, 100, 10)
 	footerless := filepath.Join(dir, "footerless")
-	os.WriteFile(footerless, streamPart(writeCapture(t, Zstd, 100, 10)), 0o600)
-	if _, err := readProjected(footerless, nil); !errors.Is(err, ErrNoProjection) {
-		t.Errorf("footerless capture: %v, want ErrNoProjection", err)
+	stream := streamPart(full)
+	for _, cut := range []int{len(stream), len(stream) - 8, len(stream) - 100, len(stream) / 2} {
+		os.WriteFile(footerless, stream[:cut], 0o600)
+		r, err := Open(footerless)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := 0
+		for r.Next() {
+			rows += r.Batch().Len
+		}
+		batches, cutErr := r.Batches(), fmt.Sprint(r.RecoverErr)
+		r.Close()
+		r, _ = Open(footerless)
+		p, err := r.Project()
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		prows := 0
+		for p.Next() {
+			prows += p.Len()
+		}
+		if p.Err() != nil || prows != rows || p.NumBatches() != batches || fmt.Sprint(p.RecoverErr()) != cutErr || !p.Recovered() {
+			t.Errorf("cut at %d: projection read %d rows of %d batches, cut %v (%v); Next: %d rows of %d batches, cut %s",
+				cut, prows, p.NumBatches(), p.RecoverErr(), p.Err(), rows, batches, cutErr)
+		}
+		r.Close()
+	}
+	msgs := walkMessages(t, full)
+	swapped := bytes.Clone(stream[:msgs[1].off])
+	swapped = append(swapped, stream[msgs[2].off:msgs[3].off]...) // a record batch before the dictionary
+	os.WriteFile(footerless, swapped, 0o600)
+	if r, err := Open(footerless); err == nil {
+		if _, err := r.Project(); !errors.Is(err, ErrNoProjection) {
+			t.Errorf("stream without its dictionary: %v, want ErrNoProjection", err)
+		}
+		r.Close()
 	}
 	r, err := Open(filepath.Join(dir, "zstd-7"))
 	if err != nil {

@@ -42,6 +42,8 @@ type Reader struct {
 	foot   *footer // the checked footer, when reading one
 	guard  *guard  // checks and counts what the stream reader consumes, when recovering
 	good   int64   // end of the last complete batch read, when recovering
+
+	blocks *blockIndex // where Project reads batches, once it was called
 }
 
 // Open opens a capture for reading.

@@ -162,10 +162,21 @@ func Hist(c *Capture, o HistOptions, out io.Writer) error {
 	// just those, straight from the file.
 	if len(o.Filter.Comms) == 0 && o.By != "comm" && (byRef == nil || byRef.IsInt()) {
 		if p := c.project(); p != nil {
-			if err := c.histProjected(p, &o, &ref, byRef, groups, all); err != nil {
+			err := c.histProjected(p, &o, &ref, byRef, groups, all)
+			if err == nil {
+				return printHist(out, &o, groups.entries(), o.By != "")
+			}
+			if !c.R.Recovered {
 				return err
 			}
-			return printHist(out, &o, groups.entries(), o.By != "")
+			// Where a damaged footerless capture stops is Next's to say
+			// (Arrow's stream reader ends it at a batch it cannot decode).
+			c.projected, c.Events, c.Losses = false, 0, Losses{}
+			groups = newKeyed(&o)
+			all = nil
+			if o.By == "" {
+				all = groups.int(0)
+			}
 		}
 	}
 	err = c.Scan(&o.Filter, func(b *format.Batch, i int) {

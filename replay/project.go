@@ -62,6 +62,7 @@ func (a *accum) addN(v int64, n uint64, o *HistOptions, stats bool) {
 // exactly what one pass would. A capture that fails to read is read again
 // in one pass, which stops where Scan stops, with Scan's error and tallies.
 func (c *Capture) histProjected(p *format.Projection, o *HistOptions, ref, byRef *Ref, groups *keyed, all *accum) error {
+	c.projected, c.projBatches, c.projRecoverErr = true, p.NumBatches(), p.RecoverErr()
 	workers := c.workers
 	if workers == 0 {
 		workers = min(runtime.GOMAXPROCS(0), maxHistWorkers)

@@ -125,6 +125,11 @@ type Capture struct {
 
 	noProject bool // read with Scan even where a projection would do
 	workers   int  // goroutines of a projected read; 0: one per CPU
+	// projected is set when an analysis read the capture by projection
+	// (whose Reader then read no batch), with what it found of a footerless one.
+	projected      bool
+	projBatches    int
+	projRecoverErr error
 }
 
 // Open opens a capture for analysis.
@@ -145,9 +150,13 @@ func (c *Capture) Close() error { return c.R.Close() }
 // Notes prints what the reader of an analysis must know: losses and recovery.
 func (c *Capture) Notes(w io.Writer) {
 	if c.R.Recovered {
-		fmt.Fprintf(w, "NOTE: %s has no footer (was the recorder killed?): read its %d complete batches", c.Name, c.R.Batches())
-		if c.R.RecoverErr != nil {
-			fmt.Fprintf(w, ", dropped the %v", c.R.RecoverErr)
+		batches, cut := c.R.Batches(), c.R.RecoverErr
+		if c.projected {
+			batches, cut = c.projBatches, c.projRecoverErr
+		}
+		fmt.Fprintf(w, "NOTE: %s has no footer (was the recorder killed?): read its %d complete batches", c.Name, batches)
+		if cut != nil {
+			fmt.Fprintf(w, ", dropped the %v", cut)
 		}
 		fmt.Fprintf(w, "; 'bpftape repair' writes a standard file.\n")
 	}

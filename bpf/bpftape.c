@@ -161,10 +161,14 @@ struct comm_record {
 	char comm[16];
 };
 
-/* Per CPU: the task whose comm was last recorded, and at which comm_gen. */
-struct comm_seen {
+/*
+ * Per CPU: the task whose comm was last recorded and at which comm_gen, and
+ * the bytes submitted to the CPU's ring since the last forced wake-up.
+ */
+struct cpu_state {
 	__u64 task;
 	__u64 gen;
+	__u64 unwoken;
 };
 
 #define HDR_SIZE __builtin_offsetof(struct sample, args)
@@ -236,8 +240,8 @@ struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct comm_seen);
-} comm_seen SEC(".maps");
+	__type(value, struct cpu_state);
+} cpu_state SEC(".maps");
 
 /*
  * Bumped whenever a comm may have changed (a rename or exec, a new task that
@@ -254,10 +258,13 @@ struct {
 /*
  * Wake-up policy. wakeup_bytes == 0: wake the reader on every event.
  * wakeup_bytes == ~0: let the kernel decide (flags 0: wake when the reader had
- * caught up). Otherwise wake only once at least wakeup_bytes are waiting; the
- * reader drains on a timer as well, so a quiet ring is still emptied.
+ * caught up). Otherwise wake it once wakeup_bytes were submitted to this
+ * CPU's ring since the last forced wake-up: at least as often as "wakeup_bytes
+ * are waiting", without asking the ring (bpf_ringbuf_query cost 3-5 ns per
+ * event); the reader drains on a timer as well, so a quiet ring is still
+ * emptied.
  */
-static __always_inline __u64 wakeup_flags(void *rb)
+static __always_inline __u64 wakeup_flags(struct cpu_state *st, __u32 size)
 {
 	__u64 thresh = wakeup_bytes;
 
@@ -265,8 +272,11 @@ static __always_inline __u64 wakeup_flags(void *rb)
 		return BPF_RB_FORCE_WAKEUP;
 	if (thresh == ~0ULL)
 		return 0;
-	if (bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= thresh)
+	st->unwoken += size;
+	if (st->unwoken >= thresh) {
+		st->unwoken = 0;
 		return BPF_RB_FORCE_WAKEUP;
+	}
 	return BPF_RB_NO_WAKEUP;
 }
 
@@ -574,16 +584,16 @@ static __always_inline void fill(void *ctx, const struct probe_spec *spec, struc
  * ring is full: the sample must then be dropped too, or user space would
  * attribute it to a stale comm.
  */
-static __always_inline int emit_comm(void *rb, __u64 now, __u64 pid_tgid, __u32 cpu)
+static __always_inline int emit_comm(void *rb, struct cpu_state *seen, __u64 now, __u64 pid_tgid,
+				     __u32 cpu)
 {
 	__u32 zero = 0;
-	struct comm_seen *seen = bpf_map_lookup_elem(&comm_seen, &zero);
 	__u64 *genp = bpf_map_lookup_elem(&comm_gen, &zero);
 	__u64 task = bpf_get_current_task();
 	struct comm_record *r;
 	__u64 gen;
 
-	if (!seen || !genp)
+	if (!genp)
 		return 0;
 	gen = *(volatile __u64 *)genp;
 	if (comm_cached && seen->task == task && seen->gen == gen)
@@ -601,6 +611,7 @@ static __always_inline int emit_comm(void *rb, __u64 now, __u64 pid_tgid, __u32 
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	/* The sample that follows decides the wake-up. */
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	seen->unwoken += sizeof(*r);
 	seen->task = task;
 	seen->gen = gen;
 	return 0;
@@ -612,7 +623,9 @@ static __always_inline int record(void *ctx, const int is_tp)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 key = (__u32)bpf_get_attach_cookie(ctx);
 	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 zero = 0, size;
 	const struct probe_spec *spec;
+	struct cpu_state *st;
 	struct sample *s;
 	__u64 *cnt;
 	void *rb;
@@ -623,41 +636,48 @@ static __always_inline int record(void *ctx, const int is_tp)
 	if (!spec)
 		return 0;
 	rb = bpf_map_lookup_elem(&rings, &cpu);
-	if (!rb || emit_comm(rb, now, pid_tgid, cpu))
+	st = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (!rb || !st || emit_comm(rb, st, now, pid_tgid, cpu))
 		goto lost;
 
 	switch (spec->size_class) {
 	case CLASS_ARGS0:
+		size = CLASS_SIZE(0);
 		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(0), 0);
 		if (!s)
 			goto lost;
 		fill(ctx, spec, s, now, pid_tgid, cpu, 0, 0, is_tp);
 		break;
 	case CLASS_ARGS1:
+		size = CLASS_SIZE(1);
 		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(1), 0);
 		if (!s)
 			goto lost;
 		fill(ctx, spec, s, now, pid_tgid, cpu, 1, 0, is_tp);
 		break;
 	case CLASS_ARGS2:
+		size = CLASS_SIZE(2);
 		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(2), 0);
 		if (!s)
 			goto lost;
 		fill(ctx, spec, s, now, pid_tgid, cpu, 2, 0, is_tp);
 		break;
 	case CLASS_ARGS6:
+		size = CLASS_SIZE(6);
 		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(6), 0);
 		if (!s)
 			goto lost;
 		fill(ctx, spec, s, now, pid_tgid, cpu, 6, 0, is_tp);
 		break;
 	case CLASS_ARGS12:
+		size = CLASS_SIZE(12);
 		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(12), 0);
 		if (!s)
 			goto lost;
 		fill(ctx, spec, s, now, pid_tgid, cpu, 12, 0, is_tp);
 		break;
 	case CLASS_ARGS12_STR4:
+		size = sizeof(struct sample);
 		s = bpf_ringbuf_reserve(rb, sizeof(struct sample), 0);
 		if (!s)
 			goto lost;
@@ -666,7 +686,7 @@ static __always_inline int record(void *ctx, const int is_tp)
 	default:
 		return 0;
 	}
-	bpf_ringbuf_submit(s, wakeup_flags(rb));
+	bpf_ringbuf_submit(s, wakeup_flags(st, size));
 	return 0;
 
 lost:

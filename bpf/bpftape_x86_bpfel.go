@@ -69,10 +69,11 @@ type bpftapeCommRecord struct {
 	Comm    [16]int8
 }
 
-type bpftapeCommSeen struct {
-	_    structs.HostLayout
-	Task uint64
-	Gen  uint64
+type bpftapeCpuState struct {
+	_       structs.HostLayout
+	Task    uint64
+	Gen     uint64
+	Unwoken uint64
 }
 
 type bpftapeProbeSpec struct {
@@ -103,7 +104,7 @@ type bpftapeSample struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	bpftapeMapCommGen           = "comm_gen"
-	bpftapeMapCommSeen          = "comm_seen"
+	bpftapeMapCpuState          = "cpu_state"
 	bpftapeMapLost              = "lost"
 	bpftapeMapProbeSpecs        = "probe_specs"
 	bpftapeMapRings             = "rings"
@@ -170,7 +171,7 @@ type bpftapeProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeMapSpecs struct {
 	CommGen    *ebpf.MapSpec `ebpf:"comm_gen"`
-	CommSeen   *ebpf.MapSpec `ebpf:"comm_seen"`
+	CpuState   *ebpf.MapSpec `ebpf:"cpu_state"`
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
 	ProbeSpecs *ebpf.MapSpec `ebpf:"probe_specs"`
 	Rings      *ebpf.MapSpec `ebpf:"rings"`
@@ -209,7 +210,7 @@ func (o *bpftapeObjects) Close() error {
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeMaps struct {
 	CommGen    *ebpf.Map `ebpf:"comm_gen"`
-	CommSeen   *ebpf.Map `ebpf:"comm_seen"`
+	CpuState   *ebpf.Map `ebpf:"cpu_state"`
 	Lost       *ebpf.Map `ebpf:"lost"`
 	ProbeSpecs *ebpf.Map `ebpf:"probe_specs"`
 	Rings      *ebpf.Map `ebpf:"rings"`
@@ -218,7 +219,7 @@ type bpftapeMaps struct {
 func (m *bpftapeMaps) Close() error {
 	return _BpftapeClose(
 		m.CommGen,
-		m.CommSeen,
+		m.CpuState,
 		m.Lost,
 		m.ProbeSpecs,
 		m.Rings,

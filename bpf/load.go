@@ -50,7 +50,8 @@ type Options struct {
 	FilterTgid uint32
 
 	// WakeupBytes is the wake-up policy. Samples are submitted without
-	// waking the reader until at least WakeupBytes are waiting in the ring,
+	// waking the reader until WakeupBytes were submitted to a CPU's ring
+	// since its last forced wake-up (so at least whenever that many wait),
 	// then with a forced wake-up, which saves most wake-ups under load; the
 	// reader polls every DrainInterval as well, so nothing waits longer
 	// than that. 0 wakes the reader on every sample; WakeupKernelDefault
@@ -87,9 +88,9 @@ type Objects struct {
 	// CommGen is the generation of the comms the CPUs have recorded; see
 	// ForgetComms.
 	CommGen *ebpf.Map `ebpf:"comm_gen"`
-	// CommSeen is, per CPU, the task and generation whose comm was last
-	// recorded.
-	CommSeen *ebpf.Map `ebpf:"comm_seen"`
+	// CPUState is, per CPU, the task and generation whose comm was last
+	// recorded, and the bytes submitted since the last forced wake-up.
+	CPUState *ebpf.Map `ebpf:"cpu_state"`
 
 	// CommEverySample is true when the comm tracepoints could not be
 	// attached: a comm record then precedes every sample.
@@ -110,7 +111,7 @@ func (o *Objects) Close() error {
 			errs = append(errs, c.Close())
 		}
 	}
-	for _, m := range append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.CommGen, o.CommSeen}, o.RingMaps...) {
+	for _, m := range append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.CommGen, o.CPUState}, o.RingMaps...) {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}

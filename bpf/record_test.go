@@ -418,16 +418,20 @@ func TestRingMerge(t *testing.T) {
 	next := map[int64]int64{} // by thread number: the next call expected
 	tids := map[int64]uint32{}
 	cpus := map[int64]map[uint16]bool{0: {}, 1: {}}
+	// A program preempted between reading the clock and reserving its
+	// record lands behind a later one, even in one ring: time order across
+	// threads holds only nearly; each thread's order holds exactly.
 	var last uint64
+	inversions := 0
 	for i, raw := range samples {
 		h, err := DecodeHeader(raw)
 		if err != nil {
 			t.Fatalf("record %d: %v", i, err)
 		}
 		if h.Time < last {
-			t.Fatalf("record %d: time %d before the previous record's %d", i, h.Time, last)
+			inversions++
 		}
-		last = h.Time
+		last = max(last, h.Time)
 		if h.Class == ClassComm {
 			continue
 		}
@@ -455,5 +459,8 @@ func TestRingMerge(t *testing.T) {
 	if n, err := objs.LostSamples(1); err != nil || n != 0 {
 		t.Errorf("lost %d, %v", n, err)
 	}
-	t.Logf("%d records; hopping thread on CPUs %v", len(samples), cpus[0])
+	if inversions > len(samples)/100 {
+		t.Errorf("%d of %d records before an earlier record's time", inversions, len(samples))
+	}
+	t.Logf("%d records, %d out of time order; hopping thread on CPUs %v", len(samples), inversions, cpus[0])
 }

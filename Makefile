@@ -62,7 +62,9 @@ FUZZ := format:FuzzOpen format:FuzzRepair record/usdt:FuzzRead record/usdt:FuzzP
 
 # fuzz runs each fuzz target for FUZZTIME (go test -fuzz takes one target at a
 # time). A crasher lands in the package's testdata/fuzz/FuzzXxx/; `make test`
-# replays every committed corpus, since go test runs them as seeds.
+# replays every committed corpus, since go test runs them as seeds. The
+# generated seed-* files are rewritten by
+# `go generate ./format/ ./record/elfsym/ ./record/usdt/`.
 fuzz:
 	@set -e; for t in $(FUZZ); do \
 		echo "== $$t ($(FUZZTIME))"; \

@@ -1,7 +1,6 @@
 package format
 
 import (
-	"bytes"
 	"errors"
 	"math/rand"
 	"os"
@@ -33,23 +32,6 @@ type rowWant struct {
 	ev     Event
 	lost   uint64
 	isLost bool
-}
-
-func randEvent(rng *rand.Rand, m *Meta, t int64) Event {
-	p := uint16(rng.Intn(len(m.Probes)))
-	e := Event{Time: t, CPU: uint16(rng.Intn(4)), PID: uint32(100 + rng.Intn(3)), TID: uint32(200 + rng.Intn(5)), Probe: p}
-	e.Comm = []byte([]string{"qemu-system-x86", "worker", "", "é-utf8"}[rng.Intn(4)])
-	nf := len(m.Probes[p].Fields)
-	e.Ints = make([]uint64, nf)
-	e.Strs = make([][]byte, nf)
-	for i, f := range m.Probes[p].Fields {
-		if f.Type == String {
-			e.Strs[i] = []byte([]string{"Hello!", "", "x", string(bytes.Repeat([]byte("s"), 300))}[rng.Intn(4)])
-		} else {
-			e.Ints[i] = rng.Uint64()
-		}
-	}
-	return e
 }
 
 // truncInt is what a column of type t keeps of v, read back with Int.

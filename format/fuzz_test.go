@@ -2,7 +2,6 @@ package format
 
 import (
 	"fmt"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,68 +16,15 @@ import (
 // the same again for Repair's copy, plus slack for the small things.
 const readBound = 2*(MaxMessageMeta+2*MaxBatchBytes+MaxZstdWindow) + 64<<20
 
-// fuzzSeeds builds small captures with the Writer: each compression, loss
-// records, strings, an empty capture, footerless and cut files, and one
-// rewritten by Repair (Arrow Go's writer).
+// fuzzSeeds is FuzzSeeds in a scratch directory of tb's: the captures
+// that testdata/fuzz/Fuzz{Open,Repair}/seed-* hold.
 func fuzzSeeds(tb testing.TB) map[string][]byte {
 	tb.Helper()
-	dir := tb.TempDir()
-	seeds := map[string][]byte{}
-	write := func(name string, comp Compression, n, batchRows int) []byte {
-		path := filepath.Join(dir, name)
-		m := seedMeta()
-		w, err := Create(path, m, WriterOptions{Compression: comp, BatchRows: batchRows})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		rng := rand.New(rand.NewSource(int64(n)))
-		for i := 0; i < n; i++ {
-			if i%7 == 3 {
-				if err := w.Lost(uint16(i%len(m.Probes)), uint16(i%3), int64(i), uint64(i)); err != nil {
-					tb.Fatal(err)
-				}
-				continue
-			}
-			e := randEvent(rng, m, int64(i)*1000)
-			if err := w.Append(&e); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
-			tb.Fatal(err)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		seeds[name] = data
-		return data
-	}
-	zs := write("zstd", Zstd, 12, 5)
-	write("lz4", LZ4, 12, 5)
-	none := write("none", None, 12, 5)
-	write("empty", Zstd, 0, 5)
-	seeds["zstd-footerless"] = streamPart(zs)
-	seeds["none-cut"] = none[:len(none)*2/3]
-	fixed := filepath.Join(dir, "repaired")
-	if _, err := Repair(filepath.Join(dir, "lz4"), fixed); err != nil {
-		tb.Fatal(err)
-	}
-	data, err := os.ReadFile(fixed)
+	seeds, err := FuzzSeeds(tb.TempDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	seeds["lz4-repaired"] = data
 	return seeds
-}
-
-// seedMeta is a small probe table, for small seeds: an integer and a
-// string field, a field-less probe.
-func seedMeta() *Meta {
-	return &Meta{Tool: "t", StartBoot: 1, Probes: []Probe{
-		{Name: "p", Kind: "usdt", Fields: []Field{{Name: "a", Type: Int32}, {Name: "s", Type: String}}},
-		{Name: "q", Kind: "tracepoint"},
-	}}
 }
 
 // readEverything opens path and touches every value of every row the way
@@ -156,7 +102,7 @@ func FuzzOpen(f *testing.F) {
 
 // FuzzRepair repairs arbitrary bytes as 'bpftape repair' does: no panic,
 // and a repaired file always opens as a complete capture with the rows
-// Repair reported. It shares FuzzOpen's seeds (see TestWriteFuzzSeeds).
+// Repair reported. It shares FuzzOpen's seeds (see FuzzSeeds).
 func FuzzRepair(f *testing.F) {
 	for _, data := range fuzzSeeds(f) {
 		f.Add(data)
@@ -183,25 +129,4 @@ func FuzzRepair(f *testing.F) {
 			t.Fatalf("repaired file: %d rows (Repair wrote %d), recovered %v, error %v", rows, res.Rows, recovered, err)
 		}
 	})
-}
-
-// TestWriteFuzzSeeds refreshes the committed seed corpora of FuzzOpen and FuzzRepair when
-// BPFTAPE_WRITE_FUZZ_SEEDS=1.
-func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("BPFTAPE_WRITE_FUZZ_SEEDS") != "1" {
-		t.Skip("set BPFTAPE_WRITE_FUZZ_SEEDS=1 to rewrite testdata/fuzz/Fuzz{Open,Repair}/seed-*")
-	}
-	seeds := fuzzSeeds(t)
-	for _, target := range []string{"FuzzOpen", "FuzzRepair"} {
-		dir := filepath.Join("testdata", "fuzz", target)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for name, data := range seeds {
-			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
-			if err := os.WriteFile(filepath.Join(dir, "seed-"+name), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 }

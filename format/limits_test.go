@@ -119,13 +119,6 @@ func writeCapture(t testing.TB, comp Compression, n, batchRows int) []byte {
 	return data
 }
 
-// streamPart cuts the footer off a complete capture, as a killed recorder
-// leaves it (the end-of-stream marker stays: it is still a valid stream).
-func streamPart(data []byte) []byte {
-	n := int(binary.LittleEndian.Uint32(data[len(data)-10:]))
-	return bytes.Clone(data[:len(data)-10-n])
-}
-
 // readMeasured opens and reads path to the end, and returns the error that
 // stopped it (Open's, Err or RecoverErr) and the bytes allocated meanwhile.
 func readMeasured(path string) (err error, alloc uint64) {

@@ -2,54 +2,15 @@ package elfsym
 
 import (
 	"debug/elf"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// tinyELF is a static program without libc with a few functions, built
-// with a build id: a small seed for FuzzELF.
-const tinyELF = `long counter;
-__attribute__((noipa)) long add(long a, long b) { return a + b + counter; }
-__attribute__((noipa)) long twice(long a) { return add(a, a); }
-void _start(void) { for (;;) counter = twice(counter); }
-`
-
-// buildTinyELF builds tinyELF into dir and splits it as Debian's dbgsym
-// packages do: a stripped binary with a .gnu_debuglink, and its debug file.
-func buildTinyELF(tb testing.TB, dir string) (stripped, debug []byte) {
-	tb.Helper()
-	for _, tool := range []string{"gcc", "objcopy"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			tb.Skipf("no %s", tool)
-		}
-	}
-	src, exe, dbg := filepath.Join(dir, "tiny.c"), filepath.Join(dir, "tiny"), filepath.Join(dir, "tiny.debug")
-	if err := os.WriteFile(src, []byte(tinyELF), 0o644); err != nil {
-		tb.Fatal(err)
-	}
-	for _, args := range [][]string{
-		{"gcc", "-O2", "-static", "-nostdlib", "-fno-asynchronous-unwind-tables", "-Wl,--build-id=sha1",
-			"-Wl,-z,norelro", "-Wl,-N", "-Wl,--no-warn-rwx-segments", "-o", exe, src},
-		{"objcopy", "--only-keep-debug", exe, dbg},
-		{"objcopy", "--strip-all", "--add-gnu-debuglink=" + dbg, exe},
-	} {
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			tb.Skipf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	var err error
-	if stripped, err = os.ReadFile(exe); err != nil {
-		tb.Fatal(err)
-	}
-	if debug, err = os.ReadFile(dbg); err != nil {
-		tb.Fatal(err)
-	}
-	return stripped, debug
-}
+// go generate rewrites the seeds testdata/fuzz/FuzzELF/seed-tiny*: a small
+// static binary, stripped, and its debug file, built with gcc and objcopy.
+//go:generate go run ./internal/genseeds
 
 // FuzzELF runs the ELF entry points on an arbitrary binary and an arbitrary
 // separate debug file placed where FindDebugFile looks (by build id and by
@@ -105,22 +66,4 @@ func debugLinkName(path string) string {
 		return ""
 	}
 	return l.Name
-}
-
-// TestWriteELFFuzzSeeds rewrites testdata/fuzz/FuzzELF/seed-tiny (a
-// stripped static binary and its debug file) when BPFTAPE_WRITE_FUZZ_SEEDS=1.
-func TestWriteELFFuzzSeeds(t *testing.T) {
-	if os.Getenv("BPFTAPE_WRITE_FUZZ_SEEDS") != "1" {
-		t.Skip("set BPFTAPE_WRITE_FUZZ_SEEDS=1 to rewrite testdata/fuzz/FuzzELF/seed-tiny")
-	}
-	stripped, debug := buildTinyELF(t, t.TempDir())
-	dir := filepath.Join("testdata", "fuzz", "FuzzELF")
-	os.MkdirAll(dir, 0o755)
-	for name, target := range map[string]string{"seed-tiny": "twice", "seed-tiny-offset": "add+1", "seed-tiny-addr": "0x4000b0"} {
-		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n[]byte(%q)\nstring(%q)\n", stripped, debug, target)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("seed: binary %d bytes, debug file %d bytes", len(stripped), len(debug))
 }

@@ -1,0 +1,115 @@
+package format
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand"
+	"os"
+	"path/filepath"
+)
+
+// go generate rewrites the seed corpora of FuzzOpen and FuzzRepair,
+// testdata/fuzz/Fuzz{Open,Repair}/seed-*, with the captures of FuzzSeeds.
+//go:generate go run ./internal/genseeds
+
+// FuzzSeeds builds small captures with the Writer in dir, a scratch
+// directory, and returns their bytes by name: each compression, loss
+// records, strings, an empty capture, footerless and cut files, and one
+// rewritten by Repair (Arrow Go's writer). The fuzz tests start from them,
+// and `go generate` writes them to testdata/fuzz (internal/genseeds); it
+// is not part of the capture API.
+func FuzzSeeds(dir string) (map[string][]byte, error) {
+	seeds := map[string][]byte{}
+	write := func(name string, comp Compression, n, batchRows int) ([]byte, error) {
+		path := filepath.Join(dir, name)
+		m := seedMeta()
+		w, err := Create(path, m, WriterOptions{Compression: comp, BatchRows: batchRows})
+		if err != nil {
+			return nil, err
+		}
+		rng := rand.New(rand.NewSource(int64(n)))
+		for i := 0; i < n; i++ {
+			if i%7 == 3 {
+				if err := w.Lost(uint16(i%len(m.Probes)), uint16(i%3), int64(i), uint64(i)); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			e := randEvent(rng, m, int64(i)*1000)
+			if err := w.Append(&e); err != nil {
+				return nil, err
+			}
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		seeds[name] = data
+		return data, nil
+	}
+	zs, err := write("zstd", Zstd, 12, 5)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := write("lz4", LZ4, 12, 5); err != nil {
+		return nil, err
+	}
+	none, err := write("none", None, 12, 5)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := write("empty", Zstd, 0, 5); err != nil {
+		return nil, err
+	}
+	seeds["zstd-footerless"] = streamPart(zs)
+	seeds["none-cut"] = none[:len(none)*2/3]
+	fixed := filepath.Join(dir, "repaired")
+	if _, err := Repair(filepath.Join(dir, "lz4"), fixed); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(fixed)
+	if err != nil {
+		return nil, err
+	}
+	seeds["lz4-repaired"] = data
+	return seeds, nil
+}
+
+// seedMeta is a small probe table, for small seeds: an integer and a
+// string field, a field-less probe.
+func seedMeta() *Meta {
+	return &Meta{Tool: "t", StartBoot: 1, Probes: []Probe{
+		{Name: "p", Kind: "usdt", Fields: []Field{{Name: "a", Type: Int32}, {Name: "s", Type: String}}},
+		{Name: "q", Kind: "tracepoint"},
+	}}
+}
+
+// randEvent is a random event of one of m's probes at time t, drawn from
+// rng: comms and strings of a few kinds (empty, UTF-8, longer than a
+// short string), integers of any size.
+func randEvent(rng *rand.Rand, m *Meta, t int64) Event {
+	p := uint16(rng.Intn(len(m.Probes)))
+	e := Event{Time: t, CPU: uint16(rng.Intn(4)), PID: uint32(100 + rng.Intn(3)), TID: uint32(200 + rng.Intn(5)), Probe: p}
+	e.Comm = []byte([]string{"qemu-system-x86", "worker", "", "é-utf8"}[rng.Intn(4)])
+	nf := len(m.Probes[p].Fields)
+	e.Ints = make([]uint64, nf)
+	e.Strs = make([][]byte, nf)
+	for i, f := range m.Probes[p].Fields {
+		if f.Type == String {
+			e.Strs[i] = []byte([]string{"Hello!", "", "x", string(bytes.Repeat([]byte("s"), 300))}[rng.Intn(4)])
+		} else {
+			e.Ints[i] = rng.Uint64()
+		}
+	}
+	return e
+}
+
+// streamPart cuts the footer off a complete capture, as a killed recorder
+// leaves it (the end-of-stream marker stays: it is still a valid stream).
+func streamPart(data []byte) []byte {
+	n := int(binary.LittleEndian.Uint32(data[len(data)-10:]))
+	return bytes.Clone(data[:len(data)-10-n])
+}

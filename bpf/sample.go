@@ -74,10 +74,19 @@ var (
 
 // classOfLen maps a record length to its size class.
 func classOfLen(n int) (uint8, bool) {
-	for c := range uint8(numClasses) {
-		if SampleSize(c) == n {
-			return c, true
-		}
+	switch n {
+	case OffArgs:
+		return ClassArgs0, true
+	case OffArgs + 8:
+		return ClassArgs1, true
+	case OffArgs + 2*8:
+		return ClassArgs2, true
+	case OffArgs + 6*8:
+		return ClassArgs6, true
+	case OffArgs + 12*8:
+		return ClassArgs12, true
+	case OffStrs + MaxStrs*StrSlotSize:
+		return ClassArgs12Str4, true
 	}
 	return 0, false
 }
@@ -87,20 +96,19 @@ func classOfLen(n int) (uint8, bool) {
 // for ClassArgs12Str4, Str(raw, slot) are in bounds. It does not allocate.
 func DecodeHeader(raw []byte) (Header, error) {
 	var h Header
+	err := h.Decode(raw)
+	return h, err
+}
+
+// Decode is DecodeHeader into h, for loops that reuse one Header: returning
+// the struct by value costs a copy whose wide loads stall on the narrow
+// stores that filled it.
+func (h *Header) Decode(raw []byte) error {
+	if len(raw) < HeaderSize {
+		*h = Header{}
+		return ErrSampleSize
+	}
 	le := binary.LittleEndian
-	if len(raw) == CommRecordSize && le.Uint16(raw[OffProbeID:]) == CommProbeID {
-		h.Time = le.Uint64(raw[OffTime:])
-		h.PID = le.Uint32(raw[OffPID:])
-		h.TID = le.Uint32(raw[OffTID:])
-		h.ProbeID = CommProbeID
-		h.CPU = le.Uint16(raw[OffCPU:])
-		h.Class = ClassComm
-		return h, nil
-	}
-	class, ok := classOfLen(len(raw))
-	if !ok {
-		return h, ErrSampleSize
-	}
 	h.Time = le.Uint64(raw[OffTime:])
 	h.PID = le.Uint32(raw[OffPID:])
 	h.TID = le.Uint32(raw[OffTID:])
@@ -108,11 +116,19 @@ func DecodeHeader(raw []byte) (Header, error) {
 	h.CPU = le.Uint16(raw[OffCPU:])
 	h.Nargs = le.Uint16(raw[OffNargs:])
 	h.Flags = le.Uint16(raw[OffFlags:])
-	h.Class = class
-	if int(h.Nargs) > ClassArgs(class) {
-		return h, ErrSampleNargs
+	if len(raw) == CommRecordSize && h.ProbeID == CommProbeID {
+		h.Nargs, h.Flags, h.Class = 0, 0, ClassComm
+		return nil
 	}
-	return h, nil
+	class, ok := classOfLen(len(raw))
+	h.Class = class
+	if !ok {
+		return ErrSampleSize
+	}
+	if int(h.Nargs) > ClassArgs(class) {
+		return ErrSampleNargs
+	}
+	return nil
 }
 
 // Arg returns arg i of a raw sample. It panics if the record has no arg i.

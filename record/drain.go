@@ -29,6 +29,7 @@ type drainer struct {
 	lost   lostMap
 	probes []*probe
 
+	h        bpf.Header // of the sample being decoded
 	ev       format.Event
 	events   []uint64   // per probe
 	lostN    []uint64   // per probe
@@ -101,7 +102,8 @@ func (d *drainer) cycle(now time.Time) error {
 
 // sample decodes one ring record into the reused event and appends it.
 func (d *drainer) sample(raw []byte) error {
-	h, err := bpf.DecodeHeader(raw)
+	h := &d.h
+	err := h.Decode(raw)
 	if err == nil && h.Class == bpf.ClassComm {
 		return d.comms.set(h.TID, bpf.Comm(raw))
 	}

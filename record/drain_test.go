@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"path/filepath"
 	"testing"
 
@@ -189,5 +190,32 @@ func TestDrainerNoAllocs(t *testing.T) {
 	})
 	if allocs > 0.01 {
 		t.Errorf("%.3f allocations per sample", allocs)
+	}
+}
+
+// BenchmarkDrainerSample decodes and appends one 1-arg uprobe sample per
+// op (the ring reading and the writer's encoding are not in it).
+func BenchmarkDrainerSample(b *testing.B) {
+	p := &probe{meta: format.Probe{Name: "p", Kind: "uprobe", Fields: []format.Field{{Name: "arg0", Type: format.Uint64}}}}
+	if _, err := p.probeSpec(make([]bpf.ArgSpec, 1)); err != nil {
+		b.Fatal(err)
+	}
+	w, err := format.NewWriter(io.Discard, &format.Meta{Probes: []format.Probe{p.meta}},
+		format.WriterOptions{Compression: format.None})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	d := newDrainer(nil, w, fakeLost{}, []*probe{p}, nil)
+	if err := d.sample(commRecord(1, 2, "workload")); err != nil {
+		b.Fatal(err)
+	}
+	raw := sample(p.class, 0, 1, 1, 1000, 0, []uint64{1514}, nil)
+	b.ResetTimer()
+	for i := range b.N {
+		binary.LittleEndian.PutUint64(raw[bpf.OffTime:], uint64(1000+i))
+		if err := d.sample(raw); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -52,9 +52,8 @@ type config struct {
 	soakSeconds   float64 // every core as fast as possible, for the loss target
 	readyRounds   int
 	readyIters    int64
-	replayEvents  int64 // bpftape capture for bpftape hist (recorded)
+	replayEvents  int64 // synthesized seed-like capture for the big bpftape hist run
 	perfEvents    int64 // perf.data (and an equal bpftape capture) for perf script
-	synthEvents   int64 // seed-like synthesized capture
 	idleWindow    time.Duration
 	replayRepeats int
 	skipReplay    bool
@@ -124,11 +123,11 @@ func runBench(args []string) error {
 
 	c := config{quick: *quick, rounds: 5, events: 1_000_000, tpEvents: 1_000_000, soakSeconds: 10,
 		readyRounds: 5, readyIters: 10_000, replayEvents: 100_000_000, perfEvents: 10_000_000,
-		synthEvents: 20_000_000, replayRepeats: 3, skipReplay: *skipReplay, idleWindow: time.Second}
+		replayRepeats: 3, skipReplay: *skipReplay, idleWindow: time.Second}
 	if c.quick {
 		c.rounds, c.events, c.tpEvents, c.soakSeconds = 2, 100_000, 100_000, 2
 		c.readyRounds, c.readyIters = 2, 1000
-		c.replayEvents, c.perfEvents, c.synthEvents, c.replayRepeats = 2_000_000, 300_000, 2_000_000, 1
+		c.replayEvents, c.perfEvents, c.replayRepeats = 2_000_000, 300_000, 1
 		c.idleWindow = 300 * time.Millisecond
 	}
 	if *rounds > 0 {

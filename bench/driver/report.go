@@ -346,9 +346,9 @@ func (res *results) printTargets(w io.Writer, d *driver) {
 			x := rp.synthCap.perEvent()
 			add("≤ 4 bytes/event for a seed-like stream (synthesized)", fmt.Sprintf("%.2f bytes/event over %s events", x, count(rp.synthCap.recorded)), x <= 4)
 		}
-		if rp.bigCap.recorded > 0 {
-			x := rp.bigCap.perEvent()
-			add("≤ 4 bytes/event, recorded uprobe workload (seed-like sizes)", fmt.Sprintf("%.2f bytes/event over %s events", x, count(rp.bigCap.recorded)), x <= 4)
+		if rp.smallCap.recorded > 0 {
+			x := rp.smallCap.perEvent()
+			add("≤ 4 bytes/event, recorded uprobe workload (seed-like sizes)", fmt.Sprintf("%.2f bytes/event over %s events", x, count(rp.smallCap.recorded)), x <= 4)
 		}
 		if len(rp.histBig.cpu) > 0 {
 			x := rp.histBig.ratePerCore()

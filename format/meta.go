@@ -14,6 +14,10 @@ const MetadataKey = "bpftape"
 // SchemaVersion is bumped whenever the column layout or Meta changes incompatibly.
 const SchemaVersion = 1
 
+// ExtraRedacted is the Meta.Extra key of a capture written by `bpftape
+// export --redact`: its value says what was removed.
+const ExtraRedacted = "redacted"
+
 // Type is the type of one recorded field; integers keep the width and
 // signedness the kernel gave them so that histograms of a 32-bit return value
 // see the same bits BCC would.

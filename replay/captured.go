@@ -23,6 +23,10 @@ func Captured(m *format.Meta) string {
 		}
 	}
 	s := fmt.Sprintf("time, cpu, pid, tid and command name of every event; %d integer fields", ints)
+	if m.Extra[format.ExtraRedacted] != "" {
+		// export --redact empties comm and drops string fields.
+		s = fmt.Sprintf("time, cpu, pid and tid of every event (command names removed); %d integer fields", ints)
+	}
 	if len(strs) == 0 {
 		return s + "; no strings"
 	}

@@ -147,6 +147,7 @@ func TestExportPartition(t *testing.T) {
 type infoResult struct {
 	Events   uint64            `json:"events"`
 	PerProbe map[string]uint64 `json:"events_per_probe"`
+	Captured string            `json:"captured"`
 	Losses   struct {
 		Total   uint64            `json:"total"`
 		ByProbe map[string]uint64 `json:"by_probe"`

@@ -283,8 +283,10 @@ func TestExportRedact(t *testing.T) {
 			t.Errorf("hist %s %s: exit %d/%d (%s); input:\n%s\nredacted:\n%s", q[0], q[1], code1, code2, errOut, want, got)
 		}
 	}
-	if ij := infoJSON(t, red); ij.Events != events || ij.Losses.Total != lost {
-		t.Errorf("info --json: %d events, %d lost; want %d, %d", ij.Events, ij.Losses.Total, events, lost)
+	if ij := infoJSON(t, red); ij.Events != events || ij.Losses.Total != lost ||
+		!strings.Contains(ij.Captured, "command names removed") || strings.Contains(ij.Captured, "strings copied") {
+		t.Errorf("info --json: %d events, %d lost, captured %q; want %d, %d, no command names or strings",
+			ij.Events, ij.Losses.Total, ij.Captured, events, lost)
 	}
 	// An independent reader.
 	pl := readPolars(t, red)

@@ -45,7 +45,7 @@ var RedactKeepExtra = map[string]bool{
 
 // Extra keys a redaction adds.
 const (
-	RedactedKey       = "redacted"
+	RedactedKey       = format.ExtraRedacted
 	RedactedFieldsKey = "redacted.string_fields"
 )
 

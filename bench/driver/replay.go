@@ -104,10 +104,9 @@ func (d *driver) replayBench() *replayResult {
 
 	n := d.cfg.replayEvents
 	d.logf("  a %d-event synthesized seed-like capture", n)
-	// The synthesized capture is the input of the big hist run. Its
-	// bytes/event is reported once, as the synthesized stream's (synthCap);
-	// bigCap.recorded stays 0, so that it is not reported as a recorded
-	// workload's, and the table's bytes/event of that row reads 0.
+	// The synthesized capture is the input of the big hist run; its
+	// bytes/event target is the synthesized stream's (synthCap), and the
+	// recorded workload's target reads smallCap.
 	rr.bigCap.what = "synthesized seed-like stream (format.Writer, zstd)"
 	rr.synthCap.what = rr.bigCap.what
 	synth, reused, err := d.synthCapture(n)
@@ -121,7 +120,7 @@ func (d *driver) replayBench() *replayResult {
 			if reused {
 				rr.bigCap.what += ", reused"
 			}
-			rr.bigCap.generated, rr.bigCap.bytes = n, st.Size()
+			rr.bigCap.generated, rr.bigCap.recorded, rr.bigCap.bytes = n, n, st.Size()
 			rr.synthCap.generated, rr.synthCap.recorded, rr.synthCap.bytes = n, n, st.Size()
 			rr.histBig = d.timeReplay("bpftape hist", n, d.bpftape, "hist", synth, "rx", "arg2")
 		}

@@ -41,8 +41,15 @@ func FuzzELF(f *testing.F) {
 		if dbg, err := FindDebugFile(path, dirs); err == nil && !strings.HasPrefix(dbg, d) {
 			t.Fatalf("debug file %s outside %s", dbg, d)
 		}
-		// A FUNC symbol may be nameless ("" or "@@V"): Functions lists it as is.
-		Functions(path, dirs)
+		// A FUNC symbol may be nameless ("" or "@@V"): Functions skips it,
+		// since `bpftape list` prints pasteable specs.
+		if fns, _, err := Functions(path, dirs); err == nil {
+			for _, fn := range fns {
+				if fn.Name == "" {
+					t.Fatalf("nameless function listed: %+v", fn)
+				}
+			}
+		}
 		if len(target) > 0 && len(target) < 256 {
 			if loc, err := Locate(path, target, dirs); err == nil && loc.Func != "" && loc.FuncOff == 0 && !loc.Entry() {
 				t.Fatalf("location %+v", loc)

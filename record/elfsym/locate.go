@@ -404,6 +404,9 @@ func Functions(path string, dirs []string) ([]Func, string, error) {
 			continue
 		}
 		n := baseName(s.Name)
+		if n == "" {
+			continue // a nameless symbol cannot be probed by name
+		}
 		if old, ok := byName[n]; ok && (old.Size != 0 || s.Size == 0) {
 			continue
 		}

@@ -63,24 +63,27 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, error
 		return nil, fmt.Errorf("entry and return are the same probe %q", o.Entry)
 	}
 	res := &LatencyResult{}
-	stacks := map[uint32][]int64{}
+	stacks := map[uint64][]int64{}
+	threads := newThreadKeys(c)
 	err = c.Scan(&o.Filter, func(b *format.Batch, i int) {
 		switch b.Probe[i] {
 		case entry:
-			s := stacks[b.TID[i]]
+			t := threads.key(b, i)
+			s := stacks[t]
 			if len(s) >= MaxDepth {
 				res.Overflows++
 				return
 			}
-			stacks[b.TID[i]] = append(s, b.Time[i])
+			stacks[t] = append(s, b.Time[i])
 		case ret:
-			s := stacks[b.TID[i]]
+			t := threads.key(b, i)
+			s := stacks[t]
 			if len(s) == 0 {
 				res.UnmatchedReturns++
 				return
 			}
 			d := (b.Time[i] - s[len(s)-1]) / u.div
-			stacks[b.TID[i]] = s[:len(s)-1]
+			stacks[t] = s[:len(s)-1]
 			res.Calls++
 			res.Hist.Add(uint64(d))
 			res.Stats.Add(d)

@@ -259,3 +259,46 @@ func TestCompare(t *testing.T) {
 		t.Errorf("no aligned delta row:\n%s", out.String())
 	}
 }
+
+// TestPairingKeysHost checks that latency and requests pair events by host
+// and tid in a merged capture: host a's thread 100 and host b's thread 100
+// are different threads.
+func TestPairingKeysHost(t *testing.T) {
+	host := format.Field{Name: format.HostField, Type: format.String}
+	probes := []format.Probe{
+		{Name: "f", Fields: []format.Field{host}},
+		{Name: "f_ret", Fields: []format.Field{host}},
+	}
+	c := writeCapture(t, probes, []row{
+		{probe: 0, tid: 100, t: 1000, strs: []string{"a"}}, // never returns on a
+		{probe: 1, tid: 100, t: 2000, strs: []string{"b"}}, // b's return without entry
+		{probe: 0, tid: 100, t: 3000, strs: []string{"b"}},
+		{probe: 1, tid: 100, t: 3050, strs: []string{"b"}}, // 50 ns
+	})
+	res, err := Latency(c, LatencyOptions{Entry: "f", Return: "f_ret"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Calls != 1 || res.UnmatchedEntries != 1 || res.UnmatchedReturns != 1 || res.Stats.Max() != 50 {
+		t.Errorf("calls %d (max %d ns), unmatched entries %d, returns %d; want 1 (50), 1, 1",
+			res.Calls, res.Stats.Max(), res.UnmatchedEntries, res.UnmatchedReturns)
+	}
+
+	probes = []format.Probe{
+		{Name: "item", Fields: []format.Field{{Name: "len", Type: format.Int64}, host}},
+		{Name: "end", Fields: []format.Field{{Name: "retval", Type: format.Int32}, host}},
+	}
+	c = writeCapture(t, probes, []row{
+		{probe: 0, tid: 5, t: 1000, ints: []uint64{10}, strs: []string{"", "a"}},
+		{probe: 0, tid: 5, t: 1100, ints: []uint64{20}, strs: []string{"", "b"}},
+		{probe: 1, tid: 5, t: 1200, ints: []uint64{1}, strs: []string{"", "b"}},
+	})
+	rres, err := Requests(c, RequestsOptions{ItemProbe: "item", ItemField: "len", EndProbe: "end", EndField: "retval"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rres.Requests != 1 || rres.TotalStats.Max() != 20 || rres.Incomplete != 1 || rres.IncompleteItems != 1 {
+		t.Errorf("requests %d (largest %d), incomplete %d with %d items; want 1 of 20, and host a's item incomplete",
+			rres.Requests, rres.TotalStats.Max(), rres.Incomplete, rres.IncompleteItems)
+	}
+}

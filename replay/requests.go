@@ -69,15 +69,16 @@ func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, er
 		o.TotalLabel = o.ItemField
 	}
 	res := &RequestsResult{}
-	open := map[uint32]*pending{}
+	open := map[uint64]*pending{}
+	threads := newThreadKeys(c)
 	if o.List && !o.JSON {
 		fmt.Fprintf(out, "%-14s %-7s %-7s %-16s %12s %8s %14s\n", "TIME", "PID", "TID", "COMM", o.EndLabel, "ITEMS", o.TotalLabel)
 	}
 	m := c.Meta()
 	err = c.Scan(&o.Filter, func(b *format.Batch, i int) {
-		key := b.TID[i]
-		if o.Global {
-			key = 0
+		var key uint64
+		if !o.Global {
+			key = threads.key(b, i)
 		}
 		if v, ok := item.Int(b, i); ok {
 			p := open[key]

@@ -427,6 +427,80 @@ func checkIntFB(t fbTable) error {
 	return nil
 }
 
+// batchDims locate a RecordBatch table's field nodes and buffers.
+type batchDims struct {
+	rows      int64
+	nodeStart int // offset of the field node vector in the table's bytes
+	bufStart  int // offset of the buffer vector
+	nbuf      int
+}
+
+// batchShape checks the field nodes and buffer lists of RecordBatch table t
+// against lay: a node per column, each within the batch's rows (exactly its
+// rows with sameLen), and as many buffers and variadic counts as the columns
+// take. It appends to first each column's first buffer index.
+func batchShape(t fbTable, lay layout, sameLen bool, first []int) (batchDims, []int, error) {
+	var d batchDims
+	rows, err := t.int(0, 8)
+	if err != nil {
+		return d, first, err
+	}
+	if rows < 0 || rows > MaxBatchBytes {
+		return d, first, corruptf("batch of %d rows", rows)
+	}
+	start, n, err := t.vector(1, 16)
+	if err != nil {
+		return d, first, err
+	}
+	if n != len(lay) {
+		return d, first, corruptf("batch with %d field nodes for %d columns", n, len(lay))
+	}
+	for j := 0; j < n; j++ {
+		length, nulls := i64At(t.b, start+16*j), i64At(t.b, start+16*j+8)
+		if length < 0 || length > rows || nulls < 0 || nulls > length {
+			return d, first, corruptf("field node %d: %d rows, %d nulls in a batch of %d rows", j, length, nulls, rows)
+		}
+		if sameLen && length != rows {
+			return d, first, fmt.Errorf("columns of unequal length")
+		}
+	}
+	bstart, nbuf, err := t.vector(2, 16)
+	if err != nil {
+		return d, first, err
+	}
+	if nbuf > maxBuffers {
+		return d, first, corruptf("batch with %d buffers", nbuf)
+	}
+	vstart, nv, err := t.vector(4, 8)
+	if err != nil {
+		return d, first, err
+	}
+	need, views := 0, 0
+	for _, k := range lay {
+		first = append(first, need)
+		switch k {
+		case kindInt, kindDict:
+			need += 2
+		case kindUtf8:
+			need += 3
+		case kindView:
+			if views >= nv {
+				return d, first, corruptf("batch with %d variadic buffer counts for more view columns", nv)
+			}
+			c := i64At(t.b, vstart+8*views)
+			if c < 0 || c > int64(nbuf) {
+				return d, first, corruptf("variadic buffer count %d of a batch with %d buffers", c, nbuf)
+			}
+			need += 2 + int(c)
+			views++
+		}
+	}
+	if views != nv || need != nbuf {
+		return d, first, corruptf("batch with %d buffers and %d variadic counts, its columns take %d and %d", nbuf, nv, need, views)
+	}
+	return batchDims{rows: rows, nodeStart: start, bufStart: bstart, nbuf: nbuf}, first, nil
+}
+
 // checkBatchFB checks a RecordBatch table — length:long, nodes:[FieldNode],
 // buffers:[Buffer], compression:BodyCompression, variadicBufferCounts:[long]
 // — against its layout and its body: as many nodes, buffers and variadic
@@ -437,59 +511,11 @@ func checkBatchFB(t fbTable, body io.ReaderAt, bodyLen int64, lay layout) error 
 	if bodyLen > MaxBatchBytes {
 		return limitErr("a batch body", bodyLen, MaxBatchBytes)
 	}
-	rows, err := t.int(0, 8)
+	dims, _, err := batchShape(t, lay, false, nil)
 	if err != nil {
 		return err
 	}
-	if rows < 0 || rows > MaxBatchBytes {
-		return corruptf("batch of %d rows", rows)
-	}
-	start, n, err := t.vector(1, 16)
-	if err != nil {
-		return err
-	}
-	if n != len(lay) {
-		return corruptf("batch with %d field nodes for %d columns", n, len(lay))
-	}
-	for j := 0; j < n; j++ {
-		length, nulls := i64At(t.b, start+16*j), i64At(t.b, start+16*j+8)
-		if length < 0 || length > rows || nulls < 0 || nulls > length {
-			return corruptf("field node %d: %d rows, %d nulls in a batch of %d rows", j, length, nulls, rows)
-		}
-	}
-	bstart, nbuf, err := t.vector(2, 16)
-	if err != nil {
-		return err
-	}
-	if nbuf > maxBuffers {
-		return corruptf("batch with %d buffers", nbuf)
-	}
-	vstart, nv, err := t.vector(4, 8)
-	if err != nil {
-		return err
-	}
-	need, views := 0, 0
-	for _, k := range lay {
-		switch k {
-		case kindInt, kindDict:
-			need += 2
-		case kindUtf8:
-			need += 3
-		case kindView:
-			if views >= nv {
-				return corruptf("batch with %d variadic buffer counts for more view columns", nv)
-			}
-			c := i64At(t.b, vstart+8*views)
-			if c < 0 || c > int64(nbuf) {
-				return corruptf("variadic buffer count %d of a batch with %d buffers", c, nbuf)
-			}
-			need += 2 + int(c)
-			views++
-		}
-	}
-	if views != nv || need != nbuf {
-		return corruptf("batch with %d buffers and %d variadic counts, its columns take %d and %d", nbuf, nv, need, views)
-	}
+	bstart, nbuf := dims.bufStart, dims.nbuf
 	codec := int64(-1)
 	if c, ok, err := t.table(3); err != nil {
 		return err

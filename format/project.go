@@ -372,64 +372,12 @@ func (p *Projection) parseBatch(t fbTable, body, bodyLen int64, lay layout, same
 	p.gen++
 	p.raw = 0
 	d.rows, d.msg, d.body = 0, t.b, body
-	rows, err := t.int(0, 8)
+	dims, first, err := batchShape(t, lay, sameLen, d.firstBuf[:0])
+	d.firstBuf = first
 	if err != nil {
 		return err
 	}
-	if rows < 0 || rows > MaxBatchBytes {
-		return corruptf("batch of %d rows", rows)
-	}
-	start, n, err := t.vector(1, 16)
-	if err != nil {
-		return err
-	}
-	if n != len(lay) {
-		return corruptf("batch with %d field nodes for %d columns", n, len(lay))
-	}
-	for j := 0; j < n; j++ {
-		length, nulls := i64At(t.b, start+16*j), i64At(t.b, start+16*j+8)
-		if length < 0 || length > rows || nulls < 0 || nulls > length {
-			return corruptf("field node %d: %d rows, %d nulls in a batch of %d rows", j, length, nulls, rows)
-		}
-		if sameLen && length != rows {
-			return fmt.Errorf("columns of unequal length")
-		}
-	}
-	bstart, nbuf, err := t.vector(2, 16)
-	if err != nil {
-		return err
-	}
-	if nbuf > maxBuffers {
-		return corruptf("batch with %d buffers", nbuf)
-	}
-	vstart, nv, err := t.vector(4, 8)
-	if err != nil {
-		return err
-	}
-	d.firstBuf = d.firstBuf[:0]
-	need, views := 0, 0
-	for _, k := range lay {
-		d.firstBuf = append(d.firstBuf, need)
-		switch k {
-		case kindInt, kindDict:
-			need += 2
-		case kindUtf8:
-			need += 3
-		case kindView:
-			if views >= nv {
-				return corruptf("batch with %d variadic buffer counts for more view columns", nv)
-			}
-			c := i64At(t.b, vstart+8*views)
-			if c < 0 || c > int64(nbuf) {
-				return corruptf("variadic buffer count %d of a batch with %d buffers", c, nbuf)
-			}
-			need += 2 + int(c)
-			views++
-		}
-	}
-	if views != nv || need != nbuf {
-		return corruptf("batch with %d buffers and %d variadic counts, its columns take %d and %d", nbuf, nv, need, views)
-	}
+	rows, start, bstart, nbuf := dims.rows, dims.nodeStart, dims.bufStart, dims.nbuf
 	d.codec = -1
 	if c, ok, err := t.table(3); err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,19 +56,7 @@ func TestRecordDiskFull(t *testing.T) {
 	}
 	progs, links := stopWatch()
 	defer killWait(target)
-	if r.code != exitFailure {
-		t.Errorf("exit %d, want %d", r.code, exitFailure)
-	}
-	for _, want := range []string{"bpftape record: ", "no space left on device", "the disk is full", "stopped: error", "bpftape repair " + out} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q", want)
-		}
-	}
-	if unix.Kill(target, 0) == nil {
-		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(target) + "/stat"); !strings.Contains(string(b), ") Z ") {
-			t.Error("the -c command still runs after the recording stopped")
-		}
-	}
+	checkWriteFailed(t, r, target, "no space left on device", "the disk is full", "bpftape repair "+out)
 	waitBPFGone(t, "after disk full", progs, links)
 	checkUprobes(t, "after disk full", uprobes)
 

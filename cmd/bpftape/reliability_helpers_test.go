@@ -333,3 +333,23 @@ func killWait(pid int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// checkWriteFailed checks how a recorder whose output failed ended: exit
+// status 1, a stderr that names the error and says what to do (wants), and
+// its -c command (target) stopped.
+func checkWriteFailed(t *testing.T, r result, target int, wants ...string) {
+	t.Helper()
+	if r.code != exitFailure {
+		t.Errorf("exit %d, want %d", r.code, exitFailure)
+	}
+	for _, want := range append([]string{"bpftape record: ", "stopped: error"}, wants...) {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+	if unix.Kill(target, 0) == nil {
+		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(target) + "/stat"); !strings.Contains(string(b), ") Z ") {
+			t.Error("the -c command still runs after the recording stopped")
+		}
+	}
+}

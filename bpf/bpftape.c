@@ -10,7 +10,7 @@
  * sample.go for the
  * userspace view of the layout). The task's comm is not in every sample: a
  * `struct comm_record` goes ahead of a sample only when the CPU's last
- * recorded task changed or some task was renamed since (see emit_comm).
+ * recorded thread or its comm changed (see emit_comm).
  *
  * Only the handful of kernel ABI definitions needed are written out below
  * (x86-64 only), so the build needs nothing but clang and libbpf's
@@ -162,13 +162,15 @@ struct comm_record {
 };
 
 /*
- * Per CPU: the task whose comm was last recorded and at which comm_gen, and
- * the bytes submitted to the CPU's ring since the last forced wake-up.
+ * Per CPU: the thread (pid_tgid) and comm last recorded in a comm record and
+ * the comm_gen then, and the bytes submitted to the CPU's ring since the
+ * last forced wake-up.
  */
 struct cpu_state {
-	__u64 task;
+	__u64 pid_tgid;
 	__u64 gen;
 	__u64 unwoken;
+	__u64 comm[2];
 };
 
 #define HDR_SIZE __builtin_offsetof(struct sample, args)
@@ -198,11 +200,11 @@ volatile const __u64 wakeup_bytes = 0; /* see wakeup_flags() */
 volatile const __u32 task_fsbase_off = 0;
 volatile const __u32 task_gsbase_off = 0;
 /*
- * 1: send a comm record only when the CPU's task or comm_gen changed (the
- * loader attaches probe_comm_changed to task:task_rename and
- * task:task_newtask); 0: before every sample.
+ * Byte offset of comm in struct task_struct, from the kernel's BTF; 0 =
+ * unknown: the comm is then read with bpf_get_current_comm, which costs
+ * more than a 16-byte read.
  */
-volatile const __u32 comm_cached = 0;
+volatile const __u32 task_comm_off = 0;
 
 /*
  * One ring buffer per CPU, indexed by CPU number: producers on different
@@ -244,9 +246,8 @@ struct {
 } cpu_state SEC(".maps");
 
 /*
- * Bumped whenever a comm may have changed (a rename or exec, a new task that
- * could reuse a task address; user space bumps it when it forgets comms):
- * every CPU then records the comm again before its next sample.
+ * Bumped by user space when it forgets the comms it holds: every CPU then
+ * records the comm again before its next sample.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -579,24 +580,31 @@ static __always_inline void fill(void *ctx, const struct probe_spec *spec, struc
 }
 
 /*
- * Send the current task's comm ahead of its sample unless this CPU already
- * sent it for this task since comm_gen last changed. Returns nonzero if the
- * ring is full: the sample must then be dropped too, or user space would
- * attribute it to a stale comm.
+ * Send the current thread's comm ahead of its sample unless this CPU's last
+ * comm record was for this thread, with this comm, since comm_gen last
+ * changed. Comparing the comm itself, not waiting for a rename to be
+ * announced, keeps it right through prctl(PR_SET_NAME) and exec: their
+ * task_rename tracepoint fires before the kernel changes the comm. Returns
+ * nonzero if the ring is full: the sample must then be dropped too, or user
+ * space would attribute it to a stale comm.
  */
-static __always_inline int emit_comm(void *rb, struct cpu_state *seen, __u64 now, __u64 pid_tgid,
+static __always_inline int emit_comm(void *rb, struct cpu_state *st, __u64 now, __u64 pid_tgid,
 				     __u32 cpu)
 {
 	__u32 zero = 0;
 	__u64 *genp = bpf_map_lookup_elem(&comm_gen, &zero);
-	__u64 task = bpf_get_current_task();
+	__u64 comm[2] = {};
 	struct comm_record *r;
 	__u64 gen;
 
 	if (!genp)
 		return 0;
+	if (task_comm_off)
+		bpf_probe_read_kernel(comm, sizeof(comm), (char *)bpf_get_current_task() + task_comm_off);
+	else
+		bpf_get_current_comm(comm, sizeof(comm));
 	gen = *(volatile __u64 *)genp;
-	if (comm_cached && seen->task == task && seen->gen == gen)
+	if (st->pid_tgid == pid_tgid && st->gen == gen && st->comm[0] == comm[0] && st->comm[1] == comm[1])
 		return 0;
 	r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r)
@@ -608,12 +616,14 @@ static __always_inline int emit_comm(void *rb, struct cpu_state *seen, __u64 now
 	r->cpu = cpu;
 	r->nargs = 0;
 	r->flags = 0;
-	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	__builtin_memcpy(r->comm, comm, sizeof(comm));
 	/* The sample that follows decides the wake-up. */
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-	seen->unwoken += sizeof(*r);
-	seen->task = task;
-	seen->gen = gen;
+	st->unwoken += sizeof(*r);
+	st->pid_tgid = pid_tgid;
+	st->gen = gen;
+	st->comm[0] = comm[0];
+	st->comm[1] = comm[1];
 	return 0;
 }
 
@@ -707,18 +717,6 @@ SEC("tracepoint")
 int probe_tracepoint(void *ctx)
 {
 	return record(ctx, 1);
-}
-
-/* Attached to task:task_rename and task:task_newtask: comms may have changed. */
-SEC("tracepoint")
-int probe_comm_changed(void *ctx)
-{
-	__u32 zero = 0;
-	__u64 *gen = bpf_map_lookup_elem(&comm_gen, &zero);
-
-	if (gen)
-		__sync_fetch_and_add(gen, 1);
-	return 0;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -71,9 +71,10 @@ type bpftapeCommRecord struct {
 
 type bpftapeCpuState struct {
 	_       structs.HostLayout
-	Task    uint64
+	PidTgid uint64
 	Gen     uint64
 	Unwoken uint64
+	Comm    [2]uint64
 }
 
 type bpftapeProbeSpec struct {
@@ -103,20 +104,19 @@ type bpftapeSample struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	bpftapeMapCommGen           = "comm_gen"
-	bpftapeMapCpuState          = "cpu_state"
-	bpftapeMapLost              = "lost"
-	bpftapeMapProbeSpecs        = "probe_specs"
-	bpftapeMapRings             = "rings"
-	bpftapeProgProbeCommChanged = "probe_comm_changed"
-	bpftapeProgProbeTracepoint  = "probe_tracepoint"
-	bpftapeProgProbeUprobe      = "probe_uprobe"
-	bpftapeVarBtfAnchor         = "btf_anchor"
-	bpftapeVarCommCached        = "comm_cached"
-	bpftapeVarFilterTgid        = "filter_tgid"
-	bpftapeVarTaskFsbaseOff     = "task_fsbase_off"
-	bpftapeVarTaskGsbaseOff     = "task_gsbase_off"
-	bpftapeVarWakeupBytes       = "wakeup_bytes"
+	bpftapeMapCommGen          = "comm_gen"
+	bpftapeMapCpuState         = "cpu_state"
+	bpftapeMapLost             = "lost"
+	bpftapeMapProbeSpecs       = "probe_specs"
+	bpftapeMapRings            = "rings"
+	bpftapeProgProbeTracepoint = "probe_tracepoint"
+	bpftapeProgProbeUprobe     = "probe_uprobe"
+	bpftapeVarBtfAnchor        = "btf_anchor"
+	bpftapeVarFilterTgid       = "filter_tgid"
+	bpftapeVarTaskCommOff      = "task_comm_off"
+	bpftapeVarTaskFsbaseOff    = "task_fsbase_off"
+	bpftapeVarTaskGsbaseOff    = "task_gsbase_off"
+	bpftapeVarWakeupBytes      = "wakeup_bytes"
 )
 
 // loadBpftape returns the embedded CollectionSpec for bpftape.
@@ -161,9 +161,8 @@ type bpftapeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeProgramSpecs struct {
-	ProbeCommChanged *ebpf.ProgramSpec `ebpf:"probe_comm_changed"`
-	ProbeTracepoint  *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
-	ProbeUprobe      *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
+	ProbeTracepoint *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
+	ProbeUprobe     *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
 }
 
 // bpftapeMapSpecs contains maps before they are loaded into the kernel.
@@ -182,8 +181,8 @@ type bpftapeMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeVariableSpecs struct {
 	BtfAnchor     *ebpf.VariableSpec `ebpf:"btf_anchor"`
-	CommCached    *ebpf.VariableSpec `ebpf:"comm_cached"`
 	FilterTgid    *ebpf.VariableSpec `ebpf:"filter_tgid"`
+	TaskCommOff   *ebpf.VariableSpec `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.VariableSpec `ebpf:"task_gsbase_off"`
 	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
@@ -231,8 +230,8 @@ func (m *bpftapeMaps) Close() error {
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeVariables struct {
 	BtfAnchor     *ebpf.Variable `ebpf:"btf_anchor"`
-	CommCached    *ebpf.Variable `ebpf:"comm_cached"`
 	FilterTgid    *ebpf.Variable `ebpf:"filter_tgid"`
+	TaskCommOff   *ebpf.Variable `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.Variable `ebpf:"task_gsbase_off"`
 	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
@@ -242,14 +241,12 @@ type bpftapeVariables struct {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapePrograms struct {
-	ProbeCommChanged *ebpf.Program `ebpf:"probe_comm_changed"`
-	ProbeTracepoint  *ebpf.Program `ebpf:"probe_tracepoint"`
-	ProbeUprobe      *ebpf.Program `ebpf:"probe_uprobe"`
+	ProbeTracepoint *ebpf.Program `ebpf:"probe_tracepoint"`
+	ProbeUprobe     *ebpf.Program `ebpf:"probe_uprobe"`
 }
 
 func (p *bpftapePrograms) Close() error {
 	return _BpftapeClose(
-		p.ProbeCommChanged,
 		p.ProbeTracepoint,
 		p.ProbeUprobe,
 	)

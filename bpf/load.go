@@ -10,7 +10,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
-	"github.com/cilium/ebpf/link"
 )
 
 // DefaultRingSize returns the per-CPU ring size used when Options.RingSize
@@ -82,31 +81,19 @@ type Objects struct {
 	// Lost counts, per CPU and by probe id, samples dropped because the
 	// ring was full; see LostSamples.
 	Lost *ebpf.Map `ebpf:"lost"`
-	// ProbeCommChanged bumps CommGen; Load attaches it to task:task_rename
-	// and task:task_newtask.
-	ProbeCommChanged *ebpf.Program `ebpf:"probe_comm_changed"`
 	// CommGen is the generation of the comms the CPUs have recorded; see
 	// ForgetComms.
 	CommGen *ebpf.Map `ebpf:"comm_gen"`
-	// CPUState is, per CPU, the task and generation whose comm was last
-	// recorded, and the bytes submitted since the last forced wake-up.
+	// CPUState is, per CPU, the thread, comm and generation of the last
+	// comm record, and the bytes submitted since the last forced wake-up.
 	CPUState *ebpf.Map `ebpf:"cpu_state"`
-
-	// CommEverySample is true when the comm tracepoints could not be
-	// attached: a comm record then precedes every sample.
-	CommEverySample bool
-
-	commLinks []link.Link
 }
 
 // Close releases the programs and maps. Links using the programs stay
 // attached until closed themselves.
 func (o *Objects) Close() error {
 	var errs []error
-	for _, l := range o.commLinks {
-		errs = append(errs, l.Close())
-	}
-	for _, c := range []*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.ProbeCommChanged} {
+	for _, c := range []*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint} {
 		if c != nil {
 			errs = append(errs, c.Close())
 		}
@@ -119,53 +106,25 @@ func (o *Objects) Close() error {
 	return errors.Join(errs...)
 }
 
-// commTracepoints are where a task's comm can change (prctl, exec, a write
-// to /proc/PID/comm) or a new task appears that may reuse a freed task's
-// address: ProbeCommChanged is attached to each.
-var commTracepoints = [][2]string{{"task", "task_rename"}, {"task", "task_newtask"}}
-
-// Load checks the kernel features bpftape needs, then loads the programs
-// and maps configured by opts. Samples carry no comm: the programs send a
-// comm record only when a CPU switches tasks or a comm may have changed,
-// which Load learns by attaching ProbeCommChanged to commTracepoints. If
-// that fails, it loads the objects again to send a comm record ahead of
-// every sample, and sets CommEverySample.
-func Load(opts Options) (*Objects, error) {
-	o, err := loadObjects(opts, true)
-	if err != nil {
-		return nil, err
-	}
-	for _, tp := range commTracepoints {
-		l, err := link.Tracepoint(tp[0], tp[1], o.ProbeCommChanged, nil)
-		if err != nil {
-			o.Close()
-			if o, err = loadObjects(opts, false); err != nil {
-				return nil, err
-			}
-			o.CommEverySample = true
-			return o, nil
-		}
-		o.commLinks = append(o.commLinks, l)
-	}
-	return o, nil
-}
-
-// ForgetComms makes every CPU record the comm of its current task again
+// ForgetComms makes every CPU record the comm of its current thread again
 // before its next sample, so that user space may forget the comms it holds.
 func (o *Objects) ForgetComms() error {
 	var gen uint64
 	if err := o.CommGen.Lookup(uint32(0), &gen); err != nil {
 		return fmt.Errorf("bpf: lookup comm_gen: %w", err)
 	}
-	// Not atomic with the programs' increments, but the new value differs
-	// from every generation a CPU can have seen, which is all it needs.
-	if err := o.CommGen.Put(uint32(0), gen+1<<32); err != nil {
+	if err := o.CommGen.Put(uint32(0), gen+1); err != nil {
 		return fmt.Errorf("bpf: update comm_gen: %w", err)
 	}
 	return nil
 }
 
-func loadObjects(opts Options, commCached bool) (*Objects, error) {
+// Load checks the kernel features bpftape needs, then loads the programs
+// and maps configured by opts. Samples carry no comm: a CPU sends a comm
+// record only when the thread it records or that thread's comm changed; the
+// comm is read at its offset in task_struct, taken from the kernel's BTF
+// (without BTF, with the slower bpf_get_current_comm).
+func Load(opts Options) (*Objects, error) {
 	size := opts.RingSize
 	if size == 0 {
 		size = DefaultRingSize()
@@ -195,9 +154,9 @@ func loadObjects(opts Options, commCached bool) (*Objects, error) {
 	if err := spec.Variables[bpftapeVarWakeupBytes].Set(opts.WakeupBytes); err != nil {
 		return nil, fmt.Errorf("bpf: set wakeup_bytes: %w", err)
 	}
-	if commCached {
-		if err := spec.Variables[bpftapeVarCommCached].Set(uint32(1)); err != nil {
-			return nil, fmt.Errorf("bpf: set comm_cached: %w", err)
+	if off, err := TaskCommOffset(); err == nil {
+		if err := spec.Variables[bpftapeVarTaskCommOff].Set(off); err != nil {
+			return nil, fmt.Errorf("bpf: set task_comm_off: %w", err)
 		}
 	}
 	if opts.ThreadBases {

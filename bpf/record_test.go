@@ -464,3 +464,41 @@ func TestRingMerge(t *testing.T) {
 	}
 	t.Logf("%d records, %d out of time order; hopping thread on CPUs %v", len(samples), inversions, cpus[0])
 }
+
+// TestCommRename records a process that renames itself between two calls,
+// with task:task_rename recorded too (its programs run before the kernel
+// changes the comm): each call must carry the comm the task had then.
+func TestCommRename(t *testing.T) {
+	requireBPF(t)
+	exe := buildWorkload(t)
+	tracefs := requireTracefs(t)
+	w := startWorkload(t, exe, "rename")
+	objs := load(t, Options{FilterTgid: uint32(w.pid())})
+	putSpec(t, objs, 0, spec(1, ClassArgs1, reg(RegDI, 8, true)))
+	rename := tpFormat(t, tracefs, "task", "task_rename")
+	putSpec(t, objs, 1, spec(2, ClassArgs1, rename["pid"].arg(KindTPField)))
+	attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
+	attachTracepoint(t, "task", "task_rename", objs.ProbeTracepoint, 1)
+	c := collect(t, newReader(t, objs.RingMaps...))
+	w.run(t)
+	comms := map[uint32]string{}
+	got := map[int64]string{}
+	renames := 0
+	for _, raw := range c.finish(t) {
+		h, err := DecodeHeader(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case h.Class == ClassComm:
+			comms[h.TID] = string(Comm(raw))
+		case h.ProbeID == 1:
+			got[int64(Arg(raw, 0))] = comms[h.TID]
+		case h.ProbeID == 2:
+			renames++
+		}
+	}
+	if renames != 1 || got[1] != "workload" || got[2] != "renamed-task" {
+		t.Errorf("%d renames recorded; call 1 by %q, call 2 by %q; want 1, workload, renamed-task", renames, got[1], got[2])
+	}
+}

@@ -80,3 +80,40 @@ func findMember(members []btf.Member, name string, base btf.Bits) (btf.Member, b
 	}
 	return btf.Member{}, 0, false
 }
+
+// TaskCommOffset returns the byte offset of comm in the running kernel's
+// struct task_struct, from its BTF: the programs compare the 16 bytes there
+// with the comm they last recorded, which is cheaper than
+// bpf_get_current_comm's copy.
+func TaskCommOffset() (uint32, error) {
+	taskCommOnce.Do(func() { taskCommOff, taskCommErr = taskCommOffset() })
+	return taskCommOff, taskCommErr
+}
+
+var (
+	taskCommOnce sync.Once
+	taskCommOff  uint32
+	taskCommErr  error
+)
+
+func taskCommOffset() (uint32, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return 0, fmt.Errorf("bpf: kernel BTF: %w", err)
+	}
+	var task *btf.Struct
+	if err := spec.TypeByName("task_struct", &task); err != nil {
+		return 0, fmt.Errorf("bpf: kernel BTF: struct task_struct: %w", err)
+	}
+	m, off, ok := findMember(task.Members, "comm", 0)
+	if !ok {
+		return 0, errors.New("bpf: kernel BTF: struct task_struct has no member comm")
+	}
+	if sz, err := btf.Sizeof(m.Type); err != nil || sz != CommLen {
+		return 0, fmt.Errorf("bpf: kernel BTF: task_struct.comm is not %d bytes", CommLen)
+	}
+	if off.Bytes() == 0 {
+		return 0, errors.New("bpf: kernel BTF: task_struct.comm at offset 0")
+	}
+	return off.Bytes(), nil
+}

@@ -11,6 +11,8 @@
  *                        then opens files, sets its oom_score_adj, renames
  *                        itself and execs /bin/true
  *   workload burst N     calls work() N times, then prints "burst N <ns>"
+ *   workload rename      calls work(1, 0, 0), renames itself "renamed-task"
+ *                        (prctl), calls work(2, 0, 0)
  *   workload hop N       two threads call work(T, I, 0) N times each (T the
  *                        thread's number, I counting up); thread 0 moves
  *                        to the next CPU every 50 calls, thread 1 stays on
@@ -228,7 +230,12 @@ int main(int argc, char **argv)
 		mode_args();
 	else if (!strcmp(argv[1], "burst") && argc == 3)
 		mode_burst(atol(argv[2]));
-	else if (!strcmp(argv[1], "hop") && argc == 3)
+	else if (!strcmp(argv[1], "rename")) {
+		work(1, 0, 0);
+		if (prctl(PR_SET_NAME, "renamed-task") != 0)
+			return 6;
+		work(2, 0, 0);
+	} else if (!strcmp(argv[1], "hop") && argc == 3)
 		mode_hop(atol(argv[2]));
 	else
 		return 1;

@@ -221,6 +221,12 @@ func (res *results) print(w io.Writer, d *driver) {
 			fmt.Fprintf(w, "(perf.data scaled down to %s events: %s at 100M events would take ~%.1f GB and its recording, decoding and deletion ~minutes on this machine)\n",
 				count(rp.perfData.recorded), fmt.Sprintf("%.1f bytes/event", rp.perfData.perEvent()), rp.perfData.perEvent()*1e8/1e9)
 		}
+		for _, ci := range []*capInfo{&rp.smallCap, &rp.perfData} {
+			if ci.lost > 0 {
+				fmt.Fprintf(w, "(%s lost %s of %s events while recording its replay input: the event counts above differ)\n",
+					ci.what, count(ci.lost), count(ci.generated))
+			}
+		}
 	}
 
 	if len(res.progTimes) > 0 {

@@ -1,14 +1,14 @@
 // Package bpf is bpftape's kernel side and its loader: one generic uprobe
 // program (uprobes, uretprobes, USDT probes) and one generic tracepoint
 // program, both driven by per-attachment probe specs, writing fixed-layout
-// samples into a BPF ring buffer.
+// samples into the ring buffer of the CPU they run on.
 //
 // Each attachment passes a BPF cookie; the programs use it as an index into
 // the specs map, whose ProbeSpec says which values to record and how large a
 // record to reserve. Load the objects with [Load], store a spec per cookie with
 // [Objects.PutSpec], attach [Objects.ProbeUprobe] / [Objects.ProbeTracepoint]
 // with that cookie (link.UprobeOptions.Cookie, link.TracepointOptions.Cookie),
-// and read samples from [Objects.Events] with a [Ring]; decode them with
+// and read samples from [Objects.RingMaps] with a [Ring]; decode them with
 // [DecodeHeader], [Arg] and [Str], and comm records with [Comm].
 package bpf
 

@@ -17,17 +17,7 @@ import (
 func BenchmarkRead(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.arrow")
 	const n = 2 << 20
-	w, err := format.Create(path, formattest.Meta(), format.WriterOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := formattest.NewStream()
-	for i := 0; i < n; i++ {
-		if err := w.Append(s.Next()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := formattest.WriteFile(path, n, nil, format.WriterOptions{}, 0); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("next", func(b *testing.B) {

@@ -79,22 +79,7 @@ func writeWidths(tb testing.TB, path string, n int, comp format.Compression, bat
 // record after every lossEvery events (none if 0).
 func writeStream(tb testing.TB, path string, n int, comp format.Compression, lossEvery int) {
 	tb.Helper()
-	w, err := format.Create(path, formattest.Meta(), format.WriterOptions{Compression: comp})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s := formattest.NewStream()
-	for i := 0; i < n; i++ {
-		if lossEvery > 0 && i%lossEvery == lossEvery-1 {
-			if err := w.Lost(uint16(i%3), 1, int64(i)*1000, 17); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		if err := w.Append(s.Next()); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := formattest.WriteFile(path, int64(n), nil, format.WriterOptions{Compression: comp}, int64(lossEvery)); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -238,17 +238,7 @@ func runSynth(args []string) error {
 	fs.Parse(args)
 	meta := formattest.Meta()
 	meta.Tool = synthTool
-	w, err := format.Create(*out, meta, format.WriterOptions{})
-	if err != nil {
-		return err
-	}
-	s := formattest.NewStream()
-	for i := int64(0); i < *n; i++ {
-		if err := w.Append(s.Next()); err != nil {
-			return err
-		}
-	}
-	return w.Close()
+	return formattest.WriteFile(*out, *n, meta, format.WriterOptions{}, 0)
 }
 
 func median(xs []float64) float64 {

@@ -89,3 +89,30 @@ func Meta() *format.Meta {
 		{Name: "tx_ret", Kind: "uretprobe", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
 	}}
 }
+
+// WriteFile writes n events of the stream into a capture at path with meta
+// (Meta() if nil) and opts, and a loss record after every lossEvery events
+// (none if 0): the input of the readers' tests and benchmarks.
+func WriteFile(path string, n int64, meta *format.Meta, opts format.WriterOptions, lossEvery int64) error {
+	if meta == nil {
+		meta = Meta()
+	}
+	w, err := format.Create(path, meta, opts)
+	if err != nil {
+		return err
+	}
+	s := NewStream()
+	for i := int64(0); i < n; i++ {
+		if lossEvery > 0 && i%lossEvery == lossEvery-1 {
+			if err := w.Lost(uint16(i%3), 1, i*1000, 17); err != nil {
+				w.Close()
+				return err
+			}
+		}
+		if err := w.Append(s.Next()); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	return w.Close()
+}

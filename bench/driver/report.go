@@ -273,6 +273,30 @@ type target struct {
 	na             bool
 }
 
+// perRound is the ratio a/b taken round by round (the two tools ran next to
+// each other in each round), as "; per round 1.19× [1.15–1.30]": it says how
+// much of a ratio of medians is noise between rounds. The target itself is
+// judged on the ratio of medians.
+func perRound(a, b []float64) string {
+	if len(a) != len(b) || len(a) < 2 {
+		return ""
+	}
+	var qs []float64
+	for i := range a {
+		if b[i] > 0 {
+			qs = append(qs, a[i]/b[i])
+		}
+	}
+	if len(qs) < 2 {
+		return ""
+	}
+	lo, hi := qs[0], qs[0]
+	for _, q := range qs {
+		lo, hi = min(lo, q), max(hi, q)
+	}
+	return fmt.Sprintf("; per round %.2f× [%.2f–%.2f]", median(qs), lo, hi)
+}
+
 func (res *results) printTargets(w io.Writer, d *driver) {
 	var ts []target
 	add := func(name, measured string, pass bool) {
@@ -300,7 +324,7 @@ func (res *results) printTargets(w io.Writer, d *driver) {
 		if len(bt.overhead) == 0 || len(bc.overhead) == 0 {
 			na(tn, "not measured")
 		} else if q, ok := ratio(ob, oc); ok {
-			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)", q, num(ob), num(oc)), q <= limit)
+			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)%s", q, num(ob), num(oc), perRound(bt.overhead, bc.overhead)), q <= limit)
 		} else {
 			na(tn, fmt.Sprintf("BCC overhead %s ns/event is not positive", num(oc)))
 		}
@@ -308,7 +332,7 @@ func (res *results) printTargets(w io.Writer, d *driver) {
 		if len(bt.overhead) == 0 || len(pf.overhead) == 0 {
 			na(tn, "not measured")
 		} else if q, ok := ratio(ob, op); ok {
-			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)", q, num(ob), num(op)), q < 0.6)
+			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)%s", q, num(ob), num(op), perRound(bt.overhead, pf.overhead)), q < 0.6)
 		} else {
 			na(tn, "perf overhead not positive")
 		}

@@ -40,11 +40,15 @@ func TestCrashSurvival(t *testing.T) {
 		}
 		stopWatch := watchBPF(cmd.Process.Pid)
 		target := readyTarget(t, waitFile(t, ready, 10*time.Second))
+		// The watcher samples every 20 ms and the kill may come sooner:
+		// look once now that every probe is attached.
+		readyProgs, readyLinks := bpfHeld(cmd.Process.Pid)
 		time.Sleep(delay)
 		killed := bootNow(t)
 		cmd.Process.Kill()
 		cmd.Wait()
 		progs, links := stopWatch()
+		progs, links = union(progs, readyProgs), union(links, readyLinks)
 		killWait(target)
 		what := "run " + strconv.Itoa(i)
 		if len(progs) == 0 || len(links) == 0 {

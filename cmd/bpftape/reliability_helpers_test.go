@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -352,4 +353,15 @@ func checkWriteFailed(t *testing.T, r result, target int, wants ...string) {
 			t.Error("the -c command still runs after the recording stopped")
 		}
 	}
+}
+
+// union returns the ids in a or b, each once.
+func union(a, b []uint32) []uint32 {
+	out := slices.Clone(a)
+	for _, id := range b {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -30,6 +30,8 @@ type recording struct {
 	done    chan result
 	uprobes map[string]bool
 	stop    func() (progs, links []uint32)
+	// what the recorder held once ready: the watcher samples every 20 ms
+	held struct{ progs, links []uint32 }
 }
 
 // startRecording starts bpftape record with args (and -o, --ready-file)
@@ -46,6 +48,7 @@ func startRecording(t *testing.T, bin string, args ...string) *recording {
 	}
 	rc.stop = watchBPF(rc.cmd.Process.Pid)
 	waitFile(t, ready, 10*time.Second)
+	rc.held.progs, rc.held.links = bpfHeld(rc.cmd.Process.Pid)
 	return rc
 }
 
@@ -62,6 +65,7 @@ func (rc *recording) wait(timeout time.Duration) result {
 		rc.t.Fatalf("the recorder did not stop within %v", timeout)
 	}
 	progs, links := rc.stop()
+	progs, links = union(progs, rc.held.progs), union(links, rc.held.links)
 	if len(progs) == 0 || len(links) == 0 {
 		rc.t.Errorf("saw %d programs and %d links in the recorder's fdinfo", len(progs), len(links))
 	}

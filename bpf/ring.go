@@ -192,17 +192,17 @@ func recordTime(rec []byte) uint64 {
 }
 
 // consume passes to fn, merged by time, the records reserved in every ring
-// before it read their producer positions; it stops early at a record still
-// being written after busyWait. It reports whether it read everything up to
-// those positions.
-func (r *Ring) consume(fn func(raw []byte) error) (complete bool, err error) {
+// before it read their producer positions. It ends the pass early at a
+// record a producer is still writing after busyWait: what follows it waits
+// for the next pass, so a thread's records never overtake one another.
+func (r *Ring) consume(fn func(raw []byte) error) error {
 	found := false
 	for _, p := range r.parts {
 		p.prod = atomic.LoadUint64(p.prodPos)
 		found = found || p.prod != p.pos
 	}
 	if !found {
-		return true, nil
+		return nil
 	}
 	r.reads++
 	defer func() {
@@ -217,23 +217,23 @@ func (r *Ring) consume(fn func(raw []byte) error) (complete bool, err error) {
 	}
 
 	heads, times := r.heads, r.times
-	load := func(i int) (bool, error) {
-		p := r.parts[i]
-		rec, busy := p.head()
+	// load reads part i's head record; false if a producer still writes it.
+	load := func(i int) bool {
+		rec, busy := r.parts[i].head()
 		if busy {
-			if rec, busy = p.waitBusy(); busy {
-				return false, nil
+			if rec, busy = r.parts[i].waitBusy(); busy {
+				return false
 			}
 		}
 		heads[i] = rec
 		if rec != nil {
 			times[i] = recordTime(rec)
 		}
-		return true, nil
+		return true
 	}
 	for i := range r.parts {
-		if ok, err := load(i); !ok || err != nil {
-			return false, err
+		if !load(i) {
+			return nil
 		}
 	}
 	for {
@@ -244,36 +244,36 @@ func (r *Ring) consume(fn func(raw []byte) error) (complete bool, err error) {
 			}
 		}
 		if best < 0 {
-			return true, nil
+			return nil
 		}
 		rec := heads[best]
-		if err := fn(rec); err != nil {
-			r.parts[best].advance(uint64(len(rec)))
-			return false, err
-		}
+		err := fn(rec)
 		r.parts[best].advance(uint64(len(rec)))
-		if ok, err := load(best); !ok || err != nil {
-			return false, err
+		if err != nil {
+			return err
+		}
+		if !load(best) {
+			return nil
 		}
 	}
 }
 
 // consumeOne is consume for a single ring: no merging.
-func (r *Ring) consumeOne(p *ringPart, fn func(raw []byte) error) (bool, error) {
+func (r *Ring) consumeOne(p *ringPart, fn func(raw []byte) error) error {
 	for {
 		rec, busy := p.head()
 		if busy {
 			if rec, busy = p.waitBusy(); busy {
-				return false, nil
+				return nil
 			}
 		}
 		if rec == nil {
-			return true, nil
+			return nil
 		}
 		err := fn(rec)
 		p.advance(uint64(len(rec)))
 		if err != nil {
-			return false, err
+			return err
 		}
 	}
 }
@@ -329,7 +329,7 @@ func (r *Ring) Drain(interval time.Duration, fn func(raw []byte) error) error {
 			unix.Read(r.wake, buf[:]) // reset the eventfd; EAGAIN if already read
 			return r.consumeAll(fn)
 		}
-		if _, err := r.consume(fn); err != nil {
+		if err := r.consume(fn); err != nil {
 			return err
 		}
 		wait := time.Until(end)
@@ -374,7 +374,7 @@ func (r *Ring) consumeAll(fn func(raw []byte) error) error {
 		if time.Now().After(deadline) {
 			return errors.New("bpf: a ring record stayed busy for 1s")
 		}
-		if _, err := r.consume(fn); err != nil {
+		if err := r.consume(fn); err != nil {
 			return err
 		}
 	}

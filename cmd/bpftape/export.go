@@ -1,10 +1,8 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
@@ -76,7 +74,8 @@ Examples:
   duckdb -c "SELECT host, probe, count(*) FROM read_parquet('fleet/*/*/*.parquet', hive_partitioning=true, union_by_name=true) GROUP BY ALL"`, stdout)
 	to := &formatOrEnd{}
 	fs.Var(to, "to", "output format: csv, jsonl, parquet or arrow (required); as in the other verbs, a duration is the end of the time window")
-	filter := exportFilterFlags(fs, to)
+	// --to is shared with the output format (formatOrEnd).
+	filter := idFilterFlags(fs, "rows", func() time.Duration { return to.end })
 	out := fs.String("o", "", "output file (default: standard output); the folder with --partition")
 	lost := fs.String("lost", "", "loss records: drop (events only), keep (add them and a lost column) or only (default drop; keep for arrow)")
 	partition := fs.Bool("partition", false, "Parquet only: hive-style folders host=HOST/probe=PROBE under -o")
@@ -172,31 +171,4 @@ func (f *formatOrEnd) Set(s string) error {
 	}
 	f.end = d
 	return nil
-}
-
-// exportFilterFlags registers the filters of filterFlags, with --to shared
-// with the output format.
-func exportFilterFlags(fs *flag.FlagSet, to *formatOrEnd) func() (replay.Filter, error) {
-	pids := fs.String("pid", "", "only events of these processes (comma-separated PIDs)")
-	tids := fs.String("tid", "", "only events of these threads (comma-separated TIDs)")
-	comms := fs.String("comm", "", "only events of these commands (comma-separated names)")
-	from := fs.Duration("from", 0, "only rows at least this long after the capture start (e.g. 1.5s)")
-	return func() (replay.Filter, error) {
-		var f replay.Filter
-		var err error
-		if f.PIDs, err = parseIDs(*pids); err != nil {
-			return f, fmt.Errorf("--pid: %w: %w", err, errUsage)
-		}
-		if f.TIDs, err = parseIDs(*tids); err != nil {
-			return f, fmt.Errorf("--tid: %w: %w", err, errUsage)
-		}
-		if *comms != "" {
-			f.Comms = strings.Split(*comms, ",")
-		}
-		f.From, f.To = *from, to.end
-		if f.To != 0 && f.To <= f.From {
-			return f, fmt.Errorf("--to %v is not after --from %v: %w", f.To, f.From, errUsage)
-		}
-		return f, nil
-	}
 }

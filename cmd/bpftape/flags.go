@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bpftape/bpftape/replay"
 )
@@ -56,11 +57,18 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // filterFlags registers the event filters every analysis verb takes.
 func filterFlags(fs *flag.FlagSet) func() (replay.Filter, error) {
-	pids := fs.String("pid", "", "only events of these processes (comma-separated PIDs)")
-	tids := fs.String("tid", "", "only events of these threads (comma-separated TIDs)")
-	comms := fs.String("comm", "", "only events of these commands (comma-separated names)")
-	from := fs.Duration("from", 0, "only events at least this long after the capture start (e.g. 1.5s)")
 	to := fs.Duration("to", 0, "only events less than this long after the capture start")
+	return idFilterFlags(fs, "events", func() time.Duration { return *to })
+}
+
+// idFilterFlags registers --pid, --tid, --comm and --from (help naming the
+// filtered things what) and returns the parser of the filter, whose end comes
+// from to: export shares its --to with the output format.
+func idFilterFlags(fs *flag.FlagSet, what string, to func() time.Duration) func() (replay.Filter, error) {
+	pids := fs.String("pid", "", "only "+what+" of these processes (comma-separated PIDs)")
+	tids := fs.String("tid", "", "only "+what+" of these threads (comma-separated TIDs)")
+	comms := fs.String("comm", "", "only "+what+" of these commands (comma-separated names)")
+	from := fs.Duration("from", 0, "only "+what+" at least this long after the capture start (e.g. 1.5s)")
 	return func() (replay.Filter, error) {
 		var f replay.Filter
 		var err error
@@ -73,7 +81,7 @@ func filterFlags(fs *flag.FlagSet) func() (replay.Filter, error) {
 		if *comms != "" {
 			f.Comms = strings.Split(*comms, ",")
 		}
-		f.From, f.To = *from, *to
+		f.From, f.To = *from, to()
 		if f.To != 0 && f.To <= f.From {
 			return f, fmt.Errorf("--to %v is not after --from %v: %w", f.To, f.From, errUsage)
 		}

@@ -650,52 +650,35 @@ static __always_inline int record(void *ctx, const int is_tp)
 	if (!rb || !st || emit_comm(rb, st, now, pid_tgid, cpu))
 		goto lost;
 
+	/*
+	 * One constant-size reserve per class: the verifier checks fill's
+	 * writes against it.
+	 */
+#define RESERVE_FILL(bytes, cap, with_strs)                                      \
+	size = (bytes);                                                          \
+	s = bpf_ringbuf_reserve(rb, (bytes), 0);                                 \
+	if (!s)                                                                  \
+		goto lost;                                                       \
+	fill(ctx, spec, s, now, pid_tgid, cpu, (cap), (with_strs), is_tp);       \
+	break;
+
 	switch (spec->size_class) {
 	case CLASS_ARGS0:
-		size = CLASS_SIZE(0);
-		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(0), 0);
-		if (!s)
-			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, cpu, 0, 0, is_tp);
-		break;
+		RESERVE_FILL(CLASS_SIZE(0), 0, 0)
 	case CLASS_ARGS1:
-		size = CLASS_SIZE(1);
-		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(1), 0);
-		if (!s)
-			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, cpu, 1, 0, is_tp);
-		break;
+		RESERVE_FILL(CLASS_SIZE(1), 1, 0)
 	case CLASS_ARGS2:
-		size = CLASS_SIZE(2);
-		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(2), 0);
-		if (!s)
-			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, cpu, 2, 0, is_tp);
-		break;
+		RESERVE_FILL(CLASS_SIZE(2), 2, 0)
 	case CLASS_ARGS6:
-		size = CLASS_SIZE(6);
-		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(6), 0);
-		if (!s)
-			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, cpu, 6, 0, is_tp);
-		break;
+		RESERVE_FILL(CLASS_SIZE(6), 6, 0)
 	case CLASS_ARGS12:
-		size = CLASS_SIZE(12);
-		s = bpf_ringbuf_reserve(rb, CLASS_SIZE(12), 0);
-		if (!s)
-			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, cpu, 12, 0, is_tp);
-		break;
+		RESERVE_FILL(CLASS_SIZE(12), 12, 0)
 	case CLASS_ARGS12_STR4:
-		size = sizeof(struct sample);
-		s = bpf_ringbuf_reserve(rb, sizeof(struct sample), 0);
-		if (!s)
-			goto lost;
-		fill(ctx, spec, s, now, pid_tgid, cpu, 12, 1, is_tp);
-		break;
+		RESERVE_FILL(sizeof(struct sample), 12, 1)
 	default:
 		return 0;
 	}
+#undef RESERVE_FILL
 	bpf_ringbuf_submit(s, wakeup_flags(st, size));
 	return 0;
 

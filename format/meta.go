@@ -173,11 +173,25 @@ type Meta struct {
 	StartWall   time.Time `json:"start_wall"`
 	StartBoot   int64     `json:"start_boot_ns"`
 	Compression string    `json:"compression"`
-	Probes      []Probe   `json:"probes"`
+	// Window is when every probe was recording; nil in captures not
+	// written by a recorder.
+	Window *Window `json:"window,omitempty"`
+	Probes []Probe `json:"probes"`
 	// Extra holds free-form facts (the traced command, the ring buffer size...).
 	Extra map[string]string `json:"extra,omitempty"`
 	// Inputs are the metas of the captures a merged capture was made from (see Merge).
 	Inputs []Meta `json:"inputs,omitempty"`
+}
+
+// Window is the interval in which every probe of a capture was recording
+// (boot-clock ns): events are recorded only after the last probe was
+// attached and not after the first was detached, so counts and pairs of
+// probes compare. End is 0 when unknown: the footer carries it, and a file
+// whose recorder was killed has no footer (nor does a part of a rotated
+// capture but the last: each ends where the next starts).
+type Window struct {
+	Start int64 `json:"start_ns"`
+	End   int64 `json:"end_ns,omitempty"`
 }
 
 // WallTime converts an event's boot-clock time to wall-clock time.

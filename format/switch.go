@@ -73,9 +73,23 @@ func (w *Writer) Switch(out io.Writer) (err error) {
 	return nil
 }
 
+// footerMeta gives the file's footer the metadata as it is now (see
+// Meta.Window): the schema at the file's start had it as it was then.
+func (w *Writer) footerMeta() error {
+	js, err := w.meta.encode()
+	if err != nil {
+		return err
+	}
+	w.aw.SetFooterMetadata(arrow.NewMetadata([]string{MetadataKey}, []string{js}))
+	return nil
+}
+
 // finishFile writes the footer of the current file, syncs and closes it.
 func (w *Writer) finishFile() error {
-	err := w.aw.Close()
+	err := w.footerMeta()
+	if err == nil {
+		err = w.aw.Close()
+	}
 	if err == nil {
 		err = w.out.Flush()
 	}

@@ -487,7 +487,10 @@ func (w *Writer) Close() error {
 	<-w.done
 	err := w.Err()
 	if err == nil {
-		err = w.aw.Close()
+		err = w.footerMeta()
+		if err == nil {
+			err = w.aw.Close()
+		}
 		if err == nil {
 			err = w.out.Flush()
 		}

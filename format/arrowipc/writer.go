@@ -568,6 +568,14 @@ func grow(b []byte, n int) []byte {
 	return b[:len(b)+n]
 }
 
+// SetFooterMetadata replaces the schema metadata written into the footer
+// by Close: the stream keeps the metadata it started with, readers of the
+// file format see the footer's (facts known only at the end, such as when
+// the capture stopped).
+func (w *Writer) SetFooterMetadata(md arrow.Metadata) {
+	w.schema = arrow.NewSchema(w.schema.Fields(), &md)
+}
+
 // Close writes the end-of-stream marker and the footer. It does not close
 // the underlying writer.
 func (w *Writer) Close() error {

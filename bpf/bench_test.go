@@ -111,6 +111,9 @@ func runBurst(b *testing.B, exe string, ring uint32, wakeup uint64, events int) 
 		b.Fatal(err)
 	}
 	defer objs.Close()
+	if err := objs.Arm(true); err != nil {
+		b.Fatal(err)
+	}
 	putSpec(b, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true)))
 	attachUprobe(b, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
 	rd, err := NewRing(objs.RingMaps...)

@@ -31,6 +31,7 @@ typedef __u32 __wsum;
 
 /* From include/uapi/linux/bpf.h. */
 enum {
+	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_ARRAY_OF_MAPS = 12,
@@ -42,6 +43,14 @@ enum {
 };
 enum {
 	BPF_RB_AVAIL_DATA = 0,
+};
+enum {
+	BPF_NOEXIST = 1,
+};
+
+/* Context of a raw tracepoint program: the tracepoint's arguments. */
+struct bpf_raw_tracepoint_args {
+	__u64 args[0];
 };
 
 /*
@@ -61,6 +70,7 @@ struct pt_regs {
 #define STR_LEN 64
 #define MAX_SPECS 4096
 #define MAX_PROBES 4096
+#define MAX_TRACED 65536
 
 /* How one recorded value is obtained. Mirrored by Kind* in spec.go. */
 enum arg_kind {
@@ -191,6 +201,14 @@ const struct btf_anchor {
 
 /* Set from Go before load. */
 volatile const __u32 filter_tgid = 0;  /* tracepoints: only this tgid; 0 = all */
+/*
+ * Nonzero: record only processes in the traced map (uprobes and tracepoints
+ * alike; filter_tgid is then unused), which track_fork extends with every
+ * process a traced one starts.
+ */
+volatile const __u32 follow = 0;
+/* Byte offset of tgid in struct task_struct, from the kernel's BTF (follow). */
+volatile const __u32 task_tgid_off = 0;
 volatile const __u64 wakeup_bytes = 0; /* see wakeup_flags() */
 /*
  * Byte offsets of thread.fsbase and thread.gsbase in struct task_struct,
@@ -244,6 +262,26 @@ struct {
 	__type(key, __u32);
 	__type(value, struct cpu_state);
 } cpu_state SEC(".maps");
+
+/*
+ * The processes (tgids) recorded when following: user space puts the first
+ * one, track_fork adds their children, user space removes exited ones.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_TRACED);
+	__type(key, __u32);
+	__type(value, __u8);
+} traced SEC(".maps");
+
+/*
+ * Nonzero while the capture window is open: every program records only then.
+ * User space sets it once every probe is attached and clears it before the
+ * first link is closed, so that every probe covers the same interval.
+ */
+volatile __u32 armed = 0;
+/* Children of traced processes that did not fit in the traced map. */
+volatile __u64 untracked = 0;
 
 /*
  * Bumped by user space when it forgets the comms it holds: every CPU then
@@ -627,21 +665,36 @@ static __always_inline int emit_comm(void *rb, struct cpu_state *st, __u64 now, 
 	return 0;
 }
 
+/* Whether the process of pid_tgid is one being recorded. */
+static __always_inline int wanted(__u64 pid_tgid, const int is_tp)
+{
+	__u32 tgid = pid_tgid >> 32;
+
+	if (follow)
+		return bpf_map_lookup_elem(&traced, &tgid) != 0;
+	/* Uprobes are limited to one process by the kernel's uprobe filter. */
+	return !is_tp || !filter_tgid || tgid == filter_tgid;
+}
+
 static __always_inline int record(void *ctx, const int is_tp)
 {
-	__u64 now = bpf_ktime_get_boot_ns();
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 key = (__u32)bpf_get_attach_cookie(ctx);
-	__u32 cpu = bpf_get_smp_processor_id();
-	__u32 zero = 0, size;
+	__u64 now, pid_tgid;
+	__u32 key, cpu, zero = 0, size;
 	const struct probe_spec *spec;
 	struct cpu_state *st;
 	struct sample *s;
 	__u64 *cnt;
 	void *rb;
 
-	if (is_tp && filter_tgid && (__u32)(pid_tgid >> 32) != filter_tgid)
+	/* Outside the window nothing is recorded; inside, no event is older than its opening. */
+	if (!armed)
 		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!wanted(pid_tgid, is_tp))
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	key = (__u32)bpf_get_attach_cookie(ctx);
+	cpu = bpf_get_smp_processor_id();
 	spec = bpf_map_lookup_elem(&probe_specs, &key);
 	if (!spec)
 		return 0;
@@ -700,6 +753,27 @@ SEC("tracepoint")
 int probe_tracepoint(void *ctx)
 {
 	return record(ctx, 1);
+}
+
+/*
+ * sched_process_fork(parent, child), run by the parent: when following, a
+ * child process (not a thread: its tgid is new) of a traced process is
+ * traced too. A child that does not fit is counted in untracked.
+ */
+SEC("raw_tracepoint/sched_process_fork")
+int track_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 parent = bpf_get_current_pid_tgid() >> 32, child = 0;
+	__u8 one = 1;
+
+	if (!follow || !task_tgid_off || !bpf_map_lookup_elem(&traced, &parent))
+		return 0;
+	if (bpf_probe_read_kernel(&child, sizeof(child), (char *)ctx->args[1] + task_tgid_off))
+		return 0;
+	if (child && child != parent && bpf_map_update_elem(&traced, &child, &one, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&traced, &child))
+		__sync_fetch_and_add(&untracked, 1);
+	return 0;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

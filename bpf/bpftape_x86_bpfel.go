@@ -109,13 +109,19 @@ const (
 	bpftapeMapLost             = "lost"
 	bpftapeMapProbeSpecs       = "probe_specs"
 	bpftapeMapRings            = "rings"
+	bpftapeMapTraced           = "traced"
 	bpftapeProgProbeTracepoint = "probe_tracepoint"
 	bpftapeProgProbeUprobe     = "probe_uprobe"
+	bpftapeProgTrackFork       = "track_fork"
+	bpftapeVarArmed            = "armed"
 	bpftapeVarBtfAnchor        = "btf_anchor"
 	bpftapeVarFilterTgid       = "filter_tgid"
+	bpftapeVarFollow           = "follow"
 	bpftapeVarTaskCommOff      = "task_comm_off"
 	bpftapeVarTaskFsbaseOff    = "task_fsbase_off"
 	bpftapeVarTaskGsbaseOff    = "task_gsbase_off"
+	bpftapeVarTaskTgidOff      = "task_tgid_off"
+	bpftapeVarUntracked        = "untracked"
 	bpftapeVarWakeupBytes      = "wakeup_bytes"
 )
 
@@ -163,6 +169,7 @@ type bpftapeSpecs struct {
 type bpftapeProgramSpecs struct {
 	ProbeTracepoint *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
 	ProbeUprobe     *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
+	TrackFork       *ebpf.ProgramSpec `ebpf:"track_fork"`
 }
 
 // bpftapeMapSpecs contains maps before they are loaded into the kernel.
@@ -174,17 +181,22 @@ type bpftapeMapSpecs struct {
 	Lost       *ebpf.MapSpec `ebpf:"lost"`
 	ProbeSpecs *ebpf.MapSpec `ebpf:"probe_specs"`
 	Rings      *ebpf.MapSpec `ebpf:"rings"`
+	Traced     *ebpf.MapSpec `ebpf:"traced"`
 }
 
 // bpftapeVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeVariableSpecs struct {
+	Armed         *ebpf.VariableSpec `ebpf:"armed"`
 	BtfAnchor     *ebpf.VariableSpec `ebpf:"btf_anchor"`
 	FilterTgid    *ebpf.VariableSpec `ebpf:"filter_tgid"`
+	Follow        *ebpf.VariableSpec `ebpf:"follow"`
 	TaskCommOff   *ebpf.VariableSpec `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.VariableSpec `ebpf:"task_gsbase_off"`
+	TaskTgidOff   *ebpf.VariableSpec `ebpf:"task_tgid_off"`
+	Untracked     *ebpf.VariableSpec `ebpf:"untracked"`
 	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
@@ -213,6 +225,7 @@ type bpftapeMaps struct {
 	Lost       *ebpf.Map `ebpf:"lost"`
 	ProbeSpecs *ebpf.Map `ebpf:"probe_specs"`
 	Rings      *ebpf.Map `ebpf:"rings"`
+	Traced     *ebpf.Map `ebpf:"traced"`
 }
 
 func (m *bpftapeMaps) Close() error {
@@ -222,6 +235,7 @@ func (m *bpftapeMaps) Close() error {
 		m.Lost,
 		m.ProbeSpecs,
 		m.Rings,
+		m.Traced,
 	)
 }
 
@@ -229,11 +243,15 @@ func (m *bpftapeMaps) Close() error {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeVariables struct {
+	Armed         *ebpf.Variable `ebpf:"armed"`
 	BtfAnchor     *ebpf.Variable `ebpf:"btf_anchor"`
 	FilterTgid    *ebpf.Variable `ebpf:"filter_tgid"`
+	Follow        *ebpf.Variable `ebpf:"follow"`
 	TaskCommOff   *ebpf.Variable `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.Variable `ebpf:"task_gsbase_off"`
+	TaskTgidOff   *ebpf.Variable `ebpf:"task_tgid_off"`
+	Untracked     *ebpf.Variable `ebpf:"untracked"`
 	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
@@ -243,12 +261,14 @@ type bpftapeVariables struct {
 type bpftapePrograms struct {
 	ProbeTracepoint *ebpf.Program `ebpf:"probe_tracepoint"`
 	ProbeUprobe     *ebpf.Program `ebpf:"probe_uprobe"`
+	TrackFork       *ebpf.Program `ebpf:"track_fork"`
 }
 
 func (p *bpftapePrograms) Close() error {
 	return _BpftapeClose(
 		p.ProbeTracepoint,
 		p.ProbeUprobe,
+		p.TrackFork,
 	)
 }
 

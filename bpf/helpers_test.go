@@ -214,6 +214,9 @@ func load(tb testing.TB, opts Options) *Objects {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { objs.Close() })
+	if err := objs.Arm(true); err != nil {
+		tb.Fatal(err)
+	}
 	return objs
 }
 

@@ -61,7 +61,17 @@ type Options struct {
 	// base, whose place in task_struct Load then takes from the kernel's BTF
 	// (without it such operands record read faults).
 	ThreadBases bool
+
+	// Follow records only the processes in Objects.Traced (put the first
+	// with Objects.Trace), and TrackFork, once attached, adds every process
+	// a traced one starts. Uprobes are then attached system-wide and
+	// filtered by the programs; FilterTgid is unused. It needs the
+	// kernel's BTF (the place of tgid in task_struct).
+	Follow bool
 }
+
+// MaxTraced is how many processes Options.Follow can record at once.
+const MaxTraced = 65536
 
 // Objects are the loaded programs and maps. Close them when done.
 type Objects struct {
@@ -87,18 +97,112 @@ type Objects struct {
 	// CPUState is, per CPU, the thread, comm and generation of the last
 	// comm record, and the bytes submitted since the last forced wake-up.
 	CPUState *ebpf.Map `ebpf:"cpu_state"`
+	// TrackFork adds the children of traced processes to Traced
+	// (Options.Follow); attach it with link.AttachRawTracepoint to
+	// sched_process_fork.
+	TrackFork *ebpf.Program `ebpf:"track_fork"`
+	// Traced holds the tgids recorded with Options.Follow.
+	Traced *ebpf.Map `ebpf:"traced"`
+	// Armed opens and closes the capture window (see Arm); Untracked
+	// counts the children TrackFork found no room for in Traced.
+	Armed     *ebpf.Variable `ebpf:"armed"`
+	Untracked *ebpf.Variable `ebpf:"untracked"`
+
+	// loadTPCopy loads another copy of ProbeTracepoint that shares every
+	// map; tpCopies are those loaded (see TracepointProgram). globals are
+	// the maps of the global variables (.bss, .rodata), which copies share.
+	loadTPCopy func() (*ebpf.Program, error)
+	tpCopies   []*ebpf.Program
+	globals    []*ebpf.Map
+}
+
+// TracepointProgram returns ProbeTracepoint for k == 0 and otherwise a
+// further copy of it, loaded on first use, that shares every map. A
+// tracepoint runs a given program at most once (the kernel refuses to
+// attach it again: EEXIST), so the k-th probe on one tracepoint attaches
+// copy k.
+func (o *Objects) TracepointProgram(k int) (*ebpf.Program, error) {
+	if k == 0 {
+		return o.ProbeTracepoint, nil
+	}
+	for len(o.tpCopies) < k {
+		p, err := o.loadTPCopy()
+		if err != nil {
+			return nil, fmt.Errorf("bpf: load copy %d of the tracepoint program: %w", len(o.tpCopies)+1, err)
+		}
+		o.tpCopies = append(o.tpCopies, p)
+	}
+	return o.tpCopies[k-1], nil
+}
+
+// Arm opens (true) or closes (false) the capture window: the programs
+// record nothing while it is closed. Arm once every link is attached and
+// disarm before the first is closed, and every probe covers the same
+// interval.
+func (o *Objects) Arm(on bool) error {
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	if err := o.Armed.Set(v); err != nil {
+		return fmt.Errorf("bpf: set armed: %w", err)
+	}
+	return nil
+}
+
+// Trace adds process tgid to the processes recorded with Options.Follow.
+func (o *Objects) Trace(tgid uint32) error {
+	if err := o.Traced.Update(tgid, uint8(1), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("bpf: trace process %d: %w", tgid, err)
+	}
+	return nil
+}
+
+// TracedProcesses returns the processes recorded with Options.Follow.
+func (o *Objects) TracedProcesses() ([]uint32, error) {
+	var (
+		tgids []uint32
+		tgid  uint32
+		one   uint8
+	)
+	it := o.Traced.Iterate()
+	for it.Next(&tgid, &one) {
+		tgids = append(tgids, tgid)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("bpf: iterate traced processes: %w", err)
+	}
+	return tgids, nil
+}
+
+// Untrace removes process tgid (one that exited) from the recorded ones.
+func (o *Objects) Untrace(tgid uint32) error {
+	if err := o.Traced.Delete(tgid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("bpf: untrace process %d: %w", tgid, err)
+	}
+	return nil
+}
+
+// UntrackedChildren is how many children of traced processes found no
+// room among the MaxTraced traced processes and were not recorded.
+func (o *Objects) UntrackedChildren() (uint64, error) {
+	var n uint64
+	if err := o.Untracked.Get(&n); err != nil {
+		return 0, fmt.Errorf("bpf: read untracked: %w", err)
+	}
+	return n, nil
 }
 
 // Close releases the programs and maps. Links using the programs stay
 // attached until closed themselves.
 func (o *Objects) Close() error {
 	var errs []error
-	for _, c := range []*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint} {
+	for _, c := range append([]*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.TrackFork}, o.tpCopies...) {
 		if c != nil {
 			errs = append(errs, c.Close())
 		}
 	}
-	for _, m := range append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.CommGen, o.CPUState}, o.RingMaps...) {
+	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.CommGen, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -159,6 +263,21 @@ func Load(opts Options) (*Objects, error) {
 			return nil, fmt.Errorf("bpf: set task_comm_off: %w", err)
 		}
 	}
+	traced := spec.Maps[bpftapeMapTraced]
+	traced.MaxEntries = 1 // unused
+	if opts.Follow {
+		off, err := TaskTgidOffset()
+		if err != nil {
+			return nil, fmt.Errorf("bpf: following child processes: %w", err)
+		}
+		traced.MaxEntries = MaxTraced
+		if err := spec.Variables[bpftapeVarFollow].Set(uint32(1)); err != nil {
+			return nil, fmt.Errorf("bpf: set follow: %w", err)
+		}
+		if err := spec.Variables[bpftapeVarTaskTgidOff].Set(off); err != nil {
+			return nil, fmt.Errorf("bpf: set task_tgid_off: %w", err)
+		}
+	}
 	if opts.ThreadBases {
 		fs, gs, err := ThreadBaseOffsets()
 		if err != nil {
@@ -172,13 +291,29 @@ func Load(opts Options) (*Objects, error) {
 		}
 	}
 
-	var objs Objects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		var verr *ebpf.VerifierError
-		if errors.As(err, &verr) {
-			return nil, fmt.Errorf("bpf: load: %+v", verr)
+	var loaded struct {
+		Objects
+		Bss    *ebpf.Map `ebpf:".bss"`
+		Rodata *ebpf.Map `ebpf:".rodata"`
+	}
+	if err := spec.LoadAndAssign(&loaded, nil); err != nil {
+		return nil, loadError(err)
+	}
+	objs := loaded.Objects
+	objs.globals = []*ebpf.Map{loaded.Bss, loaded.Rodata}
+	objs.loadTPCopy = func() (*ebpf.Program, error) {
+		var cp struct {
+			P *ebpf.Program `ebpf:"probe_tracepoint"`
 		}
-		return nil, fmt.Errorf("bpf: load: %w", err)
+		shared := map[string]*ebpf.Map{
+			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
+			bpftapeMapCommGen: objs.CommGen, bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
+			".bss": loaded.Bss, ".rodata": loaded.Rodata,
+		}
+		if err := spec.LoadAndAssign(&cp, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
+			return nil, loadError(err)
+		}
+		return cp.P, nil
 	}
 	keys, fds := make([]uint32, ncpu), make([]uint32, ncpu)
 	for cpu := range ncpu {
@@ -204,6 +339,16 @@ func Load(opts Options) (*Objects, error) {
 		}
 	}
 	return &objs, nil
+}
+
+// loadError wraps an error of loading the programs, with the verifier's
+// log in full.
+func loadError(err error) error {
+	var verr *ebpf.VerifierError
+	if errors.As(err, &verr) {
+		return fmt.Errorf("bpf: load: %+v", verr)
+	}
+	return fmt.Errorf("bpf: load: %w", err)
 }
 
 // PutSpec validates s and stores it as the spec of the attachment whose

@@ -96,7 +96,26 @@ var (
 	taskCommErr  error
 )
 
-func taskCommOffset() (uint32, error) {
+func taskCommOffset() (uint32, error) { return taskMemberOffset("comm", CommLen) }
+
+// TaskTgidOffset returns the byte offset of tgid in the running kernel's
+// struct task_struct, from its BTF: following child processes reads a new
+// task's tgid there.
+func TaskTgidOffset() (uint32, error) {
+	taskTgidOnce.Do(func() { taskTgidOff, taskTgidErr = taskMemberOffset("tgid", 4) })
+	return taskTgidOff, taskTgidErr
+}
+
+var (
+	taskTgidOnce sync.Once
+	taskTgidOff  uint32
+	taskTgidErr  error
+)
+
+// taskMemberOffset is the byte offset of the size-byte member name of
+// struct task_struct in the running kernel's BTF (never 0: the first
+// member is the thread_info or state, none that bpftape reads).
+func taskMemberOffset(name string, size uint32) (uint32, error) {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
 		return 0, fmt.Errorf("bpf: kernel BTF: %w", err)
@@ -105,15 +124,15 @@ func taskCommOffset() (uint32, error) {
 	if err := spec.TypeByName("task_struct", &task); err != nil {
 		return 0, fmt.Errorf("bpf: kernel BTF: struct task_struct: %w", err)
 	}
-	m, off, ok := findMember(task.Members, "comm", 0)
+	m, off, ok := findMember(task.Members, name, 0)
 	if !ok {
-		return 0, errors.New("bpf: kernel BTF: struct task_struct has no member comm")
+		return 0, fmt.Errorf("bpf: kernel BTF: struct task_struct has no member %s", name)
 	}
-	if sz, err := btf.Sizeof(m.Type); err != nil || sz != CommLen {
-		return 0, fmt.Errorf("bpf: kernel BTF: task_struct.comm is not %d bytes", CommLen)
+	if sz, err := btf.Sizeof(m.Type); err != nil || uint32(sz) != size {
+		return 0, fmt.Errorf("bpf: kernel BTF: task_struct.%s is not %d bytes", name, size)
 	}
 	if off.Bytes() == 0 {
-		return 0, errors.New("bpf: kernel BTF: task_struct.comm at offset 0")
+		return 0, fmt.Errorf("bpf: kernel BTF: task_struct.%s at offset 0", name)
 	}
 	return off.Bytes(), nil
 }

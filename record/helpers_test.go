@@ -297,3 +297,18 @@ func startWaiting(tb testing.TB, exe string, args ...string) (*exec.Cmd, io.Writ
 	tb.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	return cmd, in, &out
 }
+
+// whenReady calls f once the recorder wrote its ready file (every probe
+// attached), after a further delay, from a goroutine of its own.
+func whenReady(ready string, delay time.Duration, f func()) {
+	go func() {
+		for {
+			if _, err := os.Stat(ready); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(delay)
+		f()
+	}()
+}

@@ -40,8 +40,12 @@ type Options struct {
 	// PID limits the recording to a running process (-p); 0 records
 	// system-wide unless Command is set.
 	PID int
+	// Follow (--follow) records, with PID, the processes it started and
+	// starts from now on as well (fork, clone of a new process, exec).
+	Follow bool
 	// Command (-c) is started with the probes attached before it runs and
-	// recorded until it exits; its exit status is Summary.ExitCode.
+	// recorded, with every process it starts, until it exits; its exit
+	// status is Summary.ExitCode.
 	Command []string
 	// Duration bounds the recording; 0 means until stopped.
 	Duration time.Duration
@@ -85,6 +89,11 @@ type Options struct {
 	// KillGrace is how long a Command gets between SIGTERM and SIGKILL when
 	// the recording stops before it exits (0: 2s).
 	KillGrace time.Duration
+	// Abort, when closed, kills a Command still running with SIGKILL at
+	// once (a second Ctrl-C: the caller is about to exit); Killed, if not
+	// nil, is closed once that is done.
+	Abort  <-chan struct{}
+	Killed chan<- struct{}
 }
 
 // UsageError is an error in what the user asked for (a bad probe spec,
@@ -139,6 +148,13 @@ type Summary struct {
 	// Parts are the files a rotated recording (Options.Rotate) kept, oldest
 	// first; Output is the last.
 	Parts []string
+	// Window is when every probe was recording (boot-clock ns), as the
+	// capture's metadata says.
+	Window format.Window
+	// Followed is how many processes were recorded with Options.Follow or
+	// a Command; Untracked how many children of theirs were not, for want
+	// of room (bpf.MaxTraced at once).
+	Followed, Untracked uint64
 }
 
 // Record records until ctx is done, Duration has passed, the Command or
@@ -169,6 +185,12 @@ type recorder struct {
 	created bool
 	objs    *bpf.Objects
 	links   []link.Link
+	follow  bool      // record the target's new processes too
+	forks   link.Link // track_fork, with follow
+	// followed and untracked are the processes recorded while following
+	// and the children not recorded for want of room (see pruneExited).
+	followed, untracked uint64
+	window  format.Window
 	rd      *bpf.Ring
 	d       *drainer
 	target  int
@@ -196,14 +218,48 @@ func (r *recorder) cleanup() {
 	}
 }
 
-// detach closes every link. Closing a uprobe link takes about 90 ms on
-// this kernel (the uprobe unregistration waits for RCU grace periods under
-// a global lock, so closing them in parallel does not help).
+// detach closes the capture window, then every link. Closing a uprobe link
+// takes about 90 ms on this kernel (the uprobe unregistration waits for RCU
+// grace periods under a global lock, so closing them in parallel does not
+// help): without the window, the probes closed last would record for
+// seconds longer than the first.
 func (r *recorder) detach() {
+	r.disarm()
 	for _, l := range r.links {
 		l.Close()
 	}
 	r.links = nil
+	if r.forks != nil {
+		r.forks.Close()
+		r.forks = nil
+	}
+}
+
+// arm opens the capture window once every probe is attached and the
+// capture was started: the window starts at its start time, read before.
+func (r *recorder) arm() error {
+	if err := r.objs.Arm(true); err != nil {
+		return err
+	}
+	r.window.Start = r.w.Meta().Window.Start
+	return nil
+}
+
+// disarm closes the capture window if it is open; the window ends at the
+// boot time read just after. Events whose program saw the window open
+// still reach the ring: the drainer reads them.
+func (r *recorder) disarm() {
+	if r.objs == nil || r.window.Start == 0 || r.window.End != 0 {
+		return
+	}
+	if err := r.objs.Arm(false); err != nil {
+		r.warn(err.Error())
+		return
+	}
+	r.window.End = bootNow()
+	if m := r.w.Meta(); m.Window != nil {
+		m.Window.End = r.window.End
+	}
 }
 
 func (r *recorder) warn(msg string) { fmt.Fprintf(r.opts.Log, "bpftape record: warning: %s\n", msg) }
@@ -313,24 +369,44 @@ func (r *recorder) setup() error {
 		r.target = r.gate.pid()
 	}
 
-	if r.w, err = format.Create(o.Output, r.meta(ring), format.WriterOptions{Compression: o.Compression, Exclusive: exclusive}); err != nil {
-		return fmt.Errorf("output: %w", err)
+	// -c follows the command's new processes; -p only with --follow.
+	r.follow = len(o.Command) > 0 || (o.Follow && o.PID != 0)
+	if o.Follow && o.PID == 0 && len(o.Command) == 0 {
+		return usagef("--follow needs -p (with -c, new processes are always followed)")
 	}
-	r.created = true
-	r.limit = newSizeLimit(r.w, o, base)
+	if r.follow {
+		if _, err := bpf.TaskTgidOffset(); err != nil {
+			if o.Follow {
+				return fmt.Errorf("--follow: %w", err)
+			}
+			r.warn(fmt.Sprintf("recording the command's process only, not the processes it starts: %v", err))
+			r.follow = false
+		}
+	}
 
 	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4,
-		ThreadBases: threadBases}); err != nil {
+		ThreadBases: threadBases, Follow: r.follow}); err != nil {
 		return err
 	}
 	if r.rd, err = bpf.NewRing(r.objs.RingMaps...); err != nil {
 		return fmt.Errorf("ring buffer reader: %w", err)
 	}
+	if err := r.attach(); err != nil {
+		return err
+	}
+
+	// The capture starts once every probe is attached, so that its start
+	// is the window's (see arm).
+	if r.w, err = format.Create(o.Output, r.meta(ring), format.WriterOptions{Compression: o.Compression, Exclusive: exclusive}); err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	r.created = true
+	r.limit = newSizeLimit(r.w, o, base)
 	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes, r.objs.ForgetComms)
 	if r.limit != nil {
 		r.d.limit = r.limit.check
 	}
-	return r.attach()
+	return r.arm()
 }
 
 // meta describes the capture; the start times are read together.
@@ -369,6 +445,7 @@ func (r *recorder) meta(ring uint32) *format.Meta {
 	m.StartWall = time.Now()
 	b2 := bootNow()
 	m.StartBoot = b1 + (b2-b1)/2
+	m.Window = &format.Window{Start: b2} // the window opens after this (arm)
 	return m
 }
 
@@ -376,6 +453,11 @@ func (r *recorder) meta(ring uint32) *format.Meta {
 // the attachment's index.
 func (r *recorder) attach() error {
 	execs := map[string]*link.Executable{}
+	onTracepoint := map[string]int{} // attachments so far, by tracepoint
+	uprobePID := r.target
+	if r.follow {
+		uprobePID = 0 // system-wide, filtered by the programs
+	}
 	cookie := uint32(0)
 	for _, p := range r.probes {
 		for k := range p.atts {
@@ -386,7 +468,14 @@ func (r *recorder) attach() error {
 			var l link.Link
 			var err error
 			if a.category != "" {
-				l, err = link.Tracepoint(a.category, a.event, r.objs.ProbeTracepoint, &link.TracepointOptions{Cookie: uint64(cookie)})
+				// Each probe on a tracepoint needs a program of its own.
+				tp := a.category + ":" + a.event
+				prog, perr := r.objs.TracepointProgram(onTracepoint[tp])
+				if perr != nil {
+					return fmt.Errorf("attach %s: %w", a.what, perr)
+				}
+				onTracepoint[tp]++
+				l, err = link.Tracepoint(a.category, a.event, prog, &link.TracepointOptions{Cookie: uint64(cookie)})
 			} else {
 				ex := execs[a.path]
 				if ex == nil {
@@ -395,12 +484,13 @@ func (r *recorder) attach() error {
 					}
 					execs[a.path] = ex
 				}
-				uo := &link.UprobeOptions{Address: a.addr, Cookie: uint64(cookie), PID: r.target, RefCtrOffset: a.refCtr}
+				uo := &link.UprobeOptions{Address: a.addr, Cookie: uint64(cookie), PID: uprobePID, RefCtrOffset: a.refCtr}
 				if a.ret {
 					l, err = ex.Uretprobe("", r.objs.ProbeUprobe, uo)
 				} else {
 					l, err = ex.Uprobe("", r.objs.ProbeUprobe, uo)
 				}
+				err = uprobeConflict(err, a.path)
 			}
 			if err != nil {
 				return fmt.Errorf("attach %s: %w", a.what, err)
@@ -408,6 +498,9 @@ func (r *recorder) attach() error {
 			r.links = append(r.links, l)
 			cookie++
 		}
+	}
+	if r.follow {
+		return r.startFollowing()
 	}
 	return nil
 }
@@ -459,6 +552,18 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 		stopWatch := make(chan struct{})
 		defer close(stopWatch)
 		targetGone = watchExit(o.PID, stopWatch)
+	}
+
+	if o.Abort != nil {
+		stopAbort := make(chan struct{})
+		defer close(stopAbort)
+		go r.watchAbort(stopAbort)
+	}
+	stopPrune := func() {}
+	if r.follow {
+		stop, done := make(chan struct{}), make(chan struct{})
+		go r.pruneExited(stop, done)
+		stopPrune = func() { close(stop); <-done }
 	}
 
 	var stopped string
@@ -513,6 +618,7 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 
 	// Detach, then let the drainer read everything left.
 	r.detach()
+	stopPrune()
 	if !drainFinished {
 		if err := r.d.stop(); err != nil && runErr == nil {
 			runErr = err
@@ -550,7 +656,29 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 	if r.gate != nil {
 		s.ExitCode = r.gate.exitCode()
 	}
+	s.Window = r.window
+	s.Followed, s.Untracked = r.followed, r.untracked
 	return s, runErr
+}
+
+// watchAbort kills the command with SIGKILL at once when Options.Abort
+// is closed, then closes Options.Killed; it ends when stop is closed.
+func (r *recorder) watchAbort(stop <-chan struct{}) {
+	select {
+	case <-stop:
+		return
+	case <-r.opts.Abort:
+	}
+	if r.gate != nil {
+		r.gate.signal(syscall.SIGKILL)
+		select {
+		case <-r.gate.done:
+		case <-time.After(time.Second):
+		}
+	}
+	if r.opts.Killed != nil {
+		close(r.opts.Killed)
+	}
 }
 
 // watchExit returns a channel closed when process pid exits (or stop is

@@ -337,16 +337,10 @@ func TestAttachPID(t *testing.T) {
 	traced, tin, tout := start()
 	other, oin, _ := start()
 	ready := filepath.Join(t.TempDir(), "ready")
-	go func() {
-		for {
-			if _, err := os.Stat(ready); err == nil {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+	whenReady(ready, 0, func() {
 		io.WriteString(tin, "go\n")
 		io.WriteString(oin, "go\n")
-	}()
+	})
 	s, _ := mustRecord(t, Options{PID: traced.Process.Pid, ReadyFile: ready, Probes: []string{
 		"u:" + exe + ":virtio_net_receive_rcu(arg2)", "t:syscalls:sys_exit_write(ret)"}})
 	traced.Wait()
@@ -437,9 +431,10 @@ func TestStop(t *testing.T) {
 	requireBPF(t)
 	exe := buildProbes(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(1500*time.Millisecond, cancel)
-	out := filepath.Join(t.TempDir(), "c.arrow")
-	s, err := Record(ctx, Options{Output: out, Command: []string{exe, "spin", "60"}, Stdout: io.Discard,
+	dir := t.TempDir()
+	out, ready := filepath.Join(dir, "c.arrow"), filepath.Join(dir, "ready")
+	whenReady(ready, time.Second, cancel)
+	s, err := Record(ctx, Options{Output: out, Command: []string{exe, "spin", "60"}, Stdout: io.Discard, ReadyFile: ready,
 		Probes: []string{"u:" + exe + ":tick(arg0)"}})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"github.com/bpftape/bpftape/bpf"
 	"io"
 	"strings"
 	"time"
@@ -79,6 +80,15 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	if s.NoComm > 0 {
 		fmt.Fprintf(w, "[ bpftape record: %s events recorded without a comm (no comm record named their thread) ]\n", count(s.NoComm))
+	}
+	if s.Window.End > s.Window.Start && s.Window.Start > 0 {
+		fmt.Fprintf(w, "[ bpftape record: every probe recorded for the same %.3fs window ]\n", float64(s.Window.End-s.Window.Start)/1e9)
+	}
+	if s.Followed > 0 {
+		fmt.Fprintf(w, "[ bpftape record: followed %s processes ]\n", count(s.Followed))
+	}
+	if s.Untracked > 0 {
+		fmt.Fprintf(w, "[ bpftape record: WARNING: %s child processes were not recorded: more than %d processes at once ]\n", count(s.Untracked), bpf.MaxTraced)
 	}
 	nameW, kindW := len("probe"), len("kind")
 	kinds := make([]string, len(s.Probes))

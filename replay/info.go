@@ -76,6 +76,13 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 	w("tool", "%s", m.Tool)
 	w("recorded by", "%s", strings.Join(m.CommandLine, " "))
 	w("started", "%s", m.StartWall.Local().Format(time.RFC3339Nano))
+	if win := m.Window; win != nil {
+		if win.End >= win.Start && win.End != 0 {
+			w("window", "%s to %s (%.3fs): every probe recording", offset(win.Start, m), offset(win.End, m), float64(win.End-win.Start)/1e9)
+		} else {
+			w("window", "from %s, end not recorded (the recorder did not finish the file)", offset(win.Start, m))
+		}
+	}
 	if res.Events > 0 {
 		w("events", "%d from %s to %s (%.3fs)", res.Events, offset(first, m), offset(last, m), float64(last-first)/1e9)
 	} else {

@@ -29,18 +29,25 @@ func init() {
 // DefaultOutput is the capture file record writes without -o.
 const DefaultOutput = "bpftape.arrow"
 
-const recordSynopsis = `[-o FILE [--force]] [-p PID | -c 'CMD ARGS'] [-d DURATION] [--max-size SIZE [--rotate N]] [--ringbuf-size BYTES]
+const recordSynopsis = `[-o FILE [--force]] [-p PID [--follow] | -c 'CMD ARGS'] [-d DURATION] [--max-size SIZE [--rotate N]] [--ringbuf-size BYTES]
                       [--compress zstd|lz4|none] [--ready-file PATH] [--debug-dir DIR] PROBE...`
 
 const recordHelp = `
 Records every event of the PROBEs into FILE (default ` + DefaultOutput + `), an
 Arrow capture that the other verbs replay offline. Without -p or -c it
-records system-wide. It stops at the end of -d, when the -c command or the
--p process exits, or on Ctrl-C (SIGINT) or SIGTERM, and finishes the file
-cleanly; a second Ctrl-C aborts at once, leaving a file that readers recover
-up to its last complete batch. A -c command still running then gets SIGTERM
-(SIGKILL 2s later). On a terminal a status line shows progress; a summary
-follows on stderr.
+records system-wide. -c records the command and every process it starts
+(fork, clone of a new process, exec), so that -c make or -c 'sh -c ...'
+works; -p records one process, and with --follow the processes it started
+and starts too. It stops at the end of -d, when the -c command or the -p
+process exits, or on Ctrl-C (SIGINT) or SIGTERM, and finishes the file
+cleanly. A -c command still running then gets SIGTERM, and SIGKILL 2s
+later; a second Ctrl-C kills it with SIGKILL at once and aborts, leaving a
+file that readers recover up to its last complete batch. On a terminal a
+status line shows progress; a summary follows on stderr.
+
+Every probe records over the same window: from when the last probe was
+attached to when the first is detached (bpftape info shows it), so the
+counts of probes on one loop are equal and entries pair with returns.
 
 PROBE := [NAME=]TYPE:TARGET[(FIELD,...)]
   uprobe:BINARY:SYMBOL              u:   function entry
@@ -99,6 +106,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	maxSize := fs.String("max-size", "", "stop when the capture reaches `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file")
 	rotate := fs.Int("rotate", 0, "with --max-size, write FILE as `N` or fewer files, c.000001.arrow, c.000002.arrow..., deleting the oldest")
 	pid := fs.Int("p", 0, "record only process `PID` (tracepoints filtered by it, uprobes attached to it); stop when it exits")
+	follow := fs.Bool("follow", false, "with -p, record the processes PID started and starts as well (-c always does)")
 	command := fs.String("c", "", "run `'CMD ARGS'` with the probes attached from its first instruction, record until it exits, exit with its status")
 	duration := fs.String("d", "", "stop after `DURATION` (10s, 1m30s, or seconds)")
 	ringSize := fs.String("ringbuf-size", "", "size of each CPU's ring buffer in `BYTES` (a power of two, at least a page; K, M, G suffixes;\n"+
@@ -119,6 +127,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		Output:      *output,
 		Probes:      probes,
 		PID:         *pid,
+		Follow:      *follow,
 		Compression: format.Compression(*compress),
 		ReadyFile:   *ready,
 		Force:       *force,
@@ -155,6 +164,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	abort, killed := make(chan struct{}), make(chan struct{})
+	opts.Abort, opts.Killed = abort, killed
 	go func() {
 		n := 0
 		for sig := range sigs {
@@ -162,6 +173,12 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 			if n == 1 {
 				cancel()
 				continue
+			}
+			// A -c command that ignores SIGTERM is killed, never orphaned.
+			close(abort)
+			select {
+			case <-killed:
+			case <-time.After(2 * time.Second):
 			}
 			fmt.Fprintf(stderr, "\nbpftape record: %v again: aborting; %s has no footer, readers recover its complete batches ('bpftape repair' writes a standard file)\n", sig, *output)
 			abortExit(128 + int(sig.(syscall.Signal)))

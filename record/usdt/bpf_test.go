@@ -48,6 +48,9 @@ func recordBPF(t *testing.T, flags []string) {
 		t.Fatal(err)
 	}
 	defer objs.Close()
+	if err := objs.Arm(true); err != nil {
+		t.Fatal(err)
+	}
 	ex, err := link.OpenExecutable(exe)
 	if err != nil {
 		t.Fatal(err)

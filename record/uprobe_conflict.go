@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,20 +34,22 @@ func uprobeConflict(err error, path string) error {
 // refCtrMismatchLogged reports whether the kernel log (/dev/kmsg, root
 // only) holds a "ref_ctr_offset mismatch" for the file of inode ino.
 func refCtrMismatchLogged(ino uint64) bool {
-	f, err := os.OpenFile("/dev/kmsg", os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// Raw system calls: an os.File would wait in the poller at the end of
+	// the log, where the read must fail with EAGAIN.
+	fd, err := unix.Open("/dev/kmsg", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	want := []byte(fmt.Sprintf("inode: 0x%x ", ino))
 	buf := make([]byte, 8192) // one record per read
 	found := false
 	for {
-		n, err := f.Read(buf)
+		n, err := unix.Read(fd, buf)
 		if errors.Is(err, unix.EPIPE) { // a record overwritten while reading: go on
 			continue
 		}
-		if err != nil || n == 0 {
+		if err != nil || n <= 0 {
 			return found
 		}
 		rec := buf[:n]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -328,4 +329,38 @@ func TestLifecycleErrorAfterAttach(t *testing.T) {
 	t.Logf("the recorder held programs %v and links %v", progs, links)
 	waitBPFGone(t, "after the error", progs, links)
 	checkUprobes(t, "after the error", uprobes)
+}
+
+// TestLifecycleDoubleInterrupt: a -c command that ignores SIGTERM and
+// SIGINT is killed by a second Ctrl-C, which aborts the recorder at once;
+// before, the recorder exited and left the command running, although the
+// help promises SIGKILL.
+func TestLifecycleDoubleInterrupt(t *testing.T) {
+	bin, _ := bpftapeBin(t)
+	rc := startRecording(t, bin, "-c", `sh -c "trap '' TERM INT; while :; do sleep 0.05; done"`, "t:syscalls:sys_enter_nanosleep")
+	target := readyTarget(t, waitFile(t, filepath.Join(filepath.Dir(rc.out), "ready"), time.Second))
+	// The ready file comes before the command runs: wait for its trap.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", target))
+		if strings.Contains(string(b), "SigIgn:\t0000000000004002") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command does not ignore SIGTERM and SIGINT:\n%s", b)
+		}
+	}
+	rc.cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond)
+	rc.cmd.Process.Signal(syscall.SIGINT)
+	r := rc.wait(10 * time.Second)
+	if r.code != 128+int(syscall.SIGINT) || !strings.Contains(r.stderr, "aborting") {
+		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(target, 0) != syscall.ESRCH {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command %d is still running after the recorder aborted", target)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

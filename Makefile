@@ -25,6 +25,7 @@ test: root deps
 	$(GO) test -count=1 ./...
 
 demo: root build
+	@sh scripts/deps.sh demo
 	@sh scripts/demo.sh $(BPFTAPE) $(DEMO)
 
 # generate rebuilds the BPF objects and Go bindings from bpf/*.c.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cilium/ebpf"
 	"os"
 	"strings"
 	"testing"
@@ -267,4 +268,27 @@ func describe(raw []byte) string {
 		}
 	}
 	return b.String()
+}
+
+// TestPublishInterval: a ring publishes its consumer position at least
+// every quarter of its size. With the fixed 256 KiB of before, a 256 KiB
+// per-CPU ring (a host with 32 CPUs) freed no space until a pass ended.
+func TestPublishInterval(t *testing.T) {
+	requireBPF(t)
+	for _, size := range []uint32{16 << 10, 256 << 10, 1 << 20, 4 << 20} {
+		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd, err := NewRing(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rd.parts[0].every
+		rd.Close()
+		m.Close()
+		if got > uint64(size)/4 || got > publishEvery || got == 0 {
+			t.Errorf("ring of %d bytes publishes every %d bytes", size, got)
+		}
+	}
 }

@@ -52,6 +52,7 @@ type ringPart struct {
 	prodPos  *uint64 // in prodData
 	data     []byte  // 2*size bytes: a record that wraps is contiguous
 	mask     uint64  // size-1
+	every    uint64  // publish the position after this many bytes (publishEvery)
 
 	pos       uint64 // consumer position, ahead of *consPos within a pass
 	published uint64 // last position stored to *consPos
@@ -67,8 +68,14 @@ const (
 
 // publishEvery is how many bytes Drain consumes from a ring before it
 // publishes the ring's consumer position, at the latest: producers see the
-// freed space then.
+// freed space then. A ring smaller than 4 publishEvery (the per-CPU rings
+// of a host with many CPUs) publishes every quarter of its size, so that
+// producers never wait for most of the ring.
 const publishEvery = 256 << 10
+
+// publishInterval is how often, in bytes, a ring of size bytes publishes
+// its consumer position.
+func publishInterval(size uint64) uint64 { return min(publishEvery, size/4) }
 
 // busyWait bounds how long a merge pass waits for a record a producer is
 // still writing (a BPF program finishes it within microseconds) before it
@@ -121,7 +128,7 @@ func mapRing(m *ebpf.Map) (_ *ringPart, err error) {
 	}
 	size := int(m.MaxEntries())
 	page := os.Getpagesize()
-	p := &ringPart{fd: m.FD(), mask: uint64(size - 1)}
+	p := &ringPart{fd: m.FD(), mask: uint64(size - 1), every: publishInterval(uint64(size))}
 	if p.cons, err = unix.Mmap(p.fd, 0, page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
 		return nil, fmt.Errorf("mmap consumer page: %w", err)
 	}
@@ -170,10 +177,10 @@ func (p *ringPart) head() (rec []byte, busy bool) {
 }
 
 // advance moves past the head record, whose length is n, publishing the
-// position every publishEvery bytes.
+// position every p.every bytes.
 func (p *ringPart) advance(n uint64) {
 	p.pos += (ringHdrSize + n + 7) &^ 7
-	if p.pos-p.published >= publishEvery {
+	if p.pos-p.published >= p.every {
 		p.publish()
 	}
 }

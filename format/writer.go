@@ -149,14 +149,34 @@ type Writer struct {
 	done   chan struct{}
 	errMu  sync.Mutex
 	err    error
+	// unwritten counts by probe the events of batches that did not reach
+	// the file whole, once a write failed (see Unwritten).
+	unwritten []uint64
 	closed bool
 }
 
 // Create creates (or truncates, unless opts.Exclusive) path with mode 0600
 // and starts a capture in it.
 func Create(path string, meta *Meta, opts WriterOptions) (*Writer, error) {
+	f, err := OpenFile(path, opts.Exclusive)
+	if err != nil {
+		return nil, err
+	}
+	w, err := NewFileWriter(f, meta, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// OpenFile creates (or truncates, unless exclusive) path with mode 0600 for
+// a capture that NewFileWriter starts later: a recorder opens its output
+// before it attaches anything, and starts the capture once every probe is
+// attached.
+func OpenFile(path string, exclusive bool) (*os.File, error) {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if opts.Exclusive {
+	if exclusive {
 		flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
 	}
 	f, err := os.OpenFile(path, flags, 0o600)
@@ -170,9 +190,14 @@ func Create(path string, meta *Meta, opts WriterOptions) (*Writer, error) {
 			return nil, err
 		}
 	}
+	return f, nil
+}
+
+// NewFileWriter starts a capture in f, as NewWriter does; the Writer closes
+// f. On error f is left open.
+func NewFileWriter(f *os.File, meta *Meta, opts WriterOptions) (*Writer, error) {
 	w, err := NewWriter(f, meta, opts)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
 	w.file = f
@@ -426,6 +451,9 @@ func (w *Writer) encoder() {
 				w.setErr(err)
 			}
 		}
+		if w.Err() != nil {
+			w.countUnwritten(b)
+		}
 		for i := range b.cols {
 			b.cols[i].reset(b.n)
 		}
@@ -433,6 +461,29 @@ func (w *Writer) encoder() {
 		w.free <- b
 	}
 }
+
+// countUnwritten adds the events of b, a batch that did not reach the
+// file whole, to w.unwritten.
+func (w *Writer) countUnwritten(b *batch) {
+	if w.unwritten == nil {
+		w.unwritten = make([]uint64, len(w.layouts))
+	}
+	probe, lost := b.cols[ColProbe].data, b.cols[ColLost].valid
+	for i := 0; i < b.n; i++ {
+		if lost[i>>3]&(1<<(i&7)) != 0 {
+			continue // a loss record, not an event
+		}
+		if p := int(binary.LittleEndian.Uint16(probe[2*i:])); p < len(w.unwritten) {
+			w.unwritten[p]++
+		}
+	}
+}
+
+// Unwritten returns, after Close, how many events of each probe (by id)
+// were appended but are not in the file's complete batches because a
+// write failed: the file holds the events appended less these. It is nil
+// when every write succeeded.
+func (w *Writer) Unwritten() []uint64 { return w.unwritten }
 
 // encode writes one batch and pushes it to the file.
 func (w *Writer) encode(b *batch) error {
@@ -485,6 +536,9 @@ func (w *Writer) Close() error {
 	}
 	close(w.work)
 	<-w.done
+	if w.Err() != nil {
+		w.countUnwritten(w.cur) // never sent
+	}
 	err := w.Err()
 	if err == nil {
 		err = w.footerMeta()

@@ -182,6 +182,7 @@ type recorder struct {
 	probes  []*probe
 	gate    *gate
 	w       *format.Writer
+	file    *os.File // the output until w takes it
 	created bool
 	objs    *bpf.Objects
 	links   []link.Link
@@ -212,6 +213,10 @@ func (r *recorder) cleanup() {
 	if r.w != nil {
 		r.w.Close()
 		r.w = nil
+	}
+	if r.file != nil {
+		r.file.Close()
+		r.file = nil
 	}
 	if r.gate != nil && !r.gate.exited() {
 		r.gate.abort()
@@ -369,6 +374,13 @@ func (r *recorder) setup() error {
 		r.target = r.gate.pid()
 	}
 
+	// The output is opened now, before anything is attached; the capture
+	// starts in it once every probe is (see arm).
+	if r.file, err = format.OpenFile(o.Output, exclusive); err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	r.created = true
+
 	// -c follows the command's new processes; -p only with --follow.
 	r.follow = len(o.Command) > 0 || (o.Follow && o.PID != 0)
 	if o.Follow && o.PID == 0 && len(o.Command) == 0 {
@@ -397,10 +409,10 @@ func (r *recorder) setup() error {
 
 	// The capture starts once every probe is attached, so that its start
 	// is the window's (see arm).
-	if r.w, err = format.Create(o.Output, r.meta(ring), format.WriterOptions{Compression: o.Compression, Exclusive: exclusive}); err != nil {
+	if r.w, err = format.NewFileWriter(r.file, r.meta(ring), format.WriterOptions{Compression: o.Compression}); err != nil {
 		return fmt.Errorf("output: %w", err)
 	}
-	r.created = true
+	r.file = nil // the writer's now
 	r.limit = newSizeLimit(r.w, o, base)
 	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes, r.objs.ForgetComms)
 	if r.limit != nil {
@@ -644,9 +656,14 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 		s.Bytes = st.Size()
 	}
 	r.limit.summarize(s)
+	unwritten := r.w.Unwritten() // after a write error: only complete batches count
 	r.w = nil
 	for i, p := range r.probes {
-		ps := ProbeStats{Name: p.meta.Name, Kind: p.meta.Kind, Sites: len(p.atts), Events: r.d.events[i],
+		events := r.d.events[i]
+		if i < len(unwritten) {
+			events -= min(events, unwritten[i])
+		}
+		ps := ProbeStats{Name: p.meta.Name, Kind: p.meta.Kind, Sites: len(p.atts), Events: events,
 			Lost: r.d.lostN[i], SampleSize: bpf.SampleSize(p.class)}
 		s.Probes = append(s.Probes, ps)
 		s.Events += ps.Events

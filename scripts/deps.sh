@@ -1,5 +1,5 @@
 #!/bin/sh
-# deps.sh [clang]: installs, only when missing, the Debian packages and npm
+# deps.sh [clang|demo]: installs, only when missing, the Debian packages and npm
 # modules bpftape's tests use: gcc, clang, binutils and sys/sdt.h to build
 # the workloads (the USDT torture test compares gcc's and clang's operands;
 # objcopy and strip make stripped binaries with debug files), BCC and
@@ -7,12 +7,16 @@
 # and DuckDB as independent readers, Chromium to render the HTML report,
 # e2fsprogs for the ext4 file system the I/O error test shuts down.
 # With "clang", the BPF toolchain that
-# `make generate` needs.
+# `make generate` needs; with "demo", what `make demo` builds its workload
+# with (gcc and sys/sdt.h).
 set -eu
 cd "$(dirname "$0")/.."
 
 pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium e2fsprogs"
-[ "${1:-}" = clang ] && pkgs="clang llvm libbpf-dev"
+case "${1:-}" in
+clang) pkgs="clang llvm libbpf-dev" ;;
+demo) pkgs="gcc libc6-dev systemtap-sdt-dev" ;;
+esac
 
 missing=""
 for p in $pkgs; do
@@ -31,4 +35,4 @@ if [ -n "$missing" ]; then
 	apt-get update -qq >/dev/null
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
-[ "${1:-}" = clang ] || sh testdata/interop/install.sh
+[ -n "${1:-}" ] || sh testdata/interop/install.sh

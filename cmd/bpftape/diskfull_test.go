@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,16 @@ func TestRecordDiskFull(t *testing.T) {
 		time.Since(start).Round(time.Millisecond), st.Size(), run.events, run.lost, run.cut)
 	if !run.recovered || run.events == 0 || run.first != 0 || run.gaps > run.lost {
 		t.Errorf("recovered %v, %d events from arg0 %d, %d missing, %d lost", run.recovered, run.events, run.first, run.gaps, run.lost)
+	}
+	// The summary counts what the file holds: the events of complete
+	// batches, not those appended to the batch that did not fit.
+	var summarized uint64
+	if _, rest, ok := strings.Cut(r.stderr, "[ bpftape record: "); ok {
+		n, _, _ := strings.Cut(rest, " events in")
+		summarized, _ = strconv.ParseUint(strings.ReplaceAll(n, ",", ""), 10, 64)
+	}
+	if summarized != uint64(run.events) {
+		t.Errorf("summary: %d events, the file holds %d\n%s", summarized, run.events, r.stderr)
 	}
 	fixed := filepath.Join(dir, "fixed.arrow")
 	if rr := runBin(t, exec.Command(bin, "repair", out, fixed)); rr.code != exitOK {

@@ -12,14 +12,15 @@ import (
 	"github.com/bpftape/bpftape/format/arrowipc"
 )
 
-// Switch finishes the current file — its queued batches, the footer, and a
-// sync and close of the file Create opened or out was — and continues the
-// capture in out, a new file with the same schema and with the metadata as
-// Meta() holds it now (a recorder rotating its output gives each file its
-// own start times). Stats keep
-// counting, except Bytes, which restarts with the new file. A recorder
-// rotates its output so; like Append, it is called by the appending goroutine.
-func (w *Writer) Switch(out io.Writer) (err error) {
+// Switch finishes the current file — its queued batches, the footer (with
+// the metadata as Meta() holds it now), and a sync and close of the file
+// Create opened or out was — then lets next, if not nil, change the
+// metadata (a recorder rotating its output gives each file its own start
+// times), and continues the capture in out, a new file with the same
+// schema and that metadata. Stats keep counting, except Bytes, which
+// restarts with the new file. A recorder rotates its output so; like
+// Append, it is called by the appending goroutine.
+func (w *Writer) Switch(out io.Writer, next func(*Meta)) (err error) {
 	if w.closed {
 		return errors.New("capture writer is closed")
 	}
@@ -43,6 +44,9 @@ func (w *Writer) Switch(out io.Writer) (err error) {
 	}
 	if err := w.finishFile(); err != nil {
 		return err
+	}
+	if next != nil {
+		next(w.meta)
 	}
 	w.file = nil
 	if c, ok := out.(io.Closer); ok {

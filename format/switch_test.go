@@ -24,7 +24,7 @@ func TestSwitch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := w.Switch(f); err != nil {
+			if err := w.Switch(f, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -93,7 +93,7 @@ const (
 // before ended, at its last event (the events still in the ring buffer at
 // the switch, which go to the new part, came after it), or now if there
 // was none; the start wall-clock time is read with the boot time, as for
-// part 1. format.Writer.Switch writes the metadata as it is at the switch.
+// part 1. format.Writer.Switch calls it between the two files.
 func (l *sizeLimit) partMeta(seq int) {
 	m := l.w.Meta()
 	b1 := bootNow()
@@ -145,8 +145,8 @@ func (l *sizeLimit) check() error {
 	if err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
-	l.partMeta(l.seq)
-	if err := l.w.Switch(f); err != nil {
+	seq := l.seq
+	if err := l.w.Switch(f, func(*format.Meta) { l.partMeta(seq) }); err != nil {
 		return fmt.Errorf("rotate to %s: %w", name, err)
 	}
 	l.parts = append(l.parts, name)

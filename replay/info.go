@@ -80,7 +80,7 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 		if win.End >= win.Start && win.End != 0 {
 			w("window", "%s to %s (%.3fs): every probe recording", offset(win.Start, m), offset(win.End, m), float64(win.End-win.Start)/1e9)
 		} else {
-			w("window", "from %s, end not recorded (the recorder did not finish the file)", offset(win.Start, m))
+			w("window", "from %s; its end is not recorded (a recorder killed before it finished the file, or a rotated part before the last)", offset(win.Start, m))
 		}
 	}
 	if res.Events > 0 {

@@ -85,6 +85,13 @@ func TestFollowCommand(t *testing.T) {
 	if s.Followed < 4 {
 		t.Errorf("followed %d processes, want the shell, its subshell and 3 workloads", s.Followed)
 	}
+
+	// --follow=false: the shell's process only, whose uprobes the kernel
+	// filters; the workloads it starts are not recorded.
+	s, _ = mustRecord(t, Options{Command: []string{"sh", "-c", script}, NoFollow: true, Probes: []string{"u:" + exe + ":tick(arg0)"}})
+	if s.Events != 0 || s.Followed != 0 {
+		t.Errorf("--follow=false: %d events, %d processes followed", s.Events, s.Followed)
+	}
 }
 
 // TestFollowPID records a running shell with --follow: the processes it

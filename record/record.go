@@ -42,7 +42,12 @@ type Options struct {
 	PID int
 	// Follow (--follow) records, with PID, the processes it started and
 	// starts from now on as well (fork, clone of a new process, exec).
-	Follow bool
+	// NoFollow (--follow=false with -c) records the Command's process only.
+	//
+	// Following attaches uprobes in every process that maps the binary and
+	// lets the program drop other processes' events: a uprobe in a shared
+	// library (libc) then traps in every process of the host that runs it.
+	Follow, NoFollow bool
 	// Command (-c) is started with the probes attached before it runs and
 	// recorded, with every process it starts, until it exits; its exit
 	// status is Summary.ExitCode.
@@ -382,9 +387,9 @@ func (r *recorder) setup() error {
 	r.created = true
 
 	// -c follows the command's new processes; -p only with --follow.
-	r.follow = len(o.Command) > 0 || (o.Follow && o.PID != 0)
-	if o.Follow && o.PID == 0 && len(o.Command) == 0 {
-		return usagef("--follow needs -p (with -c, new processes are always followed)")
+	r.follow = (len(o.Command) > 0 && !o.NoFollow) || (o.Follow && o.PID != 0)
+	if (o.Follow || o.NoFollow) && o.PID == 0 && len(o.Command) == 0 {
+		return usagef("--follow needs -p or -c")
 	}
 	if r.follow {
 		if _, err := bpf.TaskTgidOffset(); err != nil {

@@ -103,3 +103,10 @@ func parseIDs(s string) ([]uint32, error) {
 	}
 	return ids, nil
 }
+
+// flagSet reports whether flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

@@ -44,6 +44,10 @@ cleanly. A -c command still running then gets SIGTERM, and SIGKILL 2s
 later; a second Ctrl-C kills it with SIGKILL at once and aborts, leaving a
 file that readers recover up to its last complete batch. On a terminal a
 status line shows progress; a summary follows on stderr.
+Following processes places uprobes in every process that maps the binary
+and drops the other processes' events in the program: a uprobe in a shared
+library (libc) then costs every process on the host that calls it a trap.
+-c --follow=false records the command's own process only.
 
 Every probe records over the same window: from when the last probe was
 attached to when the first is detached (bpftape info shows it), so the
@@ -106,7 +110,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	maxSize := fs.String("max-size", "", "stop when the capture reaches `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file")
 	rotate := fs.Int("rotate", 0, "with --max-size, write FILE as `N` or fewer files, c.000001.arrow, c.000002.arrow..., deleting the oldest")
 	pid := fs.Int("p", 0, "record only process `PID` (tracepoints filtered by it, uprobes attached to it); stop when it exits")
-	follow := fs.Bool("follow", false, "with -p, record the processes PID started and starts as well (-c always does)")
+	follow := fs.Bool("follow", false, "with -p, record the processes PID started and starts as well; -c does unless --follow=false")
 	command := fs.String("c", "", "run `'CMD ARGS'` with the probes attached from its first instruction, record until it exits, exit with its status")
 	duration := fs.String("d", "", "stop after `DURATION` (10s, 1m30s, or seconds)")
 	ringSize := fs.String("ringbuf-size", "", "size of each CPU's ring buffer in `BYTES` (a power of two, at least a page; K, M, G suffixes;\n"+
@@ -128,6 +132,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		Probes:      probes,
 		PID:         *pid,
 		Follow:      *follow,
+		NoFollow:    flagSet(fs, "follow") && !*follow,
 		Compression: format.Compression(*compress),
 		ReadyFile:   *ready,
 		Force:       *force,

@@ -81,8 +81,6 @@ type WriterOptions struct {
 	// MaxAge is how old a batch's first event may get before Tick writes it:
 	// the most a recorder killed with SIGKILL can lose.
 	MaxAge time.Duration
-	// Exclusive makes Create fail if the file exists, rather than truncate it.
-	Exclusive bool
 }
 
 // Event is one sample to append. Ints and Strs are indexed by the probe's
@@ -152,14 +150,11 @@ type Writer struct {
 	closed bool
 }
 
-// Create creates (or truncates, unless opts.Exclusive) path with mode 0600
-// and starts a capture in it.
+// Create creates (or truncates) path with mode 0600 and starts a capture
+// in it, for tests and tools; bpftape's verbs open their outputs through
+// package outfile and NewFileWriter, which never replace a file unasked.
 func Create(path string, meta *Meta, opts WriterOptions) (*Writer, error) {
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if opts.Exclusive {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	}
-	f, err := os.OpenFile(path, flags, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -170,9 +165,19 @@ func Create(path string, meta *Meta, opts WriterOptions) (*Writer, error) {
 			return nil, err
 		}
 	}
-	w, err := NewWriter(f, meta, opts)
+	w, err := NewFileWriter(f, meta, opts)
 	if err != nil {
 		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// NewFileWriter is NewWriter on a file the Writer closes: at Close, or at
+// Switch for the file it leaves.
+func NewFileWriter(f io.WriteCloser, meta *Meta, opts WriterOptions) (*Writer, error) {
+	w, err := NewWriter(f, meta, opts)
+	if err != nil {
 		return nil, err
 	}
 	w.file = f

@@ -27,13 +27,14 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/outfile"
 	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/probespec"
 )
 
 // Options configure a recording.
 type Options struct {
-	// Output is the capture file to write (created or truncated).
+	// Output is the capture file to write (see outputOptions).
 	Output string
 	// Probes are the probe specs as typed; see package probespec.
 	Probes []string
@@ -150,10 +151,13 @@ func Record(ctx context.Context, o Options) (*Summary, error) {
 	}
 	r := &recorder{opts: o, start: time.Now()}
 	if err := r.setup(); err != nil {
-		r.cleanup()
-		if r.created {
-			os.Remove(r.opts.Output) // the first part, when rotating
+		// Before cleanup closes the writer, which would keep the file:
+		// this removes the capture (the first part, when rotating) only
+		// if setup created it.
+		if r.outFile != nil {
+			r.outFile.Discard()
 		}
+		r.cleanup()
 		return nil, err
 	}
 	defer r.cleanup()
@@ -166,7 +170,7 @@ type recorder struct {
 	probes  []*probe
 	gate    *gate
 	w       *format.Writer
-	created bool
+	outFile *outfile.File // the capture file, from setup
 	objs    *bpf.Objects
 	links   []link.Link
 	rd      *bpf.Ring
@@ -220,8 +224,7 @@ func (r *recorder) setup() error {
 	if err != nil {
 		return err
 	}
-	exclusive, err := checkOutput(o.Output, o.Force)
-	if err != nil {
+	if _, err := outfile.Check(o.Output, outputOptions(o)); err != nil {
 		return err
 	}
 	if o.PID != 0 && len(o.Command) > 0 {
@@ -313,10 +316,12 @@ func (r *recorder) setup() error {
 		r.target = r.gate.pid()
 	}
 
-	if r.w, err = format.Create(o.Output, r.meta(ring), format.WriterOptions{Compression: o.Compression, Exclusive: exclusive}); err != nil {
+	if r.outFile, err = createOutput(o.Output, o); err != nil {
 		return fmt.Errorf("output: %w", err)
 	}
-	r.created = true
+	if r.w, err = format.NewFileWriter(keepOnClose{r.outFile}, r.meta(ring), format.WriterOptions{Compression: o.Compression}); err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
 	r.limit = newSizeLimit(r.w, o, base)
 
 	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4,

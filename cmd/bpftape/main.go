@@ -9,6 +9,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/bpftape/bpftape/replay"
 )
 
 // Exit codes scripts can trust.
@@ -88,8 +90,15 @@ var errUsage = errors.New("usage")
 func fail(stderr io.Writer, verb string, err error) int {
 	msg := strings.TrimSuffix(err.Error(), ": usage")
 	fmt.Fprintf(stderr, "bpftape %s: %s\n", verb, msg)
-	if errors.Is(err, errUsage) {
+	if isUsage(err) {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// isUsage reports whether err is the caller's: a bad flag or argument, a
+// probe or field the capture lacks, an output the rules refuse.
+func isUsage(err error) bool {
+	var ae *replay.ArgError
+	return errors.Is(err, errUsage) || errors.As(err, &ae) || isRefusal(err)
 }

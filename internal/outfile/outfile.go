@@ -115,6 +115,7 @@ type File struct {
 	force    bool
 	done     bool
 	mkName   func(n int) string // CreateNumbered: the final name n
+	own      fs.FileInfo        // created: the file made, to remove only it
 }
 
 // Check applies the rules to path without opening anything: verbs call it
@@ -183,7 +184,13 @@ func Create(path string, o Options) (*File, error) {
 	if o.Progressive {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 		if err == nil {
-			return &File{File: f, path: path, kind: created}, nil
+			st, err := f.Stat()
+			if err != nil {
+				f.Close()
+				os.Remove(path)
+				return nil, err
+			}
+			return &File{File: f, path: path, kind: created, own: st}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, err
@@ -287,9 +294,7 @@ func (f *File) removeOwn() {
 	case created:
 		// Only if path is still the file created: it may have been
 		// replaced since (by a user, or another program).
-		own, err1 := f.File.Stat()
-		now, err2 := os.Lstat(f.path)
-		if err1 == nil && err2 == nil && os.SameFile(own, now) {
+		if now, err := os.Lstat(f.path); err == nil && os.SameFile(f.own, now) {
 			os.Remove(f.path)
 		}
 	}

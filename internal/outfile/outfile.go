@@ -134,10 +134,10 @@ func Check(path string, o Options) (special bool, err error) {
 	}
 	lst, err := os.Lstat(path)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
 	case err != nil:
-		return false, err
+		// Not there, or not to be looked at (a missing folder, no
+		// permission): opening it says why, when it comes to that.
+		return false, nil
 	case lst.Mode()&fs.ModeSymlink != 0:
 		target, _ := os.Readlink(path)
 		st, err := os.Stat(path)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -406,5 +407,41 @@ func TestRecordOutputRules(t *testing.T) {
 	r = runBin(t, exec.Command(bin, "record", "-o", link, "--force", "-d", "100ms", "u:"+probes+":tick"))
 	if r.code != exitUsage || !strings.Contains(r.stderr, "symbolic link to "+target) || string(readAll(t, target)) != "keep\n" {
 		t.Errorf("link to a file, --force: exit %d, %q", r.code, r.stderr)
+	}
+}
+
+// TestOutputInterrupted: a verb interrupted (SIGINT) while it writes leaves
+// neither its output nor its temporary file, and exits 130.
+func TestOutputInterrupted(t *testing.T) {
+	bin, _ := bpftapeBin(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "big.arrow")
+	writeVnet(t, in, "host-a", 300_000)
+	out := filepath.Join(dir, "out.jsonl")
+	cmd := exec.Command(bin, "export", in, "--format", "jsonl", "-o", out)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if tmp, _ := filepath.Glob(filepath.Join(dir, ".out.jsonl.*.tmp")); len(tmp) > 0 {
+			if st, err := os.Stat(tmp[0]); err == nil && st.Size() > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("never saw the temporary output")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit: %v, want status 130 (the export finished first?)", err)
+	}
+	if n := names(t, dir); n != "big.arrow" {
+		t.Errorf("left %q", n)
 	}
 }

@@ -48,6 +48,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -113,7 +114,7 @@ type File struct {
 	tmp      string
 	kind     kind
 	force    bool
-	done     bool
+	done     bool               // committed or discarded; under unfinishedMu
 	mkName   func(n int) string // CreateNumbered: the final name n
 	own      fs.FileInfo        // created: the file made, to remove only it
 }
@@ -190,7 +191,7 @@ func Create(path string, o Options) (*File, error) {
 				os.Remove(path)
 				return nil, err
 			}
-			return &File{File: f, path: path, kind: created, own: st}, nil
+			return track(&File{File: f, path: path, kind: created, own: st}), nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, err
@@ -204,7 +205,7 @@ func Create(path string, o Options) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{File: f, path: path, tmp: f.Name(), kind: temporary, force: o.Force}, nil
+	return track(&File{File: f, path: path, tmp: f.Name(), kind: temporary, force: o.Force}), nil
 }
 
 // CreateNumbered starts a new file in dir that Commit names name(n) for
@@ -214,7 +215,7 @@ func CreateNumbered(dir string, name func(n int) string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{File: f, tmp: f.Name(), kind: temporary, mkName: name}, nil
+	return track(&File{File: f, tmp: f.Name(), kind: temporary, mkName: name}), nil
 }
 
 func createTemp(dir, base string) (*os.File, error) {
@@ -233,10 +234,9 @@ func (f *File) Name() string { return f.path }
 // temporary file into place (replacing an existing file only with Force).
 // When it fails, it removes the temporary file.
 func (f *File) Commit() error {
-	if f.done {
+	if !f.finish() {
 		return errors.New("output already committed or discarded")
 	}
-	f.done = true
 	var err error
 	if f.kind != inPlace {
 		err = f.File.Sync()
@@ -277,13 +277,52 @@ func (f *File) Commit() error {
 // device, a FIFO, or a file the command did not create. It does nothing
 // after Commit.
 func (f *File) Discard() error {
-	if f.done {
+	if !f.finish() {
 		return nil
 	}
-	f.done = true
 	err := f.File.Close()
 	f.removeOwn()
 	return err
+}
+
+// unfinished are the files neither committed nor discarded, for DiscardAll.
+var (
+	unfinishedMu sync.Mutex
+	unfinished   = map[*File]bool{}
+)
+
+func track(f *File) *File {
+	unfinishedMu.Lock()
+	unfinished[f] = true
+	unfinishedMu.Unlock()
+	return f
+}
+
+// finish marks f committed or discarded; false if it already was.
+func (f *File) finish() bool {
+	unfinishedMu.Lock()
+	defer unfinishedMu.Unlock()
+	if f.done {
+		return false
+	}
+	f.done = true
+	delete(unfinished, f)
+	return true
+}
+
+// DiscardAll discards every file neither committed nor discarded yet: a
+// command interrupted by a signal calls it before it exits, so that it
+// leaves no temporary file.
+func DiscardAll() {
+	unfinishedMu.Lock()
+	pending := make([]*File, 0, len(unfinished))
+	for f := range unfinished {
+		pending = append(pending, f)
+	}
+	unfinishedMu.Unlock()
+	for _, f := range pending {
+		f.Discard()
+	}
 }
 
 // removeOwn removes the file Create made, if it is one.

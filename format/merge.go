@@ -3,11 +3,12 @@ package format
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bpftape/bpftape/internal/outfile"
 )
 
 // HostField is the field Merge adds to every probe of a merged capture: the
@@ -21,6 +22,8 @@ type MergeOptions struct {
 	Writer      WriterOptions
 	Tool        string
 	CommandLine []string
+	// Force replaces an existing output file (see package outfile).
+	Force bool
 }
 
 // MergeResult says what Merge wrote.
@@ -56,6 +59,10 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 	if len(inputs) == 0 {
 		return nil, errors.New("nothing to merge")
 	}
+	dest := outfile.Options{Force: o.Force, Inputs: inputs}
+	if _, err := outfile.Check(out, dest); err != nil {
+		return nil, err
+	}
 	ins := make([]*mergeIn, len(inputs))
 	for i, path := range inputs {
 		r, err := Open(path)
@@ -64,9 +71,6 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 		}
 		ins[i] = &mergeIn{path: path, meta: r.Meta}
 		r.Close()
-		if err := sameFile(path, out); err != nil {
-			return nil, err
-		}
 	}
 	meta, err := mergeMeta(ins, o)
 	if err != nil {
@@ -78,8 +82,13 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 			o.Writer.Compression = Zstd
 		}
 	}
-	w, err := Create(out, meta, o.Writer)
+	f, err := outfile.Create(out, dest)
 	if err != nil {
+		return nil, err
+	}
+	w, err := NewWriter(f, meta, o.Writer)
+	if err != nil {
+		f.Discard()
 		return nil, err
 	}
 	res = &MergeResult{Meta: meta}
@@ -88,7 +97,9 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 			err = fmt.Errorf("write %s: %w", out, cerr)
 		}
 		if err != nil {
-			os.Remove(out)
+			f.Discard()
+		} else {
+			err = f.Commit()
 		}
 	}()
 	// Hosts in order of first appearance; each host's inputs in time order.
@@ -107,18 +118,6 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 		}
 	}
 	return res, nil
-}
-
-// sameFile refuses to write the output over an input.
-func sameFile(in, out string) error {
-	a, err := os.Stat(in)
-	if err != nil {
-		return err
-	}
-	if b, err := os.Stat(out); err == nil && os.SameFile(a, b) {
-		return fmt.Errorf("output %s is the input %s", out, in)
-	}
-	return nil
 }
 
 // bootEpoch is when the input's machine booted, on the wall clock.

@@ -2,9 +2,10 @@ package format
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/apache/arrow/go/v15/arrow/ipc"
+
+	"github.com/bpftape/bpftape/internal/outfile"
 )
 
 // RepairResult says what Repair kept.
@@ -16,24 +17,37 @@ type RepairResult struct {
 }
 
 // Repair copies every complete batch of in to a new standard capture out,
-// the way to turn the file of a killed recorder into one any Arrow reader opens.
+// the way to turn the file of a killed recorder into one any Arrow reader
+// opens. out must not exist; it is written as package outfile writes every
+// output (a temporary file renamed into place, never over the input).
 func Repair(in, out string) (res RepairResult, err error) {
+	return repair(in, out, false)
+}
+
+// RepairReplace is Repair replacing out if it is an existing regular file.
+func RepairReplace(in, out string) (res RepairResult, err error) {
+	return repair(in, out, true)
+}
+
+func repair(in, out string, force bool) (res RepairResult, err error) {
+	if _, err := outfile.Check(out, outfile.Options{Force: force, Inputs: []string{in}}); err != nil {
+		return res, err
+	}
 	r, err := Open(in)
 	if err != nil {
 		return res, err
 	}
 	defer r.Close()
 	res.Recovered = r.Recovered
-	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := outfile.Create(out, outfile.Options{Force: force, Inputs: []string{in}})
 	if err != nil {
 		return res, err
 	}
 	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
 		if err != nil {
-			os.Remove(out)
+			f.Discard()
+		} else {
+			err = f.Commit()
 		}
 	}()
 	pw := newPosWriter(f)
@@ -65,5 +79,5 @@ func Repair(in, out string) (res RepairResult, err error) {
 	if err := pw.Flush(); err != nil {
 		return res, fmt.Errorf("write %s: %w", out, err)
 	}
-	return res, f.Sync()
+	return res, nil
 }

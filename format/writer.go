@@ -81,8 +81,6 @@ type WriterOptions struct {
 	// MaxAge is how old a batch's first event may get before Tick writes it:
 	// the most a recorder killed with SIGKILL can lose.
 	MaxAge time.Duration
-	// Exclusive makes Create fail if the file exists, rather than truncate it.
-	Exclusive bool
 }
 
 // Event is one sample to append. Ints and Strs are indexed by the probe's
@@ -155,31 +153,11 @@ type Writer struct {
 	closed bool
 }
 
-// Create creates (or truncates, unless opts.Exclusive) path with mode 0600
-// and starts a capture in it.
+// Create creates (or truncates) path with mode 0600 and starts a capture
+// in it, for tests and tools; bpftape's verbs open their outputs through
+// package outfile and NewFileWriter, which never replace a file unasked.
 func Create(path string, meta *Meta, opts WriterOptions) (*Writer, error) {
-	f, err := OpenFile(path, opts.Exclusive)
-	if err != nil {
-		return nil, err
-	}
-	w, err := NewFileWriter(f, meta, opts)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return w, nil
-}
-
-// OpenFile creates (or truncates, unless exclusive) path with mode 0600 for
-// a capture that NewFileWriter starts later: a recorder opens its output
-// before it attaches anything, and starts the capture once every probe is
-// attached.
-func OpenFile(path string, exclusive bool) (*os.File, error) {
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if exclusive {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	}
-	f, err := os.OpenFile(path, flags, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -190,12 +168,17 @@ func OpenFile(path string, exclusive bool) (*os.File, error) {
 			return nil, err
 		}
 	}
-	return f, nil
+	w, err := NewFileWriter(f, meta, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
 }
 
-// NewFileWriter starts a capture in f, as NewWriter does; the Writer closes
-// f. On error f is left open.
-func NewFileWriter(f *os.File, meta *Meta, opts WriterOptions) (*Writer, error) {
+// NewFileWriter is NewWriter on a file the Writer closes: at Close, or at
+// Switch for the file it leaves.
+func NewFileWriter(f io.WriteCloser, meta *Meta, opts WriterOptions) (*Writer, error) {
 	w, err := NewWriter(f, meta, opts)
 	if err != nil {
 		return nil, err

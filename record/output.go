@@ -1,26 +1,27 @@
 package record
 
 import (
-	"errors"
-	"io/fs"
-	"os"
+	"github.com/bpftape/bpftape/internal/outfile"
 )
 
-// checkOutput refuses to overwrite an existing regular file unless force,
-// before anything is started or attached. It returns whether the capture
-// must be created exclusively (it did not exist and must not appear
-// meanwhile). Pipes and devices are written to as they are.
-func checkOutput(path string, force bool) (exclusive bool, err error) {
-	st, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return !force, nil
-	case err != nil:
-		return false, nil // format.Create says why it cannot open it
-	case st.IsDir():
-		return false, usagef("output: %s is a directory", path)
-	case st.Mode().IsRegular() && !force:
-		return false, usagef("output: %s exists: give --force to overwrite it, or another -o", path)
-	}
-	return false, nil
+// outputOptions are the rules the capture file is opened by (package
+// outfile): a new capture is created at its final name, exclusively, so
+// that a recorder killed at any moment leaves a capture readers recover
+// there and a setup failure removes only the file it created; --force over
+// an existing capture writes a temporary file beside it, renamed over it
+// when the recording ends (the old capture stays whole until then). A
+// device or FIFO is written in place; a symbolic link is refused.
+func outputOptions(o *Options) outfile.Options {
+	return outfile.Options{Force: o.Force, Progressive: true}
 }
+
+// createOutput opens the capture file (or a rotated part) by those rules.
+func createOutput(path string, o *Options) (*outfile.File, error) {
+	return outfile.Create(path, outputOptions(o))
+}
+
+// keepOnClose puts a capture file in place when the format.Writer closes
+// it, after an error too: its complete batches are the recording.
+type keepOnClose struct{ *outfile.File }
+
+func (k keepOnClose) Close() error { return k.Commit() }

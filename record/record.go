@@ -27,13 +27,14 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/outfile"
 	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/probespec"
 )
 
 // Options configure a recording.
 type Options struct {
-	// Output is the capture file to write (created or truncated).
+	// Output is the capture file to write (see outputOptions).
 	Output string
 	// Probes are the probe specs as typed; see package probespec.
 	Probes []string
@@ -171,10 +172,13 @@ func Record(ctx context.Context, o Options) (*Summary, error) {
 	}
 	r := &recorder{opts: o, start: time.Now()}
 	if err := r.setup(); err != nil {
-		r.cleanup()
-		if r.created {
-			os.Remove(r.opts.Output) // the first part, when rotating
+		// Before cleanup closes the writer, which would keep the file:
+		// this removes the capture (the first part, when rotating) only
+		// if setup created it.
+		if r.outFile != nil {
+			r.outFile.Discard()
 		}
+		r.cleanup()
 		return nil, err
 	}
 	defer r.cleanup()
@@ -187,8 +191,7 @@ type recorder struct {
 	probes  []*probe
 	gate    *gate
 	w       *format.Writer
-	file    *os.File // the output until w takes it
-	created bool
+	outFile *outfile.File // the capture file, from setup
 	objs    *bpf.Objects
 	links   []link.Link
 	follow  bool      // record the target's new processes too
@@ -218,10 +221,6 @@ func (r *recorder) cleanup() {
 	if r.w != nil {
 		r.w.Close()
 		r.w = nil
-	}
-	if r.file != nil {
-		r.file.Close()
-		r.file = nil
 	}
 	if r.gate != nil && !r.gate.exited() {
 		r.gate.abort()
@@ -286,8 +285,7 @@ func (r *recorder) setup() error {
 	if err != nil {
 		return err
 	}
-	exclusive, err := checkOutput(o.Output, o.Force)
-	if err != nil {
+	if _, err := outfile.Check(o.Output, outputOptions(o)); err != nil {
 		return err
 	}
 	if o.PID != 0 && len(o.Command) > 0 {
@@ -381,10 +379,9 @@ func (r *recorder) setup() error {
 
 	// The output is opened now, before anything is attached; the capture
 	// starts in it once every probe is (see arm).
-	if r.file, err = format.OpenFile(o.Output, exclusive); err != nil {
+	if r.outFile, err = createOutput(o.Output, o); err != nil {
 		return fmt.Errorf("output: %w", err)
 	}
-	r.created = true
 
 	// -c follows the command's new processes; -p only with --follow.
 	r.follow = (len(o.Command) > 0 && !o.NoFollow) || (o.Follow && o.PID != 0)
@@ -414,10 +411,9 @@ func (r *recorder) setup() error {
 
 	// The capture starts once every probe is attached, so that its start
 	// is the window's (see arm).
-	if r.w, err = format.NewFileWriter(r.file, r.meta(ring), format.WriterOptions{Compression: o.Compression}); err != nil {
+	if r.w, err = format.NewFileWriter(keepOnClose{r.outFile}, r.meta(ring), format.WriterOptions{Compression: o.Compression}); err != nil {
 		return fmt.Errorf("output: %w", err)
 	}
-	r.file = nil // the writer's now
 	r.limit = newSizeLimit(r.w, o, base)
 	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes, r.objs.ForgetComms)
 	if r.limit != nil {

@@ -137,16 +137,12 @@ func (l *sizeLimit) check() error {
 	}
 	l.seq++
 	name := PartName(l.base, l.seq)
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if l.force {
-		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	}
-	f, err := os.OpenFile(name, flags, 0o600)
+	f, err := createOutput(name, &Options{Force: l.force})
 	if err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
 	seq := l.seq
-	if err := l.w.Switch(f, func(*format.Meta) { l.partMeta(seq) }); err != nil {
+	if err := l.w.Switch(keepOnClose{f}, func(*format.Meta) { l.partMeta(seq) }); err != nil {
 		return fmt.Errorf("rotate to %s: %w", name, err)
 	}
 	l.parts = append(l.parts, name)

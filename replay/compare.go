@@ -47,7 +47,7 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 		return nil, err
 	}
 	if !ra.IsInt() || !rb.IsInt() {
-		return nil, fmt.Errorf("compare needs integer fields")
+		return nil, ArgErrorf("compare needs integer fields")
 	}
 	fill := func(s *Side, r *Ref) func(*format.Batch, int) {
 		return func(bt *format.Batch, i int) {

@@ -138,7 +138,7 @@ func Hist(c *Capture, o HistOptions, out io.Writer) error {
 		return err
 	}
 	if !ref.IsInt() {
-		return fmt.Errorf("%s.%s is a string: histograms need an integer field", o.Probe, o.Field)
+		return ArgErrorf("%s.%s is a string: histograms need an integer field", o.Probe, o.Field)
 	}
 	if o.Label == "" {
 		o.Label = o.Field

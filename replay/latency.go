@@ -60,7 +60,7 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, error
 		return nil, err
 	}
 	if entry == ret {
-		return nil, fmt.Errorf("entry and return are the same probe %q", o.Entry)
+		return nil, ArgErrorf("entry and return are the same probe %q", o.Entry)
 	}
 	res := &LatencyResult{}
 	stacks := map[uint64][]int64{}

@@ -185,6 +185,18 @@ func (c *Capture) Scan(f *Filter, fn func(b *format.Batch, i int)) error {
 	return nil
 }
 
+// ArgError is an argument that does not fit the capture: a probe or field
+// it does not have, or a field of the wrong type. It is the caller's
+// mistake (bpftape exits 2), found before any output is written.
+type ArgError struct{ Msg string }
+
+func (e *ArgError) Error() string { return e.Msg }
+
+// ArgErrorf formats an ArgError.
+func ArgErrorf(format string, args ...any) error {
+	return &ArgError{Msg: fmt.Sprintf(format, args...)}
+}
+
 // Ref names one field of one probe, resolved against a capture.
 type Ref struct {
 	Probe string
@@ -200,7 +212,7 @@ func (c *Capture) Resolve(probe, field string) (Ref, error) {
 	m := c.R.Meta
 	pi, p := m.Probe(probe)
 	if p == nil {
-		return Ref{}, fmt.Errorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(m.ProbeNames(), ", "))
+		return Ref{}, ArgErrorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(m.ProbeNames(), ", "))
 	}
 	fi := p.Field(field)
 	if fi < 0 {
@@ -208,7 +220,7 @@ func (c *Capture) Resolve(probe, field string) (Ref, error) {
 		for _, f := range p.Fields {
 			names = append(names, f.Name)
 		}
-		return Ref{}, fmt.Errorf("%s: probe %s has no field %q; its fields: %s", c.Name, probe, field, strings.Join(names, ", "))
+		return Ref{}, ArgErrorf("%s: probe %s has no field %q; its fields: %s", c.Name, probe, field, strings.Join(names, ", "))
 	}
 	f := p.Fields[fi]
 	return Ref{Probe: probe, Field: field, probe: uint16(pi), col: c.R.Column(f.Column), typ: f.Type}, nil
@@ -218,7 +230,7 @@ func (c *Capture) Resolve(probe, field string) (Ref, error) {
 func (c *Capture) ResolveProbe(probe string) (uint16, error) {
 	pi, p := c.R.Meta.Probe(probe)
 	if p == nil {
-		return 0, fmt.Errorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(c.R.Meta.ProbeNames(), ", "))
+		return 0, ArgErrorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(c.R.Meta.ProbeNames(), ", "))
 	}
 	return uint16(pi), nil
 }

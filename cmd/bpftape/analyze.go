@@ -313,10 +313,12 @@ size and compression ratio, and whether the file was recovered.`, stdout)
 }
 
 func runRepair(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("repair", "IN OUT", `
+	fs := newFlags("repair", "[--force] IN OUT", `
 Copies every complete batch of IN, for example the capture of a recorder
 that was killed, into OUT, a standard Arrow file any reader opens. OUT must
-not exist.`, stdout)
+not exist (--force replaces it) and may not be IN; it appears only once
+complete.`, stdout)
+	force := fs.Bool("force", false, "replace OUT if it exists")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "repair", err)
@@ -324,7 +326,11 @@ not exist.`, stdout)
 	if len(pos) != 2 {
 		return fail(stderr, "repair", fmt.Errorf("want IN OUT: %w", errUsage))
 	}
-	res, err := format.Repair(pos[0], pos[1])
+	repair := format.Repair
+	if *force {
+		repair = format.RepairReplace
+	}
+	res, err := repair(pos[0], pos[1])
 	if err != nil {
 		return fail(stderr, "repair", err)
 	}

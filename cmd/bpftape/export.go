@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/outfile"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/export"
 )
@@ -15,7 +16,7 @@ func init() {
 }
 
 func runExport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("export", "[flags] FILE --to csv|jsonl|parquet|arrow [-o OUT]", `
+	fs := newFlags("export", "[flags] FILE --format csv|jsonl|parquet|arrow [-o OUT [--force]]", `
 Writes the rows of a capture for tools that do not read Arrow IPC, streaming
 batch by batch (memory does not grow with the capture):
   csv      a header, then one line per event: time (boot-clock ns), cpu, pid,
@@ -31,8 +32,8 @@ batch by batch (memory does not grow with the capture):
            polars, pyarrow and DuckDB open as they open a recording: the
            rows selected, loss records kept (--lost keep is the default
            here), metadata kept or, with --redact, redacted
---to takes the format; given a duration, as in the other verbs, it is the
-end of the time window (--to parquet --to 5s).
+--format (-f) takes the format; --from and --to bound the time window, as
+in the other verbs.
 Loss records (rows that count lost events) are dropped by default, with a
 warning on stderr, so that one row is one event; --lost keep adds them and
 a lost column (empty/null on events), --lost only writes just them.
@@ -64,19 +65,28 @@ host=__HIVE_DEFAULT_PARTITION__ (NULL). Probe and field names, which you
 chose when recording, are kept: name probes with care.
 
 Examples:
-  bpftape export cap.arrow --to csv -o cap.csv
-  bpftape export cap.arrow --to jsonl --lost keep --from 2s --to 3s | jq .
-  bpftape export cap.arrow --to parquet -o cap.parquet
-  bpftape export cap.arrow --to arrow --redact -o shareable.arrow
-  bpftape export cap.arrow --to csv --redact --from 2s --to 3s -o window.csv
-  bpftape export host-a.arrow --to parquet --partition -o fleet/
-  bpftape export host-b.arrow --to parquet --partition -o fleet/
+  bpftape export cap.arrow --format csv -o cap.csv
+  bpftape export cap.arrow --format jsonl --lost keep --from 2s --to 3s | jq .
+  bpftape export cap.arrow --format parquet -o cap.parquet
+  bpftape export cap.arrow --format arrow --redact -o shareable.arrow
+  bpftape export cap.arrow --format csv --redact --from 2s --to 3s -o window.csv
+  bpftape export host-a.arrow --format parquet --partition -o fleet/
+  bpftape export host-b.arrow --format parquet --partition -o fleet/
   duckdb -c "SELECT host, probe, count(*) FROM read_parquet('fleet/*/*/*.parquet', hive_partitioning=true, union_by_name=true) GROUP BY ALL"`, stdout)
-	to := &formatOrEnd{}
-	fs.Var(to, "to", "output format: csv, jsonl, parquet or arrow (required); as in the other verbs, a duration is the end of the time window")
-	// --to is shared with the output format (formatOrEnd).
-	filter := idFilterFlags(fs, "rows", func() time.Duration { return to.end })
-	out := fs.String("o", "", "output file (default: standard output); the folder with --partition")
+	var fmtName string
+	fs.StringVar(&fmtName, "format", "", "output format: csv, jsonl, parquet or arrow (required)")
+	fs.StringVar(&fmtName, "f", "", "short for --format")
+	var end time.Duration
+	fs.Func("to", "only rows less than this long after the capture start (e.g. 3s)", func(s string) error {
+		if _, err := export.ParseFormat(s); err == nil {
+			return fmt.Errorf("--to is the end of the time window, as in every verb: give the format with --format %s", s)
+		}
+		d, err := time.ParseDuration(s)
+		end = d
+		return err
+	})
+	filter := idFilterFlags(fs, "rows", func() time.Duration { return end })
+	out := outputFlags(fs, "output file (default: standard output); the folder with --partition", true)
 	lost := fs.String("lost", "", "loss records: drop (events only), keep (add them and a lost column) or only (default drop; keep for arrow)")
 	partition := fs.Bool("partition", false, "Parquet only: hive-style folders host=HOST/probe=PROBE under -o")
 	redact := fs.Bool("redact", false, "leave out comm, string fields and what identifies the host or a command (see above)")
@@ -89,8 +99,11 @@ Examples:
 		return fail(stderr, "export", fmt.Errorf("want FILE, got %d arguments: %w", len(pos), errUsage))
 	}
 	var o export.Options
-	if o.Format = to.format; o.Format == "" {
-		return fail(stderr, "export", fmt.Errorf("--to is required (csv, jsonl, parquet or arrow): %w", errUsage))
+	if fmtName == "" {
+		return fail(stderr, "export", fmt.Errorf("--format is required (csv, jsonl, parquet or arrow): %w", errUsage))
+	}
+	if o.Format, err = export.ParseFormat(fmtName); err != nil {
+		return fail(stderr, "export", fmt.Errorf("--format: %w: %w", err, errUsage))
 	}
 	o.Redact = *redact
 	if o.Compression, err = format.ParseCompression(*compress); err != nil {
@@ -108,16 +121,24 @@ Examples:
 	if o.Filter, err = filter(); err != nil {
 		return fail(stderr, "export", err)
 	}
-	if *partition && (o.Format != export.Parquet || *out == "" || *out == "-") {
-		return fail(stderr, "export", fmt.Errorf("--partition needs --to parquet and -o FOLDER: %w", errUsage))
+	if *partition && (o.Format != export.Parquet || out.toStdout()) {
+		return fail(stderr, "export", fmt.Errorf("--partition needs --format parquet and -o FOLDER: %w", errUsage))
+	}
+	if *partition {
+		err = outfile.CheckDir(*out.path)
+	} else {
+		err = out.check(pos[0])
+	}
+	if err != nil {
+		return fail(stderr, "export", err)
 	}
 	var res *export.Result
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
 		if *partition {
-			res, err = export.WritePartitioned(c, *out, o)
+			res, err = export.WritePartitioned(c, *out.path, o)
 			return err
 		}
-		return writeOut(*out, stdout, func(w io.Writer) error {
+		return out.write(stdout, pos[:1], func(w io.Writer) error {
 			switch o.Format {
 			case export.CSV:
 				res, err = export.WriteCSV(c, w, o)
@@ -134,14 +155,14 @@ Examples:
 	if err != nil {
 		return fail(stderr, "export", err)
 	}
-	if *out != "" && *out != "-" {
+	if !out.toStdout() {
 		what := fmt.Sprintf("%d events", res.Events)
 		if o.Lost != export.LostDrop {
 			what += fmt.Sprintf(" and %d loss records", res.LossRecords)
 		}
-		where := *out
+		where := *out.path
 		if *partition {
-			where = fmt.Sprintf("%d files under %s", len(res.Files), *out)
+			where = fmt.Sprintf("%d files under %s", len(res.Files), *out.path)
 		}
 		if o.Redact {
 			what += ", redacted"
@@ -149,26 +170,4 @@ Examples:
 		fmt.Fprintf(stderr, "bpftape export: wrote %s to %s\n", what, where)
 	}
 	return exitOK
-}
-
-// formatOrEnd is export's --to: an output format, as the issue spells the
-// verb, or, as in every other verb, the end of the time window.
-type formatOrEnd struct {
-	format export.Format
-	end    time.Duration
-}
-
-func (f *formatOrEnd) String() string { return string(f.format) }
-
-func (f *formatOrEnd) Set(s string) error {
-	if fm, err := export.ParseFormat(s); err == nil {
-		f.format = fm
-		return nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("%q is neither a format (csv, jsonl, parquet, arrow) nor a duration", s)
-	}
-	f.end = d
-	return nil
 }

@@ -20,7 +20,7 @@ func TestExportRows(t *testing.T) {
 	info := infoJSON(t, path)
 	dir := t.TempDir()
 	csvPath := filepath.Join(dir, "e.csv")
-	if _, errOut, code := runCLI(t, "export", path, "--to", "csv", "-o", csvPath); code != 0 {
+	if _, errOut, code := runCLI(t, "export", path, "--format", "csv", "-o", csvPath); code != 0 {
 		t.Fatalf("csv: exit %d: %s", code, errOut)
 	}
 	f, err := os.Open(csvPath)
@@ -60,7 +60,7 @@ func TestExportRows(t *testing.T) {
 	}
 
 	// JSON lines, a window and one pid: every line an object of the window.
-	stdout, errOut, code := runCLI(t, "export", path, "--to", "jsonl", "--from", "100ms", "--to", "200ms", "--pid", "4242")
+	stdout, errOut, code := runCLI(t, "export", path, "--format", "jsonl", "--from", "100ms", "--to", "200ms", "--pid", "4242")
 	if code != 0 {
 		t.Fatalf("jsonl: exit %d: %s", code, errOut)
 	}
@@ -94,19 +94,19 @@ func TestExportLost(t *testing.T) {
 	path := filepath.Join(dir, "v.arrow")
 	writeVnet(t, path, "hv-07", 9000)
 	info := infoJSON(t, path)
-	stdout, errOut, code := runCLI(t, "export", path, "--to", "csv")
+	stdout, errOut, code := runCLI(t, "export", path, "--format", "csv")
 	if code != 0 || !strings.Contains(errOut, "WARNING") || strings.Contains(strings.SplitN(stdout, "\n", 2)[0], "lost") {
 		t.Fatalf("drop: exit %d, stderr %q", code, errOut)
 	}
 	if n := strings.Count(stdout, "\n") - 1; uint64(n) != info.Events {
 		t.Errorf("drop: %d rows, %d events", n, info.Events)
 	}
-	stdout, _, _ = runCLI(t, "export", path, "--to", "csv", "--lost", "only")
+	stdout, _, _ = runCLI(t, "export", path, "--format", "csv", "--lost", "only")
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	if lines[0] != "time,cpu,pid,tid,comm,probe,lost,arg2,retval,arg0,tx_ret.retval" || len(lines) != 1+2 {
 		t.Errorf("only: %q", lines)
 	}
-	stdout, _, _ = runCLI(t, "export", path, "--to", "jsonl", "--lost", "keep")
+	stdout, _, _ = runCLI(t, "export", path, "--format", "jsonl", "--lost", "keep")
 	if n := strings.Count(stdout, "\n"); uint64(n) != info.Events+2 || strings.Count(stdout, `"lost":null`) != int(info.Events) {
 		t.Errorf("keep: %d lines for %d events and 2 loss records", n, info.Events)
 	}
@@ -120,7 +120,7 @@ func TestExportPartition(t *testing.T) {
 	writeVnet(t, b, "hv 08", 2000)
 	out := filepath.Join(dir, "fleet")
 	for _, in := range []string{a, b} {
-		if _, errOut, code := runCLI(t, "export", in, "--to", "parquet", "--partition", "-o", out); code != 0 {
+		if _, errOut, code := runCLI(t, "export", in, "--format", "parquet", "--partition", "-o", out); code != 0 {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 	}

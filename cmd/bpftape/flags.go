@@ -63,7 +63,7 @@ func filterFlags(fs *flag.FlagSet) func() (replay.Filter, error) {
 
 // idFilterFlags registers --pid, --tid, --comm and --from (help naming the
 // filtered things what) and returns the parser of the filter, whose end comes
-// from to: export shares its --to with the output format.
+// from to: export's --to also explains that the format is --format.
 func idFilterFlags(fs *flag.FlagSet, what string, to func() time.Duration) func() (replay.Filter, error) {
 	pids := fs.String("pid", "", "only "+what+" of these processes (comma-separated PIDs)")
 	tids := fs.String("tid", "", "only "+what+" of these threads (comma-separated TIDs)")

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"time"
 
@@ -36,7 +33,7 @@ Examples:
   bpftape heatmap cap.arrow tx_len arg0 --rows 30 --min 0 --max 1500 --color linear > tx.svg
   bpftape heatmap cap.arrow --latency rx rx_ret --rows 40 --max 50us --from 2s --to 4s`, stdout)
 	filter := filterFlags(fs)
-	out := fs.String("o", "", "write the SVG to this file (default: standard output)")
+	out := outputFlags(fs, "write the SVG to this file (default: standard output)", true)
 	latency := fs.Bool("latency", false, "arguments are ENTRY_PROBE RETURN_PROBE: map the latencies between them")
 	step := fs.Duration("step", 0, "column width (default: a round step giving at most --cols columns)")
 	cols := fs.Int("cols", heatmap.DefaultCols, "most columns an automatic --step gives")
@@ -86,6 +83,9 @@ Examples:
 	if err != nil {
 		return fail(stderr, "heatmap", err)
 	}
+	if err := out.check(pos[0]); err != nil {
+		return fail(stderr, "heatmap", err)
+	}
 	maps, c, err := heatmap.Build(pos[0], &f, []heatmap.Spec{spec}, heatmap.Options{Step: *step, MaxCols: *cols})
 	if c != nil {
 		c.Notes(stderr)
@@ -93,7 +93,7 @@ Examples:
 	if err != nil {
 		return fail(stderr, "heatmap", err)
 	}
-	err = writeOut(*out, stdout, func(w io.Writer) error {
+	err = out.write(stdout, pos[:1], func(w io.Writer) error {
 		return maps[0].WriteSVG(w, heatmap.SVGOptions{Width: *width, Color: *color})
 	})
 	if err != nil {
@@ -119,33 +119,4 @@ func parseBound(name, s string, durations bool) (*int64, error) {
 		return nil, fmt.Errorf("%s %q: want an integer (ns) or a duration such as 250us: %w", name, s, errUsage)
 	}
 	return nil, fmt.Errorf("%s %q: want an integer: %w", name, s, errUsage)
-}
-
-// writeOut runs fn on the file path (created, and removed if fn fails), or
-// on stdout when path is "" or "-".
-func writeOut(path string, stdout io.Writer, fn func(w io.Writer) error) error {
-	if path == "" || path == "-" {
-		return fn(stdout)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 1<<16)
-	err = fn(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			return err // already names the file
-		}
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

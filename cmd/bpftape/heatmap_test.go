@@ -93,9 +93,9 @@ func TestHeatmapUsage(t *testing.T) {
 		{"report"},
 		{"report", "x.arrow", "--latency", "rx"},
 		{"export", "x.arrow"},
-		{"export", "x.arrow", "--to", "xml"},
-		{"export", "x.arrow", "--to", "csv", "--partition", "-o", "d"},
-		{"export", "x.arrow", "--to", "csv", "--lost", "some"},
+		{"export", "x.arrow", "--format", "xml"},
+		{"export", "x.arrow", "--format", "csv", "--partition", "-o", "d"},
+		{"export", "x.arrow", "--format", "csv", "--lost", "some"},
 		{"merge", "a.arrow", "b.arrow"},
 	} {
 		if _, errOut, code := runCLI(t, args...); code != exitUsage {

@@ -107,7 +107,7 @@ func TestDuckDBReadsParquet(t *testing.T) {
 	node, interop := interopNode(t)
 	path := filepath.Join(seedCaptures(t), replaytest.USDTFile)
 	pq := filepath.Join(t.TempDir(), "usdt.parquet")
-	if _, errOut, code := runCLI(t, "export", path, "--to", "parquet", "-o", pq); code != 0 {
+	if _, errOut, code := runCLI(t, "export", path, "--format", "parquet", "-o", pq); code != 0 {
 		t.Fatalf("export: exit %d: %s", code, errOut)
 	}
 	got := runReader(t, node, filepath.Join(interop, "duckdb.js"), pq, "arg1")
@@ -144,7 +144,7 @@ func TestReadersAgreeOnLosses(t *testing.T) {
 	path := filepath.Join(dir, "v.arrow")
 	writeVnet(t, path, "hv-07", 12000)
 	pq := filepath.Join(dir, "v.parquet")
-	if _, errOut, code := runCLI(t, "export", path, "--to", "parquet", "--lost", "keep", "-o", pq); code != 0 {
+	if _, errOut, code := runCLI(t, "export", path, "--format", "parquet", "--lost", "keep", "-o", pq); code != 0 {
 		t.Fatalf("export: exit %d: %s", code, errOut)
 	}
 	info := infoJSON(t, path)
@@ -174,7 +174,7 @@ func TestReadersSeeFleet(t *testing.T) {
 	ia, ib := infoJSON(t, a), infoJSON(t, b)
 	fleet := filepath.Join(dir, "fleet")
 	for _, in := range []string{a, b} {
-		if _, errOut, code := runCLI(t, "export", in, "--to", "parquet", "--partition", "-o", fleet); code != 0 {
+		if _, errOut, code := runCLI(t, "export", in, "--format", "parquet", "--partition", "-o", fleet); code != 0 {
 			t.Fatalf("export: exit %d: %s", code, errOut)
 		}
 	}

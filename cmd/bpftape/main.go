@@ -7,8 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
+
+	"github.com/bpftape/bpftape/internal/outfile"
+	"github.com/bpftape/bpftape/replay"
 )
 
 // Exit codes scripts can trust.
@@ -56,7 +61,21 @@ Exit status: 0 ok, 1 failure, 2 usage error, 3 'compare --identical' found a dif
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] != "record" { // record stops cleanly on a signal
+		go discardOnSignal()
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// discardOnSignal makes a verb interrupted by SIGINT, SIGTERM or SIGHUP
+// remove the output it has not finished (its temporary file) before it
+// exits as the signal would have ended it.
+func discardOnSignal() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	sig := <-sigs
+	outfile.DiscardAll()
+	os.Exit(128 + int(sig.(syscall.Signal)))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -88,8 +107,15 @@ var errUsage = errors.New("usage")
 func fail(stderr io.Writer, verb string, err error) int {
 	msg := strings.TrimSuffix(err.Error(), ": usage")
 	fmt.Fprintf(stderr, "bpftape %s: %s\n", verb, msg)
-	if errors.Is(err, errUsage) {
+	if isUsage(err) {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// isUsage reports whether err is the caller's: a bad flag or argument, a
+// probe or field the capture lacks, an output the rules refuse.
+func isUsage(err error) bool {
+	var ae *replay.ArgError
+	return errors.Is(err, errUsage) || errors.As(err, &ae) || isRefusal(err)
 }

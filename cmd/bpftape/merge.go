@@ -13,7 +13,7 @@ func init() {
 }
 
 func runMerge(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("merge", "[flags] FILE FILE... -o OUT", `
+	fs := newFlags("merge", "[flags] FILE FILE... -o OUT [--force]", `
 Writes the events and loss records of several captures into one capture that
 every verb reads:
   - every probe gets a "host" string field, the host its event was recorded
@@ -32,16 +32,19 @@ Examples:
   bpftape merge host-a.arrow host-b.arrow -o fleet.arrow
   bpftape hist fleet.arrow rx arg2 --by host
   bpftape merge part-1.arrow part-2.arrow part-3.arrow -o all.arrow`, stdout)
-	out := fs.String("o", "", "the merged capture to write (required; not one of the inputs)")
+	out := outputFlags(fs, "the merged capture to write (required; not one of the inputs)", false)
 	compress := fs.String("compress", "", "body compression: zstd, lz4 or none (default: the first input's)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "merge", err)
 	}
-	if len(pos) < 1 || *out == "" {
+	if len(pos) < 1 || *out.path == "" {
 		return fail(stderr, "merge", fmt.Errorf("want FILE... -o OUT: %w", errUsage))
 	}
-	o := format.MergeOptions{Tool: "bpftape " + Version, CommandLine: append([]string{"bpftape", "merge"}, args...)}
+	if err := out.check(pos...); err != nil {
+		return fail(stderr, "merge", err)
+	}
+	o := format.MergeOptions{Tool: "bpftape " + Version, CommandLine: append([]string{"bpftape", "merge"}, args...), Force: *out.force}
 	if *compress != "" {
 		c, err := format.ParseCompression(*compress)
 		if err != nil {
@@ -49,7 +52,7 @@ Examples:
 		}
 		o.Writer.Compression = c
 	}
-	res, err := format.Merge(*out, pos, o)
+	res, err := format.Merge(*out.path, pos, o)
 	if err != nil {
 		return fail(stderr, "merge", err)
 	}
@@ -57,7 +60,7 @@ Examples:
 		fmt.Fprintf(stderr, "NOTE: %s has no footer (was the recorder killed?): merged its complete batches\n", r)
 	}
 	fmt.Fprintf(stdout, "merged %d captures (hosts %s) into %s: %d events, %d probes", len(pos),
-		strings.ReplaceAll(res.Meta.Host, ",", ", "), *out, res.Events, len(res.Meta.Probes))
+		strings.ReplaceAll(res.Meta.Host, ",", ", "), *out.path, res.Events, len(res.Meta.Probes))
 	if res.LossRecords > 0 {
 		fmt.Fprintf(stdout, ", %d lost events in %d loss records", res.Lost, res.LossRecords)
 	}

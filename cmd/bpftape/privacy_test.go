@@ -49,7 +49,7 @@ func TestRecordPrivacy(t *testing.T) {
 	os.WriteFile(out, precious, 0o644)
 	uprobes := uprobeLines()
 	r = runBin(t, exec.Command(bin, "record", "-o", out, "-c", "touch "+ran, "u:"+probes+":tick"))
-	if r.code != exitUsage || !strings.Contains(r.stderr, "bpftape record: output: "+out+" exists: give --force to overwrite it") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "bpftape record: output "+out+" exists: give --force to replace it") {
 		t.Errorf("existing -o: exit %d, stderr %q", r.code, r.stderr)
 	}
 	if b, _ := os.ReadFile(out); string(b) != string(precious) {

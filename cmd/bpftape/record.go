@@ -53,6 +53,15 @@ Every probe records over the same window: from when the last probe was
 attached to when the first is detached (bpftape info shows it), so the
 counts of probes on one loop are equal and entries pair with returns.
 
+FILE is created with mode 0600, at its final name so that a recorder
+killed at any moment leaves a capture the other verbs read up to its last
+complete batch. An existing FILE is replaced only with --force: the new
+capture is then written to .FILE.*.tmp beside it and renamed over FILE when
+the recording ends (a recorder killed before leaves FILE as it was and the
+new capture in the .tmp file). A device or FIFO is written in place; a
+symbolic link is refused. A recording that fails to start removes only a
+FILE it created.
+
 PROBE := [NAME=]TYPE:TARGET[(FIELD,...)]
   uprobe:BINARY:SYMBOL              u:   function entry
   uretprobe:BINARY:SYMBOL           ur:  function return
@@ -106,7 +115,7 @@ Exit status: with -c the command's (128+N if signal N killed it); otherwise
 func runRecord(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("record", recordSynopsis, recordHelp, stdout)
 	output := fs.String("o", DefaultOutput, "capture `FILE` to write (created with mode 0600; an existing one needs --force)")
-	force := fs.Bool("force", false, "overwrite the -o file if it exists")
+	force := fs.Bool("force", false, "replace the -o file if it exists (see above)")
 	maxSize := fs.String("max-size", "", "stop when the capture reaches `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file")
 	rotate := fs.Int("rotate", 0, "with --max-size, write FILE as `N` or fewer files, c.000001.arrow, c.000002.arrow..., deleting the oldest")
 	pid := fs.Int("p", 0, "record only process `PID` (tracepoints filtered by it, uprobes attached to it); stop when it exits")

@@ -242,7 +242,7 @@ func TestExportRedact(t *testing.T) {
 
 	for _, comp := range []string{"none", "zstd", "lz4"} {
 		out := filepath.Join(dir, "redacted-"+comp+".arrow")
-		_, errOut, code := runCLI(t, "export", in, "--to", "arrow", "--redact", "--compress", comp, "-o", out)
+		_, errOut, code := runCLI(t, "export", in, "--format", "arrow", "--redact", "--compress", comp, "-o", out)
 		if code != 0 {
 			t.Fatalf("arrow %s: exit %d: %s", comp, code, errOut)
 		}
@@ -297,7 +297,7 @@ func TestExportRedact(t *testing.T) {
 	// CSV and JSON lines: no comm, no string column, same rows.
 	for _, f := range []string{"csv", "jsonl"} {
 		out := filepath.Join(dir, "redacted."+f)
-		if _, errOut, code := runCLI(t, "export", in, "--to", f, "--redact", "--lost", "keep", "-o", out); code != 0 {
+		if _, errOut, code := runCLI(t, "export", in, "--format", f, "--redact", "--lost", "keep", "-o", out); code != 0 {
 			t.Fatalf("%s: exit %d: %s", f, code, errOut)
 		}
 		checkRawClean(t, out, secrets)
@@ -347,7 +347,7 @@ func TestExportRedact(t *testing.T) {
 	// Parquet, uncompressed and zstd, and partitioned.
 	for _, comp := range []string{"none", "zstd"} {
 		out := filepath.Join(dir, "redacted-"+comp+".parquet")
-		if _, errOut, code := runCLI(t, "export", in, "--to", "parquet", "--redact", "--compress", comp, "-o", out); code != 0 {
+		if _, errOut, code := runCLI(t, "export", in, "--format", "parquet", "--redact", "--compress", comp, "-o", out); code != 0 {
 			t.Fatalf("parquet %s: exit %d: %s", comp, code, errOut)
 		}
 		if comp == "none" {
@@ -363,7 +363,7 @@ func TestExportRedact(t *testing.T) {
 		}
 	}
 	fleet := filepath.Join(dir, "fleet")
-	if _, errOut, code := runCLI(t, "export", in, "--to", "parquet", "--redact", "--partition", "-o", fleet); code != 0 {
+	if _, errOut, code := runCLI(t, "export", in, "--format", "parquet", "--redact", "--partition", "-o", fleet); code != 0 {
 		t.Fatalf("partitioned: exit %d: %s", code, errOut)
 	}
 	var parts []string
@@ -385,14 +385,14 @@ func TestExportRedact(t *testing.T) {
 	// Without --redact the arrow export is a faithful copy: the same
 	// events, comm names and strings.
 	cp := filepath.Join(dir, "copy.arrow")
-	if _, errOut, code := runCLI(t, "export", in, "--to", "arrow", "-o", cp); code != 0 {
+	if _, errOut, code := runCLI(t, "export", in, "--format", "arrow", "-o", cp); code != 0 {
 		t.Fatalf("arrow copy: exit %d: %s", code, errOut)
 	}
 	_, cpText, cpPer, cpLost := captureValues(t, cp)
 	if cpText != inText || fmt.Sprint(cpPer) != fmt.Sprint(perProbe) || cpLost != lost {
 		t.Errorf("arrow copy differs from its input")
 	}
-	if _, _, code := runCLI(t, "export", in, "--to", "parquet", "--compress", "lz4", "-o", filepath.Join(dir, "x.parquet")); code != exitUsage {
+	if _, _, code := runCLI(t, "export", in, "--format", "parquet", "--compress", "lz4", "-o", filepath.Join(dir, "x.parquet")); code != exitUsage {
 		t.Errorf("parquet --compress lz4: exit %d, want %d", code, exitUsage)
 	}
 }

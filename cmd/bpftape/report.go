@@ -30,7 +30,7 @@ Examples:
       --requests "tx_len arg0 tx_ret retval" --compare "rx arg2 rx_ret retval"
   bpftape report after.arrow --compare "rx arg2 before.arrow rx arg2" --from 10s --to 20s -o r.html`, stdout)
 	filter := filterFlags(fs)
-	out := fs.String("o", "", "write the HTML to this file (default: standard output)")
+	out := outputFlags(fs, "write the HTML to this file (default: standard output)", true)
 	title := fs.String("title", "", "title of the page (default: the file name)")
 	heatmaps := fs.Int("heatmaps", report.DefaultMaxHeatmaps, "heat maps of at most this many numeric fields (0: none)")
 	cols := fs.Int("cols", report.DefaultCols, "most columns of the time line and heat maps")
@@ -77,7 +77,16 @@ Examples:
 	if o.MaxHeatmaps == 0 {
 		o.MaxHeatmaps = -1
 	}
-	err = writeOut(*out, stdout, func(w io.Writer) error {
+	inputs := pos[:1]
+	for _, cs := range o.Compares {
+		if cs.FileB != "" {
+			inputs = append(inputs, cs.FileB)
+		}
+	}
+	if err := out.check(inputs...); err != nil {
+		return fail(stderr, "report", err)
+	}
+	err = out.write(stdout, inputs, func(w io.Writer) error {
 		c, err := report.Write(pos[0], w, o)
 		if c != nil {
 			c.Notes(stderr)

@@ -3,7 +3,6 @@ package export
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/outfile"
 	"github.com/bpftape/bpftape/replay"
 )
 
@@ -64,20 +64,32 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 	m := c.Meta()
 	all := columns(c.R, &o)
 	type part struct {
-		pw   *pqWriter
-		path string
+		pw *pqWriter
+		f  *outfile.File
 	}
 	parts := map[[2]string]*part{}
+	var order []*part
 	res = &Result{}
 	defer func() {
-		for _, p := range parts {
+		// Every part is finished, then put in place only if all are.
+		for _, p := range order {
 			if cerr := p.pw.close(); err == nil && cerr != nil {
-				err = fmt.Errorf("%s: %w", p.path, cerr)
+				err = fmt.Errorf("%s: %w", dir, cerr)
+			}
+		}
+		for _, p := range order {
+			if err == nil {
+				if err = p.f.Commit(); err == nil {
+					res.Files = append(res.Files, p.f.Name())
+				}
 			}
 		}
 		if err != nil {
-			for _, p := range parts {
-				os.Remove(p.path)
+			for _, p := range order {
+				p.f.Discard()
+			}
+			for _, path := range res.Files {
+				os.Remove(path) // parts this export committed
 			}
 			res.Files = nil
 		}
@@ -118,7 +130,7 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 		key := [2]string{host, m.Probes[pi].Name}
 		p := parts[key]
 		if p == nil {
-			f, path, err := createPart(dir, host, key[1])
+			f, err := createPart(dir, host, key[1])
 			if err != nil {
 				return err
 			}
@@ -126,14 +138,13 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 			bw := bufio.NewWriterSize(f, 1<<16)
 			pw, err := newPQWriter(bw, probeCols[pi], c, &o)
 			if err != nil {
-				f.Close()
-				os.Remove(path)
-				return fmt.Errorf("%s: %w", path, err)
+				f.Discard()
+				return fmt.Errorf("%s: %w", dir, err)
 			}
-			pw.file, pw.buf = f, bw
-			p = &part{pw: pw, path: path}
+			pw.buf = bw
+			p = &part{pw: pw, f: f}
 			parts[key] = p
-			res.Files = append(res.Files, path)
+			order = append(order, p)
 		}
 		count(res, lost)
 		return p.pw.add(b, i)
@@ -141,20 +152,15 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 	return res, err
 }
 
-// createPart creates dir/host=H/probe=P/part-N.parquet with the first free N.
-func createPart(dir, host, probe string) (*os.File, string, error) {
+// createPart starts a new part file in dir/host=H/probe=P/: a temporary
+// file that commitParts names part-N.parquet with the first free N, mode
+// 0600, replacing no file.
+func createPart(dir, host, probe string) (*outfile.File, error) {
 	folder := filepath.Join(dir, "host="+hiveEscape(host), "probe="+hiveEscape(probe))
-	if err := os.MkdirAll(folder, 0o755); err != nil {
-		return nil, "", err
+	if err := outfile.MkdirAll(dir, folder); err != nil {
+		return nil, err
 	}
-	for n := 0; ; n++ {
-		path := filepath.Join(folder, fmt.Sprintf("part-%d.parquet", n))
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		return f, path, err
-	}
+	return outfile.CreateNumbered(folder, func(n int) string { return fmt.Sprintf("part-%d.parquet", n) })
 }
 
 // hiveEscape percent-encodes what may not appear in a partition folder

@@ -366,7 +366,7 @@ func mergeGroup(w *Writer, ins []*mergeIn, m *Meta, res *MergeResult) error {
 				return err
 			}
 			res.LossRecords++
-			res.Lost += n
+			res.Lost = AddCount(res.Lost, n)
 		} else {
 			nf := len(m.Probes[mp].Fields)
 			ev.Ints = append(ev.Ints[:0], make([]uint64, nf)...)

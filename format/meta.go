@@ -3,6 +3,7 @@ package format
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -192,6 +193,16 @@ type Meta struct {
 type Window struct {
 	Start int64 `json:"start_ns"`
 	End   int64 `json:"end_ns,omitempty"`
+}
+
+// AddCount adds two event counts, saturating at the largest uint64: the
+// loss counts of a forged capture must not wrap around to a small total
+// (2^64-1 + 2^64-1 + 2 would be 0).
+func AddCount(a, b uint64) uint64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint64
 }
 
 // WallTime converts an event's boot-clock time to wall-clock time.

@@ -668,7 +668,7 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 			Lost: r.d.lostN[i], SampleSize: bpf.SampleSize(p.class)}
 		s.Probes = append(s.Probes, ps)
 		s.Events += ps.Events
-		s.Lost += ps.Lost
+		s.Lost = format.AddCount(s.Lost, ps.Lost)
 		s.RawBytes += int64(ps.Events) * int64(ps.SampleSize)
 	}
 	if r.gate != nil {

@@ -180,12 +180,12 @@ func (l *Losses) merge(o *Losses) {
 		l.ByCPU = map[uint16]uint64{}
 		l.First = o.First
 	}
-	l.Total += o.Total
+	l.Total = format.AddCount(l.Total, o.Total)
 	for k, v := range o.ByProbe {
-		l.ByProbe[k] += v
+		l.ByProbe[k] = format.AddCount(l.ByProbe[k], v)
 	}
 	for k, v := range o.ByCPU {
-		l.ByCPU[k] += v
+		l.ByCPU[k] = format.AddCount(l.ByCPU[k], v)
 	}
 	l.First = min(l.First, o.First)
 	l.Last = max(l.Last, o.Last)
@@ -334,7 +334,7 @@ func (lb *lossBatch) add(p *format.Projection, l *Losses, m *format.Meta, probes
 		}
 		lb.loaded = true
 	}
-	l.add(m.Probes[probes[i]].Name, lb.cpu.U16[i], lb.tim.I64[i], lb.lost.U64[i])
+	l.Add(m.Probes[probes[i]].Name, lb.cpu.U16[i], lb.tim.I64[i], lb.lost.U64[i])
 	return nil
 }
 

@@ -6,6 +6,7 @@ package replay
 
 import (
 	"fmt"
+	"math"
 	"io"
 	"sort"
 	"strings"
@@ -71,15 +72,17 @@ type Losses struct {
 	Last    int64             `json:"last_ns,omitempty"`
 }
 
-func (l *Losses) add(probe string, cpu uint16, t int64, n uint64) {
+// Add tallies a loss record of n events of probe on cpu at time t. Counts
+// saturate (format.AddCount): a forged capture cannot wrap them to 0.
+func (l *Losses) Add(probe string, cpu uint16, t int64, n uint64) {
 	if l.ByProbe == nil {
 		l.ByProbe = map[string]uint64{}
 		l.ByCPU = map[uint16]uint64{}
-		l.First = t
+		l.First, l.Last = t, t
 	}
-	l.Total += n
-	l.ByProbe[probe] += n
-	l.ByCPU[cpu] += n
+	l.Total = format.AddCount(l.Total, n)
+	l.ByProbe[probe] = format.AddCount(l.ByProbe[probe], n)
+	l.ByCPU[cpu] = format.AddCount(l.ByCPU[cpu], n)
 	l.First = min(l.First, t)
 	l.Last = max(l.Last, t)
 }
@@ -97,8 +100,12 @@ func (l *Losses) Warn(w io.Writer, name string, m *format.Meta) {
 	for _, c := range sortedKeys(l.ByCPU) {
 		cpus = append(cpus, fmt.Sprintf("cpu%d %d", c, l.ByCPU[c]))
 	}
-	fmt.Fprintf(w, "WARNING: %s: %d events were lost (%s; %s) between %s and %s: counts from these probes are too low.\n",
-		name, l.Total, strings.Join(parts, ", "), strings.Join(cpus, ", "),
+	total := fmt.Sprint(l.Total)
+	if l.Total == math.MaxUint64 {
+		total = "at least " + total + " (the capture's loss counts overflow a 64-bit sum: forged or damaged?)"
+	}
+	fmt.Fprintf(w, "WARNING: %s: %s events were lost (%s; %s) between %s and %s: counts from these probes are too low.\n",
+		name, total, strings.Join(parts, ", "), strings.Join(cpus, ", "),
 		offset(l.First, m), offset(l.Last, m))
 }
 
@@ -120,6 +127,9 @@ type Capture struct {
 	Name   string
 	R      *format.Reader
 	Losses Losses
+	// Times tallies implausible event times, in the verbs that read every
+	// event's time (Scan).
+	Times TimeAnomalies
 	// Events counts the event rows read (loss records excluded), before filtering.
 	Events uint64
 
@@ -161,6 +171,7 @@ func (c *Capture) Notes(w io.Writer) {
 		fmt.Fprintf(w, "; 'bpftape repair' writes a standard file.\n")
 	}
 	c.Losses.Warn(w, c.Name, c.R.Meta)
+	c.Times.Warn(w, c.Name)
 }
 
 // Scan calls fn for every event row that passes f, and tallies loss records.
@@ -170,10 +181,11 @@ func (c *Capture) Scan(f *Filter, fn func(b *format.Batch, i int)) error {
 		b := c.R.Batch()
 		for i := 0; i < b.Len; i++ {
 			if n, ok := b.Lost(i); ok {
-				c.Losses.add(m.Probes[b.Probe[i]].Name, b.CPU[i], b.Time[i], n)
+				c.Losses.Add(m.Probes[b.Probe[i]].Name, b.CPU[i], b.Time[i], n)
 				continue
 			}
 			c.Events++
+			c.Times.Check(b.Time[i], m)
 			if f == nil || f.Match(b, i, m.StartBoot) {
 				fn(b, i)
 			}

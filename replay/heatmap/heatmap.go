@@ -7,6 +7,7 @@ package heatmap
 import (
 	"fmt"
 	"math"
+	"math/big"
 
 	"github.com/bpftape/bpftape/replay/hist"
 )
@@ -130,23 +131,43 @@ func NewAxis(base, first, last, step int64, maxCols int) (Axis, error) {
 	if step < 0 {
 		return Axis{}, fmt.Errorf("negative step %d", step)
 	}
+	// The times come from a capture, which may hold any int64: spans are
+	// taken as uint64 (exact, since last >= first) so that nothing wraps.
 	if step == 0 {
 		// Past the round steps (spans of years), any step that fits.
-		step = (last-first)/int64(max(maxCols-1, 1)) + 1
+		step = int64(min((uint64(last)-uint64(first))/uint64(max(maxCols-1, 1))+1, math.MaxInt64))
 		for _, s := range niceSteps {
-			start := base + floorDiv(first-base, s)*s
-			if (last-start)/s+1 <= int64(maxCols) {
+			if start := alignedStart(base, first, s); columns(start, last, s) <= uint64(maxCols) {
 				step = s
 				break
 			}
 		}
 	}
-	start := base + floorDiv(first-base, step)*step
-	cols := (last-start)/step + 1
+	start := alignedStart(base, first, step)
+	cols := columns(start, last, step)
 	if cols > MaxCols {
 		return Axis{}, fmt.Errorf("a step of %s makes %d columns: at most %d", fmtDuration(float64(step)), cols, MaxCols)
 	}
 	return Axis{Start: start, Step: step, Cols: int(cols)}, nil
+}
+
+// alignedStart is the largest base + k*step (k an integer) at or below
+// first, or first itself when that is not an int64.
+func alignedStart(base, first, step int64) int64 {
+	d := new(big.Int).Sub(big.NewInt(first), big.NewInt(base))
+	k := new(big.Int).Div(d, big.NewInt(step)) // Euclidean: rounds down for step > 0
+	s := k.Mul(k, big.NewInt(step))
+	s.Add(s, big.NewInt(base))
+	if !s.IsInt64() {
+		return first
+	}
+	return s.Int64()
+}
+
+// columns is how many columns of step ns cover start to last (start <=
+// last), without wrapping.
+func columns(start, last, step int64) uint64 {
+	return (uint64(last)-uint64(start))/uint64(step) + 1
 }
 
 func floorDiv(a, b int64) int64 {
@@ -194,8 +215,8 @@ func (m *Map) AddN(t, v int64, n uint64) {
 		m.Outside += n
 		return
 	}
-	c := (t - m.Start) / m.Step
-	if c >= int64(m.Cols) {
+	c := (uint64(t) - uint64(m.Start)) / uint64(m.Step) // t >= Start: exact
+	if c >= uint64(m.Cols) {
 		m.Outside += n
 		return
 	}

@@ -24,7 +24,7 @@ func Walk(c *replay.Capture, f *replay.Filter, fn func(b *format.Batch, i int, l
 		b := c.R.Batch()
 		for i := 0; i < b.Len; i++ {
 			if n, ok := b.Lost(i); ok {
-				addLoss(&c.Losses, m.Probes[b.Probe[i]].Name, b.CPU[i], b.Time[i], n)
+				c.Losses.Add(m.Probes[b.Probe[i]].Name, b.CPU[i], b.Time[i], n)
 				if !InWindow(f, b.Time[i], m.StartBoot) {
 					continue
 				}
@@ -34,6 +34,7 @@ func Walk(c *replay.Capture, f *replay.Filter, fn func(b *format.Batch, i int, l
 				continue
 			}
 			c.Events++
+			c.Times.Check(b.Time[i], m)
 			if !f.Match(b, i, m.StartBoot) {
 				continue
 			}
@@ -48,18 +49,6 @@ func Walk(c *replay.Capture, f *replay.Filter, fn func(b *format.Batch, i int, l
 	return nil
 }
 
-// addLoss tallies a loss record as replay.Capture.Scan does.
-func addLoss(l *replay.Losses, probe string, cpu uint16, t int64, n uint64) {
-	if l.ByProbe == nil {
-		l.ByProbe = map[string]uint64{}
-		l.ByCPU = map[uint16]uint64{}
-		l.First, l.Last = t, t
-	}
-	l.Total += n
-	l.ByProbe[probe] += n
-	l.ByCPU[cpu] += n
-	l.First, l.Last = min(l.First, t), max(l.Last, t)
-}
 
 // InWindow reports whether boot-clock time t is within f's From and To.
 func InWindow(f *replay.Filter, t, startBoot int64) bool {

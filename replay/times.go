@@ -1,0 +1,51 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+// backwardSlack is how far an event may come before one read earlier
+// without counting as going back: the recorder merges its per-CPU rings by
+// time pass by pass, and a sample still being written is left for the next
+// pass, so a real capture can step back by a few milliseconds.
+const backwardSlack = int64(1e9)
+
+// TimeAnomalies tallies event times that a recorded capture does not have:
+// before the capture started (or its window opened) by more than
+// backwardSlack, or more than backwardSlack before an event read earlier.
+// The analyses saturate their time arithmetic, so such times are drawn at
+// the edges or left out rather than crash; the tally makes them say so.
+type TimeAnomalies struct {
+	Early, Backward uint64
+	seen            bool
+	latest          int64
+}
+
+// Check tallies the time t of the next event of a capture with metadata m.
+func (a *TimeAnomalies) Check(t int64, m *format.Meta) {
+	start := m.StartBoot
+	if m.Window != nil && m.Window.Start > start {
+		start = m.Window.Start
+	}
+	if t < start && start-t > backwardSlack {
+		a.Early++
+	}
+	if a.seen && t < a.latest && a.latest-t > backwardSlack {
+		a.Backward++
+	}
+	if !a.seen || t > a.latest {
+		a.latest, a.seen = t, true
+	}
+}
+
+// Warn prints a warning for the capture name if any time was anomalous.
+func (a *TimeAnomalies) Warn(w io.Writer, name string) {
+	if a.Early == 0 && a.Backward == 0 {
+		return
+	}
+	fmt.Fprintf(w, "WARNING: %s: %d events are timed before the capture started and %d more than 1s before an earlier event: "+
+		"the file's times are damaged or forged; times and latencies from them are not to be trusted.\n", name, a.Early, a.Backward)
+}

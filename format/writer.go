@@ -137,20 +137,20 @@ type Writer struct {
 	events   uint64 // events appended, published in Stats.Events
 	lastTime int64  // time of the last event appended
 
-	file   io.Closer
-	out    *posWriter
-	aw     *arrowipc.Writer
-	cur    *batch
-	since  time.Time
-	work   chan *batch
-	free   chan *batch
-	done   chan struct{}
-	errMu  sync.Mutex
-	err    error
+	file  io.Closer
+	out   *posWriter
+	aw    *arrowipc.Writer
+	cur   *batch
+	since time.Time
+	work  chan *batch
+	free  chan *batch
+	done  chan struct{}
+	errMu sync.Mutex
+	err   error
 	// unwritten counts by probe the events of batches that did not reach
 	// the file whole, once a write failed (see Unwritten).
 	unwritten []uint64
-	closed bool
+	closed    bool
 }
 
 // Create creates (or truncates) path with mode 0600 and starts a capture

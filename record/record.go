@@ -199,11 +199,11 @@ type recorder struct {
 	// followed and untracked are the processes recorded while following
 	// and the children not recorded for want of room (see pruneExited).
 	followed, untracked uint64
-	window  format.Window
-	rd      *bpf.Ring
-	d       *drainer
-	target  int
-	limit   *sizeLimit // nil without Options.MaxSize
+	window              format.Window
+	rd                  *bpf.Ring
+	d                   *drainer
+	target              int
+	limit               *sizeLimit // nil without Options.MaxSize
 }
 
 // cleanup releases whatever is still held: on success run has already

@@ -6,8 +6,8 @@ package replay
 
 import (
 	"fmt"
-	"math"
 	"io"
+	"math"
 	"sort"
 	"strings"
 	"time"

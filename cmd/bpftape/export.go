@@ -77,7 +77,7 @@ Examples:
 	fs.StringVar(&fmtName, "format", "", "output format: csv, jsonl, parquet or arrow (required)")
 	fs.StringVar(&fmtName, "f", "", "short for --format")
 	var end time.Duration
-	fs.Func("to", "only rows less than this long after the capture start (e.g. 3s)", func(s string) error {
+	fs.Func("to", "only rows less than this `duration` after the capture start (e.g. 3s)", func(s string) error {
 		if _, err := export.ParseFormat(s); err == nil {
 			return fmt.Errorf("--to is the end of the time window, as in every verb: give the format with --format %s", s)
 		}

@@ -445,3 +445,49 @@ func TestOutputInterrupted(t *testing.T) {
 		t.Errorf("left %q", n)
 	}
 }
+
+// TestRecordForceAbort: --force over an existing capture keeps it whole
+// until the new one is finished: a recorder aborted (a second SIGINT)
+// leaves the old capture as it was and the new one, recoverable, in the
+// temporary file its message names. Before, --force truncated the old
+// capture at the start.
+func TestRecordForceAbort(t *testing.T) {
+	bin, probes := bpftapeBin(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "c.arrow")
+	writeVnet(t, out, "host-a", 100)
+	old := readAll(t, out)
+	r := abortRecording(t, bin, probes, dir, "-o", out, "--force")
+	if r.code != 130 || !strings.Contains(r.stderr, ".c.arrow.*.tmp") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if !bytes.Equal(readAll(t, out), old) {
+		t.Error("the old capture changed")
+	}
+	tmp, _ := filepath.Glob(filepath.Join(dir, ".c.arrow.*.tmp"))
+	if len(tmp) != 1 {
+		t.Fatalf("temporary files %v", tmp)
+	}
+	if events, _, recovered := countEvents(t, tmp[0]); !recovered || events == 0 {
+		t.Errorf("the new capture: recovered %v, %d events", recovered, events)
+	}
+}
+
+// abortRecording records the probes workload with args (a ready file in
+// dir) and aborts it with a second SIGINT while it waits for the command,
+// which ignores SIGTERM.
+func abortRecording(t *testing.T, bin, probes, dir string, args ...string) result {
+	t.Helper()
+	ready := filepath.Join(dir, "ready")
+	args = append([]string{"record", "--ready-file", ready}, args...)
+	cmd := exec.Command(bin, append(args, "-c", "sh -c 'trap \"\" TERM; exec "+probes+" spin 60'", "u:"+probes+":tick(arg0)")...)
+	done := make(chan result, 1)
+	go func() { done <- runBin(t, cmd) }()
+	target := readyTarget(t, waitFile(t, ready, 10*time.Second))
+	defer syscall.Kill(target, syscall.SIGKILL)
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	return <-done
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -175,6 +176,13 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	// What a second interrupt leaves without a footer: with --force over an
+	// existing capture, the temporary file the new one is written to.
+	unfinished := *output
+	if st, err := os.Lstat(*output); err == nil && st.Mode().IsRegular() && *force && *rotate == 0 {
+		unfinished = fmt.Sprintf("the new capture (in %s, beside %s, which is as it was)",
+			filepath.Join(filepath.Dir(*output), "."+filepath.Base(*output)+".*.tmp"), *output)
+	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -194,7 +202,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 			case <-killed:
 			case <-time.After(2 * time.Second):
 			}
-			fmt.Fprintf(stderr, "\nbpftape record: %v again: aborting; %s has no footer, readers recover its complete batches ('bpftape repair' writes a standard file)\n", sig, *output)
+			fmt.Fprintf(stderr, "\nbpftape record: %v again: aborting; %s has no footer, readers recover its complete batches ('bpftape repair' writes a standard file)\n", sig, unfinished)
 			abortExit(128 + int(sig.(syscall.Signal)))
 		}
 	}()

@@ -247,20 +247,8 @@ func TestRecordSIGKILL(t *testing.T) {
 func TestRecordAbort(t *testing.T) {
 	bin, probes := bpftapeBin(t)
 	dir := t.TempDir()
-	out, ready := filepath.Join(dir, "c.arrow"), filepath.Join(dir, "ready")
-	// The command ignores SIGTERM, so the recorder waits for it after the
-	// first SIGINT.
-	cmd := exec.Command(bin, "record", "-o", out, "--ready-file", ready,
-		"-c", "sh -c 'trap \"\" TERM; exec "+probes+" spin 60'", "u:"+probes+":tick(arg0)")
-	done := make(chan result, 1)
-	go func() { done <- runBin(t, cmd) }()
-	target := readyTarget(t, waitFile(t, ready, 10*time.Second))
-	defer syscall.Kill(target, syscall.SIGKILL)
-	time.Sleep(1500 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGINT)
-	time.Sleep(300 * time.Millisecond)
-	cmd.Process.Signal(syscall.SIGINT)
-	r := <-done
+	out := filepath.Join(dir, "c.arrow")
+	r := abortRecording(t, bin, probes, dir, "-o", out)
 	if r.code != 130 || !strings.Contains(r.stderr, "aborting") {
 		t.Errorf("exit %d", r.code)
 	}

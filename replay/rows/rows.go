@@ -49,7 +49,6 @@ func Walk(c *replay.Capture, f *replay.Filter, fn func(b *format.Batch, i int, l
 	return nil
 }
 
-
 // InWindow reports whether boot-clock time t is within f's From and To.
 func InWindow(f *replay.Filter, t, startBoot int64) bool {
 	off := time.Duration(t - startBoot)

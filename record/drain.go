@@ -112,6 +112,11 @@ func (d *drainer) cycle(now time.Time) error {
 	if err := d.w.Tick(now); err != nil || d.limit == nil {
 		return err
 	}
+	if d.stopping.Load() {
+		// The window is closed: what is left in the rings goes into the
+		// current part rather than start one that would stay (nearly) empty.
+		return nil
+	}
 	return d.limit()
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -44,14 +45,18 @@ const (
 // reader limit allows.
 var ErrLimit = errors.New("capture exceeds a reader limit")
 
-var errFlatbuf = errors.New("corrupt capture: malformed flatbuffer")
+var errFlatbuf = fmt.Errorf("%w: malformed flatbuffer", ErrCorrupt)
 
 func limitErr[N int64 | uint64](what string, n N, limit int64) error {
 	return fmt.Errorf("%w: %s declares %s, the limit is %s", ErrLimit, what, sizeStr(uint64(n)), sizeStr(uint64(limit)))
 }
 
+// ErrCorrupt is wrapped by the errors of a capture whose bytes do not say
+// what they should: a malformed message, a zstd frame whose checksum fails.
+var ErrCorrupt = errors.New("corrupt capture")
+
 func corruptf(format string, args ...any) error {
-	return fmt.Errorf("corrupt capture: "+format, args...)
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }
 
 func sizeStr(n uint64) string {
@@ -561,7 +566,11 @@ func checkBatchFB(t fbTable, body io.ReaderAt, bodyLen int64, lay layout) error 
 		}
 		raw += int64(n)
 		if codec == 1 {
-			if err := checkZstd(io.NewSectionReader(body, off+8, length-8)); err != nil {
+			frames := io.NewSectionReader(body, off+8, length-8)
+			if err := checkZstd(frames); err != nil {
+				return fmt.Errorf("buffer %d: %w", j, err)
+			}
+			if err := verifyZstd(frames, n); err != nil {
 				return fmt.Errorf("buffer %d: %w", j, err)
 			}
 		}
@@ -571,6 +580,44 @@ func checkBatchFB(t fbTable, body io.ReaderAt, bodyLen int64, lay layout) error 
 	}
 	if raw > MaxBatchBytes {
 		return limitErr("a batch's uncompressed buffers", raw, MaxBatchBytes)
+	}
+	return nil
+}
+
+// zstdVerifiers decode buffers only to check their frames' checksums.
+var zstdVerifiers = sync.Pool{New: func() any {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.IgnoreChecksum(false),
+		zstd.WithDecoderMaxWindow(MaxZstdWindow), zstd.WithDecoderMaxMemory(MaxBatchBytes), zstd.WithDecodeAllCapLimit(true))
+	if err != nil {
+		panic(err) // only for invalid options
+	}
+	return &zstdVerifier{dec: d}
+}}
+
+type zstdVerifier struct {
+	dec      *zstd.Decoder
+	src, dst []byte
+}
+
+// verifyZstd decodes the zstd frames of s, which must hold n bytes, and
+// checks their content checksums: Arrow Go's reader stops decoding at the
+// declared length, before a frame's checksum, so a flipped byte would
+// otherwise change values silently. Frames written without a checksum
+// (before bpftape wrote them) pass unchecked.
+func verifyZstd(s *io.SectionReader, n uint64) error {
+	v := zstdVerifiers.Get().(*zstdVerifier)
+	defer zstdVerifiers.Put(v)
+	v.src = grow(v.src, int(s.Size()))[:s.Size()]
+	if _, err := s.ReadAt(v.src, 0); err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	v.dst = grow(v.dst, int(n))[:0]
+	out, err := v.dec.DecodeAll(v.src, v.dst)
+	if err != nil {
+		return corruptf("zstd: %v", err)
+	}
+	if uint64(len(out)) != n {
+		return corruptf("zstd: %d bytes, the buffer declares %d", len(out), n)
 	}
 	return nil
 }

@@ -291,7 +291,7 @@ func (p *Projection) Read(i int) (ok bool) {
 	}
 	defer func() {
 		if x := recover(); x != nil {
-			p.err = fmt.Errorf("corrupt capture: %v", x)
+			p.err = corruptf("%v", x)
 			ok = false
 		}
 	}()
@@ -478,7 +478,7 @@ func (p *Projection) decompress(codec int64, src, dst []byte, want int) ([]byte,
 	if codec == 1 {
 		if p.zdec == nil {
 			var err error
-			p.zdec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.IgnoreChecksum(true),
+			p.zdec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.IgnoreChecksum(false),
 				zstd.WithDecoderMaxWindow(MaxZstdWindow), zstd.WithDecoderMaxMemory(MaxBatchBytes),
 				zstd.WithDecodeAllCapLimit(true))
 			if err != nil {
@@ -563,11 +563,11 @@ func (p *Projection) checkDictionaries() error {
 		}
 		for i, pr := range probes {
 			if i >= n {
-				return fmt.Errorf("corrupt capture: probe dictionary does not match metadata at %d", i)
+				return corruptf("probe dictionary does not match metadata at %d", i)
 			}
 			a, b := int32(binary.LittleEndian.Uint32(offs[4*i:])), int32(binary.LittleEndian.Uint32(offs[4*i+4:]))
 			if a < 0 || b < a || int(b) > len(vals) || string(vals[a:b]) != pr.Name {
-				return fmt.Errorf("corrupt capture: probe dictionary does not match metadata at %d", i)
+				return corruptf("probe dictionary does not match metadata at %d", i)
 			}
 		}
 	}

@@ -44,6 +44,12 @@ type Reader struct {
 	good   int64   // end of the last complete batch read, when recovering
 
 	blocks *blockIndex // where Project reads batches, once it was called
+
+	// SkipCorrupt makes Next pass over a batch of a file with a footer
+	// whose bytes are corrupt (ErrCorrupt, such as a failed zstd checksum)
+	// instead of stopping there; Skipped then lists each one's error.
+	SkipCorrupt bool
+	Skipped     []error
 }
 
 // Open opens a capture for reading.
@@ -72,7 +78,7 @@ func newReader(f *os.File) (_ *Reader, err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("corrupt capture: %v", p)
+			err = corruptf("%v", p)
 		}
 	}()
 	// Nothing reaches Arrow's readers unchecked (see limits.go).
@@ -131,25 +137,25 @@ func (r *Reader) checkSchema() error {
 	}
 	r.Meta = meta
 	if len(meta.Probes) == 0 || len(meta.Probes) > MaxProbes {
-		return fmt.Errorf("corrupt capture: %d probes", len(meta.Probes))
+		return corruptf("%d probes", len(meta.Probes))
 	}
 	fields := r.Schema.Fields()
 	want := []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Uint16, arrow.PrimitiveTypes.Uint32,
 		arrow.PrimitiveTypes.Uint32, arrow.BinaryTypes.StringView, nil, arrow.PrimitiveTypes.Uint64}
 	if len(fields) < numFixed {
-		return fmt.Errorf("corrupt capture: %d columns", len(fields))
+		return corruptf("%d columns", len(fields))
 	}
 	for i, n := range fixedNames {
 		if fields[i].Name != n {
-			return fmt.Errorf("corrupt capture: column %d is %q, want %q", i, fields[i].Name, n)
+			return corruptf("column %d is %q, want %q", i, fields[i].Name, n)
 		}
 		if want[i] != nil && !arrow.TypeEqual(fields[i].Type, want[i]) {
-			return fmt.Errorf("corrupt capture: column %s has type %v", n, fields[i].Type)
+			return corruptf("column %s has type %v", n, fields[i].Type)
 		}
 	}
 	dt, ok := fields[ColProbe].Type.(*arrow.DictionaryType)
 	if !ok || !arrow.TypeEqual(dt.IndexType, arrow.PrimitiveTypes.Uint16) || !arrow.TypeEqual(dt.ValueType, arrow.BinaryTypes.String) {
-		return fmt.Errorf("corrupt capture: probe column has type %v", fields[ColProbe].Type)
+		return corruptf("probe column has type %v", fields[ColProbe].Type)
 	}
 	r.cols = map[string]int{}
 	for i, f := range fields {
@@ -159,7 +165,7 @@ func (r *Reader) checkSchema() error {
 		for _, f := range p.Fields {
 			ci, ok := r.cols[f.Column]
 			if !ok || ci < numFixed || f.Type.arrow() == nil || !arrow.TypeEqual(fields[ci].Type, f.Type.arrow()) {
-				return fmt.Errorf("corrupt capture: probe %s field %s: column %q missing or of another type", p.Name, f.Name, f.Column)
+				return corruptf("probe %s field %s: column %q missing or of another type", p.Name, f.Name, f.Column)
 			}
 		}
 	}
@@ -181,18 +187,27 @@ func (r *Reader) Next() (ok bool) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			r.err = fmt.Errorf("corrupt capture: %v", p)
+			r.err = corruptf("%v", p)
 			ok = false
 		}
 	}()
 	var rec arrow.Record
 	if r.fr != nil {
-		if r.next >= r.fr.NumRecords() {
-			return false
-		}
-		if err := r.foot.checkRecord(r.f, r.next); err != nil {
-			r.err = fmt.Errorf("batch %d: %w", r.next, err)
-			return false
+		for {
+			if r.next >= r.fr.NumRecords() {
+				return false
+			}
+			err := r.foot.checkRecord(r.f, r.next)
+			if err == nil {
+				break
+			}
+			err = fmt.Errorf("batch %d: %w", r.next, err)
+			if !r.SkipCorrupt || !errors.Is(err, ErrCorrupt) {
+				r.err = err
+				return false
+			}
+			r.Skipped = append(r.Skipped, err)
+			r.next++
 		}
 		var err error
 		if rec, err = r.fr.Record(r.next); err != nil {
@@ -226,7 +241,7 @@ func (r *Reader) Next() (ok bool) {
 		d := rec.Column(ColProbe).(*array.Dictionary).Dictionary().(*array.String)
 		for i, p := range r.Meta.Probes {
 			if i >= d.Len() || d.Value(i) != p.Name {
-				r.err = fmt.Errorf("corrupt capture: probe dictionary does not match metadata at %d", i)
+				r.err = corruptf("probe dictionary does not match metadata at %d", i)
 				return false
 			}
 		}

@@ -14,6 +14,8 @@ type RepairResult struct {
 	Rows      int64
 	Recovered bool  // the input had no footer
 	Cut       error // why reading stopped early, if it did
+	// Skipped are the corrupt batches left out (of a file with a footer).
+	Skipped []error
 }
 
 // Repair copies every complete batch of in to a new standard capture out,
@@ -38,6 +40,7 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 		return res, err
 	}
 	defer r.Close()
+	r.SkipCorrupt = true
 	res.Recovered = r.Recovered
 	f, err := outfile.Create(out, outfile.Options{Force: force, Inputs: []string{in}})
 	if err != nil {
@@ -73,6 +76,7 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 		return res, err
 	}
 	res.Cut = r.RecoverErr
+	res.Skipped = r.Skipped
 	if err := fw.Close(); err != nil {
 		return res, fmt.Errorf("write %s: %w", out, err)
 	}

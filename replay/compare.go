@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/replay/hist"
 )
 
@@ -20,7 +21,9 @@ type Side struct {
 	Stats   hist.Stats
 }
 
-func (s *Side) name() string { return fmt.Sprintf("%s %s.%s", s.Capture.Name, s.Probe, s.Field) }
+func (s *Side) name() string {
+	return textsafe.Escape(fmt.Sprintf("%s %s.%s", s.Capture.Name, s.Probe, s.Field))
+}
 
 // CompareOptions compare two log2 histograms bucket by bucket.
 type CompareOptions struct {

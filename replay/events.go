@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/textsafe"
 )
 
 // EventFormat is a BCC trace-style message for one probe: a printf format
@@ -195,7 +196,7 @@ func Events(c *Capture, o EventsOptions, out io.Writer) error {
 			line = m.WallTime(b.Time[i]).AppendFormat(line, "15:04:05.000000")
 			line = append(line, ' ')
 		}
-		line = fmt.Appendf(line, "%-7d %-7d %-15s %-16s ", b.PID[i], b.TID[i], b.Comm(i), m.Probes[b.Probe[i]].Name)
+		line = fmt.Appendf(line, "%-7d %-7d %-15s %-16s ", b.PID[i], b.TID[i], textsafe.Escape(b.Comm(i)), textsafe.Escape(m.Probes[b.Probe[i]].Name))
 		if po.verbs != nil {
 			for k, v := range po.verbs {
 				line = append(line, v.lit...)
@@ -207,7 +208,7 @@ func Events(c *Capture, o EventsOptions, out io.Writer) error {
 				case !col.Valid(i):
 					line = append(line, "?"...)
 				case v.kind == 's' || col.Type == format.String:
-					line = fmt.Appendf(line, strings.Replace(v.spec, string(v.spec[len(v.spec)-1]), "s", 1), col.Str(i))
+					line = fmt.Appendf(line, strings.Replace(v.spec, string(v.spec[len(v.spec)-1]), "s", 1), textsafe.Escape(col.Str(i)))
 				case v.kind == 'u' || v.kind == 'c' || col.Type == format.Uint64:
 					line = fmt.Appendf(line, v.spec, uint64(col.Int(i)))
 				default:
@@ -220,7 +221,7 @@ func Events(c *Capture, o EventsOptions, out io.Writer) error {
 					line = append(line, ' ')
 				}
 				col := b.Col(ci)
-				line = append(line, po.names[k]...)
+				line = append(line, textsafe.Escape(po.names[k])...)
 				line = append(line, '=')
 				if po.types[k] == format.String {
 					line = strconv.AppendQuote(line, col.Str(i))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/replay/hist"
 )
 
@@ -126,7 +127,7 @@ func (k *keyed) entries() []keyedEntry {
 		out = append(out, keyedEntry{key: strconv.FormatInt(v, 10), acc: k.ints[v]})
 	}
 	for _, s := range sortedKeys(k.strs) {
-		out = append(out, keyedEntry{key: s, quote: true, acc: k.strs[s]})
+		out = append(out, keyedEntry{key: textsafe.Escape(s), quote: true, acc: k.strs[s]})
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/textsafe"
 )
 
 // InfoResult is what info reports about a capture.
@@ -69,12 +70,21 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 	if asJSON {
 		return res, json.NewEncoder(out).Encode(res)
 	}
-	w := func(k, f string, a ...any) { fmt.Fprintf(out, "%-13s "+f+"\n", append([]any{k + ":"}, a...)...) }
+	// Every string of the capture is escaped (package textsafe): the
+	// metadata and probe table come from the file.
+	w := func(k, f string, a ...any) {
+		for i := range a {
+			if s, ok := a[i].(string); ok {
+				a[i] = textsafe.Escape(s)
+			}
+		}
+		fmt.Fprintf(out, "%-13s "+f+"\n", append([]any{textsafe.Escape(k) + ":"}, a...)...)
+	}
 	w("file", "%s", c.Name)
 	w("host", "%s", m.Host)
 	w("kernel", "%s", m.Kernel)
 	w("tool", "%s", m.Tool)
-	w("recorded by", "%s", strings.Join(m.CommandLine, " "))
+	fmt.Fprintf(out, "%-13s %s\n", "recorded by:", textsafe.ShellQuote(m.CommandLine)) // pasteable
 	w("started", "%s", m.StartWall.Local().Format(time.RFC3339Nano))
 	if win := m.Window; win != nil {
 		if win.End >= win.Start && win.End != 0 {
@@ -104,21 +114,22 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 	}
 	width := len("PROBE")
 	for _, p := range m.Probes {
-		width = max(width, len(p.Name))
+		width = max(width, len(textsafe.Escape(p.Name)))
 	}
+	esc := textsafe.Escape
 	fmt.Fprintf(out, "\n%-*s %-10s %10s %8s  %s\n", width, "PROBE", "KIND", "EVENTS", "LOST", "SPEC")
 	for i, p := range m.Probes {
-		fmt.Fprintf(out, "%-*s %-10s %10d %8d  %s\n", width, p.Name, p.Kind, counts[i], res.Losses.ByProbe[p.Name], p.Spec)
+		fmt.Fprintf(out, "%-*s %-10s %10d %8d  %s\n", width, esc(p.Name), esc(p.Kind), counts[i], res.Losses.ByProbe[p.Name], esc(p.Spec))
 		if p.Target != "" {
 			bid := p.BuildID
 			if bid == "" {
 				bid = "none"
 			}
-			fmt.Fprintf(out, "%-*s target %s (build id %s)\n", width, "", p.Target, bid)
+			fmt.Fprintf(out, "%-*s target %s (build id %s)\n", width, "", esc(p.Target), esc(bid))
 		}
 		var fs []string
 		for _, f := range p.Fields {
-			fs = append(fs, f.Name+" "+f.Type.String())
+			fs = append(fs, esc(f.Name)+" "+f.Type.String())
 		}
 		if len(fs) > 0 {
 			fmt.Fprintf(out, "%-*s fields %s\n", width, "", strings.Join(fs, ", "))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/textsafe"
 )
 
 // Filter selects events by process, thread, command and time window.
@@ -94,7 +95,7 @@ func (l *Losses) Warn(w io.Writer, name string, m *format.Meta) {
 	}
 	var parts []string
 	for _, p := range sortedKeys(l.ByProbe) {
-		parts = append(parts, fmt.Sprintf("%s %d", p, l.ByProbe[p]))
+		parts = append(parts, fmt.Sprintf("%s %d", textsafe.Escape(p), l.ByProbe[p]))
 	}
 	var cpus []string
 	for _, c := range sortedKeys(l.ByCPU) {

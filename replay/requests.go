@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/replay/hist"
 )
 
@@ -106,7 +107,7 @@ func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, er
 		res.EndStats.Add(v)
 		res.TotalStats.Add(p.sum)
 		if o.List && !o.JSON {
-			fmt.Fprintf(out, "%-14.6f %-7d %-7d %-16s %12d %8d %14d\n", float64(b.Time[i]-m.StartBoot)/1e9, b.PID[i], b.TID[i], b.Comm(i), v, p.items, p.sum)
+			fmt.Fprintf(out, "%-14.6f %-7d %-7d %-16s %12d %8d %14d\n", float64(b.Time[i]-m.StartBoot)/1e9, b.PID[i], b.TID[i], textsafe.Escape(b.Comm(i)), v, p.items, p.sum)
 		}
 		delete(open, key)
 	})

@@ -342,6 +342,9 @@ complete.`, stdout)
 	if res.Cut != nil {
 		fmt.Fprintf(stdout, "dropped the %v\n", res.Cut)
 	}
+	for _, err := range res.Skipped {
+		fmt.Fprintf(stderr, "bpftape repair: skipped %v\n", err)
+	}
 	return exitOK
 }
 

@@ -42,6 +42,12 @@ hive layout DuckDB and Spark read as one table with host and probe columns;
 exporting more captures (other hosts) into the same OUT adds part files.
 --compress (arrow, parquet) is zstd (default), lz4 (arrow only) or none.
 
+CSV text cells (command names, probe names, string fields) that a
+spreadsheet would run as a formula — starting with =, +, -, @, a tab or a
+carriage return — get a leading single quote, as OWASP recommends;
+--csv-formulas writes them as they are. Bytes that are not UTF-8 become
+U+FFFD in CSV, JSON lines and Parquet.
+
 --redact makes a file fit to attach to a bug report. It keeps what the
 analyses need: times, CPUs, pids and tids, probe names and kinds, integer
 arguments and return values, loss records, the kernel release, the bpftape
@@ -90,6 +96,7 @@ Examples:
 	lost := fs.String("lost", "", "loss records: drop (events only), keep (add them and a lost column) or only (default drop; keep for arrow)")
 	partition := fs.Bool("partition", false, "Parquet only: hive-style folders host=HOST/probe=PROBE under -o")
 	redact := fs.Bool("redact", false, "leave out comm, string fields and what identifies the host or a command (see above)")
+	formulas := fs.Bool("csv-formulas", false, "CSV: write text cells that start with = + - @ tab or CR as they are (by default they get a leading ' so that a spreadsheet does not run them)")
 	compress := fs.String("compress", "zstd", "arrow and parquet: zstd, lz4 (arrow only) or none")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -106,6 +113,7 @@ Examples:
 		return fail(stderr, "export", fmt.Errorf("--format: %w: %w", err, errUsage))
 	}
 	o.Redact = *redact
+	o.CSVFormulas = *formulas
 	if o.Compression, err = format.ParseCompression(*compress); err != nil {
 		return fail(stderr, "export", fmt.Errorf("--compress: %w: %w", err, errUsage))
 	}

@@ -55,6 +55,16 @@ func TestHostileCaptures(t *testing.T) {
 					if !strings.Contains(r.stderr, "times are damaged or forged") {
 						t.Errorf("%s: %v: no warning about the times\n%s", c.Name, args, r.stderr)
 					}
+				case c.Name == "corrupt-batch" && args[0] == "repair":
+					if r.code != exitOK || !strings.Contains(r.stderr, "skipped batch 2") {
+						t.Errorf("%s: repair: exit %d, want 0 and the corrupt batch skipped\n%s", c.Name, r.code, r.stderr)
+					}
+				case c.Name == "corrupt-batch":
+					// Every verb reads the damaged column: each must stop
+					// there, not go on with changed values.
+					if r.code != exitFailure || !strings.Contains(r.stderr, "batch 2") || !strings.Contains(r.stderr, "CRC") {
+						t.Errorf("%s: %v: exit %d, want 1 and an error naming batch 2's checksum\n%s", c.Name, args, r.code, r.stderr)
+					}
 				case c.Name == "loss-wrap" && args[0] != "repair":
 					if !strings.Contains(r.stderr+r.stdout, "18446744073709551615") {
 						t.Errorf("%s: %v: the loss total does not saturate\n%s%s", c.Name, args, r.stdout, r.stderr)

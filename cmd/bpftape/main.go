@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/bpftape/bpftape/internal/outfile"
+	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/replay"
 )
 
@@ -105,7 +106,9 @@ var errUsage = errors.New("usage")
 
 // fail prints err for verb and returns the matching exit status.
 func fail(stderr io.Writer, verb string, err error) int {
-	msg := strings.TrimSuffix(err.Error(), ": usage")
+	// One line, whatever names of the capture or of a traced process the
+	// error quotes (package textsafe).
+	msg := textsafe.Escape(strings.TrimSuffix(err.Error(), ": usage"))
 	fmt.Fprintf(stderr, "bpftape %s: %s\n", verb, msg)
 	if isUsage(err) {
 		return exitUsage

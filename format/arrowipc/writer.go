@@ -214,8 +214,9 @@ func NewWriter(w io.Writer, schema *arrow.Schema, dict []string, codec Codec, op
 	case None, LZ4:
 	case Zstd:
 		// One encoder per level, used synchronously with EncodeAll: no
-		// goroutines, and no checksum (libzstd's default, and Arrow C++'s:
-		// the body is small next to what a checksum protects against).
+		// goroutines. Every frame carries its content checksum (xxhash64,
+		// which readers verify): a capture is a file from anywhere, and
+		// without it 400 flipped bytes changed 223 values silently.
 		encs := map[zstd.EncoderLevel]*zstd.Encoder{}
 		wr.colEnc = make([]*zstd.Encoder, len(wr.cols))
 		for i := range wr.cols {
@@ -227,7 +228,7 @@ func NewWriter(w io.Writer, schema *arrow.Schema, dict []string, codec Codec, op
 				zo := append([]zstd.EOption{
 					zstd.WithEncoderLevel(l),
 					zstd.WithEncoderConcurrency(1),
-					zstd.WithEncoderCRC(false),
+					zstd.WithEncoderCRC(true),
 					zstd.WithLowerEncoderMem(true),
 				}, cfg.zstdMore...)
 				enc, err := zstd.NewWriter(nil, zo...)
@@ -241,7 +242,7 @@ func NewWriter(w io.Writer, schema *arrow.Schema, dict []string, codec Codec, op
 		// The dictionary batch uses the default level's encoder.
 		if wr.zenc = encs[cfg.zstdLevel]; wr.zenc == nil {
 			enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(cfg.zstdLevel), zstd.WithEncoderConcurrency(1),
-				zstd.WithEncoderCRC(false), zstd.WithLowerEncoderMem(true))
+				zstd.WithEncoderCRC(true), zstd.WithLowerEncoderMem(true))
 			if err != nil {
 				return nil, fmt.Errorf("arrowipc: %w", err)
 			}

@@ -47,7 +47,35 @@ func Captures() []Capture {
 		{"loss-wrap", "loss records of 2^64-1, 2^64-1 and 2 events, which wrap a uint64 sum to 0", writeLossWrap},
 		{"corrupt-batch", "400 bytes flipped inside a zstd-compressed batch", writeCorrupt},
 		{"many-hosts", "3000 distinct host values", writeManyHosts},
+		{"injection", "command names, a string field, a probe name and the host that hold terminal escapes, forged lines, spreadsheet formulas and bytes that are not UTF-8", writeInjection},
 	}
+}
+
+// Injections are the strings writeInjection puts wherever a capture holds
+// text.
+var Injections = []string{"\x1b]0;pwned\a", "\nforged line", "=HYPERLINK(\"http://x\")", "+cmd|' /C calc'!A0", "bad\xffutf8", "@sum(1)"}
+
+func writeInjection(path string) error {
+	m := meta(format.Field{Name: "name", Type: format.String})
+	m.Host = "host\x1b[2J"
+	m.CommandLine = []string{"bpftape", "record", "-c", "\x1b]0;cmd\a"}
+	m.Extra = map[string]string{"comm": "\nforged: extra"}
+	m.Probes = append(m.Probes, format.Probe{Name: "evil\x1b[31m\nprobe", Kind: "uprobe", Spec: "\x1b]0;spec\a", Fields: []format.Field{{Name: "arg0", Type: format.Uint64}}})
+	return write(path, m, format.WriterOptions{}, func(w *format.Writer) error {
+		for i, s := range Injections {
+			for p := uint16(0); p < 2; p++ {
+				e := event(2e9+int64(i)*1e6+int64(p)*1000, p, uint64(i), []byte(s))
+				e.Comm = []byte(s)
+				if err := w.Append(e); err != nil {
+					return err
+				}
+			}
+			if err := w.Append(&format.Event{Time: 2e9 + int64(i)*1e6 + 500, PID: 42, TID: 42, Comm: []byte(s), Probe: 2, Ints: []uint64{7}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func meta(extra ...format.Field) *format.Meta {

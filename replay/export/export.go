@@ -72,6 +72,9 @@ type Options struct {
 	Redact bool
 	// Compression of Arrow and Parquet output: zstd (""), lz4 or none.
 	Compression format.Compression
+	// CSVFormulas writes CSV text cells that start with =, +, -, @, a tab
+	// or a carriage return as they are, instead of prefixing a quote.
+	CSVFormulas bool
 }
 
 // lostMode is o.Lost, LostDrop when unset.

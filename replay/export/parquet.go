@@ -273,7 +273,7 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 		case format.ColComm:
 			f = arrow.Field{Name: col.name, Type: arrow.BinaryTypes.String}
 			bl := array.NewStringBuilder(mem)
-			p.apps = append(p.apps, func(b *format.Batch, i int) { bl.Append(b.Comm(i)) })
+			p.apps = append(p.apps, func(b *format.Batch, i int) { bl.Append(strings.ToValidUTF8(b.Comm(i), "\uFFFD")) })
 			p.blds = append(p.blds, bl)
 		case format.ColProbe:
 			f = arrow.Field{Name: col.name, Type: p.dtype}
@@ -342,7 +342,7 @@ func fieldAppender(bl array.Builder, ci int, t format.Type) func(b *format.Batch
 		case *array.Uint64Builder:
 			bl.Append(uint64(c.Int(i)))
 		case *array.StringBuilder:
-			bl.Append(c.Str(i))
+			bl.Append(strings.ToValidUTF8(c.Str(i), "\uFFFD")) // Parquet utf8 must be UTF-8
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/bpftape/bpftape/format"
@@ -21,7 +22,7 @@ func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 	cw := csv.NewWriter(w)
 	rec := make([]string, len(cols))
 	for i, col := range cols {
-		rec[i] = col.name
+		rec[i] = csvText(col.name, &o)
 	}
 	if err := cw.Write(rec); err != nil {
 		return nil, err
@@ -31,6 +32,9 @@ func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 	err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
 		for k, col := range cols {
 			rec[k] = textValue(b, i, &col, probes)
+			if col.text() {
+				rec[k] = csvText(rec[k], &o)
+			}
 		}
 		count(res, lost)
 		return cw.Write(rec)
@@ -48,6 +52,25 @@ func count(res *Result, lost bool) {
 	} else {
 		res.Events++
 	}
+}
+
+// text reports whether col holds text from the capture (a command name, a
+// probe name or a string field), as opposed to numbers.
+func (col *column) text() bool {
+	return col.fixed == format.ColComm || col.fixed == format.ColProbe || (col.fixed < 0 && col.typ == format.String)
+}
+
+// csvText makes a text cell safe: bytes that are not UTF-8 become U+FFFD
+// (polars and DuckDB refuse them), and unless o.CSVFormulas, a cell that a
+// spreadsheet would run as a formula (starting with =, +, -, @, a tab or a
+// carriage return: OWASP's list) gets a leading single quote. Numbers are
+// never changed: a negative integer stays a number.
+func csvText(s string, o *Options) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if !o.CSVFormulas && s != "" && strings.IndexByte("=+-@\t\r", s[0]) >= 0 {
+		return "'" + s
+	}
+	return s
 }
 
 // textValue is row i of col as text, "" for null.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/bpftape/bpftape/internal/textsafe"
 )
 
 // Colour scales for SVGOptions.Color.
@@ -317,7 +319,9 @@ func niceCols(n int) int {
 	}
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc escapes text for SVG: control characters (from a capture's names)
+// as textsafe shows them, since XML forbids them, then markup.
+func esc(s string) string { return html.EscapeString(textsafe.Escape(s)) }
 
 // fmtDuration prints ns with three significant digits: 512ns, 1.02µs, 16.4ms, 1.07s.
 func fmtDuration(ns float64) string {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/heatmap"
 	"github.com/bpftape/bpftape/replay/hist"
@@ -76,7 +77,7 @@ func Write(path string, w io.Writer, o Options) (*replay.Capture, error) {
 	if err := page.Execute(&b, p); err != nil {
 		return c, fmt.Errorf("render report: %w", err)
 	}
-	_, err = w.Write(b.Bytes())
+	_, err = w.Write(textsafe.Markup(b.Bytes()))
 	return c, err
 }
 

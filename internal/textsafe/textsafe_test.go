@@ -1,0 +1,65 @@
+package textsafe
+
+import (
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestEscape(t *testing.T) {
+	for in, want := range map[string]string{
+		"virtnet":            "virtnet",
+		"héllo wörld":        "héllo wörld",
+		"\x1b]0;pwned\a":     `\x1b]0;pwned\x07`,
+		"a\nforged line":     `a\nforged line`,
+		"tab\there\r":        `tab\there\r`,
+		`back\slash`:         `back\\slash`,
+		"bad\xffutf8\xc3":    `bad\xffutf8\xc3`,
+		"del\x7f c1\u0085":   `del\x7f c1\u0085`,
+		"":                   "",
+		"=cmd|' /C calc'!A0": "=cmd|' /C calc'!A0",
+		"\x00nul":            `\x00nul`,
+	} {
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzEscape(f *testing.F) {
+	f.Add("\x1b[31mred\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		e := Escape(s)
+		for i := 0; i < len(e); i++ {
+			if c := e[i]; c < 0x20 || c == 0x7f {
+				t.Fatalf("Escape(%q) = %q holds control byte %#x", s, e, c)
+			}
+		}
+		if !utf8.ValidString(e) {
+			t.Fatalf("Escape(%q) = %q is not UTF-8", s, e)
+		}
+	})
+}
+
+// TestShellQuote reads quoted command lines back with bash.
+func TestShellQuote(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Fatal("bash is needed to read the quoted line back")
+	}
+	args := []string{"bpftape", "record", "-c", "sh -c './app; ./app'", "u:./virtnet:virtio_net_receive_rcu(arg2)",
+		"it's", "", `back\slash`, "\x1b]0;pwned\a", "new\nline", "bad\xffbyte", "$HOME", "*"}
+	line := ShellQuote(args)
+	if strings.ContainsAny(line, "\x1b\n\a") {
+		t.Fatalf("quoted line %q holds control characters", line)
+	}
+	out, err := exec.Command("bash", "-c", "printf '%s\\0' "+line).Output()
+	if err != nil {
+		t.Fatalf("bash: %v", err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if !reflect.DeepEqual(got, args) {
+		t.Errorf("bash read %q back as\n%q\nwant %q", line, got, args)
+	}
+}

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/format/formattest"
 )
 
 // mount mounts what on a new directory under dir with mount(8) arguments,
@@ -129,5 +132,35 @@ func TestRecordUnwritableOutput(t *testing.T) {
 			os.Remove(ran)
 		}
 		checkUprobes(t, "-o "+tt.out, uprobes)
+	}
+}
+
+// TestExportParquetDiskFull exports a capture whose Parquet file does not
+// fit a 1 MiB tmpfs, as one file and partitioned: a clean error that says
+// the disk is full, exit 1, and no file left behind. Before, Arrow Go's
+// page writer segfaulted on the write after the failed one and left the
+// half-written file.
+func TestExportParquetDiskFull(t *testing.T) {
+	bin, _ := bpftapeBin(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "big.arrow")
+	if err := formattest.WriteFile(in, 2_000_000, nil, format.WriterOptions{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	mnt := mount(t, dir, "small", "-t", "tmpfs", "-o", "size=1m", "tmpfs")
+	for _, args := range [][]string{
+		{"export", in, "--format", "parquet", "-o", filepath.Join(mnt, "x.parquet")},
+		{"export", in, "--format", "parquet", "--partition", "-o", filepath.Join(mnt, "parts")},
+	} {
+		r := runBin(t, exec.Command(bin, args...))
+		if r.code != exitFailure || !strings.Contains(r.stderr, "no space left on device") || strings.Contains(r.stderr, "panic") {
+			t.Errorf("%v: exit %d, want 1 and 'no space left on device'\n%s", args, r.code, r.stderr)
+		}
+		filepath.Walk(mnt, func(p string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				t.Errorf("%v left %s behind", args, p)
+			}
+			return nil
+		})
 	}
 }

@@ -90,6 +90,9 @@ type Result struct {
 	Events      uint64   `json:"events"`
 	LossRecords uint64   `json:"loss_records"`
 	Files       []string `json:"files,omitempty"` // written by a partitioned export
+	// OpenParts is the most part files a partitioned export had open at
+	// once (at most MaxOpenParts).
+	OpenParts int `json:"open_parts,omitempty"`
 }
 
 // column is one output column: a fixed one or a field column of the capture.

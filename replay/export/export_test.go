@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/hostile"
 	"github.com/bpftape/bpftape/replay"
 )
 
@@ -398,5 +399,70 @@ func TestParse(t *testing.T) {
 	}
 	if got := string(appendJSONString(nil, "a\"\\\n\x01\u2028é")); got != `"a\"\\\n\u0001\u2028é"` {
 		t.Errorf("appendJSONString: %s", got)
+	}
+}
+
+// TestPartitionedBounded exports captures of thousands of hosts: at most
+// MaxOpenParts part files are open at once (one open writer per host took
+// 645 MB for 3,000 forged hosts), and every row lands in a part file, also
+// when the hosts come round-robin and a partition is reopened.
+func TestPartitionedBounded(t *testing.T) {
+	dir := t.TempDir()
+	var many hostile.Capture
+	for _, c := range hostile.Captures() {
+		if c.Name == "many-hosts" {
+			many = c
+		}
+	}
+	in := filepath.Join(dir, "many.arrow")
+	if err := many.Write(in); err != nil {
+		t.Fatal(err)
+	}
+	res, err := WritePartitioned(open(t, in), filepath.Join(dir, "many"), Options{Format: Parquet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OpenParts > MaxOpenParts || res.OpenParts == 0 || len(res.Files) != 2000 || res.Events != 2000 {
+		t.Errorf("%d events in %d files, %d open at once (at most %d)", res.Events, len(res.Files), res.OpenParts, MaxOpenParts)
+	}
+
+	// 100 hosts, round-robin, 3 rounds: each visit reopens its partition.
+	rr := filepath.Join(dir, "rr.arrow")
+	m := testMeta("h")
+	m.Probes = m.Probes[:1]
+	m.Probes[0].Fields = append(m.Probes[0].Fields, format.Field{Name: "host", Type: format.String})
+	w, err := format.Create(rr, m, format.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf := len(m.Probes[0].Fields)
+	for round := 0; round < 3; round++ {
+		for h := 0; h < 100; h++ {
+			e := &format.Event{Time: int64(1e9 + round*1000 + h), PID: 1, TID: 1, Comm: []byte("c"),
+				Ints: make([]uint64, nf), Strs: make([][]byte, nf)}
+			e.Strs[nf-1] = []byte("host-" + strconv.Itoa(h))
+			if err := w.Append(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res, err = WritePartitioned(open(t, rr), filepath.Join(dir, "rr"), Options{Format: Parquet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	for _, f := range res.Files {
+		pf, err := file.OpenParquetFile(f, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows += pf.NumRows()
+		pf.Close()
+	}
+	if rows != 300 || res.OpenParts > MaxOpenParts || len(res.Files) != 300 {
+		t.Errorf("round-robin: %d rows in %d files, %d open at once", rows, len(res.Files), res.OpenParts)
 	}
 }

@@ -64,11 +64,18 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 	m := c.Meta()
 	all := columns(c.R, &o)
 	type part struct {
-		pw *pqWriter
-		f  *outfile.File
+		pw   *pqWriter
+		f    *outfile.File
+		key  [2]string
+		used uint64 // when it last got a row
 	}
-	parts := map[[2]string]*part{}
-	var order []*part
+	// At most MaxOpenParts writers are open at once (each holds a row
+	// group's builders): a capture may name thousands of hosts. The least
+	// recently used is finished first, and its partition's later rows go
+	// into a new part file.
+	open := map[[2]string]*part{}
+	var order []*part // every part, open or finished, to commit
+	var rows uint64
 	res = &Result{}
 	defer func() {
 		// Every part is finished, then put in place only if all are.
@@ -128,8 +135,20 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 			host = HiveNull
 		}
 		key := [2]string{host, m.Probes[pi].Name}
-		p := parts[key]
+		p := open[key]
 		if p == nil {
+			if len(open) >= MaxOpenParts {
+				var lru *part
+				for _, q := range open {
+					if lru == nil || q.used < lru.used {
+						lru = q
+					}
+				}
+				if err := lru.pw.close(); err != nil {
+					return fmt.Errorf("%s: %w", dir, err)
+				}
+				delete(open, lru.key)
+			}
 			f, err := createPart(dir, host, key[1])
 			if err != nil {
 				return err
@@ -142,15 +161,21 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 				return fmt.Errorf("%s: %w", dir, err)
 			}
 			pw.buf = bw
-			p = &part{pw: pw, f: f}
-			parts[key] = p
+			p = &part{pw: pw, f: f, key: key}
+			open[key] = p
 			order = append(order, p)
+			res.OpenParts = max(res.OpenParts, len(open))
 		}
+		rows++
+		p.used = rows
 		count(res, lost)
 		return p.pw.add(b, i)
 	})
 	return res, err
 }
+
+// MaxOpenParts bounds the part files a partitioned export writes at once.
+const MaxOpenParts = 64
 
 // createPart starts a new part file in dir/host=H/probe=P/: a temporary
 // file that commitParts names part-N.parquet with the first free N, mode
@@ -194,6 +219,45 @@ type pqWriter struct {
 	file   io.Closer     // of a partition, closed after the footer
 	buf    *bufio.Writer // in front of file
 	closed bool
+	sink   *sink // the output, with its first write error
+	failed error // set once pqarrow failed: it is not called again
+}
+
+// sink remembers the first error of the output that pqarrow writes to.
+type sink struct {
+	w   io.Writer
+	err error
+}
+
+func (s *sink) Write(b []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(b)
+	s.err = err
+	return n, err
+}
+
+// call runs a pqarrow call that writes. After a write error (a full disk)
+// Arrow Go v15's column writers dereference released page buffers on the
+// next write or at Close (a segfault): its panic is taken back here, every
+// later call is skipped, and the output's own error is the one returned.
+func (p *pqWriter) call(what string, f func() error) (err error) {
+	if p.failed != nil {
+		return p.failed
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: parquet writer failed: %v", what, r)
+		}
+		if err != nil {
+			if p.sink.err != nil {
+				err = fmt.Errorf("%s: %w", what, p.sink.err)
+			}
+			p.failed = err
+		}
+	}()
+	return f()
 }
 
 func arrowType(t format.Type) arrow.DataType {
@@ -308,7 +372,8 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 		parquet.WithCreatedBy("bpftape"),
 	)
 	var err error
-	p.fw, err = pqarrow.NewFileWriter(p.schema, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	p.sink = &sink{w: w}
+	p.fw, err = pqarrow.NewFileWriter(p.schema, p.sink, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		p.release()
 		return nil, fmt.Errorf("parquet schema: %w", err)
@@ -378,10 +443,7 @@ func (p *pqWriter) flush() error {
 	}
 	defer rec.Release()
 	p.n = 0
-	if err := p.fw.Write(rec); err != nil {
-		return fmt.Errorf("write parquet: %w", err)
-	}
-	return nil
+	return p.call("write parquet", func() error { return p.fw.Write(rec) })
 }
 
 // close writes the last rows and the footer (and closes the file of a partition).
@@ -391,8 +453,8 @@ func (p *pqWriter) close() error {
 	}
 	p.closed = true
 	err := p.flush()
-	if cerr := p.fw.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("write parquet footer: %w", cerr)
+	if cerr := p.call("write parquet footer", p.fw.Close); err == nil && cerr != nil {
+		err = cerr
 	}
 	if p.buf != nil {
 		if ferr := p.buf.Flush(); err == nil {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sync"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/klauspost/compress/zstd"

@@ -51,7 +51,10 @@ type HistOptions struct {
 	JSON   bool
 	// Bpftrace selects the bpftrace release whose output to mimic.
 	Bpftrace hist.BpftraceVersion
-	// Now stamps BCC-style JSON, as print_json_hist does; zero means time.Now.
+	// Notes, if not nil, gets a note when no value was counted (stderr).
+	Notes io.Writer
+	// Now stamps BCC-style JSON, as print_json_hist does at the moment it
+	// prints; zero means the capture's (Capture.EndWall), not the replay's.
 	Now time.Time
 }
 
@@ -144,6 +147,9 @@ func Hist(c *Capture, o HistOptions, out io.Writer) error {
 	if o.Label == "" {
 		o.Label = o.Field
 	}
+	if o.Now.IsZero() {
+		o.Now = c.EndWall()
+	}
 	var byRef *Ref
 	switch o.By {
 	case "", "comm", "pid", "tid":
@@ -212,11 +218,30 @@ func Hist(c *Capture, o HistOptions, out io.Writer) error {
 	return printHist(out, &o, groups.entries(), o.By != "")
 }
 
-func printHist(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool) error {
-	now := o.Now
-	if now.IsZero() {
-		now = time.Now()
+// count is how many values a has counted.
+func (a *accum) count(o *HistOptions) uint64 {
+	switch {
+	case o.Linear != nil:
+		return a.lin.Count()
+	case o.Style == "bpftrace":
+		return a.pow2.Count()
 	}
+	return a.log2.Count()
+}
+
+func printHist(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool) error {
+	var n uint64
+	for _, e := range entries {
+		n += e.acc.count(o)
+	}
+	if n == 0 && o.Notes != nil {
+		fmt.Fprintf(o.Notes, "NOTE: no event of probe %s has a value of %s", textsafe.Escape(o.Probe), textsafe.Escape(o.Field))
+		if f := &o.Filter; len(f.PIDs)+len(f.TIDs)+len(f.Comms) > 0 || f.From != 0 || f.To != 0 {
+			fmt.Fprintf(o.Notes, " that passes the --pid, --tid, --comm, --from and --to filters")
+		}
+		fmt.Fprintln(o.Notes, ": the histogram is empty.")
+	}
+	now := o.Now
 	var err error
 	switch {
 	case o.JSON:

@@ -131,6 +131,9 @@ type Capture struct {
 	// Times tallies implausible event times, in the verbs that read every
 	// event's time (Scan).
 	Times TimeAnomalies
+	// unmatched says what a filter that matched no event left out (see
+	// Notes).
+	unmatched unmatched
 	// Events counts the event rows read (loss records excluded), before filtering.
 	Events uint64
 
@@ -155,6 +158,18 @@ func Open(path string) (*Capture, error) {
 // Meta is the capture's metadata.
 func (c *Capture) Meta() *format.Meta { return c.R.Meta }
 
+// EndWall is the wall-clock time at which the capture stopped recording:
+// when its window closed, or where that is not recorded, when it started.
+// JSON that BCC stamps with the time it prints gets this time instead, so
+// that a replay says when the data is from.
+func (c *Capture) EndWall() time.Time {
+	m := c.Meta()
+	if m.Window != nil && m.Window.End != 0 {
+		return m.WallTime(m.Window.End)
+	}
+	return m.StartWall
+}
+
 // Close closes the capture.
 func (c *Capture) Close() error { return c.R.Close() }
 
@@ -173,6 +188,56 @@ func (c *Capture) Notes(w io.Writer) {
 	}
 	c.Losses.Warn(w, c.Name, c.R.Meta)
 	c.Times.Warn(w, c.Name)
+	c.unmatched.note(w, c.Name)
+}
+
+// unmatched gathers, while a filter has matched nothing, a few of the
+// values the capture has instead, for the note that says so: a filter that
+// selects nothing otherwise prints an empty result and exits 0.
+type unmatched struct {
+	filtered, matched bool
+	pids              map[uint32]bool
+	comms             map[string]bool
+}
+
+const unmatchedValues = 8
+
+func (u *unmatched) saw(f *Filter, b *format.Batch, i int) {
+	u.filtered = true
+	if u.matched {
+		return
+	}
+	if u.pids == nil {
+		u.pids, u.comms = map[uint32]bool{}, map[string]bool{}
+	}
+	if len(f.PIDs) > 0 && len(u.pids) < unmatchedValues {
+		u.pids[b.PID[i]] = true
+	}
+	if len(f.Comms) > 0 && len(u.comms) < unmatchedValues {
+		u.comms[b.Comm(i)] = true
+	}
+}
+
+func (u *unmatched) note(w io.Writer, name string) {
+	if !u.filtered || u.matched {
+		return
+	}
+	var has []string
+	if len(u.pids) > 0 {
+		var ps []string
+		for _, p := range sortedKeys(u.pids) {
+			ps = append(ps, fmt.Sprint(p))
+		}
+		has = append(has, "pids "+strings.Join(ps, ", "))
+	}
+	if len(u.comms) > 0 {
+		has = append(has, "comms "+strings.Join(textsafe.Strings(sortedKeys(u.comms)), ", "))
+	}
+	msg := ""
+	if len(has) > 0 {
+		msg = " (it has " + strings.Join(has, "; ") + ")"
+	}
+	fmt.Fprintf(w, "NOTE: %s: no event matches the --pid, --tid, --comm, --from and --to filters%s.\n", name, msg)
 }
 
 // Scan calls fn for every event row that passes f, and tallies loss records.
@@ -188,7 +253,10 @@ func (c *Capture) Scan(f *Filter, fn func(b *format.Batch, i int)) error {
 			c.Events++
 			c.Times.Check(b.Time[i], m)
 			if f == nil || f.Match(b, i, m.StartBoot) {
+				c.unmatched.matched = true
 				fn(b, i)
+			} else {
+				c.unmatched.saw(f, b, i)
 			}
 		}
 	}

@@ -81,6 +81,7 @@ Examples:
 			return fail(stderr, "hist", fmt.Errorf("%w: %w", err, errUsage))
 		}
 	}
+	o.Notes = stderr
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) error { return replay.Hist(c, o, stdout) })
 	if err != nil {
 		return fail(stderr, "hist", err)
@@ -183,8 +184,10 @@ percentiles and the Kolmogorov–Smirnov distance between them:
 With --identical the exit status is 0 only when every bucket count is equal
 (3 when they differ).
 
-Example (seed 000: RX entry size vs RX return value):
-  bpftape compare cap.arrow rx arg2 rx_ret retval --identical`, stdout)
+Examples (seed 000: RX entry size vs RX return value; a field before and
+after a change):
+  bpftape compare cap.arrow rx arg2 rx_ret retval --identical
+  bpftape compare before.arrow after.arrow rx arg2`, stdout)
 	filter := filterFlags(fs)
 	identical := fs.Bool("identical", false, "exit 0 only if every bucket count is equal, 3 otherwise")
 	castA := fs.String("cast-a", "", "reinterpret A's values as s8|u8|s16|u16|s32|u32|s64|u64")
@@ -293,7 +296,14 @@ func runInfo(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("info", "[flags] FILE", `
 Prints where and how a capture was made (host, kernel, command line, probes
 with their binaries' build ids), events per probe, the time span, losses,
-size and compression ratio, and whether the file was recovered.`, stdout)
+size and compression ratio, whether the file was recovered, and the window
+in which every probe recorded. Strings from the capture are printed
+escaped (\x1b, \n), and the recording's command line shell-quoted, so
+that it pastes back into a shell.
+
+Examples:
+  bpftape info cap.arrow
+  bpftape info --json cap.arrow | jq '.events_per_probe'`, stdout)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -317,7 +327,12 @@ func runRepair(args []string, stdout, stderr io.Writer) int {
 Copies every complete batch of IN, for example the capture of a recorder
 that was killed, into OUT, a standard Arrow file any reader opens. OUT must
 not exist (--force replaces it) and may not be IN; it appears only once
-complete.`, stdout)
+complete. A batch whose compressed bytes fail their checksum is left out,
+and said so on stderr.
+
+Examples:
+  bpftape repair killed.arrow fixed.arrow
+  bpftape repair --force killed.arrow fixed.arrow`, stdout)
 	force := fs.Bool("force", false, "replace OUT if it exists")
 	pos, err := parseArgs(fs, args)
 	if err != nil {

@@ -20,11 +20,29 @@ func newFlags(name, synopsis, help string, stdout io.Writer) *flag.FlagSet {
 	fs.Usage = func() {}
 	helps[fs] = func() {
 		fmt.Fprintf(stdout, "Usage: bpftape %s %s\n\n%s\nFlags:\n", name, synopsis, strings.TrimSpace(help)+"\n")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		printFlags(stdout, fs)
 	}
 	return fs
+}
+
+// printFlags lists fs's flags as they are typed: --name for long ones, -x
+// for one letter (Go's PrintDefaults writes -name for both).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		arg, usage := flag.UnquoteUsage(f)
+		if arg != "" {
+			arg = " " + arg
+		}
+		fmt.Fprintf(w, "  %s%s%s\n    \t%s", dash, f.Name, arg, strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if d := f.DefValue; d != "" && d != "0" && d != "0s" && d != "false" {
+			fmt.Fprintf(w, " (default %s)", d)
+		}
+		fmt.Fprintln(w)
+	})
 }
 
 // helps holds each FlagSet's --help text printer.
@@ -41,7 +59,14 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 				helps[fs]()
 				return nil, err
 			}
-			return nil, fmt.Errorf("%v (see 'bpftape %s --help'): %w", err, fs.Name(), errUsage)
+			msg := err.Error()
+			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+				msg = "unknown flag --" + name
+				if len(name) == 1 {
+					msg = "unknown flag -" + name
+				}
+			}
+			return nil, fmt.Errorf("%s (see 'bpftape %s --help'): %w", msg, fs.Name(), errUsage)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {

@@ -56,7 +56,8 @@ Verbs:
 		fmt.Fprintf(w, "  %-9s %s\n", n, verbs[n].summary)
 	}
 	fmt.Fprintf(w, `
-Run 'bpftape VERB --help' for a verb's flags and examples.
+Run 'bpftape VERB --help' for a verb's flags and examples, and
+'bpftape --version' for the version.
 Exit status: 0 ok, 1 failure, 2 usage error, 3 'compare --identical' found a difference.
 `)
 }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/format/formattest"
+)
+
+// TestHelpTexts: every verb's --help has examples and lists its flags as
+// they are typed (--flag; Go's flag package prints -flag), and the
+// top-level help names --version.
+func TestHelpTexts(t *testing.T) {
+	var out, errb bytes.Buffer
+	run([]string{"--help"}, &out, &errb)
+	if !strings.Contains(out.String(), "--version") {
+		t.Errorf("top-level help does not name --version:\n%s", out.String())
+	}
+	for name := range verbs {
+		out.Reset()
+		if code := run([]string{name, "--help"}, &out, &errb); code != exitOK {
+			t.Errorf("%s --help: exit %d", name, code)
+		}
+		h := out.String()
+		if !strings.Contains(h, "\nExample") {
+			t.Errorf("%s --help has no examples", name)
+		}
+		for _, l := range strings.Split(h[strings.Index(h, "\nFlags:"):], "\n") {
+			if strings.HasPrefix(l, "  -") && !strings.HasPrefix(l, "  --") && len(strings.Fields(l)[0]) > 2 {
+				t.Errorf("%s --help lists %q with one dash", name, l)
+			}
+		}
+	}
+	errb.Reset()
+	if code := run([]string{"events", "x.arrow", "--json"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "unknown flag --json") {
+		t.Errorf("unknown flag: exit %d, %q", code, errb.String())
+	}
+}
+
+// TestFilterMatchesNothing: a filter that selects no event says so on
+// stderr, with values the capture has, instead of an empty result alone;
+// and hist's JSON is stamped with the capture's time, not the replay's.
+func TestFilterMatchesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	m := formattest.Meta()
+	m.StartWall = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	if err := formattest.WriteFile(path, 1000, m, format.WriterOptions{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"events", path, "--pid", "999999"},
+		{"events", path, "--comm", "nosuch"},
+		{"hist", path, "rx", "arg2", "--pid", "999999"},
+		{"latency", path, "rx", "rx_ret", "--comm", "nosuch"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		if code != exitOK || !strings.Contains(errb.String(), "NOTE:") || !strings.Contains(errb.String(), "filters") {
+			t.Errorf("%v: exit %d, stderr %q: want a note that nothing matched", args, code, errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"hist", path, "rx", "arg2", "--json"}, &out, &errb); code != exitOK {
+		t.Fatalf("hist --json: exit %d: %s", code, errb.String())
+	}
+	var doc struct{ TS string }
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("hist --json is not one JSON document: %v\n%s", err, out.String())
+	}
+	if want := m.StartWall.Local().Format("2006-01-02 15:04:05"); doc.TS != want {
+		t.Errorf("hist --json ts %q, want the capture's %q", doc.TS, want)
+	}
+}

@@ -51,7 +51,17 @@
 //     buffer that compression does not shrink is stored as is (Arrow's
 //     uncompressed length -1), such as the validity bitmap of a field two
 //     probes share, which is as random as which probe fired. zstd frames
-//     carry no checksum (neither libzstd's nor Arrow C++'s default), and
+//     carry their content checksum (neither libzstd's nor Arrow C++'s
+//     default, but a capture is a file from anywhere: without it 400
+//     flipped bytes changed 223 values silently). The writer pays about 5%
+//     (BenchmarkWriter/zstd, old and new built side by side, 3 runs each:
+//     94.6-113.6 against 102.6-107.6 ns/event, 3.902 against 3.903
+//     bytes/event). Every reader verifies it: the projected reader as it
+//     decodes, and the batch check before Arrow Go's reader, which stops
+//     at a buffer's declared length before the checksum, decodes each zstd
+//     buffer once more (latency over 2M events: 241-345 ms before, 343-365
+//     ms after, until one read path decodes once). A batch that fails is
+//     ErrCorrupt, named by batch and buffer; repair leaves it out. And
 //     the levels are chosen per column by measurement on the seed-like
 //     stream (format/formattest): time, the low bytes of increasing
 //     timestamps, is literals at any level and gets level 1 (klauspost

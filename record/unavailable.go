@@ -48,11 +48,15 @@ func kprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) err
 		haveEvents = fileExists(filepath.Join(dir, "kprobe_events"))
 	}
 	if pmuErr == nil || haveEvents {
-		return fmt.Errorf("bpftape does not record %ss yet: %s", s.Kind, alt)
+		return fmt.Errorf("bpftape does not record %ss yet (%s): %s", s.Kind, supported, alt)
 	}
-	return fmt.Errorf("kprobes are not available in this kernel (built without CONFIG_KPROBES: no kprobe PMU at %s, no kprobe_events in tracefs), so %s:%s cannot be traced: %s",
-		kprobePMU, s.Kind, s.Symbol, alt)
+	return fmt.Errorf("bpftape does not record %ss yet (%s), and this kernel has no kprobes either (built without CONFIG_KPROBES: no kprobe PMU at %s, no kprobe_events in tracefs): %s",
+		s.Kind, supported, kprobePMU, alt)
 }
+
+// supported says which probes bpftape records, for the errors of those it
+// does not.
+const supported = "it records uprobes, uretprobes, USDT probes and tracepoints; kernel functions come later"
 
 // fentryUnavailable explains why a fentry or fexit probe cannot be
 // recorded. It first checks FUNC against the kernel's BTF, so a typo gets
@@ -93,10 +97,10 @@ func fentryUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) err
 		would += fmt.Sprintf(", and retval (%s)", fn.Return)
 	}
 	if err := tracingUnavailable(s); err != nil {
-		return fmt.Errorf("%w; %s; %s", err, would, alt)
+		return fmt.Errorf("bpftape does not record %s probes yet (%s), and on this kernel: %w; %s; %s", s.Kind, supported, err, would, alt)
 	}
-	return fmt.Errorf("this kernel could run %s:%s, but bpftape does not record fentry/fexit probes yet (%s); %s",
-		s.Kind, s.Symbol, would, alt)
+	return fmt.Errorf("bpftape does not record fentry/fexit probes yet (%s); this kernel could run %s:%s (%s); %s",
+		supported, s.Kind, s.Symbol, would, alt)
 }
 
 // tracingUnavailable asks the kernel whether it loads a BPF tracing

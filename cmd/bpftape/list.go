@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -36,10 +37,13 @@ into a command line as it is):
   fields and recorded types).
   No TARGET with -p PID: the USDT probes of every file PID has mapped.
 
-FILTER keeps names matching it: a glob (*, ?, [...]) matched against the
-whole name (PROVIDER:PROBE, FUNCTION, CATEGORY:EVENT; a glob without ':'
-against the probe, function or event alone), or else a case-insensitive
-substring. A single argument that names no binary is a tracepoint FILTER.
+FILTER keeps names matching it, as bpftrace -l does: a glob (*, ?, [...])
+matched against the whole name (PROVIDER:PROBE, FUNCTION, CATEGORY:EVENT; a
+glob without ':' against the probe, function or event alone); without a
+wildcard, only that exact name (or, for tracepoints, every event of that
+category). A single argument that names no binary is a tracepoint FILTER;
+one that names both a program on PATH and a tracepoint category lists the
+program and says so.
 
 Examples:
   bpftape list ./virtnet                  # USDT probes and functions
@@ -63,7 +67,7 @@ type listOpts struct {
 	pending       []listEntry // entries of the current group, printed aligned by flush
 	filter        string
 	globWhole     bool // the glob has ':': match the whole name
-	glob, lfilter string
+	glob          string
 }
 
 func runList(args []string, stdout, stderr io.Writer) int {
@@ -114,6 +118,10 @@ func runList(args []string, stdout, stderr io.Writer) int {
 		bin, rerr := elfsym.ResolveBinary(target, o.pid)
 		switch {
 		case rerr == nil && isELFFile(bin):
+			if len(pos) == 1 && !strings.Contains(target, "/") && isCategory(target) {
+				fmt.Fprintf(stderr, "bpftape list: %q is the program %s and a tracepoint category: listing the program; 'bpftape list tracepoint %s' lists the tracepoints\n",
+					target, bin, target)
+			}
 			err = o.binary(bin)
 		case len(pos) == 1 && !strings.Contains(target, "/") && o.pid == 0:
 			// Not a binary: a tracepoint filter.
@@ -147,8 +155,6 @@ func (o *listOpts) setFilter(f string) {
 	o.filter = f
 	if strings.ContainsAny(f, "*?[") {
 		o.glob, o.globWhole = f, strings.Contains(f, ":")
-	} else {
-		o.lfilter = strings.ToLower(f)
 	}
 }
 
@@ -165,7 +171,7 @@ func (o *listOpts) match(whole, short string) bool {
 		ok, _ := path.Match(o.glob, short)
 		return ok
 	}
-	return strings.Contains(strings.ToLower(whole), o.lfilter)
+	return whole == o.filter || short == o.filter // exact, as bpftrace -l
 }
 
 // listEntry is one listed probe: its spec, a comment, and detail lines.
@@ -380,6 +386,16 @@ func (o *listOpts) tracepoints() error {
 	}
 	o.flush()
 	return nil
+}
+
+// isCategory reports whether name is a tracepoint category.
+func isCategory(name string) bool {
+	dir, err := tracefs.Dir()
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, "events", name))
+	return err == nil && st.IsDir()
 }
 
 // recordedAs says how record records a tracepoint field by default.

@@ -125,7 +125,7 @@ func TestList(t *testing.T) {
 			`^usdt:` + q(lib) + `:torturelib:call     # 1 site: 0x[0-9a-f]+; 4 args; semaphore 0x[0-9a-f]+$`,
 			`^usdt:` + q(lib) + `:torturelib:guarded  # 1 site: 0x[0-9a-f]+; 2 args; semaphore 0x[0-9a-f]+$`,
 		}},
-		{name: "library by path, functions", args: []string{lib, "fire"}, want: []string{
+		{name: "library by path, functions", args: []string{lib, "*fire"}, want: []string{
 			`^# `, `^uprobe:` + q(lib) + `:torturelib_fire  # 0x[0-9a-f]+, \d+ bytes$`,
 		}},
 		{name: "nothing matches", args: []string{exe, "no_such_probe"}, code: exitFailure, want: []string{`^# `},
@@ -133,7 +133,12 @@ func TestList(t *testing.T) {
 		{name: "not a binary", args: []string{"./no/such/binary"}, code: exitFailure, wantErr: "no/such/binary"},
 		{name: "not ELF", args: []string{"../../README.md", "x"}, code: exitFailure, wantErr: "not an ELF file"},
 		{name: "too many args", args: []string{"a", "b", "c"}, code: exitUsage, wantErr: "want [TARGET] [FILTER]"},
-		{name: "bad flag", args: []string{"--nope"}, code: exitUsage, wantErr: "flag provided but not defined"},
+		{name: "bad flag", args: []string{"--nope"}, code: exitUsage, wantErr: "unknown flag --nope"},
+		// Without a wildcard, a filter is an exact name, as in bpftrace -l.
+		{name: "exact, not substring", args: []string{lib, "fire"}, code: exitFailure, want: []string{`^# `}, wantErr: `nothing matches "fire"`},
+		{name: "exact", args: []string{lib, "torturelib_fire"}, want: []string{
+			`^# `, `^uprobe:` + q(lib) + `:torturelib_fire  # 0x[0-9a-f]+, \d+ bytes$`,
+		}},
 	}
 	if os.Geteuid() == 0 {
 		tests = append(tests, []struct {
@@ -144,9 +149,9 @@ func TestList(t *testing.T) {
 			wantErr string
 		}{
 			{name: "tracepoint", args: []string{"tracepoint", "syscalls:sys_exit_write"}, want: []string{
-				`^tracepoint:syscalls:sys_exit_write$`, `^tracepoint:syscalls:sys_exit_writev$`,
+				`^tracepoint:syscalls:sys_exit_write$`, // exact: not sys_exit_writev
 			}},
-			{name: "tracepoint glob, verbose", args: []string{"-v", "syscalls:sys_exit_write"}, want: []string{
+			{name: "tracepoint glob, verbose", args: []string{"-v", "syscalls:sys_exit_write*"}, want: []string{
 				`^tracepoint:syscalls:sys_exit_write$`, `^#   __syscall_nr: s32 \(int\)$`, `^#   ret: s64 \(long\)$`,
 				`^tracepoint:syscalls:sys_exit_writev$`, "...",
 			}},
@@ -340,5 +345,22 @@ func TestListDebugFile(t *testing.T) {
 	want := fmt.Sprintf("# functions from its debug file %s\nuprobe:%s:torture_func  # %#x,", dst, bin, symValue(t, exe, "torture_func"))
 	if code != 0 || !strings.Contains(out, want) {
 		t.Errorf("with --debug-dir: %d %s\n%s\nwant %q", code, errs, out, want)
+	}
+}
+
+// TestListBinaryAndCategory: a word that names both a program on PATH and
+// a tracepoint category lists the program and says so, with how to list
+// the tracepoints.
+func TestListBinaryAndCategory(t *testing.T) {
+	_, probes := bpftapeBin(t) // a program with symbols; root, for tracefs
+	dir := t.TempDir()
+	copyFile(t, probes, filepath.Join(dir, "sched"))
+	os.Chmod(filepath.Join(dir, "sched"), 0o755)
+	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
+	var out, errb bytes.Buffer
+	code := run([]string{"list", "sched"}, &out, &errb)
+	if code != exitOK || !strings.Contains(errb.String(), "is the program "+filepath.Join(dir, "sched")+" and a tracepoint category") ||
+		!strings.Contains(errb.String(), "bpftape list tracepoint sched") || strings.Contains(out.String(), "tracepoint:") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr: %s", code, out.String(), errb.String())
 	}
 }

@@ -148,7 +148,6 @@ func List(dir, filter string) ([]string, error) {
 			return nil, fmt.Errorf("tracefs: bad filter %q: %w", filter, err)
 		}
 	}
-	lfilter := strings.ToLower(filter)
 	var out []string
 	for _, c := range cats {
 		evs, err := subdirs(filepath.Join(events, c))
@@ -165,8 +164,8 @@ func List(dir, filter string) ([]string, error) {
 				ok, _ = path.Match(filter, name)
 			case glob:
 				ok, _ = path.Match(filter, e)
-			default:
-				ok = strings.Contains(strings.ToLower(name), lfilter)
+			default: // exact, as bpftrace -l: the name, the event or the category
+				ok = name == filter || e == filter || c == filter
 			}
 			if ok {
 				out = append(out, name)

@@ -118,8 +118,12 @@ func TestList(t *testing.T) {
 	}{
 		{"sched:*", []string{"sched:sched_switch", "sched:sched_process_exec"}, []string{"syscalls:sys_enter_openat"}, "sched:"},
 		{"sys_*_write", []string{"syscalls:sys_enter_write", "syscalls:sys_exit_write"}, []string{"syscalls:sys_enter_writev"}, "syscalls:"},
-		{"SWITCH", []string{"sched:sched_switch"}, []string{"syscalls:sys_enter_openat"}, ""},
-		{"openat", []string{"syscalls:sys_enter_openat", "syscalls:sys_exit_openat"}, []string{"sched:sched_switch"}, ""},
+		// Without a wildcard, exact, as bpftrace -l: a name, an event, a category.
+		{"sched_switch", []string{"sched:sched_switch"}, []string{"sched:sched_switch_x", "syscalls:sys_enter_openat"}, ""},
+		{"SWITCH", nil, []string{"sched:sched_switch"}, ""},
+		{"openat", nil, []string{"syscalls:sys_enter_openat", "syscalls:sys_exit_openat"}, ""},
+		{"syscalls:sys_exit_openat", []string{"syscalls:sys_exit_openat"}, []string{"syscalls:sys_enter_openat"}, ""},
+		{"syscalls", []string{"syscalls:sys_enter_openat", "syscalls:sys_exit_openat"}, []string{"sched:sched_switch"}, ""},
 	}
 	for _, tt := range tests {
 		got, err := List(dir, tt.filter)

@@ -58,16 +58,16 @@ failure, 2 on a usage error.
 
 // listOpts are list's flags.
 type listOpts struct {
-	verbose       bool
-	pid           int
-	debugDirs     []string
-	usdt, funcs   bool // list USDT probes, functions (both when neither is asked for)
-	stdout        *bufio.Writer
-	listed        int
-	pending       []listEntry // entries of the current group, printed aligned by flush
-	filter        string
-	globWhole     bool // the glob has ':': match the whole name
-	glob          string
+	verbose     bool
+	pid         int
+	debugDirs   []string
+	usdt, funcs bool // list USDT probes, functions (both when neither is asked for)
+	stdout      *bufio.Writer
+	listed      int
+	pending     []listEntry // entries of the current group, printed aligned by flush
+	filter      string
+	globWhole   bool // the glob has ':': match the whole name
+	glob        string
 }
 
 func runList(args []string, stdout, stderr io.Writer) int {

@@ -59,7 +59,8 @@ bench-go:
 
 FUZZTIME ?= 60s
 FUZZ := format:FuzzOpen format:FuzzRepair record/usdt:FuzzRead record/usdt:FuzzParseNote \
-	record/usdt:FuzzParseArgs record/probespec:FuzzParse record/tracefs:FuzzParseFormat record/elfsym:FuzzELF
+	record/usdt:FuzzParseArgs record/probespec:FuzzParse record/tracefs:FuzzParseFormat record/elfsym:FuzzELF \
+	cmd/bpftape:FuzzVerbs internal/textsafe:FuzzEscape
 
 # fuzz runs each fuzz target for FUZZTIME (go test -fuzz takes one target at a
 # time). A crasher lands in the package's testdata/fuzz/FuzzXxx/; `make test`

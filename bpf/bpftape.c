@@ -280,7 +280,8 @@ struct {
  * first link is closed, so that every probe covers the same interval.
  */
 volatile __u32 armed = 0;
-/* Children of traced processes that did not fit in the traced map. */
+/* Children of traced processes added to the traced map, and those that did not fit. */
+volatile __u64 tracked = 0;
 volatile __u64 untracked = 0;
 
 /*
@@ -774,8 +775,11 @@ int track_fork(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	if (bpf_probe_read_kernel(&child, sizeof(child), (char *)ctx->args[1] + task_tgid_off))
 		return 0;
-	if (child && child != parent && bpf_map_update_elem(&traced, &child, &one, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&traced, &child))
+	if (!child || child == parent)
+		return 0;
+	if (!bpf_map_update_elem(&traced, &child, &one, BPF_NOEXIST))
+		__sync_fetch_and_add(&tracked, 1);
+	else if (!bpf_map_lookup_elem(&traced, &child))
 		__sync_fetch_and_add(&untracked, 1);
 	return 0;
 }

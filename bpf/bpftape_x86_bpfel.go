@@ -121,6 +121,7 @@ const (
 	bpftapeVarTaskFsbaseOff    = "task_fsbase_off"
 	bpftapeVarTaskGsbaseOff    = "task_gsbase_off"
 	bpftapeVarTaskTgidOff      = "task_tgid_off"
+	bpftapeVarTracked          = "tracked"
 	bpftapeVarUntracked        = "untracked"
 	bpftapeVarWakeupBytes      = "wakeup_bytes"
 )
@@ -196,6 +197,7 @@ type bpftapeVariableSpecs struct {
 	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.VariableSpec `ebpf:"task_gsbase_off"`
 	TaskTgidOff   *ebpf.VariableSpec `ebpf:"task_tgid_off"`
+	Tracked       *ebpf.VariableSpec `ebpf:"tracked"`
 	Untracked     *ebpf.VariableSpec `ebpf:"untracked"`
 	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
@@ -251,6 +253,7 @@ type bpftapeVariables struct {
 	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.Variable `ebpf:"task_gsbase_off"`
 	TaskTgidOff   *ebpf.Variable `ebpf:"task_tgid_off"`
+	Tracked       *ebpf.Variable `ebpf:"tracked"`
 	Untracked     *ebpf.Variable `ebpf:"untracked"`
 	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
 }

@@ -103,9 +103,11 @@ type Objects struct {
 	TrackFork *ebpf.Program `ebpf:"track_fork"`
 	// Traced holds the tgids recorded with Options.Follow.
 	Traced *ebpf.Map `ebpf:"traced"`
-	// Armed opens and closes the capture window (see Arm); Untracked
-	// counts the children TrackFork found no room for in Traced.
+	// Armed opens and closes the capture window (see Arm); Tracked and
+	// Untracked count the children TrackFork added to Traced and those it
+	// found no room for.
 	Armed     *ebpf.Variable `ebpf:"armed"`
+	Tracked   *ebpf.Variable `ebpf:"tracked"`
 	Untracked *ebpf.Variable `ebpf:"untracked"`
 
 	// loadTPCopy loads another copy of ProbeTracepoint that shares every
@@ -183,14 +185,17 @@ func (o *Objects) Untrace(tgid uint32) error {
 	return nil
 }
 
-// UntrackedChildren is how many children of traced processes found no
-// room among the MaxTraced traced processes and were not recorded.
-func (o *Objects) UntrackedChildren() (uint64, error) {
-	var n uint64
-	if err := o.Untracked.Get(&n); err != nil {
-		return 0, fmt.Errorf("bpf: read untracked: %w", err)
+// Children returns how many children of traced processes TrackFork added
+// to the traced ones, and how many found no room among the MaxTraced and
+// are not recorded.
+func (o *Objects) Children() (tracked, untracked uint64, err error) {
+	if err := o.Tracked.Get(&tracked); err != nil {
+		return 0, 0, fmt.Errorf("bpf: read tracked: %w", err)
 	}
-	return n, nil
+	if err := o.Untracked.Get(&untracked); err != nil {
+		return 0, 0, fmt.Errorf("bpf: read untracked: %w", err)
+	}
+	return tracked, untracked, nil
 }
 
 // Close releases the programs and maps. Links using the programs stay

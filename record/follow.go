@@ -35,15 +35,15 @@ func (r *recorder) startFollowing() error {
 			return err
 		}
 	}
+	r.followed = uint64(len(tgids))
 	return nil
 }
 
 // pruneExited removes exited processes from the traced map every 100 ms
-// until stop is closed, counting the processes it saw; then it reads how
-// many children found no room, and closes done.
+// until stop is closed; then it adds up the processes followed, and
+// closes done.
 func (r *recorder) pruneExited(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	seen := map[uint32]bool{}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -52,18 +52,17 @@ func (r *recorder) pruneExited(stop <-chan struct{}, done chan<- struct{}) {
 			r.warn(err.Error())
 		}
 		for _, tgid := range tgids {
-			seen[tgid] = true
 			if unix.Kill(int(tgid), 0) == unix.ESRCH {
 				if err := r.objs.Untrace(tgid); err != nil {
 					r.warn(err.Error())
 				}
 			}
 		}
-		r.followed = uint64(len(seen))
 		select {
 		case <-stop:
-			if n, err := r.objs.UntrackedChildren(); err == nil {
-				r.untracked = n
+			if tracked, untracked, err := r.objs.Children(); err == nil {
+				r.followed += tracked
+				r.untracked = untracked
 			}
 			return
 		case <-tick.C:

@@ -215,6 +215,9 @@ func Hist(c *Capture, o HistOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// printHist says itself when nothing passed the filters, as the
+	// projected read does: not Scan's note too.
+	c.unmatched = unmatched{}
 	return printHist(out, &o, groups.entries(), o.By != "")
 }
 

@@ -319,9 +319,10 @@ func niceCols(n int) int {
 	}
 }
 
-// esc escapes text for SVG: control characters (from a capture's names)
-// as textsafe shows them, since XML forbids them, then markup.
-func esc(s string) string { return html.EscapeString(textsafe.Escape(s)) }
+// esc escapes text for SVG: markup, and control characters but tab and
+// newline (tooltips have lines) as textsafe.Markup writes them, since XML
+// forbids them: a capture's names may hold any.
+func esc(s string) string { return string(textsafe.Markup([]byte(html.EscapeString(s)))) }
 
 // fmtDuration prints ns with three significant digits: 512ns, 1.02µs, 16.4ms, 1.07s.
 func fmtDuration(ns float64) string {

@@ -26,13 +26,7 @@ func TestInjection(t *testing.T) {
 	bin, _ := bpftapeBin(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "injection.arrow")
-	var inj hostile.Capture
-	for _, c := range hostile.Captures() {
-		if c.Name == "injection" {
-			inj = c
-		}
-	}
-	if err := inj.Write(path); err != nil {
+	if err := hostile.Named("injection").Write(path); err != nil {
 		t.Fatal(err)
 	}
 	clean := func(what string, b []byte, lines bool) {

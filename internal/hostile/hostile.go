@@ -191,3 +191,14 @@ func writeManyHosts(path string) error {
 		return nil
 	})
 }
+
+// Named returns the forged capture called name; it panics on a name
+// Captures does not list (a test's mistake).
+func Named(name string) Capture {
+	for _, c := range Captures() {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic("hostile: no capture " + name)
+}

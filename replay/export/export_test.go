@@ -408,14 +408,8 @@ func TestParse(t *testing.T) {
 // when the hosts come round-robin and a partition is reopened.
 func TestPartitionedBounded(t *testing.T) {
 	dir := t.TempDir()
-	var many hostile.Capture
-	for _, c := range hostile.Captures() {
-		if c.Name == "many-hosts" {
-			many = c
-		}
-	}
 	in := filepath.Join(dir, "many.arrow")
-	if err := many.Write(in); err != nil {
+	if err := hostile.Named("many-hosts").Write(in); err != nil {
 		t.Fatal(err)
 	}
 	res, err := WritePartitioned(open(t, in), filepath.Join(dir, "many"), Options{Format: Parquet})

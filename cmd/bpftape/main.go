@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/bpftape/bpftape/internal/outfile"
@@ -66,8 +67,16 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] != "record" { // record stops cleanly on a signal
 		go discardOnSignal()
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	exiting.Lock() // an interrupt that came first exits with its own status
+	os.Exit(code)
 }
+
+// exiting is held by whichever exits first: main with the verb's status,
+// or discardOnSignal with the signal's. Without it, an output discarded
+// under a running verb made the verb fail, and its "exit 1" could win the
+// race against the signal's 130.
+var exiting sync.Mutex
 
 // discardOnSignal makes a verb interrupted by SIGINT, SIGTERM or SIGHUP
 // remove the output it has not finished (its temporary file) before it
@@ -76,6 +85,7 @@ func discardOnSignal() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	sig := <-sigs
+	exiting.Lock()
 	outfile.DiscardAll()
 	os.Exit(128 + int(sig.(syscall.Signal)))
 }

@@ -419,6 +419,8 @@ func TestOutputInterrupted(t *testing.T) {
 	writeVnet(t, in, "host-a", 300_000)
 	out := filepath.Join(dir, "out.jsonl")
 	cmd := exec.Command(bin, "export", in, "--format", "jsonl", "-o", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -439,7 +441,7 @@ func TestOutputInterrupted(t *testing.T) {
 	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Errorf("exit: %v, want status 130 (the export finished first?)", err)
+		t.Errorf("exit: %v, want status 130 (the export finished first?); stderr %q", err, stderr.String())
 	}
 	if n := names(t, dir); n != "big.arrow" {
 		t.Errorf("left %q", n)

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -180,20 +181,41 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestColumnSharing(t *testing.T) {
-	m := &Meta{Probes: []Probe{
-		{Name: "a", Fields: []Field{{Name: "retval", Type: Int64}, {Name: "arg0", Type: Uint64}}},
-		{Name: "b", Fields: []Field{{Name: "retval", Type: Int64}, {Name: "arg0", Type: Int32}}},
-		{Name: "c", Fields: []Field{{Name: "time", Type: Int64}}},
-	}}
-	if _, err := m.assignColumns(); err != nil {
+// TestColumnNames: a field's column is "probe.field" whatever other
+// probes share the capture (format version 1 shared "retval" between a
+// and b and renamed b's arg0 to "b.arg0" because a's had another type).
+func TestColumnNames(t *testing.T) {
+	a := Probe{Name: "a", Fields: []Field{{Name: "retval", Type: Int64}, {Name: "arg0", Type: Uint64}}}
+	alone := &Meta{Probes: []Probe{a}}
+	if _, err := alone.assignColumns(); err != nil {
 		t.Fatal(err)
 	}
-	got := []string{m.Probes[0].Fields[0].Column, m.Probes[0].Fields[1].Column, m.Probes[1].Fields[0].Column, m.Probes[1].Fields[1].Column, m.Probes[2].Fields[0].Column}
-	want := []string{"retval", "arg0", "retval", "b.arg0", "c.time"}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("column %d = %q, want %q", i, got[i], want[i])
+	m := &Meta{Probes: []Probe{
+		{Name: "b", Fields: []Field{{Name: "retval", Type: Int64}, {Name: "arg0", Type: Int32}}},
+		a,
+		{Name: "c", Fields: []Field{{Name: "time", Type: Int64}}},
+		{Name: "a.retval", Fields: []Field{{Name: "x", Type: Int8}}},
+	}}
+	cols, err := m.assignColumns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range m.Probes {
+		for _, f := range p.Fields {
+			got = append(got, f.Column)
+		}
+	}
+	want := []string{"b.retval", "b.arg0", "a.retval", "a.arg0", "c.time", "a.retval.x"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("columns %q, want %q", got, want)
+	}
+	if len(cols) != len(want) {
+		t.Errorf("%d columns, want %d", len(cols), len(want))
+	}
+	for i, f := range alone.Probes[0].Fields {
+		if f.Column != m.Probes[1].Fields[i].Column {
+			t.Errorf("probe a's %s: column %q alone, %q in company", f.Name, f.Column, m.Probes[1].Fields[i].Column)
 		}
 	}
 	for _, bad := range []*Meta{
@@ -202,10 +224,30 @@ func TestColumnSharing(t *testing.T) {
 		{Probes: []Probe{{Name: ""}}},
 		{Probes: []Probe{{Name: "x", Fields: []Field{{Name: "f", Type: Int8}, {Name: "f", Type: Int8}}}}},
 		{Probes: []Probe{{Name: "x", Fields: []Field{{Name: "f"}}}}},
+		{Probes: []Probe{{Name: "x", Fields: []Field{{Name: "f.g", Type: Int8}}}}},
 	} {
 		if _, err := bad.assignColumns(); err == nil {
 			t.Errorf("%+v: no error", bad.Probes)
 		}
+	}
+}
+
+// TestFormatVersions: a version 1 capture still reads through its own
+// column names; a newer version, or a version 2 capture whose metadata
+// puts a field in another column, is refused with a clear error.
+func TestFormatVersions(t *testing.T) {
+	v1 := `{"schema_version":1,"tool":"bpftape v0.1","probes":[{"name":"a","fields":[{"name":"retval","type":"int64","column":"retval"}]}]}`
+	m, err := decodeMeta(v1)
+	if err != nil || m.Probes[0].Fields[0].Column != "retval" {
+		t.Errorf("version 1: %v", err)
+	}
+	v3 := `{"schema_version":3,"tool":"bpftape v9","probes":[]}`
+	if _, err := decodeMeta(v3); !errors.Is(err, ErrNewerVersion) || !strings.Contains(err.Error(), "bpftape v9") {
+		t.Errorf("version 3: %v", err)
+	}
+	moved := `{"schema_version":2,"probes":[{"name":"a","fields":[{"name":"retval","type":"int64","column":"b.retval"}]}]}`
+	if _, err := decodeMeta(moved); err == nil {
+		t.Error("version 2 with a moved column: no error")
 	}
 }
 

@@ -2,8 +2,10 @@ package format
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -12,8 +14,18 @@ import (
 // MetadataKey is the schema metadata key holding the capture's Meta as JSON.
 const MetadataKey = "bpftape"
 
-// SchemaVersion is bumped whenever the column layout or Meta changes incompatibly.
-const SchemaVersion = 1
+// SchemaVersion is the format version this bpftape writes, bumped whenever
+// the column layout or Meta changes incompatibly. Version 1 named a field's
+// column after the field alone, shared by the probes whose field of that
+// name had the same type and renamed "probe.field" on a clash of types;
+// version 2 names every field's column "probe.field" (ColumnName). Both
+// read, through Field.Column; writing always writes version 2, so `bpftape
+// export --format arrow` converts a version 1 capture.
+const SchemaVersion = 2
+
+// ErrNewerVersion: the capture was written by a newer bpftape, in a format
+// version this one does not know.
+var ErrNewerVersion = errors.New("capture written by a newer bpftape")
 
 // ExtraRedacted is the Meta.Extra key of a capture written by `bpftape
 // export --redact`: its value says what was removed.
@@ -246,9 +258,14 @@ var fixedNames = [numFixed]string{"time", "cpu", "pid", "tid", "comm", "probe", 
 // MaxProbes bounds the probe table; ids are stored as uint16 dictionary indices.
 const MaxProbes = 1 << 16
 
-// assignColumns validates the probe table and fills in each field's column:
-// fields of the same name and type share one column, a clash of types gets
-// "probe.field". It returns the field columns in order of first use.
+// ColumnName is the column of field of probe in a capture of format
+// version 2: "probe.field". It depends on nothing but the probe and the
+// field, so a query on a probe's field reads the same whichever probes
+// share the capture, and it is unique because field names hold no dot.
+func ColumnName(probe, field string) string { return probe + "." + field }
+
+// assignColumns validates the probe table and fills in each field's column
+// (ColumnName). It returns the field columns in probe order.
 func (m *Meta) assignColumns() ([]Field, error) {
 	if len(m.Probes) == 0 {
 		return nil, fmt.Errorf("capture has no probes")
@@ -257,10 +274,6 @@ func (m *Meta) assignColumns() ([]Field, error) {
 		return nil, fmt.Errorf("%d probes: at most %d", len(m.Probes), MaxProbes)
 	}
 	var cols []Field
-	byName := map[string]int{}
-	for _, n := range fixedNames {
-		byName[n] = -1
-	}
 	seenProbe := map[string]bool{}
 	for pi := range m.Probes {
 		p := &m.Probes[pi]
@@ -277,24 +290,15 @@ func (m *Meta) assignColumns() ([]Field, error) {
 			if f.Name == "" || seenField[f.Name] {
 				return nil, fmt.Errorf("probe %s: field %d has an empty or repeated name %q", p.Name, fi, f.Name)
 			}
+			if strings.Contains(f.Name, ".") {
+				return nil, fmt.Errorf("probe %s: field name %q has a dot", p.Name, f.Name)
+			}
 			seenField[f.Name] = true
 			if f.Type.arrow() == nil {
 				return nil, fmt.Errorf("probe %s: field %s has invalid type %v", p.Name, f.Name, f.Type)
 			}
-			name := f.Name
-			if ci, ok := byName[name]; ok && (ci < 0 || cols[ci].Type != f.Type) {
-				name = p.Name + "." + f.Name
-			}
-			ci, ok := byName[name]
-			if ok && (ci < 0 || cols[ci].Type != f.Type) {
-				return nil, fmt.Errorf("probe %s: field %s: column %q is taken", p.Name, f.Name, name)
-			}
-			if !ok {
-				ci = len(cols)
-				byName[name] = ci
-				cols = append(cols, Field{Name: name, Type: f.Type, Column: name})
-			}
-			f.Column = name
+			f.Column = ColumnName(p.Name, f.Name)
+			cols = append(cols, Field{Name: f.Column, Type: f.Type, Column: f.Column})
 		}
 	}
 	return cols, nil
@@ -310,8 +314,24 @@ func decodeMeta(s string) (*Meta, error) {
 	if err := json.Unmarshal([]byte(s), m); err != nil {
 		return nil, fmt.Errorf("bpftape metadata: %w", err)
 	}
-	if m.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("bpftape metadata: schema version %d, this bpftape reads %d", m.SchemaVersion, SchemaVersion)
+	switch {
+	case m.SchemaVersion > SchemaVersion:
+		return nil, fmt.Errorf("%w: format version %d (written by %s); this bpftape reads versions 1 to %d: use a newer bpftape",
+			ErrNewerVersion, m.SchemaVersion, m.Tool, SchemaVersion)
+	case m.SchemaVersion < 1:
+		return nil, fmt.Errorf("bpftape metadata: format version %d", m.SchemaVersion)
+	case m.SchemaVersion >= 2:
+		// Version 2 names every field's column after its probe; a file
+		// that says otherwise would answer a query with another
+		// probe's values.
+		for _, p := range m.Probes {
+			for _, f := range p.Fields {
+				if f.Column != ColumnName(p.Name, f.Name) {
+					return nil, fmt.Errorf("bpftape metadata: probe %s field %s is in column %q, not %q",
+						p.Name, f.Name, f.Column, ColumnName(p.Name, f.Name))
+				}
+			}
+		}
 	}
 	return m, nil
 }

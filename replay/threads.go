@@ -6,21 +6,34 @@ import "github.com/bpftape/bpftape/format"
 // thread (latency, requests): the tid, and in a merged capture also the
 // host, so that equal tids of two hosts never pair.
 type threadKeys struct {
-	col   int               // the host column, -1 if the capture has none
+	cols  []int             // per probe, its host field's column; nil if the capture has none
 	hosts map[string]uint64 // host -> number, from 1
 }
 
 func newThreadKeys(c *Capture) *threadKeys {
-	return &threadKeys{col: c.R.Column(format.HostField), hosts: map[string]uint64{}}
+	k := &threadKeys{hosts: map[string]uint64{}}
+	for pi := range c.Meta().Probes {
+		p := &c.Meta().Probes[pi]
+		if fi := p.Field(format.HostField); fi >= 0 {
+			if k.cols == nil {
+				k.cols = make([]int, len(c.Meta().Probes))
+				for i := range k.cols {
+					k.cols[i] = -1
+				}
+			}
+			k.cols[pi] = c.R.Column(p.Fields[fi].Column)
+		}
+	}
+	return k
 }
 
 // key returns the thread key of event row i of b.
 func (k *threadKeys) key(b *format.Batch, i int) uint64 {
 	tid := uint64(b.TID[i])
-	if k.col < 0 {
+	if k.cols == nil || k.cols[b.Probe[i]] < 0 {
 		return tid
 	}
-	col := b.Col(k.col)
+	col := b.Col(k.cols[b.Probe[i]])
 	if !col.Valid(i) {
 		return tid
 	}

@@ -36,6 +36,7 @@ type readerOut struct {
 	PerHost  map[string]uint64            `json:"per_host"`
 	Hist     map[string]map[string]uint64 `json:"hist"`
 	Lost     uint64                       `json:"lost"`
+	Values   map[string][]string          `json:"values"`
 	Meta     *struct {
 		Host   string   `json:"host"`
 		Probes []string `json:"probes"`
@@ -110,7 +111,7 @@ func TestDuckDBReadsParquet(t *testing.T) {
 	if _, errOut, code := runCLI(t, "export", path, "--format", "parquet", "-o", pq); code != 0 {
 		t.Fatalf("export: exit %d: %s", code, errOut)
 	}
-	got := runReader(t, node, filepath.Join(interop, "duckdb.js"), pq, "arg1")
+	got := runReader(t, node, filepath.Join(interop, "duckdb.js"), pq, "rx_end.arg1")
 	info := infoJSON(t, path)
 	if got.Rows != info.Events || got.Lost != 0 || !sameCounts(got.PerProbe, info.PerProbe) {
 		t.Errorf("duckdb: %d rows %v; bpftape: %d events %v", got.Rows, got.PerProbe, info.Events, info.PerProbe)
@@ -124,7 +125,7 @@ func TestDuckDBReadsParquet(t *testing.T) {
 		t.Errorf("rx_end arg1: duckdb %v, bpftape %v", got.Hist["rx_end"], want)
 	}
 	wantTypes := map[string]string{"time": "BIGINT", "cpu": "USMALLINT", "pid": "UINTEGER", "tid": "UINTEGER",
-		"comm": "VARCHAR", "probe": "VARCHAR", "arg0": "UBIGINT", "arg1": "UBIGINT", "tx_len.arg0": "BIGINT", "retval": "INTEGER"}
+		"comm": "VARCHAR", "probe": "VARCHAR", "rx_end.arg0": "UBIGINT", "rx_end.arg1": "UBIGINT", "tx_len.arg0": "BIGINT", "tx_flush.retval": "INTEGER"}
 	for c, ty := range wantTypes {
 		if got.Columns[c] != ty {
 			t.Errorf("column %s: duckdb type %s, want %s", c, got.Columns[c], ty)
@@ -149,8 +150,8 @@ func TestReadersAgreeOnLosses(t *testing.T) {
 	}
 	info := infoJSON(t, path)
 	want := bpftapeSlots(t, path, "rx", "arg2")
-	pol := runReader(t, node, filepath.Join(interop, "read.js"), path, "arg2")
-	duck := runReader(t, node, filepath.Join(interop, "duckdb.js"), pq, "arg2")
+	pol := runReader(t, node, filepath.Join(interop, "read.js"), path, "rx.arg2")
+	duck := runReader(t, node, filepath.Join(interop, "duckdb.js"), pq, "rx.arg2")
 	for name, r := range map[string]readerOut{"polars": pol, "duckdb": duck} {
 		if r.Rows != info.Events+3 || r.Lost != info.Losses.Total || !sameCounts(r.PerProbe, info.PerProbe) {
 			t.Errorf("%s: %d rows, %d lost, %v; bpftape: %d events + 3 loss records, %d lost, %v",
@@ -178,7 +179,7 @@ func TestReadersSeeFleet(t *testing.T) {
 			t.Fatalf("export: exit %d: %s", code, errOut)
 		}
 	}
-	duck := runReader(t, node, filepath.Join(interop, "duckdb.js"), filepath.Join(fleet, "*", "*", "*.parquet"), "arg2")
+	duck := runReader(t, node, filepath.Join(interop, "duckdb.js"), filepath.Join(fleet, "*", "*", "*.parquet"), "rx.arg2")
 	if duck.PerHost["hv-07"] != ia.Events || duck.PerHost["hv-08"] != ib.Events || duck.Columns["host"] != "VARCHAR" {
 		t.Errorf("duckdb per host %v (host column %q); bpftape %d and %d", duck.PerHost, duck.Columns["host"], ia.Events, ib.Events)
 	}
@@ -190,7 +191,7 @@ func TestReadersSeeFleet(t *testing.T) {
 	if _, errOut, code := runCLI(t, "merge", a, b, "-o", m); code != 0 {
 		t.Fatalf("merge: exit %d: %s", code, errOut)
 	}
-	pol := runReader(t, node, filepath.Join(interop, "read.js"), m, "arg2")
+	pol := runReader(t, node, filepath.Join(interop, "read.js"), m, "rx.arg2", "--values=rx.host")
 	want := bpftapeSlots(t, m, "rx", "arg2")
 	if pol.PerProbe["rx"] != ia.PerProbe["rx"]+ib.PerProbe["rx"] || pol.Lost != ia.Losses.Total+ib.Losses.Total || !sameCounts(pol.Hist["rx"], want) {
 		t.Errorf("polars on the merged capture: %v, lost %d, rx %v; bpftape rx %v", pol.PerProbe, pol.Lost, pol.Hist["rx"], want)
@@ -198,7 +199,15 @@ func TestReadersSeeFleet(t *testing.T) {
 	if !sameCounts(duck.Hist["rx"], want) {
 		t.Errorf("duckdb fleet rx arg2 %v, bpftape merged %v", duck.Hist["rx"], want)
 	}
-	if !strings.Contains(strings.ToLower(pol.Dtypes["host"]), "str") {
-		t.Errorf("polars sees host as %q", pol.Dtypes["host"])
+	// Every probe of a merged capture has a host field: rx's is "rx.host".
+	if !strings.Contains(strings.ToLower(pol.Dtypes["rx.host"]), "str") {
+		t.Errorf("polars sees rx.host as %q", pol.Dtypes["rx.host"])
+	}
+	hosts := map[string]uint64{}
+	for _, h := range pol.Values["rx.host"] {
+		hosts[h]++
+	}
+	if hosts["hv-07"] != ia.PerProbe["rx"] || hosts["hv-08"] != ib.PerProbe["rx"] || len(hosts) != 2 {
+		t.Errorf("polars rx events per host %v; bpftape %d and %d", hosts, ia.PerProbe["rx"], ib.PerProbe["rx"])
 	}
 }

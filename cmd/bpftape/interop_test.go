@@ -25,7 +25,7 @@ func TestPolarsReadsCapture(t *testing.T) {
 		t.Fatalf("install nodejs-polars: %v\n%s", err, out)
 	}
 	path := filepath.Join(seedCaptures(t), replaytest.USDTFile)
-	out, err := exec.Command(node, filepath.Join(interop, "read.js"), path, "arg1").Output()
+	out, err := exec.Command(node, filepath.Join(interop, "read.js"), path, "rx_end.arg1").Output()
 	if err != nil {
 		t.Fatalf("read.js: %v", err)
 	}

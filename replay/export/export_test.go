@@ -139,9 +139,9 @@ func TestCSV(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		header := "time,cpu,pid,tid,comm,probe,v,s,b.v"
+		header := "time,cpu,pid,tid,comm,probe,a.v,a.s,b.v"
 		if mode != LostDrop {
-			header = "time,cpu,pid,tid,comm,probe,lost,v,s,b.v"
+			header = "time,cpu,pid,tid,comm,probe,lost,a.v,a.s,b.v"
 		}
 		if got := strings.Join(recs[0], ","); got != header {
 			t.Fatalf("%s: header %q, want %q", mode, got, header)
@@ -161,7 +161,7 @@ func TestCSV(t *testing.T) {
 				t.Fatalf("%s row %d: %v, want %+v", mode, i, rec, w)
 			}
 			if w.lost > 0 {
-				if get("lost") != strconv.FormatUint(w.lost, 10) || get("v") != "" || get("comm") != "" {
+				if get("lost") != strconv.FormatUint(w.lost, 10) || get("a.v") != "" || get("comm") != "" {
 					t.Fatalf("%s loss row %d: %v", mode, i, rec)
 				}
 				continue
@@ -176,7 +176,7 @@ func TestCSV(t *testing.T) {
 			case 1:
 				bv = strconv.FormatUint(w.v, 10)
 			}
-			if get("v") != v || get("s") != s || get("b.v") != bv || get("comm") != "app" || get("pid") != strconv.Itoa(int(w.pid)) {
+			if get("a.v") != v || get("a.s") != s || get("b.v") != bv || get("comm") != "app" || get("pid") != strconv.Itoa(int(w.pid)) {
 				t.Fatalf("%s row %d: %v, want %+v", mode, i, rec, w)
 			}
 		}
@@ -213,7 +213,7 @@ func TestJSONL(t *testing.T) {
 		wantKeys := "comm cpu lost pid probe tid time"
 		switch {
 		case w.lost == 0 && w.probe == 0:
-			wantKeys = "comm cpu lost pid probe s tid time v"
+			wantKeys = "a.s a.v comm cpu lost pid probe tid time"
 		case w.lost == 0 && w.probe == 1:
 			wantKeys = "b.v comm cpu lost pid probe tid time"
 		}
@@ -226,7 +226,7 @@ func TestJSONL(t *testing.T) {
 				t.Fatalf("line %d: %s", i, lines[i])
 			}
 		case w.probe == 0:
-			if obj["v"].(json.Number).String() != strconv.Itoa(int(int32(w.v))) || obj["s"] != w.s || obj["lost"] != nil {
+			if obj["a.v"].(json.Number).String() != strconv.Itoa(int(int32(w.v))) || obj["a.s"] != w.s || obj["lost"] != nil {
 				t.Fatalf("line %d: %s", i, lines[i])
 			}
 		case w.probe == 1:
@@ -281,7 +281,7 @@ func TestParquet(t *testing.T) {
 		types[f.Name] = f.Type.String()
 	}
 	wantTypes := map[string]string{"time": "int64", "cpu": "uint16", "pid": "uint32", "tid": "uint32", "comm": "utf8",
-		"probe": "dictionary<values=utf8, indices=int32, ordered=false>", "lost": "uint64", "v": "int32", "s": "utf8", "b.v": "uint64"}
+		"probe": "dictionary<values=utf8, indices=int32, ordered=false>", "lost": "uint64", "a.v": "int32", "a.s": "utf8", "b.v": "uint64"}
 	for n, w := range wantTypes {
 		if types[n] != w {
 			t.Errorf("column %s: %s, want %s", n, types[n], w)
@@ -357,7 +357,7 @@ func TestPartitioned(t *testing.T) {
 			nA++
 		}
 	}
-	if strings.Join(names, ",") != "time,cpu,pid,tid,comm,v,s" || tbl.NumRows() != int64(nA) {
+	if strings.Join(names, ",") != "time,cpu,pid,tid,comm,a.v,a.s" || tbl.NumRows() != int64(nA) {
 		t.Errorf("probe a part: columns %v, %d rows", names, tbl.NumRows())
 	}
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Independent-reader interop check for bpftape's Parquet exports.
 //
-// Usage: node duckdb.js PARQUET [FIELD]
+// Usage: node duckdb.js PARQUET [FIELD] [--values=PROBE.FIELD...]
 //
 // Reads PARQUET (a file, or a glob over a hive-partitioned folder such as
 // 'fleet/*/*/*.parquet', read with hive_partitioning and union_by_name) with
@@ -19,6 +19,10 @@
 // computed in SQL: slot = bpf_log2l(v) = 1 for v in {0, 1}, else the bit
 // length of v; a negative signed value, taken as u64 as BCC takes it, is in
 // slot 64. The slot is counted exactly with integer comparisons against 2^k.
+//
+// With --values=PROBE.FIELD (repeatable), "values" maps each such column to
+// its values as strings, in file order, on PROBE's events: the query a user
+// writes, SELECT "PROBE.FIELD" FROM t WHERE probe = 'PROBE'.
 //
 // meta is the capture's metadata that bpftape keeps in the Parquet footer
 // under the key "bpftape" (the first file's, for a glob).
@@ -58,8 +62,10 @@ function slotSQL(c, type) {
 const num = (v) => (typeof v === "bigint" ? (v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString()) : v);
 
 async function main(argv) {
+  const valueCols = argv.filter((a) => a.startsWith("--values=")).map((a) => a.slice("--values=".length));
+  argv = argv.filter((a) => !a.startsWith("--values="));
   if (argv.length < 1 || argv.length > 2 || argv[0] === "-h" || argv[0] === "--help") {
-    fail("usage: node duckdb.js PARQUET [FIELD]", 2);
+    fail("usage: node duckdb.js PARQUET [FIELD] [--values=PROBE.FIELD...]", 2);
   }
   const [path, field] = argv;
   const glob = /[*?[]/.test(path);
@@ -98,6 +104,14 @@ async function main(argv) {
     for (const r of await all(q)) (hist[r.p] ??= {})[String(r.slot)] = num(r.n);
   }
 
+  const values = {};
+  for (const c of valueCols) {
+    if (!(c in columns)) throw new Error(`${path}: no column ${c}`);
+    const probe = c.slice(0, c.lastIndexOf("."));
+    const q = `SELECT ${ident(c)}::VARCHAR AS v FROM ${events} WHERE probe = ${sqlString(probe)}`;
+    values[c] = (await all(q)).map((r) => r.v);
+  }
+
   let meta = null;
   const kv = await all(`SELECT decode(value) AS v FROM parquet_kv_metadata(${sqlString(path)})
     WHERE decode(key) = 'bpftape' LIMIT 1`);
@@ -105,7 +119,7 @@ async function main(argv) {
     const m = JSON.parse(kv[0].v);
     meta = { host: m.host, probes: m.probes.map((p) => p.name) };
   }
-  process.stdout.write(`${JSON.stringify({ rows, columns, per_probe, per_host, hist, lost, meta })}\n`);
+  process.stdout.write(`${JSON.stringify({ rows, columns, per_probe, per_host, hist, lost, values, meta })}\n`);
 }
 
 main(process.argv.slice(2)).catch((e) => fail(e && e.message ? e.message : String(e)));

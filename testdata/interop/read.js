@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Independent-reader interop check for bpftape capture files.
 //
-// Usage: node read.js FILE.arrow [FIELD]
+// Usage: node read.js FILE.arrow [FIELD] [--values=PROBE.FIELD...]
 //
 // Reads an Arrow IPC *file* (any body compression nodejs-polars supports)
 // with nodejs-polars and prints one JSON object on stdout:
@@ -18,6 +18,10 @@
 // {0, 1}, else the bit length of v (floor(log2 v) + 1). As in BCC, the value
 // is taken as a u64, so a negative signed value lands in slot 64. Only probes
 // with at least one value appear in hist; without FIELD, hist is {}.
+//
+// With --values=PROBE.FIELD (repeatable), "values" maps each such column to
+// its values as strings, in file order, on PROBE's events: the query a user
+// writes, df.filter(pl.col("probe") == PROBE).select("PROBE.FIELD").
 //
 // Errors go to stderr with a non-zero exit status (2 for usage errors).
 "use strict";
@@ -105,8 +109,10 @@ function log2SlotExpr(name, variant) {
 }
 
 function main(argv) {
+  const valueCols = argv.filter((a) => a.startsWith("--values=")).map((a) => a.slice("--values=".length));
+  argv = argv.filter((a) => !a.startsWith("--values="));
   if (argv.length < 1 || argv.length > 2 || argv[0] === "-h" || argv[0] === "--help") {
-    fail("usage: node read.js FILE.arrow [FIELD]", 2);
+    fail("usage: node read.js FILE.arrow [FIELD] [--values=PROBE.FIELD...]", 2);
   }
   const [file, field] = argv;
 
@@ -163,7 +169,15 @@ function main(argv) {
     }
   }
 
-  const out = { rows: df.height, columns, dtypes, per_probe, hist, lost };
+  const values = {};
+  for (const c of valueCols) {
+    if (!columns.includes(c)) throw new Error(`${file}: no column ${JSON.stringify(c)}`);
+    const probe = c.slice(0, c.lastIndexOf("."));
+    const col = events.filter(pl.col("probe").cast(pl.String).eq(pl.lit(probe))).getColumn(c);
+    values[c] = col.toArray().map((v) => (v === null || v === undefined ? null : String(v)));
+  }
+
+  const out = { rows: df.height, columns, dtypes, per_probe, hist, lost, values };
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
 

@@ -83,7 +83,7 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 	w("file", "%s", c.Name)
 	w("host", "%s", m.Host)
 	w("kernel", "%s", m.Kernel)
-	w("tool", "%s", m.Tool)
+	w("tool", "%s (capture format version %d)", m.Tool, m.SchemaVersion)
 	fmt.Fprintf(out, "%-13s %s\n", "recorded by:", textsafe.ShellQuote(m.CommandLine)) // pasteable
 	w("started", "%s", m.StartWall.Local().Format(time.RFC3339Nano))
 	if win := m.Window; win != nil {

@@ -33,7 +33,7 @@ func TestExportRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(header, ","); got != "time,cpu,pid,tid,comm,probe,arg0,arg1,tx_len.arg0,retval" {
+	if got := strings.Join(header, ","); got != "time,cpu,pid,tid,comm,probe,rx_end.arg0,rx_end.arg1,tx_len.arg0,tx_flush.retval" {
 		t.Fatalf("header %s", got)
 	}
 	perProbe := map[string]uint64{}
@@ -70,7 +70,7 @@ func TestExportRows(t *testing.T) {
 		var obj struct {
 			Time  int64  `json:"time"`
 			Probe string `json:"probe"`
-			Arg1  *int64 `json:"arg1"`
+			Arg1  *int64 `json:"rx_end.arg1"`
 		}
 		if err := json.Unmarshal([]byte(l), &obj); err != nil {
 			t.Fatalf("line %d: %v", i, err)
@@ -103,7 +103,7 @@ func TestExportLost(t *testing.T) {
 	}
 	stdout, _, _ = runCLI(t, "export", path, "--format", "csv", "--lost", "only")
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if lines[0] != "time,cpu,pid,tid,comm,probe,lost,arg2,retval,arg0,tx_ret.retval" || len(lines) != 1+2 {
+	if lines[0] != "time,cpu,pid,tid,comm,probe,lost,rx.arg2,rx_ret.retval,tx_len.arg0,tx_ret.retval" || len(lines) != 1+2 {
 		t.Errorf("only: %q", lines)
 	}
 	stdout, _, _ = runCLI(t, "export", path, "--format", "jsonl", "--lost", "keep")

@@ -6,7 +6,7 @@ BIN     := bin
 BPFTAPE := $(BIN)/bpftape
 DEMO    := out/demo
 
-.PHONY: all build test demo generate check-generate bench bench-quick bench-go soak fuzz clean root deps
+.PHONY: all build test demo generate check-generate bench bench-quick bench-ab bench-go soak fuzz clean root deps
 
 all: build
 
@@ -51,6 +51,12 @@ bench-quick: root
 SOAK_SECONDS ?= 600
 soak: root
 	SOAK_SECONDS=$(SOAK_SECONDS) bash bench/soak.sh
+
+# bench-ab compares the working tree's writer and `bpftape hist` with git
+# revision BASE (default HEAD~1), side by side in one run.
+BASE ?= HEAD~1
+bench-ab:
+	bash scripts/bench-ab.sh $(BASE)
 
 # bench-go runs the Go micro-benchmarks (writer, reader, wake-up policies).
 bench-go:

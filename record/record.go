@@ -28,8 +28,8 @@ import (
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/outfile"
+	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/elfsym"
-	"github.com/bpftape/bpftape/record/probespec"
 )
 
 // Options configure a recording.

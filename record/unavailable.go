@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
 
-	"github.com/bpftape/bpftape/record/probespec"
+	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/suggest"
 	"github.com/bpftape/bpftape/record/tracefs"
 )

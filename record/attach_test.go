@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record/usdt"
 )
 
@@ -126,7 +127,7 @@ func TestFollowPID(t *testing.T) {
 		}
 	}
 	if _, err := Record(context.Background(), Options{Output: filepath.Join(t.TempDir(), "x.arrow"), Follow: true,
-		Probes: []string{"u:" + exe + ":tick"}}); !IsUsage(err) {
+		Probes: []string{"u:" + exe + ":tick"}}); !usage.Is(err) {
 		t.Errorf("--follow without -p: %v, want a usage error", err)
 	}
 }

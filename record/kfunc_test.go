@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 func requireBTF(t *testing.T) {
@@ -72,7 +74,7 @@ func TestFentryErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), "BPF_PROG_TYPE_TRACING") && !strings.Contains(err.Error(), "does not record fentry/fexit probes yet") {
 				t.Errorf("error names neither the missing feature nor bpftape's limit")
 			}
-			if IsUsage(err) {
+			if usage.Is(err) {
 				t.Error("a usage error")
 			}
 		})

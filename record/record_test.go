@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // TestDemo records the demo workload with every kind of user-space probe
@@ -553,8 +554,8 @@ func TestErrors(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
-			if IsUsage(err) != tt.usage {
-				t.Errorf("IsUsage = %v for %q", IsUsage(err), err)
+			if usage.Is(err) != tt.usage {
+				t.Errorf("usage.Is = %v for %q", usage.Is(err), err)
 			}
 			t.Log(err)
 		})

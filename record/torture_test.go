@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record/usdt"
 )
 
@@ -709,7 +710,7 @@ func TestTortureTooManyArgs(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, w)
 		}
 	}
-	if IsUsage(err) {
+	if usage.Is(err) {
 		t.Errorf("a probe's argument count is not a usage error: %v", err)
 	}
 	// arg13 does not exist; arg12 does.
@@ -725,7 +726,7 @@ func TestTortureTooManyArgs(t *testing.T) {
 		fields[i] = fmt.Sprintf("arg%d", i)
 	}
 	_, err, _ = record(t, Options{Probes: []string{"U:" + b.exe + ":args13(" + strings.Join(fields, ",") + ")"}})
-	if err == nil || !strings.Contains(err.Error(), "at most 12") || !IsUsage(err) {
+	if err == nil || !strings.Contains(err.Error(), "at most 12") || !usage.Is(err) {
 		t.Errorf("13 fields listed: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 
 	"github.com/bpftape/bpftape/probespec"
@@ -119,7 +120,7 @@ func tracingUnavailable(s *probespec.Spec) error {
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
 	})
 	if err != nil {
-		if errors.Is(err, ebpf.ErrNotSupported) || strings.Contains(err.Error(), "not found") {
+		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, btf.ErrNotFound) {
 			return fmt.Errorf("cannot load a %s program for kernel function %s: %v", s.Kind, s.Symbol, err)
 		}
 		return fmt.Errorf("the kernel refused a %s program for %s: %v%s", s.Kind, s.Symbol, err, lockdownNote())

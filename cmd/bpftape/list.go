@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/tracefs"
 	"github.com/bpftape/bpftape/record/usdt"
@@ -87,10 +88,10 @@ func runList(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "list", err)
 	}
 	if len(pos) > 2 {
-		return fail(stderr, "list", fmt.Errorf("want [TARGET] [FILTER], got %d arguments: %w", len(pos), errUsage))
+		return fail(stderr, "list", usage.Errorf("want [TARGET] [FILTER], got %d arguments", len(pos)))
 	}
 	if o.pid < 0 {
-		return fail(stderr, "list", fmt.Errorf("-p %d: %w", o.pid, errUsage))
+		return fail(stderr, "list", usage.Errorf("-p %d", o.pid))
 	}
 	if !o.usdt && !o.funcs {
 		o.usdt, o.funcs = true, true
@@ -212,7 +213,7 @@ func (o *listOpts) printf(format string, args ...any) { fmt.Fprintf(o.stdout, fo
 func (o *listOpts) binary(bin string) error {
 	if o.filter != "" && o.glob != "" {
 		if _, err := path.Match(o.glob, ""); err != nil {
-			return fmt.Errorf("bad filter %q: %w: %w", o.filter, err, errUsage)
+			return usage.Errorf("bad filter %q: %w", o.filter, err)
 		}
 	}
 	header := "# " + bin
@@ -365,7 +366,7 @@ func (o *listOpts) tracepoints() error {
 	names, err := tracefs.List(dir, filter)
 	if err != nil {
 		if strings.Contains(err.Error(), "bad filter") {
-			return fmt.Errorf("%w: %w", err, errUsage)
+			return usage.Wrap(err)
 		}
 		return err
 	}

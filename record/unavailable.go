@@ -31,7 +31,7 @@ func hintFor(name string, candidates []string) string {
 func kprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
 	alt := "record a tracepoint (t:CATEGORY:EVENT) or a uprobe instead"
 	if dir, err := tracefsDir(); err == nil {
-		if names, err := tracefs.List(dir, ""); err == nil {
+		if names, err := tracefs.List(dir); err == nil {
 			var events []string
 			for _, n := range names {
 				_, ev, _ := strings.Cut(n, ":")
@@ -68,7 +68,7 @@ const supported = "it records uprobes, uretprobes, USDT probes and tracepoints; 
 func fentryUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
 	alt := "record a tracepoint or a uprobe instead"
 	if dir, err := tracefsDir(); err == nil {
-		if names, err := tracefs.List(dir, ""); err == nil {
+		if names, err := tracefs.List(dir); err == nil {
 			var events []string
 			for _, n := range names {
 				_, ev, _ := strings.Cut(n, ":")

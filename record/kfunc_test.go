@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/internal/testutils"
 	"github.com/bpftape/bpftape/internal/usage"
 )
 
@@ -45,7 +47,7 @@ func TestLookupKernelFunc(t *testing.T) {
 // does not load) and what they would record from BTF, and answers a typo
 // with close kernel function names.
 func TestFentryErrors(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	requireBTF(t)
 	args := "would record args file (struct file *), buf (char *), count (size_t), pos (loff_t *) from BTF"
 	for _, tt := range []struct {

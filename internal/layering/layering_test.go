@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -48,6 +49,10 @@ var floors = []struct {
 var apart = [][2]string{
 	{"record", "replay"},
 }
+
+// testOnly lists packages that only tests may import: helpers that import
+// package testing.
+var testOnly = []string{"internal/testutils"}
 
 // pkg is what `go list -json` says about one package.
 type pkg struct {
@@ -144,6 +149,9 @@ func TestLayering(t *testing.T) {
 				to, ok := rel(imp)
 				if !ok || to == from {
 					continue
+				}
+				if kind == "" && slices.Contains(testOnly, to) {
+					t.Errorf("%s imports %s, which only tests may import", from, to)
 				}
 				if floorOf(to) < 0 {
 					t.Errorf("%s%s imports %s, which has no floor", from, kind, to)

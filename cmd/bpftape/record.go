@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/shellwords"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record"
 )
@@ -167,7 +168,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		opts.RingSize = size
 	}
 	if *command != "" {
-		if opts.Command, err = record.SplitCommand(*command); err != nil {
+		if opts.Command, err = shellwords.Split(*command); err != nil {
 			return fail(stderr, "record", usage.Errorf("-c: %w", err))
 		}
 	}

@@ -65,7 +65,7 @@ bench-go:
 
 FUZZTIME ?= 60s
 FUZZ := format:FuzzOpen format:FuzzRepair record/usdt:FuzzRead record/usdt:FuzzParseNote \
-	record/usdt:FuzzParseArgs record/probespec:FuzzParse record/tracefs:FuzzParseFormat record/elfsym:FuzzELF \
+	record/usdt:FuzzParseArgs probespec:FuzzParse record/tracefs:FuzzParseFormat record/elfsym:FuzzELF \
 	cmd/bpftape:FuzzVerbs internal/textsafe:FuzzEscape
 
 # fuzz runs each fuzz target for FUZZTIME (go test -fuzz takes one target at a

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // BenchmarkWakeup compares wake-up policies on a burst of uprobe events
@@ -26,7 +28,7 @@ import (
 // BPF program's own run time per event (kernel.bpf_stats; this adds two clock
 // reads per run).
 func BenchmarkWakeup(b *testing.B) {
-	requireBPF(b)
+	testutils.RequireBPF(b, CheckFeatures)
 	exe := buildWorkload(b)
 	events := 1_000_000
 	if s := os.Getenv("BPFTAPE_BENCH_EVENTS"); s != "" {
@@ -176,11 +178,11 @@ func runBurst(b *testing.B, exe string, ring uint32, wakeup uint64, events int) 
 	}
 	f := fields(lines[0], 4)
 	res := burstResult{
-		events:      atoi(b, f[1]),
+		events:      testutils.Atoi(b, f[1]),
 		received:    r.received,
 		lost:        int64(lost),
 		batches:     r.batches,
-		elapsed:     time.Duration(atoi(b, f[2])),
+		elapsed:     time.Duration(testutils.Atoi(b, f[2])),
 		producerCPU: cpuTime(w.cmd.ProcessState.SysUsage().(*syscall.Rusage)),
 		consumerCPU: cpu1 - cpu0,
 		progTime:    stats.Runtime,

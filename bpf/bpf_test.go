@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // The Go constants mirror bpftape.c; check them against the object's BTF
@@ -274,7 +276,7 @@ func describe(raw []byte) string {
 // every quarter of its size. With the fixed 256 KiB of before, a 256 KiB
 // per-CPU ring (a host with 32 CPUs) freed no space until a pass ended.
 func TestPublishInterval(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, CheckFeatures)
 	for _, size := range []uint32{16 << 10, 256 << 10, 1 << 20, 4 << 20} {
 		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: size})
 		if err != nil {

@@ -19,19 +19,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
-)
 
-// requireBPF skips the test unless it runs as root on a kernel with
-// everything Load needs.
-func requireBPF(tb testing.TB) {
-	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("skipping: BPF tests need root")
-	}
-	if err := CheckFeatures(); err != nil {
-		tb.Skipf("skipping: BPF unavailable: %v", err)
-	}
-}
+	"github.com/bpftape/bpftape/internal/testutils"
+)
 
 var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
 
@@ -90,15 +80,7 @@ func (f tpField) arg(kind uint8) ArgSpec {
 // slower.
 func buildWorkload(tb testing.TB) string {
 	tb.Helper()
-	if _, err := exec.LookPath("gcc"); err != nil {
-		tb.Skip("skipping: gcc not found")
-	}
-	exe := filepath.Join(tb.TempDir(), "workload")
-	out, err := exec.Command("gcc", "-O2", "-fno-omit-frame-pointer", "-fcf-protection=none",
-		"-Wall", "-Werror", "-pthread", "-o", exe, "../testdata/bpfload/workload.c").CombinedOutput()
-	if err != nil {
-		tb.Fatalf("build workload: %v\n%s", err, out)
-	}
+	exe := testutils.BuildC(tb, "../testdata/bpfload/workload.c", "workload", "-pthread")
 	f, err := elf.Open(exe)
 	if err != nil {
 		tb.Fatal(err)
@@ -249,7 +231,7 @@ type collector struct {
 func collect(tb testing.TB, rd *Ring) *collector {
 	c := &collector{rd: rd, done: make(chan error, 1)}
 	fn := func(raw []byte) error {
-		now := bootNow()
+		now := uint64(testutils.BootNow())
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.samples = append(c.samples, bytes.Clone(raw))
@@ -294,21 +276,4 @@ func (c *collector) count() int {
 	return len(c.samples)
 }
 
-func bootNow() uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		panic(err)
-	}
-	return uint64(ts.Nano())
-}
-
 func fields(line string, n int) []string { return strings.SplitN(line, " ", n) }
-
-func atoi(tb testing.TB, s string) int64 {
-	tb.Helper()
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return v
-}

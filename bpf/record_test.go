@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // Probe ids used by TestRecord; cookie i carries probe id i+1.
@@ -52,7 +54,7 @@ func spec(id uint16, class uint8, args ...ArgSpec) ProbeSpec {
 // TestRecord attaches every kind of arg spec to the workload and checks each
 // recorded value against the workload's own account of what it did.
 func TestRecord(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, CheckFeatures)
 	tracefs := requireTracefs(t)
 	exe := buildWorkload(t)
 	w := startWorkload(t, exe, "args")
@@ -199,7 +201,7 @@ func TestRecord(t *testing.T) {
 	wk, wn, wr := count(pWork, 20), count(pWorkNarrow, 20), count(pWorkRet, 20)
 	for i, l := range work {
 		f := fields(l, 5)
-		a, b, cc, ret := atoi(t, f[1]), atoi(t, f[2]), atoi(t, f[3]), atoi(t, f[4])
+		a, b, cc, ret := testutils.Atoi(t, f[1]), testutils.Atoi(t, f[2]), testutils.Atoi(t, f[3]), testutils.Atoi(t, f[4])
 		want(l, wk[i], 0, []int64{a, b}, nil)
 		want(l+" narrow", wn[i], 0, []int64{
 			int64(int8(a)), int64(uint8(a)), int64(uint16(b)), int64(int16(b)),
@@ -214,7 +216,7 @@ func TestRecord(t *testing.T) {
 		if len(s) > StrSlotSize-1 {
 			s, flags = s[:StrSlotSize-1], FlagStrTruncated
 		}
-		want(l, gr[i], flags, []int64{int64(len(s)), atoi(t, f[1])}, map[int]string{2: s})
+		want(l, gr[i], flags, []int64{int64(len(s)), testutils.Atoi(t, f[1])}, map[int]string{2: s})
 	}
 
 	dr := count(pDeref, 4)
@@ -224,8 +226,8 @@ func TestRecord(t *testing.T) {
 		if len(name) > StrSlotSize-1 {
 			name, flags = name[:StrSlotSize-1], flags|FlagStrTruncated
 		}
-		want(l, dr[i], flags, []int64{atoi(t, f[1]), atoi(t, f[2]), atoi(t, f[3]), atoi(t, f[4]),
-			atoi(t, f[5]), int64(len(name)), 0}, map[int]string{1: name})
+		want(l, dr[i], flags, []int64{testutils.Atoi(t, f[1]), testutils.Atoi(t, f[2]), testutils.Atoi(t, f[3]), testutils.Atoi(t, f[4]),
+			testutils.Atoi(t, f[5]), int64(len(name)), 0}, map[int]string{1: name})
 	}
 
 	// One write(2) per output line; before the "oom" line, the writes to
@@ -234,9 +236,9 @@ func TestRecord(t *testing.T) {
 	oom := int64(-100)
 	for _, l := range writes {
 		if f := fields(l, 4); f[0] == "oom" {
-			oom = atoi(t, f[1])
-			rets = append(rets, atoi(t, f[2]))
-			if r2 := atoi(t, f[3]); r2 != 0 {
+			oom = testutils.Atoi(t, f[1])
+			rets = append(rets, testutils.Atoi(t, f[2]))
+			if r2 := testutils.Atoi(t, f[3]); r2 != 0 {
 				rets = append(rets, r2)
 			}
 		}
@@ -286,7 +288,7 @@ func TestRecord(t *testing.T) {
 // TestLoss fills a one-page ring while nobody reads it: every event is
 // either in the ring or counted in lost.
 func TestLoss(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
 	const n = 2000
 	w := startWorkload(t, exe, "burst", "2000")
@@ -331,7 +333,7 @@ func TestLoss(t *testing.T) {
 // relies on: samples submitted with BPF_RB_NO_WAKEUP wake nobody, yet Drain
 // delivers them within its interval, without any wake-up or flush.
 func TestDeadlineReturnsPending(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
 	const ring = 1 << 16
 
@@ -401,7 +403,7 @@ func TestDeadlineReturnsPending(t *testing.T) {
 // between CPUs every 50 calls, and checks that the per-CPU rings come out
 // merged: every event once, in time order, each thread's calls in order.
 func TestRingMerge(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, CheckFeatures)
 	if runtime.NumCPU() < 2 {
 		t.Skip("skipping: needs 2 CPUs to have 2 rings in use")
 	}
@@ -469,7 +471,7 @@ func TestRingMerge(t *testing.T) {
 // with task:task_rename recorded too (its programs run before the kernel
 // changes the comm): each call must carry the comm the task had then.
 func TestCommRename(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
 	tracefs := requireTracefs(t)
 	w := startWorkload(t, exe, "rename")

@@ -14,6 +14,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record/usdt"
 )
 
@@ -23,7 +25,7 @@ import (
 // link: file exists": the kernel runs a program at most once per
 // tracepoint.
 func TestSameSiteTwice(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	const n = 300
 	cases := []struct {
@@ -57,7 +59,7 @@ func TestSameSiteTwice(t *testing.T) {
 // copy of the workload that the command did not start is not recorded.
 // Before, -c recorded the shell's process only: 0 events.
 func TestFollowCommand(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	other := exec.Command(exe, "spin", "30") // calls tick all along, untraced
 	other.Stdout = io.Discard
@@ -97,7 +99,7 @@ func TestFollowCommand(t *testing.T) {
 // TestFollowPID records a running shell with --follow: the processes it
 // starts after the recording started are recorded, until it exits.
 func TestFollowPID(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	sh := exec.Command("sh", "-c", fmt.Sprintf("read x; %s burst 100; %s burst 200", exe, exe))
 	sh.Stdout = io.Discard
@@ -126,7 +128,7 @@ func TestFollowPID(t *testing.T) {
 		}
 	}
 	if _, err := Record(context.Background(), Options{Output: filepath.Join(t.TempDir(), "x.arrow"), Follow: true,
-		Probes: []string{"u:" + exe + ":tick"}}); !IsUsage(err) {
+		Probes: []string{"u:" + exe + ":tick"}}); !usage.Is(err) {
 		t.Errorf("--follow without -p: %v, want a usage error", err)
 	}
 }
@@ -135,7 +137,7 @@ func TestFollowPID(t *testing.T) {
 // then aborts it as a second Ctrl-C does: the command is killed at once,
 // not left running when bpftape exits.
 func TestAbortKillsCommand(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -168,7 +170,7 @@ func TestAbortKillsCommand(t *testing.T) {
 // the kernel refuses it with EINVAL, and the error says that another tracer
 // holds the address, not just "invalid argument".
 func TestUprobeConflict(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	probes, err := usdt.Read(exe)
 	if err != nil {

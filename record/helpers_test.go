@@ -13,45 +13,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // Record re-executes the test binary as the gate of Options.Command; the
 // gate must run from an init function (see MaybeRunGate).
 func init() { MaybeRunGate() }
 
-// requireBPF skips the test unless it runs as root on a kernel with what
-// bpftape needs.
-func requireBPF(tb testing.TB) {
-	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("skipping: recording needs root")
-	}
-	if err := bpf.CheckFeatures(); err != nil {
-		tb.Skipf("skipping: BPF unavailable: %v", err)
-	}
+func buildProbes(tb testing.TB) string { return testutils.BuildC(tb, "testdata/probes.c", "probes") }
+func buildDemo(tb testing.TB) string {
+	return testutils.BuildC(tb, "../testdata/demo/virtnet.c", "virtnet")
 }
-
-// buildC compiles a C file of the repository into tb.TempDir() the way the
-// workloads are meant to be built, so probed functions start with push %rbp.
-func buildC(tb testing.TB, src, name string) string {
-	tb.Helper()
-	exe := filepath.Join(tb.TempDir(), name)
-	out, err := exec.Command("gcc", "-O2", "-fno-omit-frame-pointer", "-fcf-protection=none",
-		"-Wall", "-Werror", "-o", exe, src).CombinedOutput()
-	if err != nil {
-		hint := ""
-		if bytes.Contains(out, []byte("sys/sdt.h")) {
-			hint = " (sys/sdt.h comes with Debian's systemtap-sdt-dev)"
-		}
-		tb.Fatalf("build %s%s: %v\n%s", src, hint, err, out)
-	}
-	return exe
-}
-
-func buildProbes(tb testing.TB) string { return buildC(tb, "testdata/probes.c", "probes") }
-func buildDemo(tb testing.TB) string   { return buildC(tb, "../testdata/demo/virtnet.c", "virtnet") }
 
 // record runs Record with a deadline and a buffer for the command's output.
 func record(tb testing.TB, o Options) (*Summary, error, string) {
@@ -178,15 +151,6 @@ func lines(s string) [][]string {
 		}
 	}
 	return out
-}
-
-func atoi(tb testing.TB, s string) int64 {
-	tb.Helper()
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return v
 }
 
 func atou(tb testing.TB, s string) uint64 {

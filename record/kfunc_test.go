@@ -4,6 +4,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 func requireBTF(t *testing.T) {
@@ -43,7 +47,7 @@ func TestLookupKernelFunc(t *testing.T) {
 // does not load) and what they would record from BTF, and answers a typo
 // with close kernel function names.
 func TestFentryErrors(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	requireBTF(t)
 	args := "would record args file (struct file *), buf (char *), count (size_t), pos (loff_t *) from BTF"
 	for _, tt := range []struct {
@@ -72,7 +76,7 @@ func TestFentryErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), "BPF_PROG_TYPE_TRACING") && !strings.Contains(err.Error(), "does not record fentry/fexit probes yet") {
 				t.Errorf("error names neither the missing feature nor bpftape's limit")
 			}
-			if IsUsage(err) {
+			if usage.Is(err) {
 				t.Error("a usage error")
 			}
 		})

@@ -28,8 +28,9 @@ import (
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/outfile"
+	"github.com/bpftape/bpftape/internal/usage"
+	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/elfsym"
-	"github.com/bpftape/bpftape/record/probespec"
 )
 
 // Options configure a recording.
@@ -100,23 +101,6 @@ type Options struct {
 	// nil, is closed once that is done.
 	Abort  <-chan struct{}
 	Killed chan<- struct{}
-}
-
-// UsageError is an error in what the user asked for (a bad probe spec,
-// conflicting options), as opposed to a failure while recording.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-func usagef(format string, args ...any) error {
-	return &UsageError{fmt.Errorf(format, args...)}
-}
-
-// IsUsage reports whether err is a UsageError.
-func IsUsage(err error) bool {
-	var u *UsageError
-	return errors.As(err, &u)
 }
 
 // ProbeStats are one probe's totals.
@@ -276,10 +260,10 @@ func (r *recorder) warn(msg string) { fmt.Fprintf(r.opts.Log, "bpftape record: w
 func (r *recorder) setup() error {
 	o := &r.opts
 	if len(o.Probes) == 0 {
-		return usagef("no probes: give at least one PROBE, e.g. u:./prog:func or t:syscalls:sys_exit_write")
+		return usage.Errorf("no probes: give at least one PROBE, e.g. u:./prog:func or t:syscalls:sys_exit_write")
 	}
 	if o.Output == "" {
-		return usagef("no output file")
+		return usage.Errorf("no output file")
 	}
 	base, err := o.sizeOptions()
 	if err != nil {
@@ -289,35 +273,35 @@ func (r *recorder) setup() error {
 		return err
 	}
 	if o.PID != 0 && len(o.Command) > 0 {
-		return usagef("-p and -c exclude each other")
+		return usage.Errorf("-p and -c exclude each other")
 	}
 	if o.PID < 0 || o.Duration < 0 {
-		return usagef("negative -p or -d")
+		return usage.Errorf("negative -p or -d")
 	}
 	ring := o.RingSize
 	if ring == 0 {
 		ring = bpf.DefaultRingSize()
 	}
 	if page := uint32(os.Getpagesize()); ring&(ring-1) != 0 || ring%page != 0 {
-		return usagef("ring buffer size %d is not a power of two multiple of the page size (%d)", ring, page)
+		return usage.Errorf("ring buffer size %d is not a power of two multiple of the page size (%d)", ring, page)
 	}
 	if _, err := format.ParseCompression(string(o.Compression)); err != nil {
-		return &UsageError{err}
+		return usage.Wrap(err)
 	}
 	specs := make([]*probespec.Spec, len(o.Probes))
 	for i, text := range o.Probes {
 		s, err := probespec.Parse(text)
 		if err != nil {
-			return &UsageError{err}
+			return usage.Wrap(err)
 		}
 		specs[i] = s
 	}
 	names, err := probespec.Names(specs)
 	if err != nil {
-		return &UsageError{err}
+		return usage.Wrap(err)
 	}
 	if len(specs) > format.MaxProbes || len(specs) > bpf.MaxProbes {
-		return usagef("%d probes: at most %d", len(specs), bpf.MaxProbes)
+		return usage.Errorf("%d probes: at most %d", len(specs), bpf.MaxProbes)
 	}
 
 	if err := CheckPrivileges(); err != nil {
@@ -386,7 +370,7 @@ func (r *recorder) setup() error {
 	// -c follows the command's new processes; -p only with --follow.
 	r.follow = (len(o.Command) > 0 && !o.NoFollow) || (o.Follow && o.PID != 0)
 	if (o.Follow || o.NoFollow) && o.PID == 0 && len(o.Command) == 0 {
-		return usagef("--follow needs -p or -c")
+		return usage.Errorf("--follow needs -p or -c")
 	}
 	if r.follow {
 		if _, err := bpf.TaskTgidOffset(); err != nil {

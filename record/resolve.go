@@ -8,8 +8,8 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/elfsym"
-	"github.com/bpftape/bpftape/record/probespec"
 	"github.com/bpftape/bpftape/record/tracefs"
 	"github.com/bpftape/bpftape/record/usdt"
 )
@@ -287,7 +287,7 @@ func (r *resolver) usdt(p *probe) error {
 			p.addField(f.FieldName(), f.Type)
 		default:
 			a := up.Args[f.Arg]
-			t, err := format.IntType(a.Size, a.Signed)
+			t, err := USDTArgType(a)
 			if err != nil {
 				return fmt.Errorf("usdt probe %s arg%d (%s): %w", full, f.Arg, a.Text, err)
 			}
@@ -357,9 +357,9 @@ func (r *resolver) tracepoint(p *probe) error {
 			}
 			a.Kind = bpf.KindTPUserStr
 		case f.Kind == tracefs.Int:
-			ft, err := format.IntType(f.Size, f.Signed)
-			if err != nil {
-				return fmt.Errorf("field %s (%s): %w", f.Name, f.CType, err)
+			ft := TracepointFieldType(f)
+			if ft == format.TypeInvalid {
+				return fmt.Errorf("field %s (%s): a %d-byte integer: bpftape records 1, 2, 4 or 8 bytes", f.Name, f.CType, f.Size)
 			}
 			a = intArg(bpf.KindTPField, 0, ft)
 			a.Off = int64(f.Offset)

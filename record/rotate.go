@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // MinMaxSize is the smallest Options.MaxSize: a capture's header alone
@@ -47,18 +48,18 @@ func (o *Options) sizeOptions() (base string, err error) {
 	base = o.Output
 	switch {
 	case o.MaxSize < 0 || o.Rotate < 0:
-		return "", usagef("negative --max-size or --rotate")
+		return "", usage.Errorf("negative --max-size or --rotate")
 	case o.Rotate > 0 && o.MaxSize == 0:
-		return "", usagef("--rotate needs --max-size")
+		return "", usage.Errorf("--rotate needs --max-size")
 	case o.MaxSize > 0 && o.MaxSize < MinMaxSize:
-		return "", usagef("--max-size %d is below the minimum, %d bytes", o.MaxSize, MinMaxSize)
+		return "", usage.Errorf("--max-size %d is below the minimum, %d bytes", o.MaxSize, MinMaxSize)
 	}
 	if o.Rotate > 0 {
 		o.Output = PartName(base, 1)
 		ext := filepath.Ext(base)
 		old, _ := filepath.Glob(strings.TrimSuffix(base, ext) + ".[0-9][0-9][0-9][0-9][0-9][0-9]" + ext)
 		if len(old) > 0 && !o.Force {
-			return "", usagef("output: %s exists (a rotated capture): give --force to overwrite it, or another -o", old[0])
+			return "", usage.Errorf("output: %s exists (a rotated capture): give --force to overwrite it, or another -o", old[0])
 		}
 	}
 	return base, nil

@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record/usdt"
 )
 
@@ -468,7 +471,7 @@ const (
 // value must equal the workload's ground truth; the semaphore-guarded
 // probes must fire only while recorded.
 func TestTortureSystemWide(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	b := buildTorture(t, "gcc")
 	checkTortureNotes(t, b)
 	t.Setenv("LD_LIBRARY_PATH", b.dir) // for U:libtorture:...
@@ -601,7 +604,7 @@ func symbolAddr(tb testing.TB, path, name string) uint64 {
 // clang's operands (red zone -N(%rsp), -N(%rbp) at -O0) and the PIE forms of
 // forms.S, every value against the ground truth.
 func TestTortureClang(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	b := buildTorture(t, "clang")
 	checkTortureNotes(t, b)
 	probes := tortureProbes(t, b)
@@ -623,7 +626,7 @@ func TestTortureClang(t *testing.T) {
 // guarded probe, with -p while a second copy runs untraced: only the traced
 // process's events are recorded, and only its semaphores are raised.
 func TestTortureLibraryPID(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	b := buildTorture(t, "gcc")
 	start := func() (*exec.Cmd, io.WriteCloser, *bytes.Buffer) {
 		return startWaiting(t, b.exe, tortureIters, tortureSeed)
@@ -697,7 +700,7 @@ func waitMapped(t *testing.T, pid int, path string) {
 // with the default fields (every argument), and that naming up to 12 of
 // its arguments, arg12 included, is not.
 func TestTortureTooManyArgs(t *testing.T) {
-	requireBPF(t)
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	b := buildTorture(t, "gcc")
 	_, err, _ := record(t, Options{Duration: time.Millisecond, Probes: []string{"U:" + b.exe + ":args13"}})
 	if err == nil {
@@ -709,7 +712,7 @@ func TestTortureTooManyArgs(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, w)
 		}
 	}
-	if IsUsage(err) {
+	if usage.Is(err) {
 		t.Errorf("a probe's argument count is not a usage error: %v", err)
 	}
 	// arg13 does not exist; arg12 does.
@@ -725,7 +728,7 @@ func TestTortureTooManyArgs(t *testing.T) {
 		fields[i] = fmt.Sprintf("arg%d", i)
 	}
 	_, err, _ = record(t, Options{Probes: []string{"U:" + b.exe + ":args13(" + strings.Join(fields, ",") + ")"}})
-	if err == nil || !strings.Contains(err.Error(), "at most 12") || !IsUsage(err) {
+	if err == nil || !strings.Contains(err.Error(), "at most 12") || !usage.Is(err) {
 		t.Errorf("13 fields listed: %v", err)
 	}
 }

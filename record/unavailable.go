@@ -9,9 +9,10 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 
-	"github.com/bpftape/bpftape/record/probespec"
+	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/suggest"
 	"github.com/bpftape/bpftape/record/tracefs"
 )
@@ -30,7 +31,7 @@ func hintFor(name string, candidates []string) string {
 func kprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
 	alt := "record a tracepoint (t:CATEGORY:EVENT) or a uprobe instead"
 	if dir, err := tracefsDir(); err == nil {
-		if names, err := tracefs.List(dir, ""); err == nil {
+		if names, err := tracefs.List(dir); err == nil {
 			var events []string
 			for _, n := range names {
 				_, ev, _ := strings.Cut(n, ":")
@@ -67,7 +68,7 @@ const supported = "it records uprobes, uretprobes, USDT probes and tracepoints; 
 func fentryUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
 	alt := "record a tracepoint or a uprobe instead"
 	if dir, err := tracefsDir(); err == nil {
-		if names, err := tracefs.List(dir, ""); err == nil {
+		if names, err := tracefs.List(dir); err == nil {
 			var events []string
 			for _, n := range names {
 				_, ev, _ := strings.Cut(n, ":")
@@ -119,7 +120,7 @@ func tracingUnavailable(s *probespec.Spec) error {
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
 	})
 	if err != nil {
-		if errors.Is(err, ebpf.ErrNotSupported) || strings.Contains(err.Error(), "not found") {
+		if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, btf.ErrNotFound) {
 			return fmt.Errorf("cannot load a %s program for kernel function %s: %v", s.Kind, s.Symbol, err)
 		}
 		return fmt.Errorf("the kernel refused a %s program for %s: %v%s", s.Kind, s.Symbol, err, lockdownNote())

@@ -3,18 +3,11 @@ package replay
 import (
 	"io"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/testutils"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkHist runs bpftape hist of one field (rx arg2, BCC style) on
 // captures of 4M events of formattest's realistic stream — the one bench/
@@ -39,7 +32,7 @@ func BenchmarkHist(b *testing.B) {
 		for _, mode := range []string{"scan", "projected-1", "projected"} {
 			b.Run(name+"/"+mode, func(b *testing.B) {
 				o := HistOptions{Probe: "rx", Field: "arg2"}
-				cpu0 := cpuTime()
+				cpu0 := testutils.CPUTime()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					c, err := Open(path)
@@ -59,7 +52,7 @@ func BenchmarkHist(b *testing.B) {
 					c.Close()
 				}
 				b.StopTimer()
-				cpu := float64((cpuTime() - cpu0).Nanoseconds()) / float64(b.N*n)
+				cpu := float64((testutils.CPUTime() - cpu0).Nanoseconds()) / float64(b.N*n)
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 				b.ReportMetric(cpu, "cpu-ns/event")
 				b.ReportMetric(1e3/cpu, "Mevents/s/core")

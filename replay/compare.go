@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay/hist"
 )
 
@@ -50,7 +51,7 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 		return nil, err
 	}
 	if !ra.IsInt() || !rb.IsInt() {
-		return nil, ArgErrorf("compare needs integer fields")
+		return nil, usage.Errorf("compare needs integer fields")
 	}
 	fill := func(s *Side, r *Ref) func(*format.Batch, int) {
 		return func(bt *format.Batch, i int) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay/hist"
 )
 
@@ -142,7 +143,7 @@ func Hist(c *Capture, o HistOptions, out io.Writer) error {
 		return err
 	}
 	if !ref.IsInt() {
-		return ArgErrorf("%s.%s is a string: histograms need an integer field", o.Probe, o.Field)
+		return usage.Errorf("%s.%s is a string: histograms need an integer field", o.Probe, o.Field)
 	}
 	if o.Label == "" {
 		o.Label = o.Field

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay/hist"
 )
 
@@ -60,7 +61,7 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, error
 		return nil, err
 	}
 	if entry == ret {
-		return nil, ArgErrorf("entry and return are the same probe %q", o.Entry)
+		return nil, usage.Errorf("entry and return are the same probe %q", o.Entry)
 	}
 	res := &LatencyResult{}
 	stacks := map[uint64][]int64{}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // Filter selects events by process, thread, command and time window.
@@ -266,18 +267,6 @@ func (c *Capture) Scan(f *Filter, fn func(b *format.Batch, i int)) error {
 	return nil
 }
 
-// ArgError is an argument that does not fit the capture: a probe or field
-// it does not have, or a field of the wrong type. It is the caller's
-// mistake (bpftape exits 2), found before any output is written.
-type ArgError struct{ Msg string }
-
-func (e *ArgError) Error() string { return e.Msg }
-
-// ArgErrorf formats an ArgError.
-func ArgErrorf(format string, args ...any) error {
-	return &ArgError{Msg: fmt.Sprintf(format, args...)}
-}
-
 // Ref names one field of one probe, resolved against a capture.
 type Ref struct {
 	Probe string
@@ -293,7 +282,7 @@ func (c *Capture) Resolve(probe, field string) (Ref, error) {
 	m := c.R.Meta
 	pi, p := m.Probe(probe)
 	if p == nil {
-		return Ref{}, ArgErrorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(m.ProbeNames(), ", "))
+		return Ref{}, usage.Errorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(m.ProbeNames(), ", "))
 	}
 	fi := p.Field(field)
 	if fi < 0 {
@@ -301,7 +290,7 @@ func (c *Capture) Resolve(probe, field string) (Ref, error) {
 		for _, f := range p.Fields {
 			names = append(names, f.Name)
 		}
-		return Ref{}, ArgErrorf("%s: probe %s has no field %q; its fields: %s", c.Name, probe, field, strings.Join(names, ", "))
+		return Ref{}, usage.Errorf("%s: probe %s has no field %q; its fields: %s", c.Name, probe, field, strings.Join(names, ", "))
 	}
 	f := p.Fields[fi]
 	return Ref{Probe: probe, Field: field, probe: uint16(pi), col: c.R.Column(f.Column), typ: f.Type}, nil
@@ -311,7 +300,7 @@ func (c *Capture) Resolve(probe, field string) (Ref, error) {
 func (c *Capture) ResolveProbe(probe string) (uint16, error) {
 	pi, p := c.R.Meta.Probe(probe)
 	if p == nil {
-		return 0, ArgErrorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(c.R.Meta.ProbeNames(), ", "))
+		return 0, usage.Errorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(c.R.Meta.ProbeNames(), ", "))
 	}
 	return uint16(pi), nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/hist"
 )
@@ -59,26 +60,26 @@ Examples:
 		return helpOr(stderr, "hist", err)
 	}
 	if len(pos) != 3 {
-		return fail(stderr, "hist", fmt.Errorf("want FILE PROBE FIELD, got %d arguments: %w", len(pos), errUsage))
+		return fail(stderr, "hist", usage.Errorf("want FILE PROBE FIELD, got %d arguments", len(pos)))
 	}
 	o := replay.HistOptions{Probe: pos[1], Field: pos[2], Label: *label, Style: *style, By: *by, Stats: *stats, JSON: *asJSON}
 	if o.Filter, err = filter(); err != nil {
 		return fail(stderr, "hist", err)
 	}
 	if *style != "bcc" && *style != "bpftrace" {
-		return fail(stderr, "hist", fmt.Errorf("--style %q: use bcc or bpftrace: %w", *style, errUsage))
+		return fail(stderr, "hist", usage.Errorf("--style %q: use bcc or bpftrace", *style))
 	}
 	if *linear != "" {
 		if o.Linear, err = replay.ParseLinear(*linear); err != nil {
-			return fail(stderr, "hist", fmt.Errorf("%w: %w", err, errUsage))
+			return fail(stderr, "hist", usage.Wrap(err))
 		}
 	}
 	if o.Cast, err = replay.ParseCast(*cast); err != nil {
-		return fail(stderr, "hist", fmt.Errorf("%w: %w", err, errUsage))
+		return fail(stderr, "hist", usage.Wrap(err))
 	}
 	if *btVersion != "" {
 		if o.Bpftrace, err = hist.ParseBpftraceVersion(*btVersion); err != nil {
-			return fail(stderr, "hist", fmt.Errorf("%w: %w", err, errUsage))
+			return fail(stderr, "hist", usage.Wrap(err))
 		}
 	}
 	o.Notes = stderr
@@ -112,7 +113,7 @@ Example:
 		return helpOr(stderr, "requests", err)
 	}
 	if len(pos) != 5 {
-		return fail(stderr, "requests", fmt.Errorf("want FILE ITEM_PROBE ITEM_FIELD END_PROBE END_FIELD, got %d arguments: %w", len(pos), errUsage))
+		return fail(stderr, "requests", usage.Errorf("want FILE ITEM_PROBE ITEM_FIELD END_PROBE END_FIELD, got %d arguments", len(pos)))
 	}
 	o := replay.RequestsOptions{ItemProbe: pos[1], ItemField: pos[2], EndProbe: pos[3], EndField: pos[4],
 		EndLabel: *endLabel, TotalLabel: *totalLabel, Global: *global, List: *list, JSON: *asJSON}
@@ -120,7 +121,7 @@ Example:
 		return fail(stderr, "requests", err)
 	}
 	if o.EndCast, err = replay.ParseCast(*endCast); err != nil {
-		return fail(stderr, "requests", fmt.Errorf("%w: %w", err, errUsage))
+		return fail(stderr, "requests", usage.Wrap(err))
 	}
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
 		_, err := replay.Requests(c, o, stdout)
@@ -150,12 +151,12 @@ Example:
 		return helpOr(stderr, "latency", err)
 	}
 	if len(pos) != 3 {
-		return fail(stderr, "latency", fmt.Errorf("want FILE ENTRY_PROBE RETURN_PROBE, got %d arguments: %w", len(pos), errUsage))
+		return fail(stderr, "latency", usage.Errorf("want FILE ENTRY_PROBE RETURN_PROBE, got %d arguments", len(pos)))
 	}
 	o := replay.LatencyOptions{Entry: pos[1], Return: pos[2], JSON: *asJSON}
 	switch {
 	case *us && *ms:
-		return fail(stderr, "latency", fmt.Errorf("-u and -m exclude each other: %w", errUsage))
+		return fail(stderr, "latency", usage.Errorf("-u and -m exclude each other"))
 	case *us:
 		o.Unit = "us"
 	case *ms:
@@ -211,13 +212,13 @@ after a change):
 		fileA, fileB = pos[0], pos[3]
 		a.Probe, a.Field, b.Probe, b.Field = pos[1], pos[2], pos[4], pos[5]
 	default:
-		return fail(stderr, "compare", fmt.Errorf("want 4, 5 or 6 arguments, got %d (see --help): %w", len(pos), errUsage))
+		return fail(stderr, "compare", usage.Errorf("want 4, 5 or 6 arguments, got %d (see --help)", len(pos)))
 	}
 	if a.Cast, err = replay.ParseCast(*castA); err != nil {
-		return fail(stderr, "compare", fmt.Errorf("%w: %w", err, errUsage))
+		return fail(stderr, "compare", usage.Wrap(err))
 	}
 	if b.Cast, err = replay.ParseCast(*castB); err != nil {
-		return fail(stderr, "compare", fmt.Errorf("%w: %w", err, errUsage))
+		return fail(stderr, "compare", usage.Wrap(err))
 	}
 	o := replay.CompareOptions{Label: *label, JSON: *asJSON}
 	if o.Filter, err = filter(); err != nil {
@@ -274,7 +275,7 @@ Examples:
 		return helpOr(stderr, "events", err)
 	}
 	if len(pos) < 1 {
-		return fail(stderr, "events", fmt.Errorf("want FILE [PROBE...]: %w", errUsage))
+		return fail(stderr, "events", usage.Errorf("want FILE [PROBE...]"))
 	}
 	// Like BCC's trace, formatted probes are listed; with neither formats
 	// nor probe names, every probe is.
@@ -310,7 +311,7 @@ Examples:
 		return helpOr(stderr, "info", err)
 	}
 	if len(pos) != 1 {
-		return fail(stderr, "info", fmt.Errorf("want FILE: %w", errUsage))
+		return fail(stderr, "info", usage.Errorf("want FILE"))
 	}
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
 		_, err := replay.Info(c, *asJSON, stdout)
@@ -339,7 +340,7 @@ Examples:
 		return helpOr(stderr, "repair", err)
 	}
 	if len(pos) != 2 {
-		return fail(stderr, "repair", fmt.Errorf("want IN OUT: %w", errUsage))
+		return fail(stderr, "repair", usage.Errorf("want IN OUT"))
 	}
 	repair := format.Repair
 	if *force {

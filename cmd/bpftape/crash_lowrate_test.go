@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // slowSource is the low-rate workload: it calls slow_tick(i) for i = 0, 1,
@@ -79,10 +79,7 @@ func slowWorkload(t *testing.T) string {
 			return
 		}
 		slowBin = filepath.Join(dir, "slowticks")
-		out, err := exec.Command("gcc", "-O2", "-fno-omit-frame-pointer", "-fcf-protection=none", "-Wall", "-Werror", "-o", slowBin, src).CombinedOutput()
-		if err != nil {
-			slowErr = errors.New("gcc: " + err.Error() + "\n" + string(out))
-		}
+		slowErr = testutils.CompileC(slowBin, src)
 	})
 	if slowErr != nil {
 		t.Fatal(slowErr)
@@ -157,7 +154,7 @@ func TestCrashLowRate(t *testing.T) {
 		stopWatch := watchBPF(cmd.Process.Pid)
 		target := readyTarget(t, waitFile(t, ready, 10*time.Second))
 		time.Sleep(delay)
-		killed := bootNow(t)
+		killed := testutils.BootNow()
 		cmd.Process.Kill()
 		cmd.Wait()
 		progs, links := stopWatch()

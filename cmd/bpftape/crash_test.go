@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // TestCrashSurvival kills 'bpftape record' with SIGKILL at 20 random
@@ -44,7 +45,7 @@ func TestCrashSurvival(t *testing.T) {
 		// look once now that every probe is attached.
 		readyProgs, readyLinks := bpfHeld(cmd.Process.Pid)
 		time.Sleep(delay)
-		killed := bootNow(t)
+		killed := testutils.BootNow()
 		cmd.Process.Kill()
 		cmd.Wait()
 		progs, links := stopWatch()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/outfile"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/export"
 )
@@ -103,34 +104,34 @@ Examples:
 		return helpOr(stderr, "export", err)
 	}
 	if len(pos) != 1 {
-		return fail(stderr, "export", fmt.Errorf("want FILE, got %d arguments: %w", len(pos), errUsage))
+		return fail(stderr, "export", usage.Errorf("want FILE, got %d arguments", len(pos)))
 	}
 	var o export.Options
 	if fmtName == "" {
-		return fail(stderr, "export", fmt.Errorf("--format is required (csv, jsonl, parquet or arrow): %w", errUsage))
+		return fail(stderr, "export", usage.Errorf("--format is required (csv, jsonl, parquet or arrow)"))
 	}
 	if o.Format, err = export.ParseFormat(fmtName); err != nil {
-		return fail(stderr, "export", fmt.Errorf("--format: %w: %w", err, errUsage))
+		return fail(stderr, "export", usage.Errorf("--format: %w", err))
 	}
 	o.Redact = *redact
 	o.CSVFormulas = *formulas
 	if o.Compression, err = format.ParseCompression(*compress); err != nil {
-		return fail(stderr, "export", fmt.Errorf("--compress: %w: %w", err, errUsage))
+		return fail(stderr, "export", usage.Errorf("--compress: %w", err))
 	}
 	if o.Compression == format.LZ4 && o.Format == export.Parquet {
-		return fail(stderr, "export", fmt.Errorf("--compress lz4 is for arrow only (parquet: zstd or none): %w", errUsage))
+		return fail(stderr, "export", usage.Errorf("--compress lz4 is for arrow only (parquet: zstd or none)"))
 	}
 	if *lost == "" && o.Format == export.Arrow {
 		*lost = string(export.LostKeep)
 	}
 	if o.Lost, err = export.ParseLostMode(*lost); err != nil {
-		return fail(stderr, "export", fmt.Errorf("%w: %w", err, errUsage))
+		return fail(stderr, "export", usage.Wrap(err))
 	}
 	if o.Filter, err = filter(); err != nil {
 		return fail(stderr, "export", err)
 	}
 	if *partition && (o.Format != export.Parquet || out.toStdout()) {
-		return fail(stderr, "export", fmt.Errorf("--partition needs --format parquet and -o FOLDER: %w", errUsage))
+		return fail(stderr, "export", usage.Errorf("--partition needs --format parquet and -o FOLDER"))
 	}
 	if *partition {
 		err = outfile.CheckDir(*out.path)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 )
 
@@ -66,7 +67,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 					msg = "unknown flag -" + name
 				}
 			}
-			return nil, fmt.Errorf("%s (see 'bpftape %s --help'): %w", msg, fs.Name(), errUsage)
+			return nil, usage.Errorf("%s (see 'bpftape %s --help')", msg, fs.Name())
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -98,17 +99,17 @@ func idFilterFlags(fs *flag.FlagSet, what string, to func() time.Duration) func(
 		var f replay.Filter
 		var err error
 		if f.PIDs, err = parseIDs(*pids); err != nil {
-			return f, fmt.Errorf("--pid: %w: %w", err, errUsage)
+			return f, usage.Errorf("--pid: %w", err)
 		}
 		if f.TIDs, err = parseIDs(*tids); err != nil {
-			return f, fmt.Errorf("--tid: %w: %w", err, errUsage)
+			return f, usage.Errorf("--tid: %w", err)
 		}
 		if *comms != "" {
 			f.Comms = strings.Split(*comms, ",")
 		}
 		f.From, f.To = *from, to()
 		if f.To != 0 && f.To <= f.From {
-			return f, fmt.Errorf("--to %v is not after --from %v: %w", f.To, f.From, errUsage)
+			return f, usage.Errorf("--to %v is not after --from %v", f.To, f.From)
 		}
 		return f, nil
 	}

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 	"time"
 
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/heatmap"
 )
@@ -53,7 +53,7 @@ Examples:
 		if *latency {
 			want = "FILE ENTRY_PROBE RETURN_PROBE"
 		}
-		return fail(stderr, "heatmap", fmt.Errorf("want %s, got %d arguments: %w", want, len(pos), errUsage))
+		return fail(stderr, "heatmap", usage.Errorf("want %s, got %d arguments", want, len(pos)))
 	}
 	spec := heatmap.Spec{Title: *title, Rows: *rows}
 	if *latency {
@@ -62,7 +62,7 @@ Examples:
 		spec.Probe, spec.Field = pos[1], pos[2]
 	}
 	if spec.Cast, err = replay.ParseCast(*cast); err != nil {
-		return fail(stderr, "heatmap", fmt.Errorf("%w: %w", err, errUsage))
+		return fail(stderr, "heatmap", usage.Wrap(err))
 	}
 	if spec.Min, err = parseBound("--min", *minS, *latency); err != nil {
 		return fail(stderr, "heatmap", err)
@@ -74,10 +74,10 @@ Examples:
 		spec.Rows = 20
 	}
 	if spec.Rows < 0 || *cols <= 0 || *step < 0 {
-		return fail(stderr, "heatmap", fmt.Errorf("--rows, --cols and --step must be positive: %w", errUsage))
+		return fail(stderr, "heatmap", usage.Errorf("--rows, --cols and --step must be positive"))
 	}
 	if *color != heatmap.ColorLog && *color != heatmap.ColorLinear {
-		return fail(stderr, "heatmap", fmt.Errorf("--color %q: use log or linear: %w", *color, errUsage))
+		return fail(stderr, "heatmap", usage.Errorf("--color %q: use log or linear", *color))
 	}
 	f, err := filter()
 	if err != nil {
@@ -116,7 +116,7 @@ func parseBound(name, s string, durations bool) (*int64, error) {
 			v := int64(d)
 			return &v, nil
 		}
-		return nil, fmt.Errorf("%s %q: want an integer (ns) or a duration such as 250us: %w", name, s, errUsage)
+		return nil, usage.Errorf("%s %q: want an integer (ns) or a duration such as 250us", name, s)
 	}
-	return nil, fmt.Errorf("%s %q: want an integer: %w", name, s, errUsage)
+	return nil, usage.Errorf("%s %q: want an integer", name, s)
 }

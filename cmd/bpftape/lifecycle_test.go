@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // The target lifecycle tests: the traced process exits, execs, has its
@@ -102,13 +103,7 @@ func TestLifecyclePIDExits(t *testing.T) {
 // on stdin, calls work() 20 times, then execs /bin/true.
 func buildWorkload(t *testing.T) string {
 	t.Helper()
-	exe := filepath.Join(t.TempDir(), "workload")
-	out, err := exec.Command("gcc", "-O2", "-fno-omit-frame-pointer", "-fcf-protection=none", "-Wall", "-Werror",
-		"-o", exe, "../../testdata/bpfload/workload.c").CombinedOutput()
-	if err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	return exe
+	return testutils.BuildC(t, "../../testdata/bpfload/workload.c", "workload")
 }
 
 // TestLifecycleExec: the -p process is a shell that execs into the probed
@@ -185,9 +180,8 @@ func TestLifecycleBinaryReplaced(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	// The replacement differs (another build), as an upgrade would.
 	newExe := filepath.Join(dir, "probes.new")
-	if out, err := exec.Command("gcc", "-O1", "-fno-omit-frame-pointer", "-fcf-protection=none", "-o", newExe,
-		"../../record/testdata/probes.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
+	if err := testutils.CompileC(newExe, "../../record/testdata/probes.c", "-O1"); err != nil {
+		t.Fatal(err)
 	}
 	if err := os.Rename(newExe, exe); err != nil {
 		t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/elfsym"
-	"github.com/bpftape/bpftape/record/probespec"
 )
 
 // listWorkload builds the USDT torture workload (gcc, non-PIE) and its

@@ -3,19 +3,17 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/bpftape/bpftape/internal/outfile"
 	"github.com/bpftape/bpftape/internal/textsafe"
-	"github.com/bpftape/bpftape/replay"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // Exit codes scripts can trust.
@@ -40,7 +38,7 @@ func register(name, summary string, run func(args []string, stdout, stderr io.Wr
 	verbs[name] = verb{summary, run}
 }
 
-func usage(w io.Writer) {
+func printUsage(w io.Writer) {
 	fmt.Fprintf(w, `bpftape records kernel and user-space probe events into a capture file
 and rebuilds histograms, per-request totals and latencies from it offline.
 
@@ -92,12 +90,12 @@ func discardOnSignal() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		usage(stderr)
+		printUsage(stderr)
 		return exitUsage
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		usage(stdout)
+		printUsage(stdout)
 		return exitOK
 	case "--version", "version":
 		fmt.Fprintln(stdout, "bpftape", Version)
@@ -106,30 +104,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 	v, ok := verbs[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "bpftape: unknown verb %q\n\n", args[0])
-		usage(stderr)
+		printUsage(stderr)
 		return exitUsage
 	}
 	return v.run(args[1:], stdout, stderr)
 }
 
-// errUsage marks errors that are the caller's: exit status 2.
-var errUsage = errors.New("usage")
-
-// fail prints err for verb and returns the matching exit status.
+// fail prints err for verb and returns the matching exit status: 2 for a
+// usage error (package usage: a bad flag or argument, a probe or field the
+// capture lacks, an output the rules refuse), 1 for any other.
 func fail(stderr io.Writer, verb string, err error) int {
 	// One line, whatever names of the capture or of a traced process the
 	// error quotes (package textsafe).
-	msg := textsafe.Escape(strings.TrimSuffix(err.Error(), ": usage"))
-	fmt.Fprintf(stderr, "bpftape %s: %s\n", verb, msg)
-	if isUsage(err) {
+	fmt.Fprintf(stderr, "bpftape %s: %s\n", verb, textsafe.Escape(err.Error()))
+	if usage.Is(err) {
 		return exitUsage
 	}
 	return exitFailure
-}
-
-// isUsage reports whether err is the caller's: a bad flag or argument, a
-// probe or field the capture lacks, an output the rules refuse.
-func isUsage(err error) bool {
-	var ae *replay.ArgError
-	return errors.Is(err, errUsage) || errors.As(err, &ae) || isRefusal(err)
 }

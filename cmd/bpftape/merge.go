@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 func init() {
@@ -39,7 +40,7 @@ Examples:
 		return helpOr(stderr, "merge", err)
 	}
 	if len(pos) < 1 || *out.path == "" {
-		return fail(stderr, "merge", fmt.Errorf("want FILE... -o OUT: %w", errUsage))
+		return fail(stderr, "merge", usage.Errorf("want FILE... -o OUT"))
 	}
 	if err := out.check(pos...); err != nil {
 		return fail(stderr, "merge", err)
@@ -48,7 +49,7 @@ Examples:
 	if *compress != "" {
 		c, err := format.ParseCompression(*compress)
 		if err != nil {
-			return fail(stderr, "merge", fmt.Errorf("--compress: %w: %w", err, errUsage))
+			return fail(stderr, "merge", usage.Errorf("--compress: %w", err))
 		}
 		o.Writer.Compression = c
 	}

@@ -79,9 +79,3 @@ func writeFile(path string, opts outfile.Options, fn func(w io.Writer) error) er
 	}
 	return f.Commit()
 }
-
-// isRefusal reports whether err is an output the rules refuse: a usage error.
-func isRefusal(err error) bool {
-	var oe *outfile.Error
-	return errors.As(err, &oe)
-}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // The output rules of issue 11 (package internal/outfile), verb by verb.
@@ -104,9 +106,7 @@ func TestOutputIsInput(t *testing.T) {
 // /dev/full, on which every write fails with ENOSPC.
 func mknod(t *testing.T, dir, name string, minor uint32) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: mknod needs root")
-	}
+	testutils.RequireRoot(t, "mknod")
 	p := filepath.Join(dir, name)
 	if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, int(1<<8|minor)); err != nil {
 		t.Fatal(err)

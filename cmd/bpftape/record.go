@@ -17,6 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/shellwords"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record"
 )
 
@@ -153,21 +155,21 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		Log:         stderr,
 	}
 	if opts.Duration, err = parseDuration(*duration); err != nil {
-		return fail(stderr, "record", fmt.Errorf("-d: %w: %w", err, errUsage))
+		return fail(stderr, "record", usage.Errorf("-d: %w", err))
 	}
 	if opts.MaxSize, err = parseMaxSize(*maxSize); err != nil {
-		return fail(stderr, "record", fmt.Errorf("--max-size: %w: %w", err, errUsage))
+		return fail(stderr, "record", usage.Errorf("--max-size: %w", err))
 	}
 	if *ringSize != "" {
 		size, err := parseSize(*ringSize)
 		if err != nil {
-			return fail(stderr, "record", fmt.Errorf("--ringbuf-size: %w: %w", err, errUsage))
+			return fail(stderr, "record", usage.Errorf("--ringbuf-size: %w", err))
 		}
 		opts.RingSize = size
 	}
 	if *command != "" {
-		if opts.Command, err = record.SplitCommand(*command); err != nil {
-			return fail(stderr, "record", fmt.Errorf("-c: %w: %w", err, errUsage))
+		if opts.Command, err = shellwords.Split(*command); err != nil {
+			return fail(stderr, "record", usage.Errorf("-c: %w", err))
 		}
 	}
 	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
@@ -215,9 +217,6 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		if record.IsUsage(err) {
-			err = fmt.Errorf("%w: %w", err, errUsage)
-		}
 		return fail(stderr, "record", err)
 	}
 	if sum.ExitCode >= 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // The record tests run the real binary: signals, exit statuses and a
@@ -29,12 +30,7 @@ var (
 // bpftapeBin builds bpftape and the C test workload once per test binary.
 func bpftapeBin(t *testing.T) (bin, probes string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: recording needs root")
-	}
-	if err := bpf.CheckFeatures(); err != nil {
-		t.Skipf("skipping: BPF unavailable: %v", err)
-	}
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	binOnce.Do(func() {
 		if binDir, binErr = os.MkdirTemp("", "bpftape-record-test"); binErr != nil {
 			return
@@ -44,11 +40,7 @@ func bpftapeBin(t *testing.T) (bin, probes string) {
 			binErr = errors.New("go build: " + err.Error() + "\n" + string(out))
 			return
 		}
-		out, err = exec.Command("gcc", "-O2", "-fno-omit-frame-pointer", "-fcf-protection=none", "-Wall", "-Werror",
-			"-o", filepath.Join(binDir, "probes"), "../../record/testdata/probes.c").CombinedOutput()
-		if err != nil {
-			binErr = errors.New("gcc: " + err.Error() + "\n" + string(out))
-		}
+		binErr = testutils.CompileC(filepath.Join(binDir, "probes"), "../../record/testdata/probes.c")
 	})
 	if binErr != nil {
 		t.Fatal(binErr)

@@ -25,15 +25,6 @@ import (
 // Helpers of the reliability tests (crash, disk full, overload, privacy,
 // target lifecycle).
 
-// bootNow reads CLOCK_BOOTTIME, the clock of a capture's times.
-func bootNow(t *testing.T) int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		t.Fatal(err)
-	}
-	return ts.Nano()
-}
-
 // bpfHeld lists the BPF programs and links process pid holds, from the
 // fdinfo of its file descriptors.
 func bpfHeld(pid int) (progs, links []uint32) {

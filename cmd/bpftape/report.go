@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay/report"
 )
 
@@ -65,13 +66,13 @@ Examples:
 		return helpOr(stderr, "report", err)
 	}
 	if len(pos) != 1 {
-		return fail(stderr, "report", fmt.Errorf("want FILE, got %d arguments: %w", len(pos), errUsage))
+		return fail(stderr, "report", usage.Errorf("want FILE, got %d arguments", len(pos)))
 	}
 	if o.Filter, err = filter(); err != nil {
 		return fail(stderr, "report", err)
 	}
 	if *heatmaps < 0 || *cols <= 0 {
-		return fail(stderr, "report", fmt.Errorf("--heatmaps and --cols must be positive: %w", errUsage))
+		return fail(stderr, "report", usage.Errorf("--heatmaps and --cols must be positive"))
 	}
 	o.Title, o.MaxHeatmaps, o.Cols, o.Version = *title, *heatmaps, *cols, Version
 	if o.MaxHeatmaps == 0 {

@@ -52,6 +52,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // Refusals, wrapped in an *Error.
@@ -62,7 +64,8 @@ var (
 	ErrIsDir       = errors.New("is a directory")
 )
 
-// Error is a refused output: Err is one of the refusals above.
+// Error is a refused output: Err is one of the refusals above. A refusal is
+// the caller's to fix: errors.Is(err, usage.ErrUsage) holds.
 type Error struct {
 	Path   string // the output as given
 	Target string // ErrSymlink: where the link points
@@ -86,6 +89,9 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Is makes a refusal a usage error (package usage).
+func (e *Error) Is(target error) bool { return target == usage.ErrUsage }
 
 // Options say how an output may be opened.
 type Options struct {

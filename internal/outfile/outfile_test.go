@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // entries counts what dir holds, temporary files included.
@@ -96,5 +98,38 @@ func TestCreateNumbered(t *testing.T) {
 	}
 	if n := entries(dir); n != 3 {
 		t.Errorf("%d files left, want 3", n)
+	}
+}
+
+// Every refusal is a usage error, and an output the rules let through fails,
+// if it fails, with an error that is not one.
+func TestRefusalIsUsage(t *testing.T) {
+	dir := t.TempDir()
+	exists := filepath.Join(dir, "exists")
+	if err := os.WriteFile(exists, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(exists, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		o    Options
+		want error
+	}{
+		{exists, Options{}, ErrExists},
+		{link, Options{Force: true}, ErrSymlink},
+		{dir, Options{Force: true}, ErrIsDir},
+		{exists, Options{Force: true, Inputs: []string{exists}}, ErrSameAsInput},
+	} {
+		_, err := Check(c.path, c.o)
+		if !errors.Is(err, c.want) || !usage.Is(err) {
+			t.Errorf("Check(%s): %v: want %v, a usage error", c.path, err, c.want)
+		}
+	}
+	_, err := Create(filepath.Join(dir, "no", "such", "dir", "out"), Options{})
+	if err == nil || usage.Is(err) {
+		t.Errorf("Create in a missing folder: %v, want a failure that is not a usage error", err)
 	}
 }

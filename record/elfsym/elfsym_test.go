@@ -359,3 +359,68 @@ func TestMapsPath(t *testing.T) {
 		}
 	}
 }
+
+// TestMappedFiles lists the files a running copy of sleep maps: its own
+// binary once, however many mappings it has, and no longer once deleted.
+func TestMappedFiles(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("skipping: no sleep")
+	}
+	b, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "mapped sleep") // a space, as maps lines can have
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	var files []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if files, err = MappedFiles(pid); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(files, bin) && len(files) > 1 {
+			break // the binary and the dynamic loader, at least
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("MappedFiles(%d) = %q, without %s", pid, files, bin)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	maps, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(maps, []byte(bin+"\n")); n < 2 {
+		t.Fatalf("%s is mapped %d times: the test wants several mappings of one file", bin, n)
+	}
+	seen := map[string]bool{}
+	for _, f := range files {
+		if seen[f] || !filepath.IsAbs(f) {
+			t.Errorf("MappedFiles: %q listed twice or not absolute", f)
+		}
+		seen[f] = true
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("MappedFiles: %v", err)
+		}
+	}
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	if files, err = MappedFiles(pid); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(files, bin) || len(files) == 0 {
+		t.Errorf("after deleting %s, MappedFiles = %q", bin, files)
+	}
+	if _, err := MappedFiles(-1); err == nil {
+		t.Error("MappedFiles(-1) succeeded")
+	}
+}

@@ -145,6 +145,39 @@ func fromMaps(name string, pid int) (string, error) {
 	return "", fmt.Errorf("%s (maps %s, which is gone)", mapsFile, p)
 }
 
+// MappedFiles returns the files process pid has mapped, each once, in the
+// order of their first mapping, as paths this process can open: through
+// /proc/PID/root when the file is not at its path here (pid runs in another
+// mount namespace). Files deleted since they were mapped are left out.
+func MappedFiles(pid int) ([]string, error) {
+	mapsFile := "/proc/" + strconv.Itoa(pid) + "/maps"
+	f, err := os.Open(mapsFile)
+	if err != nil {
+		return nil, fmt.Errorf("elfsym: %w", err)
+	}
+	defer f.Close()
+	var files []string
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		p := mapsPath(line)
+		if !strings.HasPrefix(p, "/") || strings.HasSuffix(line, " (deleted)") || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if _, err := os.Stat(p); err != nil {
+			p = "/proc/" + strconv.Itoa(pid) + "/root" + p
+		}
+		files = append(files, p)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("elfsym: %s: %w", mapsFile, err)
+	}
+	return files, nil
+}
+
 // mapsPath returns the path field of a /proc/PID/maps line ("" if none),
 // without a " (deleted)" mark.
 func mapsPath(line string) string {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -133,20 +132,13 @@ func subdirs(dir string) ([]string, error) {
 	return out, nil
 }
 
-// List returns the sorted "category:event" names under dir/events matching
-// filter: a glob (path.Match) against the whole name, or the event alone if
-// the glob has no ':'; otherwise a case-insensitive substring ("" matches all).
-func List(dir, filter string) ([]string, error) {
+// List returns the sorted "category:event" names of the tracepoints under
+// dir/events. Which of them a listing shows is record's policy (record.Filter).
+func List(dir string) ([]string, error) {
 	events := filepath.Join(dir, "events")
 	cats, err := subdirs(events)
 	if err != nil {
 		return nil, fmt.Errorf("tracefs: listing tracepoints: %w", err)
-	}
-	glob := strings.ContainsAny(filter, "*?[")
-	if glob {
-		if _, err := path.Match(filter, ""); err != nil {
-			return nil, fmt.Errorf("tracefs: bad filter %q: %w", filter, err)
-		}
 	}
 	var out []string
 	for _, c := range cats {
@@ -155,21 +147,7 @@ func List(dir, filter string) ([]string, error) {
 			return nil, fmt.Errorf("tracefs: listing tracepoints: %w", err)
 		}
 		for _, e := range evs {
-			name := c + ":" + e
-			var ok bool
-			switch {
-			case filter == "":
-				ok = true
-			case glob && strings.Contains(filter, ":"):
-				ok, _ = path.Match(filter, name)
-			case glob:
-				ok, _ = path.Match(filter, e)
-			default: // exact, as bpftrace -l: the name, the event or the category
-				ok = name == filter || e == filter || c == filter
-			}
-			if ok {
-				out = append(out, name)
-			}
+			out = append(out, c+":"+e)
 		}
 	}
 	sort.Strings(out)

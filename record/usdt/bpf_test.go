@@ -3,7 +3,6 @@ package usdt
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // TestRecordBPF attaches bpftape's uprobe program at every site of every
@@ -20,12 +20,7 @@ import (
 // the arguments' registers, sizes, signs, memory and %rip-relative operands
 // end to end.
 func TestRecordBPF(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	if err := bpf.CheckFeatures(); err != nil {
-		t.Skipf("BPF unavailable: %v", err)
-	}
+	testutils.RequireBPF(t, bpf.CheckFeatures)
 	for _, b := range builds {
 		t.Run(b.name, func(t *testing.T) { recordBPF(t, b.flags) })
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/record/probespec"
+	"github.com/bpftape/bpftape/probespec"
 )
 
 // Redaction (Options.Redact) makes a capture fit to share: it keeps what

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 )
 
@@ -71,7 +72,7 @@ func NewBuilder(c *replay.Capture, specs []Spec, o Options) (*Builder, error) {
 				return nil, err
 			}
 			if l.entry == l.ret {
-				return nil, replay.ArgErrorf("entry and return are the same probe %q", s.Entry)
+				return nil, usage.Errorf("entry and return are the same probe %q", s.Entry)
 			}
 		} else {
 			ref, err := c.Resolve(s.Probe, s.Field)
@@ -79,7 +80,7 @@ func NewBuilder(c *replay.Capture, specs []Spec, o Options) (*Builder, error) {
 				return nil, err
 			}
 			if !ref.IsInt() {
-				return nil, replay.ArgErrorf("%s.%s is a string: heat maps need an integer field", s.Probe, s.Field)
+				return nil, usage.Errorf("%s.%s is a string: heat maps need an integer field", s.Probe, s.Field)
 			}
 			l.ref = ref
 		}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/big"
 
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/replay/hist"
 )
 
@@ -146,7 +147,7 @@ func NewAxis(base, first, last, step int64, maxCols int) (Axis, error) {
 	start := alignedStart(base, first, step)
 	cols := columns(start, last, step)
 	if cols > MaxCols {
-		return Axis{}, fmt.Errorf("a step of %s makes %d columns: at most %d", fmtDuration(float64(step)), cols, MaxCols)
+		return Axis{}, fmt.Errorf("a step of %s makes %d columns: at most %d", humanfmt.Duration(float64(step)), cols, MaxCols)
 	}
 	return Axis{Start: start, Step: step, Cols: int(cols)}, nil
 }

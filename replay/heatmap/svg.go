@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/textsafe"
 )
 
@@ -106,14 +107,14 @@ func (m *Map) writeSVG(w *bufio.Writer, o SVGOptions) {
 	height := legendY + 44 + 16*len(m.captions(total, maxN))
 
 	desc := fmt.Sprintf("Heat map of %s: %d %s over %s in %d columns of %s", m.Title, total, m.noun(),
-		fmtDuration(float64(int64(m.Cols)*m.Step)), m.Cols, fmtDuration(float64(m.Step)))
+		humanfmt.Duration(float64(int64(m.Cols)*m.Step)), m.Cols, humanfmt.Duration(float64(m.Step)))
 	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" width="%d" height="%d" viewBox="0 0 %d %d" role="img" font-family="system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif" font-size="%d">`+"\n",
 		width, height, width, height, fontSize)
 	fmt.Fprintf(w, "<title>%s</title>\n", esc(desc))
 	fmt.Fprintf(w, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(w, `<text x="%d" y="20" font-size="15" font-weight="600" fill="#1f2328">%s</text>`+"\n", marginLeft, esc(m.Title))
 	fmt.Fprintf(w, `<text x="%d" y="36" fill="#57606a">%s</text>`+"\n", marginLeft,
-		esc(fmt.Sprintf("%s %s · column %s · rows %s", commas(total), m.noun(), fmtDuration(float64(m.Step)), m.rowKind())))
+		esc(fmt.Sprintf("%s %s · column %s · rows %s", humanfmt.Commas(total), m.noun(), humanfmt.Duration(float64(m.Step)), m.rowKind())))
 	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="#f4f5f7"/>`+"\n", marginLeft, marginTop, pw, ph)
 
 	if total > 0 {
@@ -137,10 +138,10 @@ func (m *Map) writeSVG(w *bufio.Writer, o SVGOptions) {
 				var tip string
 				if m.Rows.Labels != nil {
 					tip = fmt.Sprintf("%s to %s\n%s: %s %s, %.1f%% of the column",
-						fmtOffset(t0), fmtOffset(t0+m.Step), m.Rows.Labels[r], commas(n), noun, 100*float64(n)/float64(colTotal))
+						humanfmt.Offset(t0), humanfmt.Offset(t0+m.Step), m.Rows.Labels[r], humanfmt.Commas(n), noun, 100*float64(n)/float64(colTotal))
 				} else {
 					tip = fmt.Sprintf("%s to %s\n%s: %s\n%s %s, %.1f%% of the column\n%.1f%% of the column at or below this row",
-						fmtOffset(t0), fmtOffset(t0+m.Step), m.YLabel, m.rangeText(r), commas(n), noun,
+						humanfmt.Offset(t0), humanfmt.Offset(t0+m.Step), m.YLabel, m.rangeText(r), humanfmt.Commas(n), noun,
 						100*float64(n)/float64(colTotal), 100*float64(cum)/float64(colTotal))
 				}
 				fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s</title></rect>`+"\n",
@@ -196,7 +197,7 @@ func (m *Map) writeSVG(w *bufio.Writer, o SVGOptions) {
 	for c := 0; c <= m.Cols; c += stepCols {
 		x := marginLeft + c*cw
 		fmt.Fprintf(w, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#8c959f"/>`+"\n", x, x, marginTop+ph, marginTop+ph+4)
-		fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", x, marginTop+ph+17, esc(fmtOffset(m.Start-m.Base+int64(c)*m.Step)))
+		fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", x, marginTop+ph+17, esc(humanfmt.Offset(m.Start-m.Base+int64(c)*m.Step)))
 	}
 	fmt.Fprintf(w, "</g>\n")
 	fmt.Fprintf(w, `<text x="%d" y="%d" text-anchor="middle" fill="#1f2328">time since capture start</text>`+"\n",
@@ -219,7 +220,7 @@ func (m *Map) writeSVG(w *bufio.Writer, o SVGOptions) {
 			if l == 0 {
 				n = min(1, maxN)
 			}
-			s := commas(n)
+			s := humanfmt.Commas(n)
 			if s == last {
 				continue
 			}
@@ -240,13 +241,13 @@ func (m *Map) captions(total, maxN uint64) []string {
 	var out []string
 	var parts []string
 	if m.Below > 0 {
-		parts = append(parts, fmt.Sprintf("%s below %s", commas(m.Below), m.fmtValue(uint64(m.Rows.Min))))
+		parts = append(parts, fmt.Sprintf("%s below %s", humanfmt.Commas(m.Below), m.fmtValue(uint64(m.Rows.Min))))
 	}
 	if m.Above > 0 {
-		parts = append(parts, fmt.Sprintf("%s above %s", commas(m.Above), m.fmtValue(uint64(m.Rows.Max))))
+		parts = append(parts, fmt.Sprintf("%s above %s", humanfmt.Commas(m.Above), m.fmtValue(uint64(m.Rows.Max))))
 	}
 	if m.Outside > 0 {
-		parts = append(parts, fmt.Sprintf("%s outside the time axis", commas(m.Outside)))
+		parts = append(parts, fmt.Sprintf("%s outside the time axis", humanfmt.Commas(m.Outside)))
 	}
 	if len(parts) > 0 {
 		out = append(out, "not drawn: "+strings.Join(parts, ", "))
@@ -298,14 +299,14 @@ func (m *Map) fmtExact(v uint64) string {
 func (m *Map) fmtValue(v uint64) string {
 	if m.Durations {
 		if m.Rows.Linear {
-			return fmtDuration(float64(int64(v)))
+			return humanfmt.Duration(float64(int64(v)))
 		}
-		return fmtDuration(float64(v))
+		return humanfmt.Duration(float64(v))
 	}
 	if m.Rows.Linear {
-		return fmtSI(int64(v))
+		return humanfmt.SI(int64(v))
 	}
-	return fmtBinary(v)
+	return humanfmt.Binary(v)
 }
 
 // niceCols rounds a column count up to 1, 2 or 5 times a power of ten.
@@ -323,116 +324,6 @@ func niceCols(n int) int {
 // newline (tooltips have lines) as textsafe.Markup writes them, since XML
 // forbids them: a capture's names may hold any.
 func esc(s string) string { return string(textsafe.Markup([]byte(html.EscapeString(s)))) }
-
-// fmtDuration prints ns with three significant digits: 512ns, 1.02µs, 16.4ms, 1.07s.
-func fmtDuration(ns float64) string {
-	neg := ""
-	if ns < 0 {
-		neg, ns = "-", -ns
-	}
-	units := []struct {
-		div  float64
-		name string
-	}{{1, "ns"}, {1e3, "µs"}, {1e6, "ms"}, {1e9, "s"}}
-	u := units[0]
-	for _, c := range units {
-		if ns >= c.div {
-			u = c
-		}
-	}
-	if u.name == "s" && ns >= 600e9 {
-		return neg + fmtMinutes(ns)
-	}
-	return neg + sig3(ns/u.div) + u.name
-}
-
-func fmtMinutes(ns float64) string {
-	s := int64(math.Round(ns / 1e9))
-	if s >= 3600 {
-		return fmt.Sprintf("%dh%02dm", s/3600, s%3600/60)
-	}
-	return fmt.Sprintf("%dm%02ds", s/60, s%60)
-}
-
-// sig3 prints x with three significant digits and no trailing zeros.
-func sig3(x float64) string {
-	var s string
-	switch {
-	case x == 0:
-		return "0"
-	case x >= 100:
-		s = strconv.FormatFloat(math.Round(x), 'f', 0, 64)
-	case x >= 10:
-		s = strconv.FormatFloat(x, 'f', 1, 64)
-	default:
-		s = strconv.FormatFloat(x, 'f', 2, 64)
-	}
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
-}
-
-// fmtOffset prints a time since the capture start: +0s, +250ms, +1.5s, +12m05s.
-func fmtOffset(ns int64) string {
-	if ns == 0 {
-		return "+0s"
-	}
-	if ns < 0 {
-		return fmtDuration(float64(ns))
-	}
-	return "+" + fmtDuration(float64(ns))
-}
-
-// fmtBinary prints a log2 bound with binary prefixes: 512, 1Ki, 2Mi.
-func fmtBinary(v uint64) string {
-	for _, p := range []struct {
-		shift uint
-		name  string
-	}{{60, "Ei"}, {50, "Pi"}, {40, "Ti"}, {30, "Gi"}, {20, "Mi"}, {10, "Ki"}} {
-		if v >= 1<<p.shift {
-			return sig3(float64(v)/float64(uint64(1)<<p.shift)) + p.name
-		}
-	}
-	return strconv.FormatUint(v, 10)
-}
-
-// fmtSI prints a linear bound with decimal prefixes past 9999: 2500, 12.5k, 3M.
-func fmtSI(v int64) string {
-	a := math.Abs(float64(v))
-	if a < 1e4 {
-		return strconv.FormatInt(v, 10)
-	}
-	sign := ""
-	if v < 0 {
-		sign = "-"
-	}
-	for _, p := range []struct {
-		div  float64
-		name string
-	}{{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-		if a >= p.div {
-			return sign + sig3(a/p.div) + p.name
-		}
-	}
-	return strconv.FormatInt(v, 10)
-}
-
-// commas groups digits by thousands: 1,041,070.
-func commas(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
-// FormatDuration prints ns with three significant digits (512ns, 1.02µs,
-// 16.4ms), as the axes do, for pages that show maps next to numbers.
-func FormatDuration(ns float64) string { return fmtDuration(ns) }
-
-// Commas groups the digits of n by thousands: 1,041,070.
-func Commas(n uint64) string { return commas(n) }
 
 func (m *Map) noun() string {
 	if m.Noun == "" {

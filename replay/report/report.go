@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/heatmap"
@@ -298,7 +299,7 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 	v.Facts = facts(c2, m, first, last, seen)
 	v.Sub = fmt.Sprintf("host %s · kernel %s · %s events", m.Host, m.Kernel, commas(seen))
 	if seen > 0 {
-		v.Sub += " in " + heatmap.FormatDuration(float64(last-first))
+		v.Sub += " in " + humanfmt.Duration(float64(last-first))
 	}
 	v.Sub += " · started " + m.StartWall.UTC().Format("2006-01-02 15:04 UTC")
 	if f := filterText(&o.Filter); f != "" {
@@ -362,7 +363,7 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 		iv := inputView{File: in.Extra["merge.file"], Host: in.Host, Kernel: in.Kernel,
 			Started: in.StartWall.UTC().Format(time.RFC3339), Command: strings.Join(in.CommandLine, " ")}
 		if s, err := strconv.ParseInt(in.Extra["merge.time_shift_ns"], 10, 64); err == nil && s != 0 {
-			iv.Shift = heatmap.FormatDuration(float64(s))
+			iv.Shift = humanfmt.Duration(float64(s))
 		}
 		v.Inputs = append(v.Inputs, iv)
 	}
@@ -399,7 +400,7 @@ func facts(c *replay.Capture, m *format.Meta, first, last int64, n uint64) []fac
 	}
 	if n > 0 {
 		fs = append(fs, fact{Label: "Events", Value: fmt.Sprintf("%s, from %s to %s (%s), %s to %s",
-			commas(n), offset(first, m), offset(last, m), heatmap.FormatDuration(float64(last-first)),
+			commas(n), offset(first, m), offset(last, m), humanfmt.Duration(float64(last-first)),
 			m.WallTime(first).UTC().Format("15:04:05.000"), m.WallTime(last).UTC().Format("15:04:05.000 UTC"))})
 	} else {
 		fs = append(fs, fact{Label: "Events", Value: "none"})
@@ -481,7 +482,7 @@ func log2View(h *hist.Log2, s *hist.Stats, label string, durations bool) histVie
 		b := bar{Lo: strconv.FormatUint(l, 10), Hi: strconv.FormatUint(u, 10), Count: commas(slots[i]),
 			Width: 100 * float64(slots[i]) / float64(top)}
 		if durations {
-			b.Lo, b.Hi = heatmap.FormatDuration(float64(l)), heatmap.FormatDuration(float64(u))
+			b.Lo, b.Hi = humanfmt.Duration(float64(l)), humanfmt.Duration(float64(u))
 		}
 		b.Tip = fmt.Sprintf("%s of %s values (%.1f%%); %.1f%% at or below %d", commas(slots[i]), commas(h.Count()),
 			100*float64(slots[i])/float64(h.Count()), 100*float64(cum)/float64(h.Count()), u)
@@ -509,13 +510,13 @@ func statsText(s *hist.Stats, durations bool) string {
 	}
 	f := func(v int64) string {
 		if durations {
-			return heatmap.FormatDuration(float64(v))
+			return humanfmt.Duration(float64(v))
 		}
 		return strconv.FormatInt(v, 10)
 	}
 	mean := strconv.FormatFloat(s.Mean(), 'f', 1, 64)
 	if durations {
-		mean = heatmap.FormatDuration(s.Mean())
+		mean = humanfmt.Duration(s.Mean())
 	}
 	return fmt.Sprintf("count %s · min %s · mean %s · p50 %s · p90 %s · p99 %s · max %s",
 		commas(s.Count()), f(s.Min()), mean, f(s.Percentile(50)), f(s.Percentile(90)), f(s.Percentile(99)), f(s.Max()))
@@ -641,10 +642,10 @@ func compare(path string, o *Options, cs CompareSpec) (*compareView, error) {
 }
 
 func offset(t int64, m *format.Meta) string {
-	return "+" + strings.TrimPrefix(heatmap.FormatDuration(float64(t-m.StartBoot)), "+")
+	return "+" + strings.TrimPrefix(humanfmt.Duration(float64(t-m.StartBoot)), "+")
 }
 
-func commas(n uint64) string { return heatmap.Commas(n) }
+func commas(n uint64) string { return humanfmt.Commas(n) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

@@ -1,16 +1,18 @@
-package record
+// Package shellwords splits a command line into words as a shell would,
+// without expanding anything: for `bpftape record -c 'CMD ARGS'`.
+package shellwords
 
 import (
 	"errors"
 	"strings"
 )
 
-// SplitCommand splits the -c argument into words the way a shell would
-// without expanding anything: words are separated by blanks; single quotes
+// Split splits s into words the way a shell would without expanding
+// anything: words are separated by blanks; single quotes
 // keep everything up to the next single quote; double quotes keep
 // everything but let a backslash escape ", \, $ and `; outside quotes a
 // backslash keeps the next character.
-func SplitCommand(s string) ([]string, error) {
+func Split(s string) ([]string, error) {
 	var words []string
 	var cur strings.Builder
 	inWord := false

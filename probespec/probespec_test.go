@@ -184,3 +184,29 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestTypeName checks that TypeName inverts ParseType for every integer
+// type, names strings, and names nothing else.
+func TestTypeName(t *testing.T) {
+	ints := 0
+	for typ := format.Type(0); typ < 64; typ++ {
+		name := TypeName(typ)
+		switch {
+		case typ.IsInt():
+			ints++
+			back, err := ParseType(name)
+			if err != nil || back != typ {
+				t.Errorf("ParseType(TypeName(%v) = %q) = %v, %v", typ, name, back, err)
+			}
+		case typ == format.String:
+			if name != "string" {
+				t.Errorf("TypeName(String) = %q", name)
+			}
+		case name != "":
+			t.Errorf("TypeName(%v) = %q, want \"\"", typ, name)
+		}
+	}
+	if ints != 8 {
+		t.Errorf("%d integer types, want 8", ints)
+	}
+}

@@ -433,6 +433,22 @@ func ParseType(s string) (format.Type, error) {
 	return t, nil
 }
 
+// TypeName returns the name ParseType parses into t (s8 ... u64), "string"
+// for format.String, and "" for any other type.
+func TypeName(t format.Type) string {
+	switch {
+	case t == format.String:
+		return "string"
+	case t.IsInt():
+		sign := "u"
+		if t.Signed() {
+			sign = "s"
+		}
+		return sign + strconv.Itoa(8*t.Size())
+	}
+	return ""
+}
+
 func isDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {

@@ -1,0 +1,105 @@
+// Package testutils holds the helpers that the tests of several packages
+// share: privilege and kernel checks, building the C workloads, clocks.
+// Only _test.go files import it (internal/layering checks that), as with
+// cilium/ebpf's internal/testutils.
+package testutils
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// RequireRoot skips the test unless it runs as root; what says what needs
+// root ("recording", "mknod").
+func RequireRoot(tb testing.TB, what string) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Skipf("skipping: %s needs root", what)
+	}
+}
+
+// RequireBPF skips the test unless it runs as root on a kernel that passes
+// features, which is bpf.CheckFeatures: a parameter, because package bpf's
+// own tests use this package and it cannot import bpf.
+func RequireBPF(tb testing.TB, features func() error) {
+	tb.Helper()
+	RequireRoot(tb, "BPF")
+	if err := features(); err != nil {
+		tb.Skipf("skipping: BPF unavailable: %v", err)
+	}
+}
+
+// CFlags are the flags the C workloads are built with: probed functions
+// start with push %rbp, which uprobes emulate (anything else is
+// single-stepped, an order of magnitude slower), and a warning fails the
+// build.
+var CFlags = []string{"-O2", "-fno-omit-frame-pointer", "-fcf-protection=none", "-Wall", "-Werror"}
+
+// CompileC runs gcc with CFlags, then args (sources and more flags, which
+// may override CFlags), writing exe.
+func CompileC(exe string, args ...string) error {
+	argv := append(append(append([]string{}, CFlags...), args...), "-o", exe)
+	out, err := exec.Command("gcc", argv...).CombinedOutput()
+	if err != nil {
+		hint := ""
+		if bytes.Contains(out, []byte("sys/sdt.h")) {
+			hint = " (sys/sdt.h comes with Debian's systemtap-sdt-dev)"
+		}
+		return fmt.Errorf("gcc %v%s: %w\n%s", args, hint, err, out)
+	}
+	return nil
+}
+
+// BuildC compiles src (and args, as CompileC takes them) into
+// tb.TempDir()/name and returns its path. It skips the test if there is no
+// gcc.
+func BuildC(tb testing.TB, src, name string, args ...string) string {
+	tb.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		tb.Skip("skipping: no gcc")
+	}
+	exe := filepath.Join(tb.TempDir(), name)
+	if err := CompileC(exe, append([]string{src}, args...)...); err != nil {
+		tb.Fatal(err)
+	}
+	return exe
+}
+
+// BootNow reads CLOCK_BOOTTIME, the clock of BPF timestamps and of a
+// capture's times, in nanoseconds. It is safe in any goroutine: a kernel
+// without CLOCK_BOOTTIME (before 2.6.39) panics.
+func BootNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		panic(fmt.Sprintf("clock_gettime(CLOCK_BOOTTIME): %v", err))
+	}
+	return ts.Nano()
+}
+
+// CPUTime returns the user and system CPU time this process has used.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(fmt.Sprintf("getrusage: %v", err))
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Atoi parses a decimal int64, failing the test if s is not one.
+func Atoi(tb testing.TB, s string) int64 {
+	tb.Helper()
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}

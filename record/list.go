@@ -1,0 +1,327 @@
+package record
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
+	"github.com/bpftape/bpftape/probespec"
+	"github.com/bpftape/bpftape/record/elfsym"
+	"github.com/bpftape/bpftape/record/tracefs"
+	"github.com/bpftape/bpftape/record/usdt"
+)
+
+// This file is the listing policy behind `bpftape list`: what Record can
+// attach to, each as the probe spec that attaches to it, and which names a
+// filter selects. The caller prints.
+
+// Filter selects the names a listing shows, as bpftrace -l does. A glob (*,
+// ?, [...]) with a ':' matches the whole name (PROVIDER:PROBE, FUNCTION,
+// CATEGORY:EVENT), one without a ':' the last part alone (the probe,
+// function or event). A filter without a wildcard selects that exact name or
+// last part, or every event of the tracepoint category it names. The empty
+// filter selects everything.
+type Filter struct {
+	text string
+	glob bool
+}
+
+// ParseFilter checks a filter: a malformed glob is a usage error.
+func ParseFilter(text string) (Filter, error) {
+	f := Filter{text: text, glob: strings.ContainsAny(text, "*?[")}
+	if f.glob {
+		if _, err := path.Match(text, ""); err != nil {
+			return Filter{}, usage.Errorf("bad filter %q: %w", text, err)
+		}
+	}
+	return f, nil
+}
+
+// String returns the filter as given.
+func (f Filter) String() string { return f.text }
+
+// match reports whether a name passes the filter: whole is the full name,
+// last its last part, and group a category an exact filter selects in full
+// ("" if the name has none).
+func (f Filter) match(whole, last, group string) bool {
+	switch {
+	case f.text == "":
+		return true
+	case f.glob && strings.Contains(f.text, ":"):
+		ok, _ := path.Match(f.text, whole)
+		return ok
+	case f.glob:
+		ok, _ := path.Match(f.text, last)
+		return ok
+	}
+	return f.text == whole || f.text == last || (group != "" && f.text == group)
+}
+
+// ListQuery says what List lists.
+type ListQuery struct {
+	// Target is a binary or library, named as a probe's BINARY (its USDT
+	// probes and functions); "tracepoint" or "t" (kernel tracepoints); or
+	// "" (the USDT probes of the files PID maps when PID is set, else
+	// kernel tracepoints). Without a Filter or PID, a Target without '/'
+	// that names no binary is a tracepoint filter.
+	Target string
+	Filter string
+	// PID resolves Target among the files the process maps.
+	PID int
+	// USDT and Functions say what a binary lists; neither means both.
+	USDT, Functions bool
+	// TracepointFields reads each listed tracepoint's fields.
+	TracepointFields bool
+	// DebugDirs are where a stripped binary's debug file is looked for
+	// (see elfsym.DebugDirs).
+	DebugDirs []string
+}
+
+// Listing is what List found.
+type Listing struct {
+	// Filter is the filter applied: the query's, or its Target taken as
+	// a tracepoint filter.
+	Filter Filter
+	// Binaries holds the Target binary, or each file the PID maps that
+	// has USDT probes.
+	Binaries    []ListedBinary
+	Tracepoints []ListedTracepoint
+	// AlsoCategory is set when the Target, a bare word, names both a
+	// program and a tracepoint category: the program is listed.
+	AlsoCategory bool
+}
+
+// Len returns how many probes the listing holds.
+func (l *Listing) Len() int {
+	n := len(l.Tracepoints)
+	for i := range l.Binaries {
+		n += len(l.Binaries[i].USDT) + len(l.Binaries[i].Functions)
+	}
+	return n
+}
+
+// ListedBinary is what a listing holds of one binary.
+type ListedBinary struct {
+	Path string
+	// BuildID is the Target binary's, "" if it has none (and for the
+	// files a process maps).
+	BuildID string
+	USDT    []ListedUSDT
+	// Functions come from the binary's symbols, or from the separate
+	// debug file DebugFile of a stripped binary.
+	Functions []ListedFunction
+	DebugFile string
+}
+
+// ListedUSDT is a USDT probe with all its sites: USDTArgType says how each
+// argument is recorded.
+type ListedUSDT struct {
+	Spec string // usdt:BINARY:PROVIDER:PROBE
+	usdt.Probe
+	// TooManyArgs is set when the probe has more arguments than a probe
+	// records (probespec.MaxFields): its spec must name the ones to record.
+	TooManyArgs bool
+}
+
+// ListedFunction is a function a uprobe attaches to.
+type ListedFunction struct {
+	Spec string // uprobe:BINARY:FUNCTION
+	elfsym.Func
+}
+
+// ListedTracepoint is a kernel tracepoint: TracepointFieldType says how each
+// field is recorded.
+type ListedTracepoint struct {
+	Spec string // tracepoint:CATEGORY:EVENT
+	Name string // CATEGORY:EVENT
+	// Fields are read with ListQuery.TracepointFields; FormatErr is why
+	// they could not be.
+	Fields    []tracefs.Field
+	FormatErr error
+}
+
+// USDTArgType returns the type Record gives a USDT argument a probe spec
+// names without a TYPE: the argument's size and sign.
+func USDTArgType(a usdt.Arg) (format.Type, error) {
+	return format.IntType(a.Size, a.Signed)
+}
+
+// TracepointFieldType returns the type Record gives a tracepoint field a
+// probe spec names without str() or a TYPE, or that it records by default:
+// integers (pointers too) their size and sign, char arrays and __data_loc
+// strings String. It is TypeInvalid for a field Record cannot record.
+func TracepointFieldType(f *tracefs.Field) format.Type {
+	switch f.Kind {
+	case tracefs.Int:
+		t, err := format.IntType(f.Size, f.Signed)
+		if err != nil {
+			return format.TypeInvalid
+		}
+		return t
+	case tracefs.CharArray, tracefs.DataLoc:
+		return format.String
+	}
+	return format.TypeInvalid
+}
+
+// List returns what q asks for. It fails if the Target is neither a binary
+// nor a tracepoint filter, and with a usage error for a malformed filter;
+// a filter that matches nothing is an empty listing.
+func List(q ListQuery) (*Listing, error) {
+	if !q.USDT && !q.Functions {
+		q.USDT, q.Functions = true, true
+	}
+	l := &Listing{}
+	var err error
+	if l.Filter, err = ParseFilter(q.Filter); err != nil {
+		return nil, err
+	}
+	switch {
+	case q.Target == "tracepoint" || q.Target == "t":
+		return l, l.tracepoints(q.TracepointFields)
+	case q.Target == "" && q.PID != 0:
+		return l, l.mapped(q.PID)
+	case q.Target == "":
+		return l, l.tracepoints(q.TracepointFields)
+	}
+	bin, rerr := elfsym.ResolveBinary(q.Target, q.PID)
+	bare := q.Filter == "" && !strings.Contains(q.Target, "/")
+	switch {
+	case rerr == nil && isELFFile(bin):
+		l.AlsoCategory = bare && isCategory(q.Target)
+		return l, l.binary(bin, q)
+	case bare && q.PID == 0:
+		if l.Filter, err = ParseFilter(q.Target); err != nil {
+			return nil, err
+		}
+		if err := l.tracepoints(q.TracepointFields); err != nil {
+			return nil, err
+		}
+		if len(l.Tracepoints) == 0 && rerr != nil {
+			return nil, fmt.Errorf("no tracepoint matches %q, and it names no binary: %w", q.Target, rerr)
+		}
+		return l, nil
+	case rerr != nil:
+		return nil, rerr
+	}
+	return nil, fmt.Errorf("%s is not an ELF file", bin)
+}
+
+// binary lists a binary's USDT probes and functions.
+func (l *Listing) binary(bin string, q ListQuery) error {
+	b := ListedBinary{Path: bin}
+	if id, err := elfsym.BuildID(bin); err == nil {
+		b.BuildID = id
+	}
+	if q.USDT {
+		probes, err := usdt.Read(bin)
+		if err != nil {
+			return err
+		}
+		b.USDT = l.usdtProbes(bin, probes)
+	}
+	if q.Functions {
+		fns, debug, err := elfsym.Functions(bin, q.DebugDirs)
+		if err != nil {
+			return err
+		}
+		b.DebugFile = debug
+		for _, f := range fns {
+			if l.Filter.match(f.Name, f.Name, "") {
+				b.Functions = append(b.Functions, ListedFunction{Spec: "uprobe:" + bin + ":" + f.Name, Func: f})
+			}
+		}
+	}
+	l.Binaries = append(l.Binaries, b)
+	return nil
+}
+
+// usdtProbes returns the probes of bin that pass the filter.
+func (l *Listing) usdtProbes(bin string, probes []usdt.Probe) []ListedUSDT {
+	var out []ListedUSDT
+	for _, p := range probes {
+		if !l.Filter.match(p.String(), p.Name, "") {
+			continue
+		}
+		out = append(out, ListedUSDT{
+			Spec:        "usdt:" + bin + ":" + p.Provider + ":" + p.Name,
+			Probe:       p,
+			TooManyArgs: p.Err == nil && len(p.Args) > probespec.MaxFields,
+		})
+	}
+	return out
+}
+
+// mapped lists the USDT probes of every ELF file process pid maps.
+func (l *Listing) mapped(pid int) error {
+	files, err := elfsym.MappedFiles(pid)
+	if err != nil {
+		return fmt.Errorf("process %d: %w", pid, err)
+	}
+	for _, p := range files {
+		if !isELFFile(p) {
+			continue
+		}
+		probes, err := usdt.Read(p)
+		if err != nil || len(probes) == 0 {
+			continue // a file without notes, or with notes usdt cannot read: nothing to attach to
+		}
+		l.Binaries = append(l.Binaries, ListedBinary{Path: p, USDT: l.usdtProbes(p, probes)})
+	}
+	return nil
+}
+
+// tracepoints lists the kernel tracepoints that pass the filter, with
+// their fields if asked.
+func (l *Listing) tracepoints(fields bool) error {
+	dir, err := tracefs.Dir()
+	if err != nil {
+		return err
+	}
+	names, err := tracefs.List(dir)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		cat, ev, _ := strings.Cut(n, ":")
+		if !l.Filter.match(n, ev, cat) {
+			continue
+		}
+		tp := ListedTracepoint{Spec: "tracepoint:" + n, Name: n}
+		if fields {
+			f, err := tracefs.ReadFormat(dir, cat, ev)
+			if err != nil {
+				tp.FormatErr = err
+			} else {
+				tp.Fields = f.Fields
+			}
+		}
+		l.Tracepoints = append(l.Tracepoints, tp)
+	}
+	return nil
+}
+
+// isCategory reports whether name is a tracepoint category.
+func isCategory(name string) bool {
+	dir, err := tracefs.Dir()
+	if err != nil {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, "events", name))
+	return err == nil && st.IsDir()
+}
+
+// isELFFile reports whether path is a readable ELF file.
+func isELFFile(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	return true
+}

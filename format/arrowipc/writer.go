@@ -114,6 +114,8 @@ type column struct {
 	nullable bool
 }
 
+// block is a message: its offset, its length up to its body (prefix,
+// metadata and padding) and its body length, as a footer Block has them.
 type block struct {
 	offset int64
 	meta   int32

@@ -229,13 +229,14 @@ func (r *Reader) end() {
 }
 
 // recoverErr says where the stream of a footerless capture of size bytes
-// was cut, after its last complete batch ending at good, and what stopped
-// reading there (nil for a cut); nil when the file ends there.
+// was cut, after its last complete batch ending at good, and wraps what
+// stopped reading there (nil for a cut: ErrCorrupt for a message that
+// fails a check); nil when the file ends there.
 func recoverErr(size, good int64, stop error) error {
 	if tail := size - good; tail > 0 {
 		err := fmt.Errorf("incomplete batch: %d bytes at offset %d", tail, good)
 		if stop != nil {
-			err = fmt.Errorf("%w (%v)", err, stop)
+			err = fmt.Errorf("%w (%w)", err, stop)
 		}
 		return err
 	}

@@ -185,8 +185,9 @@ func TestHostileDeclarations(t *testing.T) {
 	t.Logf("most allocated reading a hostile file: %s", sizeStr(worst))
 }
 
-// TestLimitsAcceptCaptures: the checks pass what bpftape and Arrow Go write,
-// complete (read through the footer) and cut (read as a stream).
+// TestLimitsAcceptCaptures: the checks pass what bpftape writes, complete
+// (read through the footer) and cut (read as a stream). TestArrowOracle
+// reads what Arrow Go's writer writes.
 func TestLimitsAcceptCaptures(t *testing.T) {
 	dir := t.TempDir()
 	for _, comp := range []Compression{Zstd, LZ4, None} {

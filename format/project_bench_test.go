@@ -10,7 +10,7 @@ import (
 
 // BenchmarkRead reads what bpftape hist of one field reads — the probe
 // indices, the field and the lost column's validity — from a realistic
-// capture, with Next (Arrow's reader, every column) and by projection, and
+// capture, with Next (every column) and by projection, and
 // reports ns per event.
 //
 //	go test -run '^$' -bench 'Read$' -count 3 ./format/

@@ -21,6 +21,7 @@ func BenchmarkRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("next", func(b *testing.B) {
+		cpu0 := cpuTime()
 		var sum int64
 		for i := 0; i < b.N; i++ {
 			r, err := format.Open(path)
@@ -43,8 +44,10 @@ func BenchmarkRead(b *testing.B) {
 			r.Close()
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
 	})
 	b.Run("projected", func(b *testing.B) {
+		cpu0 := cpuTime()
 		var sum int64
 		for i := 0; i < b.N; i++ {
 			r, err := format.Open(path)
@@ -82,5 +85,6 @@ func BenchmarkRead(b *testing.B) {
 			r.Close()
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
 	})
 }

@@ -109,12 +109,13 @@ func (d *Decoder) colErr(ci int, err error) error {
 	return fmt.Errorf("column %s: %w", d.f.Schema.Field(ci).Name, err)
 }
 
-func (d *Decoder) column(ci int, kinds string) error {
+// column checks that column ci exists and has layout a or b.
+func (d *Decoder) column(ci int, a, b byte) error {
 	if ci < 0 || ci >= len(d.cols) {
 		return fmt.Errorf("no column %d", ci)
 	}
-	if !bytes.ContainsRune([]byte(kinds), rune(d.f.lay[ci])) {
-		return fmt.Errorf("column %s is not of layout %q", d.f.Schema.Field(ci).Name, kinds)
+	if k := d.f.lay[ci]; k != a && k != b {
+		return fmt.Errorf("column %s is not of layout %q", d.f.Schema.Field(ci).Name, []byte{a, b})
 	}
 	return nil
 }
@@ -139,7 +140,7 @@ func (d *Decoder) Validity(ci int) ([]byte, error) {
 // Values returns the values of integer or dictionary-index column ci in
 // the current batch: at least rows*width bytes, 8-byte aligned.
 func (d *Decoder) Values(ci, width int) ([]byte, error) {
-	if err := d.column(ci, string([]byte{layInt, layDict})); err != nil {
+	if err := d.column(ci, layInt, layDict); err != nil {
 		return nil, err
 	}
 	b, err := d.load(&d.cur, d.cur.firstBuf[ci]+1, &d.cols[ci].vals, d.cur.rows*width)
@@ -152,7 +153,7 @@ func (d *Decoder) Values(ci, width int) ([]byte, error) {
 // Views returns string or binary view column ci of the current batch, every
 // view checked to lie inside its data buffers.
 func (d *Decoder) Views(ci int) (Views, error) {
-	if err := d.column(ci, string([]byte{layView})); err != nil {
+	if err := d.column(ci, layView, layView); err != nil {
 		return Views{}, err
 	}
 	c, sh := &d.cols[ci], &d.cur

@@ -64,11 +64,19 @@
 //     a size bound, each pushed to the kernel before the next begins; Open
 //     reads a footerless file as an IPC stream up to its last complete batch
 //     and sets Reader.Recovered, and Repair rewrites it as a standard file.
+//   - One read path: Reader (every column, for the verbs that scan) and
+//     Projection (the columns asked for, into reused buffers, for the hot
+//     replay paths) decode through package arrowipc, which owns the Arrow
+//     IPC format in both directions (its doc gives the measured reasons
+//     for not using Arrow Go's reader and writer, which remain only as
+//     test oracles). This package keeps what the bytes mean: the schema,
+//     Meta, events and loss records, recovery, repair, merge and rotation.
 //   - A capture may come from anywhere, so reading trusts no length in it:
 //     every message is checked against the file size and fixed limits
-//     (limits.go: 16 MiB of metadata, 256 MiB of body and of decompressed
-//     buffers per batch, 128 MiB zstd windows) before Arrow allocates from
-//     it, and a file that declares more fails with ErrLimit.
+//     (arrowipc's, re-exported in limits.go: 16 MiB of metadata, 256 MiB
+//     of body and of decompressed buffers per batch, 128 MiB zstd windows)
+//     before anything is allocated from it, and a file that declares more
+//     fails with ErrLimit.
 //   - Compression is per buffer, Arrow's own body compression (zstd by
 //     default, lz4 or none), so other readers decompress it themselves. A
 //     buffer that compression does not shrink is stored as is (Arrow's
@@ -79,11 +87,10 @@
 //     flipped bytes changed 223 values silently). The writer pays about 5%
 //     (BenchmarkWriter/zstd, old and new built side by side, 3 runs each:
 //     94.6-113.6 against 102.6-107.6 ns/event, 3.902 against 3.903
-//     bytes/event). Every reader verifies it: the projected reader as it
-//     decodes, and the batch check before Arrow Go's reader, which stops
-//     at a buffer's declared length before the checksum, decodes each zstd
-//     buffer once more (latency over 2M events: 241-345 ms before, 343-365
-//     ms after, until one read path decodes once). A batch that fails is
+//     bytes/event). Every read verifies it as it decodes, once (Arrow Go's
+//     reader, on the read path before, stopped at a buffer's declared
+//     length before the checksum, so each zstd buffer was decoded twice:
+//     once to verify, once by Arrow). A batch that fails is
 //     ErrCorrupt, named by batch and buffer; repair leaves it out. And
 //     the levels are chosen per column by measurement on the seed-like
 //     stream (format/formattest): time, the low bytes of increasing

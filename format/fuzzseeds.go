@@ -15,7 +15,7 @@ import (
 // FuzzSeeds builds small captures with the Writer in dir, a scratch
 // directory, and returns their bytes by name: each compression, loss
 // records, strings, an empty capture, footerless and cut files, and one
-// rewritten by Repair (Arrow Go's writer). The fuzz tests start from them,
+// rewritten by Repair. The fuzz tests start from them,
 // and `go generate` writes them to testdata/fuzz (internal/genseeds); it
 // is not part of the capture API.
 func FuzzSeeds(dir string) (map[string][]byte, error) {

@@ -9,102 +9,22 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/bpftape/bpftape/format/arrowipc/ipctest"
 )
 
-// msgInfo is where one message of a capture is, found with the checked
-// flatbuffer reader.
-type msgInfo struct {
-	off, metaLen, body int64 // message start, metadata length (after the 8-byte prefix), body start
-	bodyLen            int64
-	typ                int
-	bodySlot           int // file offset of the bodyLength field, -1 if absent
-	bufs               []bufInfo
-	variadic           int // file offset of the variadic counts vector, -1 if absent
-}
+type (
+	msgInfo = ipctest.Message
+	bufInfo = ipctest.Buffer
+)
 
-type bufInfo struct{ at, off, length int64 } // at: file offset of the Buffer struct
+func walkMessages(t *testing.T, data []byte) []msgInfo { return ipctest.Messages(t, data) }
 
-// walkMessages lists the messages of the stream part of a capture.
-func walkMessages(t *testing.T, data []byte) []msgInfo {
-	t.Helper()
-	var msgs []msgInfo
-	off := int64(8)
-	for off+8 <= int64(len(data)) {
-		if binary.LittleEndian.Uint32(data[off:]) != contToken {
-			t.Fatalf("no message at %d", off)
-		}
-		ml := int64(binary.LittleEndian.Uint32(data[off+4:]))
-		if ml == 0 {
-			break
-		}
-		meta := data[off+8 : off+8+ml]
-		hdr, typ, bodyLen, err := parseMessage(meta)
-		if err != nil {
-			t.Fatalf("message at %d: %v", off, err)
-		}
-		m := msgInfo{off: off, metaLen: ml, body: off + 8 + ml, bodyLen: bodyLen, typ: typ, bodySlot: -1, variadic: -1}
-		root, _ := fbRoot(meta)
-		if p, _ := root.slot(3, 8); p >= 0 {
-			m.bodySlot = int(off + 8 + int64(p))
-		}
-		batch := hdr
-		if typ == hdrDictionary {
-			batch, _, _ = hdr.table(1)
-		}
-		if typ != hdrSchema {
-			start, n, _ := batch.vector(2, 16)
-			for j := 0; j < n; j++ {
-				p := start + 16*j
-				m.bufs = append(m.bufs, bufInfo{at: off + 8 + int64(p), off: i64At(meta, p), length: i64At(meta, p+8)})
-			}
-			if start, n, _ := batch.vector(4, 8); n > 0 {
-				m.variadic = int(off + 8 + int64(start))
-			}
-		}
-		msgs = append(msgs, m)
-		off = m.body + bodyLen
-	}
-	return msgs
-}
-
-// largestRecord returns the record batch message with the largest body.
-func largestRecord(msgs []msgInfo) msgInfo {
-	var best msgInfo
-	for _, m := range msgs {
-		if m.typ == hdrRecord && m.bodyLen > best.bodyLen {
-			best = m
-		}
-	}
-	return best
-}
-
-// patchBlock sets the metadata and body lengths (unless -1) of the footer
-// block of the message at off.
-func patchBlock(t *testing.T, d []byte, off int64, meta, body int64) {
-	t.Helper()
-	n := int(binary.LittleEndian.Uint32(d[len(d)-10:]))
-	buf := d[len(d)-10-n : len(d)-10]
-	root, err := fbRoot(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start, nrec, _ := root.vector(3, 24)
-	for i := 0; i < nrec; i++ {
-		p := start + 24*i
-		if i64At(buf, p) != off {
-			continue
-		}
-		if meta >= 0 {
-			binary.LittleEndian.PutUint32(buf[p+8:], uint32(meta))
-		}
-		if body >= 0 {
-			binary.LittleEndian.PutUint64(buf[p+16:], uint64(body))
-		}
-		return
-	}
-	t.Fatalf("no footer block at %d", off)
-}
+var (
+	largestRecord = ipctest.LargestRecord
+	patchBlock    = ipctest.PatchBlock
+	bombFrame     = ipctest.BombFrame
+	windowFrame   = ipctest.WindowFrame
+)
 
 // writeCapture writes n random rows with compression comp and returns the
 // file's bytes.
@@ -142,22 +62,6 @@ func readMeasured(path string) (err error, alloc uint64) {
 	return r.RecoverErr, 0
 }
 
-// bombFrame is a zstd frame that decompresses to n zero bytes in RLE blocks
-// of 128 KiB: a few bytes a block.
-func bombFrame(n int) []byte {
-	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderCRC(false))
-	defer enc.Close()
-	return enc.EncodeAll(make([]byte, n), nil)
-}
-
-// windowFrame is a zstd frame that declares a 1 GiB window and holds one byte.
-func windowFrame() []byte {
-	// magic, descriptor (no single segment, no checksum, no FCS), window
-	// descriptor (windowLog 30), one last RLE block of 1 byte: 0.
-	bh := 1 | 1<<1 | 1<<3
-	return []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, (30 - 10) << 3, byte(bh), byte(bh >> 8), byte(bh >> 16), 0}
-}
-
 // TestHostileDeclarations patches captures to declare huge metadata,
 // bodies, uncompressed buffers, zstd windows and counts, in complete files
 // (read through the footer) and in footerless ones (read as a stream), and
@@ -175,8 +79,8 @@ func TestHostileDeclarations(t *testing.T) {
 	// largestBuf returns the largest buffer of the first record batch.
 	largestBuf := func(m msgInfo) bufInfo {
 		var best bufInfo
-		for _, b := range m.bufs {
-			if b.length > best.length {
+		for _, b := range m.Buffers {
+			if b.Length > best.Length {
 				best = b
 			}
 		}
@@ -191,53 +95,53 @@ func TestHostileDeclarations(t *testing.T) {
 	}{
 		{"message metadata 1 GiB", small, func(t *testing.T, d []byte, msgs []msgInfo) []byte {
 			m := firstRecord(msgs)
-			binary.LittleEndian.PutUint32(d[m.off+4:], 1<<30)
-			patchBlock(t, d, m.off, 1<<30+8, -1)
+			binary.LittleEndian.PutUint32(d[m.Off+4:], 1<<30)
+			patchBlock(t, d, m.Off, 1<<30+8, -1)
 			return d
 		}, true},
 		{"message body 1 TiB", small, func(t *testing.T, d []byte, msgs []msgInfo) []byte {
 			m := firstRecord(msgs)
-			put64(d, int64(m.bodySlot), 1<<40)
-			patchBlock(t, d, m.off, -1, 1<<40)
+			put64(d, int64(m.BodySlot), 1<<40)
+			patchBlock(t, d, m.Off, -1, 1<<40)
 			return d
 		}, true},
 		{"uncompressed buffer 1 TiB", small, func(t *testing.T, d []byte, msgs []msgInfo) []byte {
 			m := firstRecord(msgs)
-			put64(d, m.body+largestBuf(m).off, 1<<40)
+			put64(d, m.Body+largestBuf(m).Off, 1<<40)
 			return d
 		}, true},
 		{"uncompressed buffer 2^64-2", small, func(t *testing.T, d []byte, msgs []msgInfo) []byte {
 			m := firstRecord(msgs)
-			put64(d, m.body+largestBuf(m).off, 1<<64-2)
+			put64(d, m.Body+largestBuf(m).Off, 1<<64-2)
 			return d
 		}, true},
 		{"decompression bomb 300 MiB", big, func(t *testing.T, d []byte, msgs []msgInfo) []byte {
 			m := firstRecord(msgs)
 			b := largestBuf(m)
 			frame := bombFrame(300 << 20)
-			if int64(len(frame)) > b.length-8 {
-				t.Fatalf("bomb of %d bytes does not fit a buffer of %d", len(frame), b.length)
+			if int64(len(frame)) > b.Length-8 {
+				t.Fatalf("bomb of %d bytes does not fit a buffer of %d", len(frame), b.Length)
 			}
-			put64(d, m.body+b.off, 300<<20)
-			copy(d[m.body+b.off+8:], frame)
+			put64(d, m.Body+b.Off, 300<<20)
+			copy(d[m.Body+b.Off+8:], frame)
 			return d
 		}, true},
 		{"zstd window 1 GiB", small, func(t *testing.T, d []byte, msgs []msgInfo) []byte {
 			m := firstRecord(msgs)
 			b := largestBuf(m)
-			put64(d, m.body+b.off, 1)
-			copy(d[m.body+b.off+8:], windowFrame())
+			put64(d, m.Body+b.Off, 1)
+			copy(d[m.Body+b.Off+8:], windowFrame())
 			return d
 		}, true},
 		{"buffer outside its body", small, func(t *testing.T, d []byte, msgs []msgInfo) []byte {
 			m := firstRecord(msgs)
-			put64(d, largestBuf(m).at+8, 1<<40)
+			put64(d, largestBuf(m).At+8, 1<<40)
 			return d
 		}, false},
 		{"variadic count 2^40", small, func(t *testing.T, d []byte, msgs []msgInfo) []byte {
 			for _, m := range msgs {
-				if m.variadic >= 0 {
-					put64(d, int64(m.variadic), 1<<40)
+				if m.Variadic >= 0 {
+					put64(d, int64(m.Variadic), 1<<40)
 					return d
 				}
 			}
@@ -245,18 +149,8 @@ func TestHostileDeclarations(t *testing.T) {
 			return d
 		}, false},
 		{"schema fields 2^31", small, func(t *testing.T, d []byte, msgs []msgInfo) []byte {
-			meta := d[msgs[0].off+8 : msgs[0].body]
-			root, _ := fbRoot(meta)
-			s, _, _ := root.table(2)
-			p, _ := s.ref(1)
-			binary.LittleEndian.PutUint32(meta[p:], 1<<31)
-			// and the footer's copy
-			n := int(binary.LittleEndian.Uint32(d[len(d)-10:]))
-			buf := d[len(d)-10-n : len(d)-10]
-			root, _ = fbRoot(buf)
-			s, _, _ = root.table(1)
-			p, _ = s.ref(1)
-			binary.LittleEndian.PutUint32(buf[p:], 1<<31)
+			binary.LittleEndian.PutUint32(d[msgs[0].Fields:], 1<<31)
+			binary.LittleEndian.PutUint32(d[ipctest.FooterFields(d):], 1<<31) // and the footer's copy
 			return d
 		}, false},
 	}
@@ -291,8 +185,9 @@ func TestHostileDeclarations(t *testing.T) {
 	t.Logf("most allocated reading a hostile file: %s", sizeStr(worst))
 }
 
-// TestLimitsAcceptCaptures: the checks pass what bpftape and Arrow Go write,
-// complete (read through the footer) and cut (read as a stream).
+// TestLimitsAcceptCaptures: the checks pass what bpftape writes, complete
+// (read through the footer) and cut (read as a stream). TestArrowOracle
+// reads what Arrow Go's writer writes.
 func TestLimitsAcceptCaptures(t *testing.T) {
 	dir := t.TempDir()
 	for _, comp := range []Compression{Zstd, LZ4, None} {
@@ -314,7 +209,7 @@ func TestLimitsAcceptCaptures(t *testing.T) {
 		}
 		r, rows = readAll(t, fixed)
 		if r.Recovered || len(rows) != 3000 {
-			t.Errorf("%s repaired by Arrow Go's writer: recovered %v, %d rows", comp, r.Recovered, len(rows))
+			t.Errorf("%s repaired: recovered %v, %d rows", comp, r.Recovered, len(rows))
 		}
 	}
 }
@@ -327,16 +222,16 @@ func TestBombWithinLimit(t *testing.T) {
 	d := bytes.Clone(big)
 	m := largestRecord(walkMessages(t, d))
 	var b bufInfo
-	for _, x := range m.bufs {
-		if x.length > b.length {
+	for _, x := range m.Buffers {
+		if x.Length > b.Length {
 			b = x
 		}
 	}
 	frame := bombFrame(64 << 20)
-	binary.LittleEndian.PutUint64(d[m.body+b.off:], 64<<20)
-	copy(d[m.body+b.off+8:], frame)
+	binary.LittleEndian.PutUint64(d[m.Body+b.Off:], 64<<20)
+	copy(d[m.Body+b.Off+8:], frame)
 	// A skippable frame fills the rest of the buffer.
-	skip := d[m.body+b.off+8+int64(len(frame)) : m.body+b.off+b.length]
+	skip := d[m.Body+b.Off+8+int64(len(frame)) : m.Body+b.Off+b.Length]
 	copy(skip, []byte{0x50, 0x2a, 0x4d, 0x18})
 	binary.LittleEndian.PutUint32(skip[4:], uint32(len(skip)-8))
 	path := filepath.Join(t.TempDir(), "bomb.arrow")

@@ -192,7 +192,7 @@ func TestProjectionSameAsNext(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := sameAsNext(fixed); err != nil {
-				t.Errorf("%s (Arrow Go's writer): %v", fixed, err)
+				t.Errorf("%s (repaired): %v", fixed, err)
 			}
 		}
 	}
@@ -234,8 +234,8 @@ func TestProjectionSameAsNext(t *testing.T) {
 		r.Close()
 	}
 	msgs := walkMessages(t, full)
-	swapped := bytes.Clone(stream[:msgs[1].off])
-	swapped = append(swapped, stream[msgs[2].off:msgs[3].off]...) // a record batch before the dictionary
+	swapped := bytes.Clone(stream[:msgs[1].Off])
+	swapped = append(swapped, stream[msgs[2].Off:msgs[3].Off]...) // a record batch before the dictionary
 	os.WriteFile(footerless, swapped, 0o600)
 	if r, err := Open(footerless); err == nil {
 		if _, err := r.Project(); !errors.Is(err, ErrNoProjection) {
@@ -261,39 +261,39 @@ func TestProjectionHostile(t *testing.T) {
 	big := writeCapture(t, Zstd, 20000, 1<<20) // time is random: stored, room for a bomb
 	small := writeCapture(t, Zstd, 50, 1<<20)
 	put64 := func(data []byte, at int64, v uint64) { binary.LittleEndian.PutUint64(data[at:], v) }
-	timeBuf := func(m msgInfo) bufInfo { return m.bufs[1] }
+	timeBuf := func(m msgInfo) bufInfo { return m.Buffers[1] }
 	cases := []struct {
 		name  string
 		base  []byte
 		patch func(d []byte, m msgInfo)
 		limit bool
 	}{
-		{"uncompressed buffer 1 TiB", small, func(d []byte, m msgInfo) { put64(d, m.body+timeBuf(m).off, 1<<40) }, true},
-		{"uncompressed buffer 2^64-2", small, func(d []byte, m msgInfo) { put64(d, m.body+timeBuf(m).off, 1<<64-2) }, true},
+		{"uncompressed buffer 1 TiB", small, func(d []byte, m msgInfo) { put64(d, m.Body+timeBuf(m).Off, 1<<40) }, true},
+		{"uncompressed buffer 2^64-2", small, func(d []byte, m msgInfo) { put64(d, m.Body+timeBuf(m).Off, 1<<64-2) }, true},
 		// The frame states its size: refused before 200 MiB are allocated.
 		{"uncompressed buffers 200+200 MiB", small, func(d []byte, m msgInfo) {
-			put64(d, m.body+timeBuf(m).off, 200<<20)
-			put64(d, m.body+m.bufs[3].off, 200<<20)
+			put64(d, m.Body+timeBuf(m).Off, 200<<20)
+			put64(d, m.Body+m.Buffers[3].Off, 200<<20)
 		}, false},
 		{"decompression bomb 300 MiB", big, func(d []byte, m msgInfo) {
 			b := timeBuf(m)
 			frame := bombFrame(300 << 20)
-			put64(d, m.body+b.off, 300<<20)
-			copy(d[m.body+b.off+8:], frame)
+			put64(d, m.Body+b.Off, 300<<20)
+			copy(d[m.Body+b.Off+8:], frame)
 		}, true},
 		{"frame longer than declared", big, func(d []byte, m msgInfo) {
 			b := timeBuf(m)
 			frame := bombFrame(20 << 20)
-			put64(d, m.body+b.off, 1<<20)
-			copy(d[m.body+b.off+8:], frame)
+			put64(d, m.Body+b.Off, 1<<20)
+			copy(d[m.Body+b.Off+8:], frame)
 		}, false},
 		{"zstd window 1 GiB", small, func(d []byte, m msgInfo) {
 			b := timeBuf(m)
-			put64(d, m.body+b.off, 1)
-			copy(d[m.body+b.off+8:], windowFrame())
+			put64(d, m.Body+b.Off, 1)
+			copy(d[m.Body+b.Off+8:], windowFrame())
 		}, true},
-		{"buffer outside its body", small, func(d []byte, m msgInfo) { put64(d, timeBuf(m).at+8, 1<<40) }, false},
-		{"values shorter than the rows", small, func(d []byte, m msgInfo) { put64(d, timeBuf(m).at+8, 0) }, false},
+		{"buffer outside its body", small, func(d []byte, m msgInfo) { put64(d, timeBuf(m).At+8, 1<<40) }, false},
+		{"values shorter than the rows", small, func(d []byte, m msgInfo) { put64(d, timeBuf(m).At+8, 0) }, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,14 +2,13 @@ package format
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/ipc"
+
+	"github.com/bpftape/bpftape/format/arrowipc"
 )
 
 var arrowMagic = []byte("ARROW1")
@@ -20,6 +19,9 @@ var ErrNotCapture = errors.New("not a bpftape capture")
 // Reader streams the batches of a capture, one at a time, so that memory
 // does not grow with the file. A file without its footer (a recorder that
 // was killed) is read as far as its last complete batch and Recovered says so.
+//
+// Batches are decoded by package arrowipc, every buffer into new memory, so
+// that a Batch's slices and strings stay valid after Next.
 type Reader struct {
 	Meta   *Meta
 	Schema *arrow.Schema
@@ -32,18 +34,15 @@ type Reader struct {
 	RawBytes int64
 
 	f      *os.File
-	fr     *ipc.FileReader
-	sr     *ipc.Reader
+	ipc    *arrowipc.File
+	dec    *arrowipc.Decoder
 	next   int
 	batch  Batch
 	err    error
 	cols   map[string]int
+	types  []Type // per column: its Type (String for comm), TypeInvalid for probe
 	dictOK bool
-	foot   *footer // the checked footer, when reading one
-	guard  *guard  // checks and counts what the stream reader consumes, when recovering
-	good   int64   // end of the last complete batch read, when recovering
-
-	blocks *blockIndex // where Project reads batches, once it was called
+	good   int64 // end of the last complete batch read, when recovering
 
 	// SkipCorrupt makes Next pass over a batch of a file with a footer
 	// whose bytes are corrupt (ErrCorrupt, such as a failed zstd checksum)
@@ -71,7 +70,7 @@ func newReader(f *os.File) (_ *Reader, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{f: f, Size: st.Size()}
+	r := &Reader{f: f, Size: st.Size(), good: 8}
 	head := make([]byte, 8)
 	if _, err := f.ReadAt(head, 0); err != nil || !bytes.HasPrefix(head, arrowMagic) {
 		return nil, fmt.Errorf("%w: no Arrow file magic", ErrNotCapture)
@@ -81,46 +80,21 @@ func newReader(f *os.File) (_ *Reader, err error) {
 			err = corruptf("%v", p)
 		}
 	}()
-	// Nothing reaches Arrow's readers unchecked (see limits.go).
-	if hasFooter(f, r.Size) {
-		if ft, ferr := checkFooter(f, r.Size); ferr == nil {
-			if fr, ferr := ipc.NewFileReader(f); ferr == nil {
-				r.fr, r.foot = fr, ft
-				r.Schema = fr.Schema()
-			}
+	if r.ipc, err = arrowipc.Open(f, r.Size); err != nil {
+		if errors.Is(err, ErrLimit) {
+			return nil, err
 		}
+		return nil, fmt.Errorf("%w: %v", ErrNotCapture, err)
 	}
-	if r.fr == nil {
-		r.Recovered = true
-		r.guard = &guard{ra: f, size: r.Size, pos: 8, limit: 8}
-		sr, err := ipc.NewReader(r.guard)
-		if err != nil {
-			if errors.Is(r.guard.err, ErrLimit) {
-				return nil, r.guard.err
-			}
-			return nil, fmt.Errorf("%w: %v", ErrNotCapture, err)
-		}
-		r.sr = sr
-		r.Schema = sr.Schema()
-	}
+	r.Schema, r.Recovered = r.ipc.Schema, r.ipc.Streamed()
 	if err := r.checkSchema(); err != nil {
-		r.release()
 		return nil, err
 	}
+	if err := r.columnTypes(); err != nil {
+		return nil, err
+	}
+	r.dec = r.ipc.NewDecoder(false)
 	return r, nil
-}
-
-// hasFooter checks the trailing "<footer length>ARROW1" of a complete file.
-func hasFooter(f *os.File, size int64) bool {
-	if size < 8+10 {
-		return false
-	}
-	tail := make([]byte, 10)
-	if _, err := f.ReadAt(tail, size-10); err != nil {
-		return false
-	}
-	n := int64(binary.LittleEndian.Uint32(tail[:4]))
-	return bytes.Equal(tail[4:], arrowMagic) && n > 0 && n < size-18
 }
 
 // checkSchema validates that the schema is a bpftape schema whose metadata
@@ -180,6 +154,25 @@ func (r *Reader) Column(name string) int {
 	return -1
 }
 
+// columnTypes sets each column's Type: field columns must be integers or
+// strings (string views).
+func (r *Reader) columnTypes() error {
+	fields := r.Schema.Fields()
+	r.types = make([]Type, len(fields))
+	for i, f := range fields {
+		switch {
+		case i == ColProbe:
+		case arrow.TypeEqual(f.Type, arrow.BinaryTypes.StringView):
+			r.types[i] = String
+		default:
+			if r.types[i] = intType(f.Type); r.types[i] == TypeInvalid {
+				return corruptf("column %s has unsupported type %v", f.Name, f.Type)
+			}
+		}
+	}
+	return nil
+}
+
 // Next reads the next batch; it returns false at the end or on error (see Err).
 func (r *Reader) Next() (ok bool) {
 	if r.err != nil {
@@ -191,64 +184,166 @@ func (r *Reader) Next() (ok bool) {
 			ok = false
 		}
 	}()
-	var rec arrow.Record
-	if r.fr != nil {
-		for {
-			if r.next >= r.fr.NumRecords() {
-				return false
-			}
-			err := r.foot.checkRecord(r.f, r.next)
-			if err == nil {
-				break
-			}
-			err = fmt.Errorf("batch %d: %w", r.next, err)
-			if !r.SkipCorrupt || !errors.Is(err, ErrCorrupt) {
-				r.err = err
-				return false
-			}
+	for {
+		if r.next >= r.ipc.NumBatches() {
+			r.end()
+			return false
+		}
+		err := r.read(r.next)
+		if err == nil {
+			break
+		}
+		err = fmt.Errorf("batch %d: %w", r.next, err)
+		switch {
+		case r.dictOK && r.Recovered && errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrLimit):
+			// The recovered stream ends before a batch whose bytes fail.
+			r.RecoverErr = recoverErr(r.Size, r.good, err)
+			r.next = r.ipc.NumBatches()
+			return false
+		case r.dictOK && r.SkipCorrupt && errors.Is(err, ErrCorrupt) && !r.Recovered:
 			r.Skipped = append(r.Skipped, err)
 			r.next++
-		}
-		var err error
-		if rec, err = r.fr.Record(r.next); err != nil {
-			r.err = fmt.Errorf("batch %d: %w", r.next, err)
+		default:
+			r.err = err
 			return false
 		}
-	} else {
-		if !r.sr.Next() {
-			if err := r.guard.err; errors.Is(err, ErrLimit) {
-				r.err = fmt.Errorf("batch %d: %w", r.next, err)
-				return false
-			}
-			// Arrow's stream reader calls some cuts a clean end: judge by bytes.
-			if tail := r.Size - 8 - r.good; tail > 0 {
-				r.RecoverErr = fmt.Errorf("incomplete batch: %d bytes at offset %d", tail, 8+r.good)
-				if err := r.sr.Err(); err != nil {
-					r.RecoverErr = fmt.Errorf("%w (%v)", r.RecoverErr, err)
-				}
-			}
-			return false
-		}
-		rec = r.sr.Record()
-		r.good = r.guard.pos - 8
+	}
+	if r.Recovered {
+		_, r.good = r.ipc.BatchSpan(r.next)
 	}
 	r.next++
-	if err := r.batch.load(rec, r.Meta); err != nil {
-		r.err = fmt.Errorf("batch %d: %w", r.next-1, err)
-		return false
+	return true
+}
+
+// end sets, at the end of a recovered capture, where its stream was cut.
+func (r *Reader) end() {
+	if !r.Recovered || r.RecoverErr != nil {
+		return
 	}
-	if !r.dictOK {
-		d := rec.Column(ColProbe).(*array.Dictionary).Dictionary().(*array.String)
-		for i, p := range r.Meta.Probes {
-			if i >= d.Len() || d.Value(i) != p.Name {
-				r.err = corruptf("probe dictionary does not match metadata at %d", i)
-				return false
+	stop := r.ipc.StreamErr()
+	if errors.Is(stop, ErrLimit) {
+		r.err = fmt.Errorf("batch %d: %w", r.next, stop)
+		return
+	}
+	r.RecoverErr = recoverErr(r.Size, r.good, stop)
+}
+
+// recoverErr says where the stream of a footerless capture of size bytes
+// was cut, after its last complete batch ending at good, and wraps what
+// stopped reading there (nil for a cut: ErrCorrupt for a message that
+// fails a check); nil when the file ends there.
+func recoverErr(size, good int64, stop error) error {
+	if tail := size - good; tail > 0 {
+		err := fmt.Errorf("incomplete batch: %d bytes at offset %d", tail, good)
+		if stop != nil {
+			err = fmt.Errorf("%w (%w)", err, stop)
+		}
+		return err
+	}
+	return nil
+}
+
+// checkDictionaries checks that every dictionary batch holds the probe
+// names of the metadata, in order.
+func checkDictionaries(d *arrowipc.Decoder, f *arrowipc.File, probes []Probe) error {
+	if f.NumDictionaries() == 0 {
+		return corruptf("no probe dictionary")
+	}
+	for k := 0; k < f.NumDictionaries(); k++ {
+		s, err := d.Dictionary(k)
+		if err != nil {
+			return err
+		}
+		for i, p := range probes {
+			if i >= s.Len() || s.Value(i) != p.Name {
+				return corruptf("probe dictionary does not match metadata at %d", i)
 			}
+		}
+	}
+	return nil
+}
+
+// read decodes batch i, every column, into r.batch.
+func (r *Reader) read(i int) error {
+	if !r.dictOK {
+		if err := checkDictionaries(r.dec, r.ipc, r.Meta.Probes); err != nil {
+			return err
 		}
 		r.dictOK = true
 	}
-	r.RawBytes += recordBytes(rec)
-	return true
+	d := r.dec
+	if err := d.Read(i); err != nil {
+		return err
+	}
+	b := &r.batch
+	n := d.Rows()
+	b.Len = n
+	if cap(b.data) < len(r.types) {
+		b.data = make([]arrowipc.ColumnData, len(r.types))
+		b.cols = make([]Column, len(r.types)-numFixed)
+	}
+	b.data = b.data[:len(r.types)]
+	for ci, t := range r.types {
+		valid, err := d.Validity(ci)
+		if err != nil {
+			return err
+		}
+		cd := &b.data[ci]
+		cd.NullCount = d.NullCount(ci)
+		cd.Buffers = append(cd.Buffers[:0], valid)
+		var vals []byte
+		var views arrowipc.Views
+		switch {
+		case ci == ColProbe:
+			if cd.NullCount > 0 {
+				return fmt.Errorf("probe column has nulls")
+			}
+			vals, err = d.Values(ci, 2)
+		case t == String:
+			views, err = d.Views(ci)
+			v, data := views.Data()
+			cd.Buffers = append(append(cd.Buffers, v), data...)
+		default:
+			vals, err = d.Values(ci, t.Size())
+		}
+		if err != nil {
+			return err
+		}
+		if vals != nil {
+			cd.Buffers = append(cd.Buffers, vals)
+		}
+		switch ci {
+		case ColTime:
+			b.Time = castSlice[int64](vals, n)
+		case ColCPU:
+			b.CPU = castSlice[uint16](vals, n)
+		case ColPID:
+			b.PID = castSlice[uint32](vals, n)
+		case ColTID:
+			b.TID = castSlice[uint32](vals, n)
+		case ColComm:
+			b.comm = views
+		case ColProbe:
+			b.Probe = castSlice[uint16](vals, n)
+			var m uint16
+			for _, x := range b.Probe {
+				m = max(m, x)
+			}
+			if n > 0 && int(m) >= len(r.Meta.Probes) {
+				return fmt.Errorf("probe index %d out of range", m)
+			}
+		case ColLost:
+			b.lost = intColumn(t, valid, vals, n)
+		default:
+			c := &b.cols[ci-numFixed]
+			*c = Column{Type: t, Len: n, valid: valid, str: views}
+			if t != String {
+				c.ints = intColumn(t, valid, vals, n)
+			}
+		}
+	}
+	r.RawBytes += d.Decoded()
+	return nil
 }
 
 // Batch returns the current batch; valid until the next call to Next.
@@ -263,38 +358,8 @@ func (r *Reader) Err() error { return r.err }
 
 // Close releases the reader and its file.
 func (r *Reader) Close() error {
-	r.release()
+	r.dec.Close()
 	return r.f.Close()
-}
-
-func (r *Reader) release() {
-	if r.fr != nil {
-		r.fr.Close()
-		r.fr = nil
-	}
-	if r.sr != nil {
-		r.sr.Release()
-		r.sr = nil
-	}
-}
-
-func recordBytes(rec arrow.Record) int64 {
-	var n int64
-	var add func(d arrow.ArrayData)
-	add = func(d arrow.ArrayData) {
-		for _, b := range d.Buffers() {
-			if b != nil {
-				n += int64(b.Len())
-			}
-		}
-		for _, c := range d.Children() {
-			add(c)
-		}
-	}
-	for _, c := range rec.Columns() {
-		add(c.Data())
-	}
-	return n
 }
 
 // Batch is a decoded record batch with typed views of its columns.
@@ -305,56 +370,10 @@ type Batch struct {
 	PID   []uint32
 	TID   []uint32
 	Probe []uint16
-	comm  *array.StringView
-	lost  *array.Uint64
+	comm  arrowipc.Views
+	lost  IntColumn
 	cols  []Column
-	rec   arrow.Record
-}
-
-func (b *Batch) load(rec arrow.Record, m *Meta) error {
-	b.rec = rec
-	b.Len = int(rec.NumRows())
-	b.Time = rec.Column(ColTime).(*array.Int64).Int64Values()
-	b.CPU = rec.Column(ColCPU).(*array.Uint16).Uint16Values()
-	b.PID = rec.Column(ColPID).(*array.Uint32).Uint32Values()
-	b.TID = rec.Column(ColTID).(*array.Uint32).Uint32Values()
-	if err := checkValidity(rec); err != nil {
-		return err
-	}
-	b.comm = rec.Column(ColComm).(*array.StringView)
-	if err := checkViews(b.comm); err != nil {
-		return fmt.Errorf("comm: %w", err)
-	}
-	b.lost = rec.Column(ColLost).(*array.Uint64)
-	idx := rec.Column(ColProbe).(*array.Dictionary).Indices()
-	u, ok := idx.(*array.Uint16)
-	if !ok {
-		return fmt.Errorf("probe indices are %T", idx)
-	}
-	b.Probe = u.Uint16Values()
-	if idx.NullN() > 0 {
-		return fmt.Errorf("probe column has nulls")
-	}
-	for _, p := range b.Probe {
-		if int(p) >= len(m.Probes) {
-			return fmt.Errorf("probe index %d out of range", p)
-		}
-	}
-	if len(b.Time) != b.Len || len(b.CPU) != b.Len || len(b.PID) != b.Len || len(b.TID) != b.Len || len(b.Probe) != b.Len || b.comm.Len() != b.Len || b.lost.Len() != b.Len {
-		return fmt.Errorf("columns of unequal length")
-	}
-	b.cols = b.cols[:0]
-	for ci := numFixed; ci < int(rec.NumCols()); ci++ {
-		c, err := newColumn(rec.Column(ci))
-		if err != nil {
-			return fmt.Errorf("column %s: %w", rec.ColumnName(ci), err)
-		}
-		if c.Len != b.Len {
-			return fmt.Errorf("columns of unequal length")
-		}
-		b.cols = append(b.cols, c)
-	}
-	return nil
+	data  []arrowipc.ColumnData // every column's buffers, as a writer takes them
 }
 
 // Comm returns row i's command name.
@@ -362,10 +381,10 @@ func (b *Batch) Comm(i int) string { return b.comm.Value(i) }
 
 // Lost returns the count of a loss record; ok is false for an event row.
 func (b *Batch) Lost(i int) (n uint64, ok bool) {
-	if b.lost.IsNull(i) {
+	if !b.lost.IsValid(i) {
 		return 0, false
 	}
-	return b.lost.Value(i), true
+	return b.lost.U64[i], true
 }
 
 // Col returns the column at schema index ci, which must be a field column
@@ -374,76 +393,19 @@ func (b *Batch) Col(ci int) *Column { return &b.cols[ci-numFixed] }
 
 // Column is a typed view of one field column of a batch.
 type Column struct {
-	Type Type
-	Len  int
-	arr  arrow.Array
-	i8   []int8
-	i16  []int16
-	i32  []int32
-	i64  []int64
-	u8   []uint8
-	u16  []uint16
-	u32  []uint32
-	u64  []uint64
-	str  *array.StringView
-}
-
-func newColumn(a arrow.Array) (Column, error) {
-	c := Column{arr: a, Len: a.Len()}
-	switch a := a.(type) {
-	case *array.Int8:
-		c.Type, c.i8 = Int8, a.Int8Values()
-	case *array.Int16:
-		c.Type, c.i16 = Int16, a.Int16Values()
-	case *array.Int32:
-		c.Type, c.i32 = Int32, a.Int32Values()
-	case *array.Int64:
-		c.Type, c.i64 = Int64, a.Int64Values()
-	case *array.Uint8:
-		c.Type, c.u8 = Uint8, a.Uint8Values()
-	case *array.Uint16:
-		c.Type, c.u16 = Uint16, a.Uint16Values()
-	case *array.Uint32:
-		c.Type, c.u32 = Uint32, a.Uint32Values()
-	case *array.Uint64:
-		c.Type, c.u64 = Uint64, a.Uint64Values()
-	case *array.StringView:
-		c.Type, c.str = String, a
-		if err := checkViews(a); err != nil {
-			return c, err
-		}
-	default:
-		return c, fmt.Errorf("unsupported type %v", a.DataType())
-	}
-	return c, nil
+	Type  Type
+	Len   int
+	ints  IntColumn
+	valid []byte
+	str   arrowipc.Views
 }
 
 // Valid reports whether row i holds a value (the probe of the row has this field).
-func (c *Column) Valid(i int) bool { return c.arr.IsValid(i) }
+func (c *Column) Valid(i int) bool { return c.valid == nil || c.valid[i>>3]&(1<<(i&7)) != 0 }
 
 // Int returns row i as int64: signed types sign-extend, unsigned ones
 // zero-extend (a uint64 above 2^63 wraps to a negative number).
-func (c *Column) Int(i int) int64 {
-	switch c.Type {
-	case Int8:
-		return int64(c.i8[i])
-	case Int16:
-		return int64(c.i16[i])
-	case Int32:
-		return int64(c.i32[i])
-	case Int64:
-		return c.i64[i]
-	case Uint8:
-		return int64(c.u8[i])
-	case Uint16:
-		return int64(c.u16[i])
-	case Uint32:
-		return int64(c.u32[i])
-	case Uint64:
-		return int64(c.u64[i])
-	}
-	return 0
-}
+func (c *Column) Int(i int) int64 { return c.ints.Int(i) }
 
 // Str returns row i of a string column, or the decimal value of an integer.
 func (c *Column) Str(i int) string {
@@ -451,27 +413,7 @@ func (c *Column) Str(i int) string {
 		return c.str.Value(i)
 	}
 	if c.Type == Uint64 {
-		return fmt.Sprint(c.u64[i])
+		return fmt.Sprint(c.ints.U64[i])
 	}
 	return fmt.Sprint(c.Int(i))
-}
-
-// checkViews verifies that every string view points inside its buffers, so
-// that a damaged or hostile file cannot make Value read out of bounds.
-func checkViews(a *array.StringView) error {
-	bufs := a.Data().Buffers()
-	for i := 0; i < a.Len(); i++ {
-		h := a.ValueHeader(i)
-		if h.Len() < 0 {
-			return fmt.Errorf("row %d: string view of negative length", i)
-		}
-		if h.IsInline() {
-			continue
-		}
-		bi, off, n := int(h.BufferIndex())+2, int(h.BufferOffset()), h.Len()
-		if bi < 2 || bi >= len(bufs) || bufs[bi] == nil || off < 0 || n < 0 || off+n > bufs[bi].Len() {
-			return fmt.Errorf("row %d: string view outside its buffers", i)
-		}
-	}
-	return nil
 }

@@ -3,8 +3,7 @@ package format
 import (
 	"fmt"
 
-	"github.com/apache/arrow/go/v15/arrow/ipc"
-
+	"github.com/bpftape/bpftape/format/arrowipc"
 	"github.com/bpftape/bpftape/internal/outfile"
 )
 
@@ -53,20 +52,16 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 			err = f.Commit()
 		}
 	}()
+	// The batches are copied as their buffers, through the writer record
+	// uses, with the schema (and metadata) and dictionary they were read with.
 	pw := newPosWriter(f)
-	opts := []ipc.Option{ipc.WithSchema(r.Schema)}
-	switch Compression(r.Meta.Compression) {
-	case Zstd:
-		opts = append(opts, ipc.WithZstd())
-	case LZ4:
-		opts = append(opts, ipc.WithLZ4())
-	}
-	fw, err := ipc.NewFileWriter(pw, opts...)
+	codec, copts := ipcCodec(Compression(r.Meta.Compression))
+	fw, err := arrowipc.NewWriter(pw, r.Schema, r.Meta.ProbeNames(), codec, copts...)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("write %s: %w", out, err)
 	}
 	for r.Next() {
-		if err := fw.Write(r.batch.rec); err != nil {
+		if err := fw.WriteBatch(r.batch.Len, r.batch.data); err != nil {
 			return res, fmt.Errorf("write %s: %w", out, err)
 		}
 		res.Batches++

@@ -59,14 +59,8 @@ func (w *Writer) Switch(out io.Writer, next func(*Meta)) (err error) {
 	}
 	md := arrow.NewMetadata([]string{MetadataKey}, []string{js})
 	w.schema = arrow.NewSchema(w.schema.Fields(), &md)
-	codec := arrowipc.None
-	switch w.opts.Compression {
-	case Zstd:
-		codec = arrowipc.Zstd
-	case LZ4:
-		codec = arrowipc.LZ4
-	}
-	if w.aw, err = arrowipc.NewWriter(w.out, w.schema, w.meta.ProbeNames(), codec); err != nil {
+	codec, copts := ipcCodec(w.opts.Compression)
+	if w.aw, err = arrowipc.NewWriter(w.out, w.schema, w.meta.ProbeNames(), codec, copts...); err != nil {
 		return err
 	}
 	// The current batch is empty after Flush: as in NewWriter, it puts

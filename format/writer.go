@@ -66,6 +66,18 @@ var zstdLevels = []arrowipc.Option{
 	arrowipc.WithColumnZstdLevel(ColTime, zstd.SpeedFastest),
 }
 
+// ipcCodec returns the body compression of a capture compressed with c, and
+// its options: zstd at zstdLevels.
+func ipcCodec(c Compression) (arrowipc.Codec, []arrowipc.Option) {
+	switch c {
+	case Zstd:
+		return arrowipc.Zstd, zstdLevels
+	case LZ4:
+		return arrowipc.LZ4, nil
+	}
+	return arrowipc.None, nil
+}
+
 // maxBatchColumnBytes bounds the rows of a batch by the fixed-width bytes
 // of a row (8 for an integer, 16 for a string view): a batch's columns are
 // allocated whole, and a writer holds three batches.
@@ -263,15 +275,7 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 		}
 		return b
 	}
-	codec := arrowipc.None
-	var copts []arrowipc.Option
-	switch opts.Compression {
-	case Zstd:
-		codec = arrowipc.Zstd
-		copts = zstdLevels
-	case LZ4:
-		codec = arrowipc.LZ4
-	}
+	codec, copts := ipcCodec(opts.Compression)
 	if w.aw, err = arrowipc.NewWriter(w.out, w.schema, meta.ProbeNames(), codec, copts...); err != nil {
 		return nil, err
 	}

@@ -1,20 +1,3 @@
-// Package arrowipc writes Apache Arrow IPC files from raw column buffers.
-//
-// It covers what bpftape captures need (integer columns, string views and
-// one dictionary-encoded string column with a fixed dictionary) and nothing
-// more, in exchange for a writer that reuses its compressors (one per zstd
-// level in use) and scratch buffers: after the first few batches, writing a
-// batch allocates nothing but, now and then, a larger list of batch
-// positions for the footer.
-//
-// The file is a standard Arrow IPC file: the magic, the stream (Schema,
-// DictionaryBatch, RecordBatch messages, end-of-stream marker), the Footer
-// and the trailing magic. Body buffers are compressed one by one (Arrow's
-// BodyCompression, method BUFFER): each is prefixed with its uncompressed
-// length as an int64, or with -1 when it is stored as is because compression
-// did not make it smaller. Since the stream part is complete after every
-// batch, a file whose writer died is readable with a stream reader (from
-// offset 8) up to its last complete batch.
 package arrowipc
 
 import (
@@ -114,6 +97,8 @@ type column struct {
 	nullable bool
 }
 
+// block is a message: its offset, its length up to its body (prefix,
+// metadata and padding) and its body length, as a footer Block has them.
 type block struct {
 	offset int64
 	meta   int32

@@ -7,19 +7,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/format/formattest"
+	"github.com/bpftape/bpftape/internal/testutils"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkWriter appends a realistic stream and writes compressed batches;
 // it reports process CPU per event (append + encode + compress + write, on
@@ -32,7 +25,7 @@ func BenchmarkWriter(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "bench.arrow")
 			evs := formattest.Pregenerate(1 << 20)
 			b.ReportAllocs()
-			cpu0 := cpuTime()
+			cpu0 := testutils.CPUTime()
 			b.ResetTimer()
 			w, err := format.Create(path, formattest.Meta(), format.WriterOptions{Compression: comp})
 			if err != nil {
@@ -49,7 +42,7 @@ func BenchmarkWriter(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			cpu := cpuTime() - cpu0
+			cpu := testutils.CPUTime() - cpu0
 			st, _ := os.Stat(path)
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/event")
 			b.ReportMetric(float64(st.Size())/float64(b.N), "bytes/event")

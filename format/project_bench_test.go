@@ -6,6 +6,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/format/formattest"
+	"github.com/bpftape/bpftape/internal/testutils"
 )
 
 // BenchmarkRead reads what bpftape hist of one field reads — the probe
@@ -21,7 +22,7 @@ func BenchmarkRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("next", func(b *testing.B) {
-		cpu0 := cpuTime()
+		cpu0 := testutils.CPUTime()
 		var sum int64
 		for i := 0; i < b.N; i++ {
 			r, err := format.Open(path)
@@ -44,10 +45,10 @@ func BenchmarkRead(b *testing.B) {
 			r.Close()
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+		b.ReportMetric(float64((testutils.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
 	})
 	b.Run("projected", func(b *testing.B) {
-		cpu0 := cpuTime()
+		cpu0 := testutils.CPUTime()
 		var sum int64
 		for i := 0; i < b.N; i++ {
 			r, err := format.Open(path)
@@ -85,6 +86,6 @@ func BenchmarkRead(b *testing.B) {
 			r.Close()
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+		b.ReportMetric(float64((testutils.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
 	})
 }

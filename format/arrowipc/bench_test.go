@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
+	"github.com/bpftape/bpftape/internal/testutils"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -186,12 +185,6 @@ func (w *countWriter) Seek(off int64, whence int) (int64, error) {
 	return w.n, nil
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // writeFunc writes batch b; close finishes the file.
 type benchWriter interface {
 	write(b *benchBatch) error
@@ -324,13 +317,13 @@ func BenchmarkWrite(b *testing.B) {
 			n0 := out.n
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := testutils.CPUTime()
 			for i := 0; i < b.N; i++ {
 				if err := w.write(&batches[i%len(batches)]); err != nil {
 					b.Fatal(err)
 				}
 			}
-			cpu := cpuTime() - cpu0
+			cpu := testutils.CPUTime() - cpu0
 			b.StopTimer()
 			n1 := out.n
 			if err := w.close(); err != nil {

@@ -101,7 +101,7 @@ func (c *Capture) histParallel(r *format.Reader, proj *format.Projection, worker
 	n := proj.NumBatches()
 	var next atomic.Int64
 	var failed atomic.Bool
-	passes := make([]*histPass, workers)
+	counts := make([]*histPass, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		g := newKeyed(o)
@@ -110,7 +110,7 @@ func (c *Capture) histParallel(r *format.Reader, proj *format.Projection, worker
 			all = g.int(0)
 		}
 		h := c.newHistPass(o, ref, byRef, g, all)
-		passes[w] = h
+		counts[w] = h
 		wp := proj
 		if w > 0 {
 			var err error
@@ -140,7 +140,7 @@ func (c *Capture) histParallel(r *format.Reader, proj *format.Projection, worker
 	if failed.Load() {
 		return false
 	}
-	for _, h := range passes {
+	for _, h := range counts {
 		for k, a := range h.groups.ints {
 			groups.int(k).merge(a)
 		}

@@ -43,11 +43,12 @@ func BenchmarkHist(b *testing.B) {
 					if mode == "projected-1" {
 						c.workers = 1
 					}
-					if err := Hist(c, o, io.Discard); err != nil {
+					p, err := Hist(c, o, io.Discard)
+					if err != nil {
 						b.Fatal(err)
 					}
-					if c.Events != n {
-						b.Fatalf("%d events", c.Events)
+					if p.Events != n {
+						b.Fatalf("%d events", p.Events)
 					}
 					c.Close()
 				}

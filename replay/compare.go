@@ -13,6 +13,8 @@ import (
 )
 
 // Side is one histogram of a comparison: a probe field of a capture.
+// Compare fills Log2 and Stats, and Pass with its pass over the side's
+// capture (one Pass for both sides of one capture).
 type Side struct {
 	Capture *Capture
 	Probe   string
@@ -20,6 +22,7 @@ type Side struct {
 	Cast    Cast
 	Log2    hist.Log2
 	Stats   hist.Stats
+	Pass    *Pass
 }
 
 func (s *Side) name() string {
@@ -39,9 +42,17 @@ type CompareResult struct {
 	KS        float64
 }
 
-// Compare fills both sides (scanning a shared capture once) and prints them
-// aligned with per-bucket deltas, percentiles and the Kolmogorov–Smirnov distance.
-func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error) {
+// Comparison fills the two sides of a comparison from the events it is
+// fed (AddA for side A's capture, AddB for B's; both for a row of a
+// capture both sides read), so that it can share a pass with other
+// analyses; Compare runs it alone.
+type Comparison struct {
+	a, b   *Side
+	ra, rb Ref
+}
+
+// NewComparison resolves the sides' fields against their captures.
+func NewComparison(a, b *Side) (*Comparison, error) {
 	ra, err := a.Capture.Resolve(a.Probe, a.Field)
 	if err != nil {
 		return nil, err
@@ -53,27 +64,48 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 	if !ra.IsInt() || !rb.IsInt() {
 		return nil, usage.Errorf("compare needs integer fields")
 	}
-	fill := func(s *Side, r *Ref) func(*format.Batch, int) {
-		return func(bt *format.Batch, i int) {
-			if v, ok := r.Int(bt, i); ok {
-				v = s.Cast.Apply(v)
-				s.Log2.Add(uint64(v))
-				s.Stats.Add(v)
-			}
-		}
+	return &Comparison{a: a, b: b, ra: ra, rb: rb}, nil
+}
+
+func (s *Side) add(r *Ref, bt *format.Batch, i int) {
+	if v, ok := r.Int(bt, i); ok {
+		v = s.Cast.Apply(v)
+		s.Log2.Add(uint64(v))
+		s.Stats.Add(v)
 	}
-	fa, fb := fill(a, &ra), fill(b, &rb)
+}
+
+// AddA adds event row i of b, of side A's capture, to side A.
+func (c *Comparison) AddA(b *format.Batch, i int) { c.a.add(&c.ra, b, i) }
+
+// AddB adds event row i of b, of side B's capture, to side B.
+func (c *Comparison) AddB(b *format.Batch, i int) { c.b.add(&c.rb, b, i) }
+
+// Compare fills both sides (scanning a shared capture once) and prints them
+// aligned with per-bucket deltas, percentiles and the Kolmogorov–Smirnov distance.
+func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error) {
+	cmp, err := NewComparison(a, b)
+	if err != nil {
+		return nil, err
+	}
 	if a.Capture == b.Capture {
-		err = a.Capture.Scan(&o.Filter, func(bt *format.Batch, i int) { fa(bt, i); fb(bt, i) })
+		a.Pass, err = a.Capture.Scan(&o.Filter, func(bt *format.Batch, i int) { cmp.AddA(bt, i); cmp.AddB(bt, i) })
+		b.Pass = a.Pass
 	} else {
-		err = a.Capture.Scan(&o.Filter, fa)
+		a.Pass, err = a.Capture.Scan(&o.Filter, cmp.AddA)
 		if err == nil {
-			err = b.Capture.Scan(&o.Filter, fb)
+			b.Pass, err = b.Capture.Scan(&o.Filter, cmp.AddB)
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
+	return cmp.Write(out, o)
+}
+
+// Write prints the sides as Compare does; o.Filter is not used.
+func (c *Comparison) Write(out io.Writer, o CompareOptions) (*CompareResult, error) {
+	a, b := c.a, c.b
 	sa, sb := a.Log2.Slots(), b.Log2.Slots()
 	res := &CompareResult{Identical: sa == sb, KS: hist.KS(&a.Log2, &b.Log2)}
 	top := 0

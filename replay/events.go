@@ -134,14 +134,14 @@ type probeOut struct {
 }
 
 // Events prints one line per event like BCC's trace.
-func Events(c *Capture, o EventsOptions, out io.Writer) error {
+func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 	m := c.Meta()
 	outs := make([]probeOut, len(m.Probes))
 	for i := range outs {
 		outs[i].show = len(o.Probes) == 0
 		p := &m.Probes[i]
 		for _, f := range p.Fields {
-			outs[i].fields = append(outs[i].fields, c.R.Column(f.Column))
+			outs[i].fields = append(outs[i].fields, c.Column(f.Column))
 			outs[i].types = append(outs[i].types, f.Type)
 			outs[i].names = append(outs[i].names, f.Name)
 		}
@@ -149,21 +149,21 @@ func Events(c *Capture, o EventsOptions, out io.Writer) error {
 	for _, name := range o.Probes {
 		pi, err := c.ResolveProbe(name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		outs[pi].show = true
 	}
 	for _, f := range o.Formats {
 		pi, err := c.ResolveProbe(f.Probe)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		po := &outs[pi]
 		po.fields, po.types, po.names = nil, nil, nil
 		for _, name := range f.Fields {
 			r, err := c.Resolve(f.Probe, name)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			po.fields = append(po.fields, r.col)
 			po.types = append(po.types, r.typ)
@@ -177,7 +177,7 @@ func Events(c *Capture, o EventsOptions, out io.Writer) error {
 		fmt.Fprintf(out, "%-15s ", "TIME")
 	case "none":
 	default:
-		return fmt.Errorf("time %q: use rel, wall or none", o.Time)
+		return nil, fmt.Errorf("time %q: use rel, wall or none", o.Time)
 	}
 	fmt.Fprintf(out, "%-7s %-7s %-15s %-16s %s\n", "PID", "TID", "COMM", "FUNC", "-")
 	var n uint64

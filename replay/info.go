@@ -31,12 +31,12 @@ type InfoResult struct {
 }
 
 // Info reads the whole capture and prints what it is and what it holds.
-func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
+func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 	m := c.Meta()
 	res := &InfoResult{File: c.Name, Meta: m, PerProbe: map[string]uint64{}}
 	counts := make([]uint64, len(m.Probes))
 	first, last := int64(0), int64(0)
-	err := c.Scan(nil, func(b *format.Batch, i int) {
+	p, err := c.Scan(nil, func(b *format.Batch, i int) {
 		counts[b.Probe[i]]++
 		t := b.Time[i]
 		if first == 0 || t < first {
@@ -45,17 +45,17 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 		last = max(last, t)
 	})
 	if err != nil {
-		return nil, err
+		return nil, p, err
 	}
 	for i, n := range counts {
 		res.PerProbe[m.Probes[i].Name] = n
 	}
-	res.Events = c.Events
+	res.Events = p.Events
 	res.FirstNs, res.LastNs = first, last
-	res.Losses = c.Losses
-	res.Batches = c.R.Batches()
-	res.FileBytes = c.R.Size
-	res.RawBytes = c.R.RawBytes
+	res.Losses = p.Losses
+	res.Batches = p.Batches
+	res.FileBytes = c.Size()
+	res.RawBytes = p.RawBytes
 	if res.FileBytes > 0 {
 		res.Ratio = float64(res.RawBytes) / float64(res.FileBytes)
 	}
@@ -63,12 +63,12 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 		res.BytesPerEvt = float64(res.FileBytes) / float64(res.Events)
 	}
 	res.Captured = Captured(m)
-	res.Recovered = c.R.Recovered
-	if c.R.RecoverErr != nil {
-		res.RecoverNote = c.R.RecoverErr.Error()
+	res.Recovered = p.Recovered
+	if p.RecoverErr != nil {
+		res.RecoverNote = p.RecoverErr.Error()
 	}
 	if asJSON {
-		return res, json.NewEncoder(out).Encode(res)
+		return res, p, json.NewEncoder(out).Encode(res)
 	}
 	// Every string of the capture is escaped (package textsafe): the
 	// metadata and probe table come from the file.
@@ -135,5 +135,5 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, error) {
 			fmt.Fprintf(out, "%-*s fields %s\n", width, "", strings.Join(fs, ", "))
 		}
 	}
-	return res, nil
+	return res, p, nil
 }

@@ -38,13 +38,28 @@ type LatencyResult struct {
 // MaxDepth bounds each thread's stack of open calls.
 const MaxDepth = 4096
 
-var units = map[string]struct {
+type unit struct {
 	div   int64
 	label string
-}{"ns": {1, "nsecs"}, "us": {1000, "usecs"}, "ms": {1000000, "msecs"}}
+}
 
-// Latency computes call durations and prints their histogram as funclatency does.
-func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, error) {
+var units = map[string]unit{"ns": {1, "nsecs"}, "us": {1000, "usecs"}, "ms": {1000000, "msecs"}}
+
+// Latencies pairs the entry and return events of one function on the same
+// thread into call durations. It is fed the events of a pass one at a time
+// (Add), so that it can share the pass with other analyses; Latency runs
+// it alone.
+type Latencies struct {
+	o          LatencyOptions
+	u          unit
+	entry, ret uint16
+	stacks     map[uint64][]int64
+	threads    *threadKeys
+	res        LatencyResult
+}
+
+// NewLatencies resolves o's probes against c. o.Filter is the pass's to apply.
+func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 	if o.Unit == "" {
 		o.Unit = "ns"
 	}
@@ -63,52 +78,81 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, error
 	if entry == ret {
 		return nil, usage.Errorf("entry and return are the same probe %q", o.Entry)
 	}
-	res := &LatencyResult{}
-	stacks := map[uint64][]int64{}
-	threads := newThreadKeys(c)
-	err = c.Scan(&o.Filter, func(b *format.Batch, i int) {
-		switch b.Probe[i] {
-		case entry:
-			t := threads.key(b, i)
-			s := stacks[t]
-			if len(s) >= MaxDepth {
-				res.Overflows++
-				return
-			}
-			stacks[t] = append(s, b.Time[i])
-		case ret:
-			t := threads.key(b, i)
-			s := stacks[t]
-			if len(s) == 0 {
-				res.UnmatchedReturns++
-				return
-			}
-			d := (b.Time[i] - s[len(s)-1]) / u.div
-			stacks[t] = s[:len(s)-1]
-			res.Calls++
-			res.Hist.Add(uint64(d))
-			res.Stats.Add(d)
+	return &Latencies{o: o, u: u, entry: entry, ret: ret, stacks: map[uint64][]int64{}, threads: newThreadKeys(c)}, nil
+}
+
+// Add pairs event row i of b, if it is an entry or a return.
+func (l *Latencies) Add(b *format.Batch, i int) {
+	switch b.Probe[i] {
+	case l.entry:
+		t := l.threads.key(b, i)
+		s := l.stacks[t]
+		if len(s) >= MaxDepth {
+			l.res.Overflows++
+			return
 		}
-	})
-	if err != nil {
-		return nil, err
+		l.stacks[t] = append(s, b.Time[i])
+	case l.ret:
+		t := l.threads.key(b, i)
+		s := l.stacks[t]
+		if len(s) == 0 {
+			l.res.UnmatchedReturns++
+			return
+		}
+		d := (b.Time[i] - s[len(s)-1]) / l.u.div
+		l.stacks[t] = s[:len(s)-1]
+		l.res.Calls++
+		l.res.Hist.Add(uint64(d))
+		l.res.Stats.Add(d)
 	}
-	for _, s := range stacks {
+}
+
+// Result is what the events added so far count, the entries still open
+// counted as never returning.
+func (l *Latencies) Result() *LatencyResult {
+	res := l.res
+	for _, s := range l.stacks {
 		res.UnmatchedEntries += uint64(len(s))
 	}
+	return &res
+}
+
+// Latency computes call durations and prints their histogram as funclatency
+// does; it returns them and its pass over c.
+func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, *Pass, error) {
+	l, err := NewLatencies(c, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := c.Scan(&o.Filter, l.Add)
+	if err != nil {
+		return nil, p, err
+	}
+	res := l.Result()
+	return res, p, l.write(out, res)
+}
+
+// Write prints the Result as funclatency does, or as JSON.
+func (l *Latencies) Write(out io.Writer) (*LatencyResult, error) {
+	res := l.Result()
+	return res, l.write(out, res)
+}
+
+func (l *Latencies) write(out io.Writer, res *LatencyResult) error {
+	o, u := &l.o, l.u
 	if o.JSON {
 		now := o.Now
 		if now.IsZero() {
 			now = time.Now()
 		}
-		return res, json.NewEncoder(out).Encode(map[string]any{
+		return json.NewEncoder(out).Encode(map[string]any{
 			"calls": res.Calls, "unit": o.Unit, "unmatched_returns": res.UnmatchedReturns,
 			"unmatched_entries": res.UnmatchedEntries, "overflows": res.Overflows,
 			"hist": histJSON(&res.Hist, u.label, now), "stats": statsJSON(&res.Stats),
 		})
 	}
 	if err := res.Hist.WriteBCC(out, u.label); err != nil {
-		return nil, err
+		return err
 	}
 	if res.Calls > 0 {
 		fmt.Fprintf(out, "\navg = %.0f %s, total: %s %s, count: %d\n", res.Stats.Mean(), u.label, res.Stats.Sum(), u.label, res.Calls)
@@ -119,5 +163,5 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, error
 		fmt.Fprintf(out, ", %d entries beyond depth %d", res.Overflows, MaxDepth)
 	}
 	fmt.Fprintln(out)
-	return res, nil
+	return nil
 }

@@ -1,7 +1,14 @@
 // Package replay answers questions about a capture offline: histograms,
 // per-request totals, latencies, comparisons, event listings and facts.
-// Every analysis streams the file batch by batch, so memory does not grow
-// with the capture, and tallies the loss records it passes.
+//
+// A Capture is opened once and read in passes, each from its first batch.
+// A pass streams the file batch by batch, so memory does not grow with the
+// capture, and returns what it found besides the events it handed on: the
+// loss records it passed, implausible times, and how far a file without
+// footer could be read (Pass). Several analyses can share one pass: each
+// has a value that is fed the events (Latencies, RequestTotals,
+// Comparison), and the verb functions (Latency, Requests, Compare...) run
+// one alone.
 package replay
 
 import (
@@ -14,7 +21,6 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
-	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // Filter selects events by process, thread, command and time window.
@@ -53,6 +59,13 @@ func (f *Filter) Match(b *format.Batch, i int, startBoot int64) bool {
 		}
 	}
 	return true
+}
+
+// InWindow reports whether boot-clock time t is within f's From and To;
+// it selects loss records, which have no process.
+func (f *Filter) InWindow(t, startBoot int64) bool {
+	off := time.Duration(t - startBoot)
+	return off >= f.From && (f.To == 0 || off < f.To)
 }
 
 func contains(s []uint32, v uint32) bool {
@@ -123,199 +136,6 @@ func sortedKeys[K string | uint16 | uint32 | int64, V any](m map[K]V) []K {
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
 }
-
-// Capture is an open capture being analysed.
-type Capture struct {
-	Name   string
-	R      *format.Reader
-	Losses Losses
-	// Times tallies implausible event times, in the verbs that read every
-	// event's time (Scan).
-	Times TimeAnomalies
-	// unmatched says what a filter that matched no event left out (see
-	// Notes).
-	unmatched unmatched
-	// Events counts the event rows read (loss records excluded), before filtering.
-	Events uint64
-
-	noProject bool // read with Scan even where a projection would do
-	workers   int  // goroutines of a projected read; 0: one per CPU
-	// projected is set when an analysis read the capture by projection
-	// (whose Reader then read no batch), with what it found of a footerless one.
-	projected      bool
-	projBatches    int
-	projRecoverErr error
-}
-
-// Open opens a capture for analysis.
-func Open(path string) (*Capture, error) {
-	r, err := format.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	return &Capture{Name: path, R: r}, nil
-}
-
-// Meta is the capture's metadata.
-func (c *Capture) Meta() *format.Meta { return c.R.Meta }
-
-// EndWall is the wall-clock time at which the capture stopped recording:
-// when its window closed, or where that is not recorded, when it started.
-// JSON that BCC stamps with the time it prints gets this time instead, so
-// that a replay says when the data is from.
-func (c *Capture) EndWall() time.Time {
-	m := c.Meta()
-	if m.Window != nil && m.Window.End != 0 {
-		return m.WallTime(m.Window.End)
-	}
-	return m.StartWall
-}
-
-// Close closes the capture.
-func (c *Capture) Close() error { return c.R.Close() }
-
-// Notes prints what the reader of an analysis must know: losses and recovery.
-func (c *Capture) Notes(w io.Writer) {
-	if c.R.Recovered {
-		batches, cut := c.R.Batches(), c.R.RecoverErr
-		if c.projected {
-			batches, cut = c.projBatches, c.projRecoverErr
-		}
-		fmt.Fprintf(w, "NOTE: %s has no footer (was the recorder killed?): read its %d complete batches", c.Name, batches)
-		if cut != nil {
-			fmt.Fprintf(w, ", dropped the %v", cut)
-		}
-		fmt.Fprintf(w, "; 'bpftape repair' writes a standard file.\n")
-	}
-	c.Losses.Warn(w, c.Name, c.R.Meta)
-	c.Times.Warn(w, c.Name)
-	c.unmatched.note(w, c.Name)
-}
-
-// unmatched gathers, while a filter has matched nothing, a few of the
-// values the capture has instead, for the note that says so: a filter that
-// selects nothing otherwise prints an empty result and exits 0.
-type unmatched struct {
-	filtered, matched bool
-	pids              map[uint32]bool
-	comms             map[string]bool
-}
-
-const unmatchedValues = 8
-
-func (u *unmatched) saw(f *Filter, b *format.Batch, i int) {
-	u.filtered = true
-	if u.matched {
-		return
-	}
-	if u.pids == nil {
-		u.pids, u.comms = map[uint32]bool{}, map[string]bool{}
-	}
-	if len(f.PIDs) > 0 && len(u.pids) < unmatchedValues {
-		u.pids[b.PID[i]] = true
-	}
-	if len(f.Comms) > 0 && len(u.comms) < unmatchedValues {
-		u.comms[b.Comm(i)] = true
-	}
-}
-
-func (u *unmatched) note(w io.Writer, name string) {
-	if !u.filtered || u.matched {
-		return
-	}
-	var has []string
-	if len(u.pids) > 0 {
-		var ps []string
-		for _, p := range sortedKeys(u.pids) {
-			ps = append(ps, fmt.Sprint(p))
-		}
-		has = append(has, "pids "+strings.Join(ps, ", "))
-	}
-	if len(u.comms) > 0 {
-		has = append(has, "comms "+strings.Join(textsafe.Strings(sortedKeys(u.comms)), ", "))
-	}
-	msg := ""
-	if len(has) > 0 {
-		msg = " (it has " + strings.Join(has, "; ") + ")"
-	}
-	fmt.Fprintf(w, "NOTE: %s: no event matches the --pid, --tid, --comm, --from and --to filters%s.\n", name, msg)
-}
-
-// Scan calls fn for every event row that passes f, and tallies loss records.
-func (c *Capture) Scan(f *Filter, fn func(b *format.Batch, i int)) error {
-	m := c.R.Meta
-	for c.R.Next() {
-		b := c.R.Batch()
-		for i := 0; i < b.Len; i++ {
-			if n, ok := b.Lost(i); ok {
-				c.Losses.Add(m.Probes[b.Probe[i]].Name, b.CPU[i], b.Time[i], n)
-				continue
-			}
-			c.Events++
-			c.Times.Check(b.Time[i], m)
-			if f == nil || f.Match(b, i, m.StartBoot) {
-				c.unmatched.matched = true
-				fn(b, i)
-			} else {
-				c.unmatched.saw(f, b, i)
-			}
-		}
-	}
-	if err := c.R.Err(); err != nil {
-		return fmt.Errorf("%s: %w", c.Name, err)
-	}
-	return nil
-}
-
-// Ref names one field of one probe, resolved against a capture.
-type Ref struct {
-	Probe string
-	Field string
-	probe uint16
-	col   int
-	typ   format.Type
-}
-
-// Resolve finds probe and field in the capture, with the names that do exist
-// in the error when they do not.
-func (c *Capture) Resolve(probe, field string) (Ref, error) {
-	m := c.R.Meta
-	pi, p := m.Probe(probe)
-	if p == nil {
-		return Ref{}, usage.Errorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(m.ProbeNames(), ", "))
-	}
-	fi := p.Field(field)
-	if fi < 0 {
-		var names []string
-		for _, f := range p.Fields {
-			names = append(names, f.Name)
-		}
-		return Ref{}, usage.Errorf("%s: probe %s has no field %q; its fields: %s", c.Name, probe, field, strings.Join(names, ", "))
-	}
-	f := p.Fields[fi]
-	return Ref{Probe: probe, Field: field, probe: uint16(pi), col: c.R.Column(f.Column), typ: f.Type}, nil
-}
-
-// ResolveProbe finds a probe by name.
-func (c *Capture) ResolveProbe(probe string) (uint16, error) {
-	pi, p := c.R.Meta.Probe(probe)
-	if p == nil {
-		return 0, usage.Errorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(c.R.Meta.ProbeNames(), ", "))
-	}
-	return uint16(pi), nil
-}
-
-// Int reads the referenced integer field of row i; ok is false when row i
-// is another probe's event.
-func (r *Ref) Int(b *format.Batch, i int) (v int64, ok bool) {
-	if b.Probe[i] != r.probe {
-		return 0, false
-	}
-	return b.Col(r.col).Int(i), true
-}
-
-// IsInt reports whether the field is an integer.
-func (r *Ref) IsInt() bool { return r.typ.IsInt() }
 
 // Cast reinterprets a value as another integer type, as a C cast would:
 // "s32" keeps the low 32 bits and sign-extends them.

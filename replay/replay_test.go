@@ -105,7 +105,7 @@ func TestRequests(t *testing.T) {
 			}
 			c := writeCapture(t, reqProbes, tc.rows)
 			var out bytes.Buffer
-			res, err := Requests(c, RequestsOptions{ItemProbe: "item", ItemField: "len", EndProbe: "end", EndField: "retval", Global: tc.global}, &out)
+			res, _, err := Requests(c, RequestsOptions{ItemProbe: "item", ItemField: "len", EndProbe: "end", EndField: "retval", Global: tc.global}, &out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +136,7 @@ func TestLatency(t *testing.T) {
 	}
 	c := writeCapture(t, probes, rows)
 	var out bytes.Buffer
-	res, err := Latency(c, LatencyOptions{Entry: "f", Return: "f_ret"}, &out)
+	res, pass, err := Latency(c, LatencyOptions{Entry: "f", Return: "f_ret"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestLatency(t *testing.T) {
 		t.Errorf("no funclatency header:\n%s", out.String())
 	}
 	var notes bytes.Buffer
-	c.Notes(&notes)
+	pass.Notes(&notes)
 	if !strings.Contains(notes.String(), "WARNING") || !strings.Contains(notes.String(), "5 events were lost") {
 		t.Errorf("loss warning missing: %q", notes.String())
 	}
@@ -184,7 +184,7 @@ func TestEventsSeedTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := Events(c, EventsOptions{Formats: []*EventFormat{f1, f2}, Time: "none"}, &out); err != nil {
+	if _, err := Events(c, EventsOptions{Formats: []*EventFormat{f1, f2}, Time: "none"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	want := "PID     TID     COMM            FUNC             -\n"
@@ -207,7 +207,7 @@ func TestHistFiltersAndKeys(t *testing.T) {
 	}
 	c := writeCapture(t, probes, rows)
 	var out bytes.Buffer
-	err := Hist(c, HistOptions{Probe: "p", Field: "v", By: "comm", Filter: Filter{From: 1500 * time.Millisecond, To: 4 * time.Second}}, &out)
+	_, err := Hist(c, HistOptions{Probe: "p", Field: "v", By: "comm", Filter: Filter{From: 1500 * time.Millisecond, To: 4 * time.Second}}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestHistFiltersAndKeys(t *testing.T) {
 		c := writeCapture(t, probes, rows[3:])
 		cast, _ := ParseCast(tc.cast)
 		var out bytes.Buffer
-		if err := Hist(c, HistOptions{Probe: "p", Field: "v", Cast: cast, JSON: true, Now: time.Unix(0, 0)}, &out); err != nil {
+		if _, err := Hist(c, HistOptions{Probe: "p", Field: "v", Cast: cast, JSON: true, Now: time.Unix(0, 0)}, &out); err != nil {
 			t.Fatal(err)
 		}
 		n := strings.Count(out.String(), `"interval-start"`)
@@ -234,10 +234,10 @@ func TestHistFiltersAndKeys(t *testing.T) {
 			t.Errorf("cast %q: %d buckets printed, want %d: %s", tc.cast, n, tc.slot, out.String())
 		}
 	}
-	if err := Hist(c, HistOptions{Probe: "nope", Field: "v"}, &out); err == nil || !strings.Contains(err.Error(), "the capture has: p") {
+	if _, err := Hist(c, HistOptions{Probe: "nope", Field: "v"}, &out); err == nil || !strings.Contains(err.Error(), "the capture has: p") {
 		t.Errorf("unknown probe error: %v", err)
 	}
-	if err := Hist(c, HistOptions{Probe: "p", Field: "x"}, &out); err == nil || !strings.Contains(err.Error(), "its fields: v") {
+	if _, err := Hist(c, HistOptions{Probe: "p", Field: "x"}, &out); err == nil || !strings.Contains(err.Error(), "its fields: v") {
 		t.Errorf("unknown field error: %v", err)
 	}
 }
@@ -275,7 +275,7 @@ func TestPairingKeysHost(t *testing.T) {
 		{probe: 0, tid: 100, t: 3000, strs: []string{"b"}},
 		{probe: 1, tid: 100, t: 3050, strs: []string{"b"}}, // 50 ns
 	})
-	res, err := Latency(c, LatencyOptions{Entry: "f", Return: "f_ret"}, &bytes.Buffer{})
+	res, _, err := Latency(c, LatencyOptions{Entry: "f", Return: "f_ret"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestPairingKeysHost(t *testing.T) {
 		{probe: 0, tid: 5, t: 1100, ints: []uint64{20}, strs: []string{"", "b"}},
 		{probe: 1, tid: 5, t: 1200, ints: []uint64{1}, strs: []string{"", "b"}},
 	})
-	rres, err := Requests(c, RequestsOptions{ItemProbe: "item", ItemField: "len", EndProbe: "end", EndField: "retval"}, &bytes.Buffer{})
+	rres, _, err := Requests(c, RequestsOptions{ItemProbe: "item", ItemField: "len", EndProbe: "end", EndField: "retval"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,9 +49,23 @@ type pending struct {
 	items uint64
 }
 
-// Requests computes per-request totals and prints the end-value and total
-// histograms as BCC prints them.
-func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, error) {
+// RequestTotals sums items into requests. It is fed the events of a pass
+// one at a time (Add), so that it can share the pass with other analyses;
+// Requests runs it alone.
+type RequestTotals struct {
+	o         RequestsOptions
+	item, end Ref
+	open      map[uint64]*pending
+	threads   *threadKeys
+	list      io.Writer // where each request is printed, with o.List
+	m         *format.Meta
+	res       RequestsResult
+}
+
+// NewRequestTotals resolves o's fields against c; with o.List, it prints
+// the header of the list to out, and Add prints each request there. o.Filter
+// is the pass's to apply.
+func NewRequestTotals(c *Capture, o RequestsOptions, out io.Writer) (*RequestTotals, error) {
 	item, err := c.Resolve(o.ItemProbe, o.ItemField)
 	if err != nil {
 		return nil, fmt.Errorf("item: %w", err)
@@ -69,61 +83,78 @@ func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, er
 	if o.TotalLabel == "" {
 		o.TotalLabel = o.ItemField
 	}
-	res := &RequestsResult{}
-	open := map[uint64]*pending{}
-	threads := newThreadKeys(c)
+	r := &RequestTotals{o: o, item: item, end: end, open: map[uint64]*pending{}, threads: newThreadKeys(c), m: c.Meta()}
 	if o.List && !o.JSON {
+		r.list = out
 		fmt.Fprintf(out, "%-14s %-7s %-7s %-16s %12s %8s %14s\n", "TIME", "PID", "TID", "COMM", o.EndLabel, "ITEMS", o.TotalLabel)
 	}
-	m := c.Meta()
-	err = c.Scan(&o.Filter, func(b *format.Batch, i int) {
-		var key uint64
-		if !o.Global {
-			key = threads.key(b, i)
-		}
-		if v, ok := item.Int(b, i); ok {
-			p := open[key]
-			if p == nil {
-				p = &pending{}
-				open[key] = p
-			}
-			p.sum += v
-			p.items++
-			return
-		}
-		v, ok := end.Int(b, i)
-		if !ok {
-			return
-		}
-		p := open[key]
-		if p == nil || p.items == 0 {
-			res.EndsWithoutItems++
-			return
-		}
-		v = o.EndCast.Apply(v)
-		res.Requests++
-		res.End.Add(uint64(v))
-		res.Total.Add(uint64(p.sum))
-		res.EndStats.Add(v)
-		res.TotalStats.Add(p.sum)
-		if o.List && !o.JSON {
-			fmt.Fprintf(out, "%-14.6f %-7d %-7d %-16s %12d %8d %14d\n", float64(b.Time[i]-m.StartBoot)/1e9, b.PID[i], b.TID[i], textsafe.Escape(b.Comm(i)), v, p.items, p.sum)
-		}
-		delete(open, key)
-	})
-	if err != nil {
-		return nil, err
+	return r, nil
+}
+
+// Add counts event row i of b, if it is an item or an end.
+func (r *RequestTotals) Add(b *format.Batch, i int) {
+	o, res := &r.o, &r.res
+	var key uint64
+	if !o.Global {
+		key = r.threads.key(b, i)
 	}
-	for _, p := range open {
+	if v, ok := r.item.Int(b, i); ok {
+		p := r.open[key]
+		if p == nil {
+			p = &pending{}
+			r.open[key] = p
+		}
+		p.sum += v
+		p.items++
+		return
+	}
+	v, ok := r.end.Int(b, i)
+	if !ok {
+		return
+	}
+	p := r.open[key]
+	if p == nil || p.items == 0 {
+		res.EndsWithoutItems++
+		return
+	}
+	v = o.EndCast.Apply(v)
+	res.Requests++
+	res.End.Add(uint64(v))
+	res.Total.Add(uint64(p.sum))
+	res.EndStats.Add(v)
+	res.TotalStats.Add(p.sum)
+	if r.list != nil {
+		fmt.Fprintf(r.list, "%-14.6f %-7d %-7d %-16s %12d %8d %14d\n", float64(b.Time[i]-r.m.StartBoot)/1e9, b.PID[i], b.TID[i], textsafe.Escape(b.Comm(i)), v, p.items, p.sum)
+	}
+	delete(r.open, key)
+}
+
+// Result is what the events added so far count, the items of requests
+// still open counted as incomplete.
+func (r *RequestTotals) Result() *RequestsResult {
+	res := r.res
+	for _, p := range r.open {
 		res.Incomplete++
 		res.IncompleteItems += p.items
 	}
+	return &res
+}
+
+// Write prints the Result's end-value and total histograms as BCC prints
+// them, or as JSON.
+func (r *RequestTotals) Write(out io.Writer) (*RequestsResult, error) {
+	res := r.Result()
+	return res, r.write(out, res)
+}
+
+func (r *RequestTotals) write(out io.Writer, res *RequestsResult) error {
+	o := &r.o
 	if o.JSON {
 		now := o.Now
 		if now.IsZero() {
 			now = time.Now()
 		}
-		return res, json.NewEncoder(out).Encode(map[string]any{
+		return json.NewEncoder(out).Encode(map[string]any{
 			"requests": res.Requests, "ends_without_items": res.EndsWithoutItems,
 			"incomplete": res.Incomplete, "incomplete_items": res.IncompleteItems,
 			"end": histJSON(&res.End, o.EndLabel, now), "total": histJSON(&res.Total, o.TotalLabel, now),
@@ -134,15 +165,30 @@ func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, er
 		fmt.Fprintln(out)
 	}
 	if err := res.End.WriteBCC(out, o.EndLabel); err != nil {
-		return nil, err
+		return err
 	}
 	fmt.Fprintln(out)
 	if err := res.Total.WriteBCC(out, o.TotalLabel); err != nil {
-		return nil, err
+		return err
 	}
 	fmt.Fprintf(out, "\n%d requests; %d ends without items skipped; %d incomplete requests (%d items) at the end of the capture\n",
 		res.Requests, res.EndsWithoutItems, res.Incomplete, res.IncompleteItems)
-	return res, nil
+	return nil
+}
+
+// Requests computes per-request totals and prints the end-value and total
+// histograms as BCC prints them; it returns them and its pass over c.
+func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, *Pass, error) {
+	r, err := NewRequestTotals(c, o, out)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := c.Scan(&o.Filter, r.Add)
+	if err != nil {
+		return nil, p, err
+	}
+	res := r.Result()
+	return res, p, r.write(out, res)
 }
 
 // histJSON is a log2 histogram in BCC's print_json_hist shape, as a value.

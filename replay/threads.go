@@ -21,7 +21,7 @@ func newThreadKeys(c *Capture) *threadKeys {
 					k.cols[i] = -1
 				}
 			}
-			k.cols[pi] = c.R.Column(p.Fields[fi].Column)
+			k.cols[pi] = c.Column(p.Fields[fi].Column)
 		}
 	}
 	return k

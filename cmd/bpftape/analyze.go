@@ -22,16 +22,16 @@ func init() {
 	register("repair", "copy the complete batches of a damaged capture into a standard file", runRepair)
 }
 
-// withCapture opens path, runs fn, and prints the capture's notes (losses,
-// recovery) to stderr afterwards.
-func withCapture(path string, stderr io.Writer, fn func(c *replay.Capture) error) error {
+// withCapture opens path, runs fn, and prints the notes (losses,
+// recovery) of the pass fn returns to stderr afterwards.
+func withCapture(path string, stderr io.Writer, fn func(c *replay.Capture) (*replay.Pass, error)) error {
 	c, err := replay.Open(path)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	err = fn(c)
-	c.Notes(stderr)
+	p, err := fn(c)
+	p.Notes(stderr)
 	return err
 }
 
@@ -83,7 +83,7 @@ Examples:
 		}
 	}
 	o.Notes = stderr
-	err = withCapture(pos[0], stderr, func(c *replay.Capture) error { return replay.Hist(c, o, stdout) })
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) { return replay.Hist(c, o, stdout) })
 	if err != nil {
 		return fail(stderr, "hist", err)
 	}
@@ -123,9 +123,9 @@ Example:
 	if o.EndCast, err = replay.ParseCast(*endCast); err != nil {
 		return fail(stderr, "requests", usage.Wrap(err))
 	}
-	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
-		_, err := replay.Requests(c, o, stdout)
-		return err
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
+		_, p, err := replay.Requests(c, o, stdout)
+		return p, err
 	})
 	if err != nil {
 		return fail(stderr, "requests", err)
@@ -165,9 +165,9 @@ Example:
 	if o.Filter, err = filter(); err != nil {
 		return fail(stderr, "latency", err)
 	}
-	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
-		_, err := replay.Latency(c, o, stdout)
-		return err
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
+		_, p, err := replay.Latency(c, o, stdout)
+		return p, err
 	})
 	if err != nil {
 		return fail(stderr, "latency", err)
@@ -238,9 +238,9 @@ after a change):
 	}
 	a.Capture, b.Capture = ca, cb
 	res, err := replay.Compare(&a, &b, o, stdout)
-	ca.Notes(stderr)
-	if cb != ca {
-		cb.Notes(stderr)
+	a.Pass.Notes(stderr)
+	if b.Pass != a.Pass {
+		b.Pass.Notes(stderr)
 	}
 	if err != nil {
 		return fail(stderr, "compare", err)
@@ -286,7 +286,7 @@ Examples:
 	if o.Filter, err = filter(); err != nil {
 		return fail(stderr, "events", err)
 	}
-	err = withCapture(pos[0], stderr, func(c *replay.Capture) error { return replay.Events(c, o, stdout) })
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) { return replay.Events(c, o, stdout) })
 	if err != nil {
 		return fail(stderr, "events", err)
 	}
@@ -313,9 +313,9 @@ Examples:
 	if len(pos) != 1 {
 		return fail(stderr, "info", usage.Errorf("want FILE"))
 	}
-	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
-		_, err := replay.Info(c, *asJSON, stdout)
-		return err
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
+		_, p, err := replay.Info(c, *asJSON, stdout)
+		return p, err
 	})
 	if err != nil {
 		return fail(stderr, "info", err)

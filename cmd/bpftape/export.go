@@ -142,24 +142,26 @@ Examples:
 		return fail(stderr, "export", err)
 	}
 	var res *export.Result
-	err = withCapture(pos[0], stderr, func(c *replay.Capture) error {
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) (pass *replay.Pass, err error) {
 		if *partition {
-			res, err = export.WritePartitioned(c, *out.path, o)
-			return err
+			res, pass, err = export.WritePartitioned(c, *out.path, o)
+			return pass, err
 		}
-		return out.write(stdout, pos[:1], func(w io.Writer) error {
+		err = out.write(stdout, pos[:1], func(w io.Writer) error {
+			var err error
 			switch o.Format {
 			case export.CSV:
-				res, err = export.WriteCSV(c, w, o)
+				res, pass, err = export.WriteCSV(c, w, o)
 			case export.JSONL:
-				res, err = export.WriteJSONL(c, w, o)
+				res, pass, err = export.WriteJSONL(c, w, o)
 			case export.Arrow:
-				res, err = export.WriteArrow(c, w, o)
+				res, pass, err = export.WriteArrow(c, w, o)
 			default:
-				res, err = export.WriteParquet(c, w, o)
+				res, pass, err = export.WriteParquet(c, w, o)
 			}
 			return err
 		})
+		return pass, err
 	})
 	if err != nil {
 		return fail(stderr, "export", err)

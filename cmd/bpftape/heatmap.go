@@ -86,10 +86,11 @@ Examples:
 	if err := out.check(pos[0]); err != nil {
 		return fail(stderr, "heatmap", err)
 	}
-	maps, c, err := heatmap.Build(pos[0], &f, []heatmap.Spec{spec}, heatmap.Options{Step: *step, MaxCols: *cols})
-	if c != nil {
-		c.Notes(stderr)
-	}
+	var maps []*heatmap.Map
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) (p *replay.Pass, err error) {
+		maps, p, err = heatmap.Build(c, &f, []heatmap.Spec{spec}, heatmap.Options{Step: *step, MaxCols: *cols})
+		return p, err
+	})
 	if err != nil {
 		return fail(stderr, "heatmap", err)
 	}

@@ -44,7 +44,7 @@ func TestPolarsReadsCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	info, err := replay.Info(c, true, new(discard))
+	info, _, err := replay.Info(c, true, new(discard))
 	if err != nil {
 		t.Fatal(err)
 	}

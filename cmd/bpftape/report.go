@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bpftape/bpftape/internal/usage"
+	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/report"
 )
 
@@ -88,11 +89,7 @@ Examples:
 		return fail(stderr, "report", err)
 	}
 	err = out.write(stdout, inputs, func(w io.Writer) error {
-		c, err := report.Write(pos[0], w, o)
-		if c != nil {
-			c.Notes(stderr)
-		}
-		return err
+		return withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) { return report.Write(c, w, o) })
 	})
 	if err != nil {
 		return fail(stderr, "report", err)

@@ -14,20 +14,20 @@ import (
 // an empty comm on every event, no string fields, and the redacted
 // metadata. Loss records are kept unless Options.Lost says otherwise (a
 // capture without them would hide its losses from every analysis).
-func WriteArrow(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
+func WriteArrow(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, error) {
 	if o.Lost == "" {
 		o.Lost = LostKeep
 	}
 	in := c.Meta()
 	meta, err := exportMeta(in, &o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if meta == in {
 		// NewWriter fills in the columns of the meta it is given: leave
 		// the reader's alone.
 		if meta, err = cloneMeta(in); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// Per probe, the input columns of the fields the output keeps, in the
@@ -39,24 +39,24 @@ func WriteArrow(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 		for _, f := range out.Fields {
 			k := p.Field(f.Name)
 			if k < 0 {
-				return nil, fmt.Errorf("probe %s: no field %s in the input", p.Name, f.Name)
+				return nil, nil, fmt.Errorf("probe %s: no field %s in the input", p.Name, f.Name)
 			}
-			ci := c.R.Column(p.Fields[k].Column)
+			ci := c.Column(p.Fields[k].Column)
 			if ci < 0 {
-				return nil, fmt.Errorf("probe %s: no column %s in the input", p.Name, p.Fields[k].Column)
+				return nil, nil, fmt.Errorf("probe %s: no column %s in the input", p.Name, p.Fields[k].Column)
 			}
 			src[pi] = append(src[pi], ci)
 		}
 	}
 	fw, err := format.NewWriter(w, meta, format.WriterOptions{Compression: o.Compression})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res := &Result{}
 	ev := format.Event{}
 	var ints []uint64
 	var strs [][]byte
-	err = walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+	pass, err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
 		count(res, lost)
 		if lost {
 			n, _ := b.Lost(i)
@@ -87,5 +87,5 @@ func WriteArrow(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 	if cerr := fw.Close(); err == nil {
 		err = cerr
 	}
-	return res, err
+	return res, pass, err
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/replay"
-	"github.com/bpftape/bpftape/replay/rows"
 )
 
 // Format is an output format.
@@ -42,7 +41,7 @@ type LostMode string
 
 // Loss record modes. LostDrop is the default: one row per event, no lost
 // column, so that counting rows counts events; the caller warns about the
-// losses it drops (replay.Capture.Notes).
+// losses it drops (replay.Pass.Notes).
 const (
 	LostDrop LostMode = "drop" // events only, no lost column
 	LostKeep LostMode = "keep" // events and loss records; lost is empty/null on events
@@ -106,16 +105,16 @@ type column struct {
 // columns lists the capture's columns in schema order, without the lost
 // column unless loss records are kept, and without comm and the string
 // fields when redacting.
-func columns(r *format.Reader, o *Options) []column {
+func columns(c *replay.Capture, o *Options) []column {
 	lost := o.lostMode()
 	types := map[string]format.Type{}
-	for _, p := range r.Meta.Probes {
+	for _, p := range c.Meta().Probes {
 		for _, f := range p.Fields {
 			types[f.Column] = f.Type
 		}
 	}
 	var cols []column
-	for i, f := range r.Schema.Fields() {
+	for i, f := range c.Schema().Fields() {
 		switch {
 		case i == format.ColLost && lost == LostDrop:
 		case i == format.ColComm && o.Redact:
@@ -130,9 +129,9 @@ func columns(r *format.Reader, o *Options) []column {
 }
 
 // walk calls fn for every row the options select, in file order, with
-// lost set for loss records, and tallies c's events and losses.
-func walk(c *replay.Capture, o *Options, fn func(b *format.Batch, i int, lost bool) error) error {
-	return rows.Walk(c, &o.Filter, func(b *format.Batch, i int, lost bool) error {
+// lost set for loss records, in a pass over c (replay.Capture.Walk).
+func walk(c *replay.Capture, o *Options, fn func(b *format.Batch, i int, lost bool) error) (*replay.Pass, error) {
+	return c.Walk(&o.Filter, func(b *format.Batch, i int, lost bool) error {
 		if lost && o.Lost == LostDrop || !lost && o.Lost == LostOnly {
 			return nil
 		}

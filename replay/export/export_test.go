@@ -131,7 +131,7 @@ func TestCSV(t *testing.T) {
 		}
 		var b bytes.Buffer
 		c := open(t, path)
-		res, err := WriteCSV(c, &b, Options{Format: CSV, Lost: mode, Filter: f})
+		res, pass, err := WriteCSV(c, &b, Options{Format: CSV, Lost: mode, Filter: f})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,8 +180,8 @@ func TestCSV(t *testing.T) {
 				t.Fatalf("%s row %d: %v, want %+v", mode, i, rec, w)
 			}
 		}
-		if c.Losses.Total == 0 || c.Events != 990 {
-			t.Errorf("%s: capture tally %d events, %d lost", mode, c.Events, c.Losses.Total)
+		if pass.Losses.Total == 0 || pass.Events != 990 {
+			t.Errorf("%s: capture tally %d events, %d lost", mode, pass.Events, pass.Losses.Total)
 		}
 	}
 }
@@ -189,7 +189,7 @@ func TestCSV(t *testing.T) {
 func TestJSONL(t *testing.T) {
 	path, rs := capture(t)
 	var b bytes.Buffer
-	res, err := WriteJSONL(open(t, path), &b, Options{Format: JSONL, Lost: LostKeep})
+	res, _, err := WriteJSONL(open(t, path), &b, Options{Format: JSONL, Lost: LostKeep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestParquet(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := open(t, path)
-	res, err := WriteParquet(c, f, Options{Format: Parquet, Lost: LostKeep})
+	res, _, err := WriteParquet(c, f, Options{Format: Parquet, Lost: LostKeep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestParquet(t *testing.T) {
 	}
 	defer pf.Close()
 	kv := pf.MetaData().KeyValueMetadata()
-	cm := c.R.Schema.Metadata()
+	cm := c.Schema().Metadata()
 	if v := kv.FindValue(format.MetadataKey); v == nil || *v != cm.Values()[cm.FindKey(format.MetadataKey)] {
 		t.Error("the capture's metadata is not kept under \"bpftape\"")
 	}
@@ -325,7 +325,7 @@ func TestPartitioned(t *testing.T) {
 	write(t, b, testMeta("h/2"), rs[:500])
 	out := filepath.Join(dir, "fleet")
 	for _, in := range []string{a, b, a} {
-		if _, err := WritePartitioned(open(t, in), out, Options{Format: Parquet}); err != nil {
+		if _, _, err := WritePartitioned(open(t, in), out, Options{Format: Parquet}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,7 +367,7 @@ func TestPartitioned(t *testing.T) {
 		t.Fatal(err)
 	}
 	out2 := filepath.Join(dir, "merged")
-	res, err := WritePartitioned(open(t, m), out2, Options{Format: Parquet, Lost: LostKeep})
+	res, _, err := WritePartitioned(open(t, m), out2, Options{Format: Parquet, Lost: LostKeep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,7 +412,7 @@ func TestPartitionedBounded(t *testing.T) {
 	if err := hostile.Named("many-hosts").Write(in); err != nil {
 		t.Fatal(err)
 	}
-	res, err := WritePartitioned(open(t, in), filepath.Join(dir, "many"), Options{Format: Parquet})
+	res, _, err := WritePartitioned(open(t, in), filepath.Join(dir, "many"), Options{Format: Parquet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestPartitionedBounded(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	res, err = WritePartitioned(open(t, rr), filepath.Join(dir, "rr"), Options{Format: Parquet})
+	res, _, err = WritePartitioned(open(t, rr), filepath.Join(dir, "rr"), Options{Format: Parquet})
 	if err != nil {
 		t.Fatal(err)
 	}

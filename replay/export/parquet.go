@@ -34,22 +34,22 @@ const HiveNull = "__HIVE_DEFAULT_PARTITION__"
 // footer key "bpftape"; string_view columns (comm, string fields) become
 // utf8, as pqarrow in Arrow Go v15 has no string_view, and probe stays a
 // dictionary of utf8.
-func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
+func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, error) {
 	o.Lost = o.lostMode()
-	cols := columns(c.R, &o)
+	cols := columns(c, &o)
 	pw, err := newPQWriter(w, cols, c, &o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res := &Result{}
-	err = walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+	pass, err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
 		count(res, lost)
 		return pw.add(b, i)
 	})
 	if cerr := pw.close(); err == nil {
 		err = cerr
 	}
-	return res, err
+	return res, pass, err
 }
 
 // WritePartitioned writes the selected rows of c as hive-style
@@ -59,10 +59,10 @@ func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 // event's host field in a merged capture, else Meta.Host (NULL when
 // redacting), and N the first free number, so that exporting more captures
 // into dir adds to it.
-func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, err error) {
+func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pass *replay.Pass, err error) {
 	o.Lost = o.lostMode()
 	m := c.Meta()
-	all := columns(c.R, &o)
+	all := columns(c, &o)
 	type part struct {
 		pw   *pqWriter
 		f    *outfile.File
@@ -110,7 +110,7 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 		own := map[string]bool{}
 		for _, f := range p.Fields {
 			if f.Name == "host" && f.Type == format.String && !o.Redact {
-				hostCol[pi] = c.R.Column(f.Column)
+				hostCol[pi] = c.Column(f.Column)
 				merged = true
 				continue
 			}
@@ -123,7 +123,7 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 			probeCols[pi] = append(probeCols[pi], col)
 		}
 	}
-	err = walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+	pass, err = walk(c, &o, func(b *format.Batch, i int, lost bool) error {
 		pi := b.Probe[i]
 		host := m.Host
 		switch {
@@ -171,7 +171,7 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, er
 		count(res, lost)
 		return p.pw.add(b, i)
 	})
-	return res, err
+	return res, pass, err
 }
 
 // MaxOpenParts bounds the part files a partitioned export writes at once.
@@ -284,7 +284,7 @@ func arrowType(t format.Type) arrow.DataType {
 
 func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pqWriter, error) {
 	// The capture's metadata as it is in the file, or redacted.
-	md := c.R.Schema.Metadata()
+	md := c.Schema().Metadata()
 	js := []byte(md.Values()[md.FindKey(format.MetadataKey)])
 	if o.Redact {
 		meta, err := exportMeta(c.Meta(), o)

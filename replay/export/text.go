@@ -16,20 +16,20 @@ import (
 // WriteCSV writes a header and one line per selected row of c: the fixed
 // columns (lost only when loss records are kept) and every field column,
 // empty where the row's probe has no such field.
-func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
+func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, error) {
 	o.Lost = o.lostMode()
-	cols := columns(c.R, &o)
+	cols := columns(c, &o)
 	cw := csv.NewWriter(w)
 	rec := make([]string, len(cols))
 	for i, col := range cols {
 		rec[i] = csvText(col.name, &o)
 	}
 	if err := cw.Write(rec); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res := &Result{}
 	probes := c.Meta().ProbeNames()
-	err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+	pass, err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
 		for k, col := range cols {
 			rec[k] = textValue(b, i, &col, probes)
 			if col.text() {
@@ -43,7 +43,7 @@ func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 	if err == nil {
 		err = cw.Error()
 	}
-	return res, err
+	return res, pass, err
 }
 
 func count(res *Result, lost bool) {
@@ -104,14 +104,14 @@ func textValue(b *format.Batch, i int, col *column, probes []string) string {
 // WriteJSONL writes one JSON object per selected row of c with the CSV's
 // names but only the row's probe's fields; 64-bit integers are written in
 // full (readers that parse numbers as doubles round those above 2^53).
-func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
+func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, error) {
 	o.Lost = o.lostMode()
-	cols := columns(c.R, &o)
+	cols := columns(c, &o)
 	bw := bufio.NewWriterSize(w, 1<<16)
 	res := &Result{}
 	probes := c.Meta().ProbeNames()
 	var line []byte
-	err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+	pass, err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
 		line = append(line[:0], '{')
 		first := true
 		for k := range cols {
@@ -157,7 +157,7 @@ func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, error) {
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
-	return res, err
+	return res, pass, err
 }
 
 // appendJSONString appends s as a JSON string.

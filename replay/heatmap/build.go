@@ -235,34 +235,26 @@ func (b *Builder) Maps() []*Map {
 	return ms
 }
 
-// Build makes the maps of specs from the capture at path in two passes,
-// each over the events that pass f. It returns the capture of the second
-// pass, closed, whose Notes tell its losses.
-func Build(path string, f *replay.Filter, specs []Spec, o Options) ([]*Map, *replay.Capture, error) {
+// Build makes the maps of specs from c in two passes, each over the events
+// that pass f. It returns the second pass (or the one that failed), whose
+// Notes tell its losses.
+func Build(c *replay.Capture, f *replay.Filter, specs []Spec, o Options) ([]*Map, *replay.Pass, error) {
 	if f != nil {
 		o.From, o.To = f.From, f.To
 	}
-	c, err := replay.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
 	b, err := NewBuilder(c, specs, o)
-	if err == nil {
-		err = c.Scan(f, b.Measure)
-	}
-	c.Close()
 	if err != nil {
 		return nil, nil, err
+	}
+	p, err := c.Scan(f, b.Measure)
+	if err != nil {
+		return nil, p, err
 	}
 	if err := b.Plan(nil); err != nil {
-		return nil, nil, err
+		return nil, p, err
 	}
-	if c, err = replay.Open(path); err != nil {
-		return nil, nil, err
+	if p, err = c.Scan(f, b.Fill); err != nil {
+		return nil, p, err
 	}
-	defer c.Close()
-	if err := c.Scan(f, b.Fill); err != nil {
-		return nil, c, err
-	}
-	return b.Maps(), c, nil
+	return b.Maps(), p, nil
 }

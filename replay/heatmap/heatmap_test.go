@@ -60,9 +60,17 @@ func write(t *testing.T, evs []ev) string {
 
 func build(t *testing.T, path string, f *replay.Filter, s Spec, o Options) *Map {
 	t.Helper()
-	ms, _, err := Build(path, f, []Spec{s}, o)
+	c, err := replay.Open(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer c.Close()
+	ms, _, err := Build(c, f, []Spec{s}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Passes() != 2 {
+		t.Errorf("%d passes over the capture, want 2", c.Passes())
 	}
 	return ms[0]
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/heatmap"
 	"github.com/bpftape/bpftape/replay/hist"
-	"github.com/bpftape/bpftape/replay/rows"
 )
 
 // RequestsSpec asks for a per-request analysis (see replay.Requests).
@@ -57,10 +56,11 @@ const (
 	DefaultCols        = 80
 )
 
-// Write reads the capture at path (twice, plus once per requested
-// analysis; memory does not grow with the capture), writes the report as
-// HTML to w and returns the capture's tally for its loss notes.
-func Write(path string, w io.Writer, o Options) (*replay.Capture, error) {
+// Write reads c in two passes (memory does not grow with the capture),
+// writes the report as HTML to w and returns the second pass, whose Notes
+// tell the capture's losses. Only a comparison with another file opens
+// that file.
+func Write(c *replay.Capture, w io.Writer, o Options) (*replay.Pass, error) {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
@@ -70,16 +70,16 @@ func Write(path string, w io.Writer, o Options) (*replay.Capture, error) {
 	if o.Cols <= 0 {
 		o.Cols = DefaultCols
 	}
-	p, c, err := build(path, &o)
+	v, pass, err := build(c, &o)
 	if err != nil {
-		return c, err
+		return pass, err
 	}
 	var b bytes.Buffer
-	if err := page.Execute(&b, p); err != nil {
-		return c, fmt.Errorf("render report: %w", err)
+	if err := page.Execute(&b, v); err != nil {
+		return pass, fmt.Errorf("render report: %w", err)
 	}
 	_, err = w.Write(textsafe.Markup(b.Bytes()))
-	return c, err
+	return pass, err
 }
 
 // view is everything the template shows.
@@ -165,11 +165,89 @@ type fieldAcc struct {
 	stats        hist.Stats
 }
 
-func build(path string, o *Options) (*view, *replay.Capture, error) {
-	c, err := replay.Open(path)
-	if err != nil {
-		return nil, nil, err
+// analyses are the latency, request and comparison analyses a report
+// asks for, fed the events of its first pass.
+type analyses struct {
+	latencies []*replay.Latencies
+	requests  []*replay.RequestTotals
+	compares  []*comparison
+}
+
+// comparison is one --compare: its sides, and whether side B reads the
+// report's capture (else another file, read in a pass of its own).
+type comparison struct {
+	spec   CompareSpec
+	a, b   *replay.Side
+	cmp    *replay.Comparison
+	shared bool
+}
+
+// newAnalyses resolves the analyses o asks for against c; it opens the
+// other files of comparisons, which close closes.
+func newAnalyses(c *replay.Capture, o *Options) (*analyses, error) {
+	as := &analyses{}
+	for _, l := range o.Latencies {
+		la, err := replay.NewLatencies(c, replay.LatencyOptions{Filter: o.Filter, Entry: l.Entry, Return: l.Return, Now: o.Now})
+		if err != nil {
+			return as, fmt.Errorf("--latency %s %s: %w", l.Entry, l.Return, err)
+		}
+		as.latencies = append(as.latencies, la)
 	}
+	for _, r := range o.Requests {
+		ra, err := replay.NewRequestTotals(c, replay.RequestsOptions{Filter: o.Filter, ItemProbe: r.ItemProbe, ItemField: r.ItemField,
+			EndProbe: r.EndProbe, EndField: r.EndField, Now: o.Now}, nil)
+		if err != nil {
+			return as, fmt.Errorf("--requests %s %s %s %s: %w", r.ItemProbe, r.ItemField, r.EndProbe, r.EndField, err)
+		}
+		as.requests = append(as.requests, ra)
+	}
+	for _, cs := range o.Compares {
+		cmp := &comparison{spec: cs, shared: cs.FileB == "" || cs.FileB == c.Name}
+		cb := c
+		if !cmp.shared {
+			var err error
+			if cb, err = replay.Open(cs.FileB); err != nil {
+				return as, fmt.Errorf("--compare: %w", err)
+			}
+		}
+		cmp.a = &replay.Side{Capture: c, Probe: cs.ProbeA, Field: cs.FieldA}
+		cmp.b = &replay.Side{Capture: cb, Probe: cs.ProbeB, Field: cs.FieldB}
+		as.compares = append(as.compares, cmp)
+		var err error
+		if cmp.cmp, err = replay.NewComparison(cmp.a, cmp.b); err != nil {
+			return as, fmt.Errorf("--compare: %w", err)
+		}
+	}
+	return as, nil
+}
+
+// add feeds event row i of b, of the report's capture, to every analysis.
+func (as *analyses) add(b *format.Batch, i int) {
+	for _, l := range as.latencies {
+		l.Add(b, i)
+	}
+	for _, r := range as.requests {
+		r.Add(b, i)
+	}
+	for _, c := range as.compares {
+		c.cmp.AddA(b, i)
+		if c.shared {
+			c.cmp.AddB(b, i)
+		}
+	}
+}
+
+// close closes the other files of comparisons.
+func (as *analyses) close() {
+	for _, c := range as.compares {
+		if !c.shared {
+			c.b.Capture.Close()
+		}
+	}
+}
+
+func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
+	path := c.Name
 	m := c.Meta()
 	var accs []*fieldAcc
 	var specs []heatmap.Spec
@@ -180,7 +258,6 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 			}
 			ref, err := c.Resolve(p.Name, f.Name)
 			if err != nil {
-				c.Close()
 				return nil, nil, err
 			}
 			accs = append(accs, &fieldAcc{probe: p.Name, field: f.Name, typ: f.Type, ref: ref})
@@ -195,15 +272,21 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 	}
 	hb, err := heatmap.NewBuilder(c, specs, heatmap.Options{MaxCols: o.Cols})
 	if err != nil {
-		c.Close()
 		return nil, nil, err
 	}
+	as, err := newAnalyses(c, o)
+	defer as.close()
+	if err != nil {
+		return nil, nil, err
+	}
+	// The first pass: counts, time spans, the field histograms, what the
+	// heat maps must hold, and the other analyses.
 	counts := make([]uint64, len(m.Probes))
 	var first, last int64
 	var seen uint64
 	var lossFirst, lossLast int64
 	var lossSeen bool
-	err = rows.Walk(c, &o.Filter, func(b *format.Batch, i int, lost bool) error {
+	pass, err := c.Walk(&o.Filter, func(b *format.Batch, i int, lost bool) error {
 		t := b.Time[i]
 		if lost {
 			if !lossSeen {
@@ -225,11 +308,11 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 			}
 		}
 		hb.Measure(b, i)
+		as.add(b, i)
 		return nil
 	})
-	c.Close()
 	if err != nil {
-		return nil, c, err
+		return nil, pass, err
 	}
 	// Every map shares the time axis of the events shown (or of the window
 	// asked for), so that they line up.
@@ -252,12 +335,12 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 		win.Last = max(win.Last, win.First)
 	}
 	if err := hb.Plan(&win); err != nil {
-		return nil, c, err
+		return nil, pass, err
 	}
 	// The time line: events per probe, and lost events, on the same axis.
 	axis, err := heatmap.NewAxis(m.StartBoot, win.First, win.Last, 0, o.Cols)
 	if err != nil {
-		return nil, c, err
+		return nil, pass, err
 	}
 	labels := append(m.ProbeNames(), "lost events")
 	tl := heatmap.New(axis, heatmap.CategoryRows(labels))
@@ -265,12 +348,8 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 	tl.Alert = []int{int(len(m.Probes))}
 	lostRow := int64(len(m.Probes))
 
-	c2, err := replay.Open(path)
-	if err != nil {
-		return nil, c, err
-	}
-	defer c2.Close()
-	err = rows.Walk(c2, &o.Filter, func(b *format.Batch, i int, lost bool) error {
+	// The second pass fills the time line and the heat maps.
+	pass, err = c.Walk(&o.Filter, func(b *format.Batch, i int, lost bool) error {
 		if lost {
 			n, _ := b.Lost(i)
 			tl.AddN(b.Time[i], lostRow, n)
@@ -281,9 +360,9 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, c2, err
+		return nil, pass, err
 	}
-	if c2.Losses.Total == 0 {
+	if pass.Losses.Total == 0 {
 		tl = trimLastRow(tl, axis, labels) // no losses: no empty row
 	} else {
 		tl.Notes = []string{"lost events: counted at the time of their loss record, which the recorder writes after the loss"}
@@ -296,7 +375,7 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 	if v.Title == "" {
 		v.Title = filepath.Base(path)
 	}
-	v.Facts = facts(c2, m, first, last, seen)
+	v.Facts = facts(c, pass, first, last, seen)
 	v.Sub = fmt.Sprintf("host %s · kernel %s · %s events", m.Host, m.Kernel, commas(seen))
 	if seen > 0 {
 		v.Sub += " in " + humanfmt.Duration(float64(last-first))
@@ -305,17 +384,17 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 	if f := filterText(&o.Filter); f != "" {
 		v.Filter = f
 	}
-	if c2.R.Recovered {
-		v.Recovered = fmt.Sprintf("%s has no footer (was the recorder killed?): the report reads its %d complete batches", path, c2.R.Batches())
-		if c2.R.RecoverErr != nil {
-			v.Recovered += fmt.Sprintf(" and drops the %v", c2.R.RecoverErr)
+	if pass.Recovered {
+		v.Recovered = fmt.Sprintf("%s has no footer (was the recorder killed?): the report reads its %d complete batches", path, pass.Batches)
+		if pass.RecoverErr != nil {
+			v.Recovered += fmt.Sprintf(" and drops the %v", pass.RecoverErr)
 		}
 		v.Recovered += ". 'bpftape repair' writes a standard file."
 	}
-	v.Losses = losses(&c2.Losses, m, c2.Events)
+	v.Losses = losses(&pass.Losses, m, pass.Events)
 	for i, p := range m.Probes {
 		pv := probeView{Name: p.Name, Kind: p.Kind, Spec: p.Spec, Target: p.Target, BuildID: p.BuildID,
-			Events: commas(counts[i]), Lost: commas(c2.Losses.ByProbe[p.Name]), HasLoss: c2.Losses.ByProbe[p.Name] > 0}
+			Events: commas(counts[i]), Lost: commas(pass.Losses.ByProbe[p.Name]), HasLoss: pass.Losses.ByProbe[p.Name] > 0}
 		for _, f := range p.Fields {
 			pv.Fields = append(pv.Fields, f.Name+" "+f.Type.String())
 		}
@@ -338,24 +417,24 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 	}
 
 	for i, l := range o.Latencies {
-		lv, err := latency(path, o, l)
+		lv, err := latency(path, l, as.latencies[i])
 		if err != nil {
-			return nil, c2, fmt.Errorf("--latency %s %s: %w", l.Entry, l.Return, err)
+			return nil, pass, fmt.Errorf("--latency %s %s: %w", l.Entry, l.Return, err)
 		}
 		lv.Heatmap = svg(maps[nField+i])
 		v.Latencies = append(v.Latencies, *lv)
 	}
-	for _, r := range o.Requests {
-		rv, err := requests(path, o, r)
+	for i, r := range o.Requests {
+		rv, err := requests(path, r, as.requests[i])
 		if err != nil {
-			return nil, c2, fmt.Errorf("--requests %s %s %s %s: %w", r.ItemProbe, r.ItemField, r.EndProbe, r.EndField, err)
+			return nil, pass, fmt.Errorf("--requests %s %s %s %s: %w", r.ItemProbe, r.ItemField, r.EndProbe, r.EndField, err)
 		}
 		v.Requests = append(v.Requests, *rv)
 	}
-	for _, cs := range o.Compares {
-		cv, err := compare(path, o, cs)
+	for _, cmp := range as.compares {
+		cv, err := compare(path, o, cmp)
 		if err != nil {
-			return nil, c2, fmt.Errorf("--compare: %w", err)
+			return nil, pass, fmt.Errorf("--compare: %w", err)
 		}
 		v.Compares = append(v.Compares, *cv)
 	}
@@ -367,7 +446,7 @@ func build(path string, o *Options) (*view, *replay.Capture, error) {
 		}
 		v.Inputs = append(v.Inputs, iv)
 	}
-	return v, c2, nil
+	return v, pass, nil
 }
 
 func trimLastRow(tl *heatmap.Map, axis heatmap.Axis, labels []string) *heatmap.Map {
@@ -389,7 +468,8 @@ func svg(m *heatmap.Map) template.HTML {
 	return template.HTML(b.String()) // built by heatmap with every text escaped
 }
 
-func facts(c *replay.Capture, m *format.Meta, first, last int64, n uint64) []fact {
+func facts(c *replay.Capture, pass *replay.Pass, first, last int64, n uint64) []fact {
+	m := c.Meta()
 	fs := []fact{
 		{Label: "File", Value: c.Name, Mono: true},
 		{Label: "Host", Value: m.Host},
@@ -406,7 +486,7 @@ func facts(c *replay.Capture, m *format.Meta, first, last int64, n uint64) []fac
 		fs = append(fs, fact{Label: "Events", Value: "none"})
 	}
 	fs = append(fs, fact{Label: "File size", Value: fmt.Sprintf("%s bytes, %d batches, %s compression",
-		commas(uint64(c.R.Size)), c.R.Batches(), m.Compression)})
+		commas(uint64(c.Size())), pass.Batches, m.Compression)})
 	for _, k := range sortedKeys(m.Extra) {
 		fs = append(fs, fact{Label: k, Value: m.Extra[k]})
 	}
@@ -522,14 +602,9 @@ func statsText(s *hist.Stats, durations bool) string {
 		commas(s.Count()), f(s.Min()), mean, f(s.Percentile(50)), f(s.Percentile(90)), f(s.Percentile(99)), f(s.Max()))
 }
 
-func latency(path string, o *Options, l LatencySpec) (*latencyView, error) {
-	c, err := replay.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
+func latency(path string, l LatencySpec, la *replay.Latencies) (*latencyView, error) {
 	var text bytes.Buffer
-	res, err := replay.Latency(c, replay.LatencyOptions{Filter: o.Filter, Entry: l.Entry, Return: l.Return, Now: o.Now}, &text)
+	res, err := la.Write(&text)
 	if err != nil {
 		return nil, err
 	}
@@ -550,15 +625,9 @@ func latency(path string, o *Options, l LatencySpec) (*latencyView, error) {
 	return lv, nil
 }
 
-func requests(path string, o *Options, r RequestsSpec) (*requestsView, error) {
-	c, err := replay.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
+func requests(path string, r RequestsSpec, ra *replay.RequestTotals) (*requestsView, error) {
 	var text bytes.Buffer
-	res, err := replay.Requests(c, replay.RequestsOptions{Filter: o.Filter, ItemProbe: r.ItemProbe, ItemField: r.ItemField,
-		EndProbe: r.EndProbe, EndField: r.EndField, Now: o.Now}, &text)
+	res, err := ra.Write(&text)
 	if err != nil {
 		return nil, err
 	}
@@ -576,23 +645,16 @@ func requests(path string, o *Options, r RequestsSpec) (*requestsView, error) {
 	return rv, nil
 }
 
-func compare(path string, o *Options, cs CompareSpec) (*compareView, error) {
-	ca, err := replay.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer ca.Close()
-	cb := ca
-	if cs.FileB != "" && cs.FileB != path {
-		if cb, err = replay.Open(cs.FileB); err != nil {
+func compare(path string, o *Options, cmp *comparison) (*compareView, error) {
+	cs, a, b := cmp.spec, cmp.a, cmp.b
+	ca, cb := a.Capture, b.Capture
+	if !cmp.shared {
+		if _, err := cb.Scan(&o.Filter, cmp.cmp.AddB); err != nil {
 			return nil, err
 		}
-		defer cb.Close()
 	}
-	a := replay.Side{Capture: ca, Probe: cs.ProbeA, Field: cs.FieldA}
-	b := replay.Side{Capture: cb, Probe: cs.ProbeB, Field: cs.FieldB}
 	var text bytes.Buffer
-	res, err := replay.Compare(&a, &b, replay.CompareOptions{Filter: o.Filter}, &text)
+	res, err := cmp.cmp.Write(&text, replay.CompareOptions{Filter: o.Filter})
 	if err != nil {
 		return nil, err
 	}
@@ -602,7 +664,7 @@ func compare(path string, o *Options, cs CompareSpec) (*compareView, error) {
 		}
 		return s.Probe + "." + s.Field
 	}
-	cv := &compareView{Title: name(&a) + " vs " + name(&b), A: name(&a), B: name(&b), Identical: res.Identical,
+	cv := &compareView{Title: name(a) + " vs " + name(b), A: name(a), B: name(b), Identical: res.Identical,
 		StatsA: statsText(&a.Stats, false), StatsB: statsText(&b.Stats, false), BCC: text.String()}
 	switch {
 	case math.IsNaN(res.KS):

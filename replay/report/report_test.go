@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/replay"
 )
 
 // writeCapture writes entry/return pairs with sizes, per-thread requests
@@ -55,8 +57,13 @@ func TestReport(t *testing.T) {
 	other := filepath.Join(dir, "other.arrow")
 	writeCapture(t, path, "host<1>")
 	writeCapture(t, other, "host2")
+	c, err := replay.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	var b bytes.Buffer
-	c, err := Write(path, &b, Options{
+	pass, err := Write(c, &b, Options{
 		Version:   "9.9",
 		Latencies: []LatencySpec{{"rx", "rx_ret"}},
 		Requests:  []RequestsSpec{{"rx", "arg2", "rx_ret", "retval"}},
@@ -66,8 +73,8 @@ func TestReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Losses.Total != 6*17 {
-		t.Errorf("losses %d, want %d", c.Losses.Total, 6*17)
+	if pass.Losses.Total != 6*17 {
+		t.Errorf("losses %d, want %d", pass.Losses.Total, 6*17)
 	}
 	html := b.String()
 	for _, want := range []string{
@@ -110,7 +117,12 @@ func TestReportNoLosses(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	if _, err := Write(path, &b, Options{MaxHeatmaps: -1}); err != nil {
+	c, err := replay.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := Write(c, &b, Options{MaxHeatmaps: -1}); err != nil {
 		t.Fatal(err)
 	}
 	html := b.String()
@@ -121,5 +133,71 @@ func TestReportNoLosses(t *testing.T) {
 	}
 	if strings.Contains(html, `id="heatmaps"`) {
 		t.Error("heat maps section without fields")
+	}
+}
+
+// TestReportOneOpen checks that the report is built from the capture it is
+// given, opened once, in two passes: the file at its path is replaced after
+// the capture was opened (so that opening the path again would read
+// another capture, or fail), and the report must be byte for byte the one
+// built before the replacement, with every analysis a report can ask for.
+func TestReportOneOpen(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.arrow")
+	other := filepath.Join(dir, "other.arrow")
+	writeCapture(t, path, "host1")
+	// The replacement has the same probes, and other events.
+	m := &format.Meta{Host: "host2", StartBoot: 1e9, StartWall: time.Unix(0, 0), Probes: []format.Probe{
+		{Name: "rx", Fields: []format.Field{{Name: "arg2", Type: format.Uint64}}},
+		{Name: "rx_ret", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
+		{Name: "msg", Fields: []format.Field{{Name: "arg0", Type: format.String}}},
+	}}
+	w, err := format.Create(other, m, format.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		w.Append(&format.Event{Time: 2e9 + int64(i)*1000, TID: 1, Probe: uint16(i % 2), Comm: []byte("x"), Ints: []uint64{1 << i}})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{
+		Version:   "9.9",
+		Latencies: []LatencySpec{{"rx", "rx_ret"}},
+		Requests:  []RequestsSpec{{"rx", "arg2", "rx_ret", "retval"}},
+		Compares:  []CompareSpec{{ProbeA: "rx", FieldA: "arg2", ProbeB: "rx_ret", FieldB: "retval"}},
+		Now:       time.Date(2025, 1, 3, 0, 0, 0, 0, time.UTC),
+	}
+	build := func(replace bool) (string, int) {
+		c, err := replay.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if replace {
+			if err := os.Rename(path, path+".orig"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(other, path); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var b bytes.Buffer
+		if _, err := Write(c, &b, o); err != nil {
+			t.Fatal(err)
+		}
+		return b.String(), c.Passes()
+	}
+	want, passes := build(false)
+	if passes > 2 {
+		t.Errorf("the report read the capture %d times, want at most 2", passes)
+	}
+	got, _ := build(true)
+	if got != want {
+		t.Errorf("the report changed when the capture's path was replaced after it was opened: it opened the path again")
+	}
+	if !strings.Contains(want, "host1") || strings.Contains(want, "host2") {
+		t.Error("the report is not of the capture opened")
 	}
 }

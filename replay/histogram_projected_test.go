@@ -116,10 +116,13 @@ func runHist(t *testing.T, path string, o HistOptions, project bool, workers ...
 		c.workers = workers[0]
 	}
 	var ob, nb bytes.Buffer
-	err = Hist(c, o, &ob)
-	c.Notes(&nb)
-	fmt.Fprintf(&nb, "events %d losses %+v\n", c.Events, c.Losses)
-	return ob.String(), nb.String(), c.projected && c.R.Batches() == 0, err
+	p, err := Hist(c, o, &ob)
+	p.Notes(&nb)
+	if p != nil {
+		fmt.Fprintf(&nb, "events %d losses %+v\n", p.Events, p.Losses)
+		projected = p.projected
+	}
+	return ob.String(), nb.String(), projected, err
 }
 
 // TestHistProjectedSameAsScan runs hist on several captures both ways —

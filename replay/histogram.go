@@ -136,14 +136,15 @@ func (k *keyed) entries() []keyedEntry {
 	return out
 }
 
-// Hist builds the histogram o asks for from c and prints it to out.
-func Hist(c *Capture, o HistOptions, out io.Writer) error {
+// Hist builds the histogram o asks for from c and prints it to out. It
+// returns its pass over c (nil if it failed before reading).
+func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 	ref, err := c.Resolve(o.Probe, o.Field)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !ref.IsInt() {
-		return usage.Errorf("%s.%s is a string: histograms need an integer field", o.Probe, o.Field)
+		return nil, usage.Errorf("%s.%s is a string: histograms need an integer field", o.Probe, o.Field)
 	}
 	if o.Label == "" {
 		o.Label = o.Field
@@ -157,40 +158,43 @@ func Hist(c *Capture, o HistOptions, out io.Writer) error {
 	default:
 		r, err := c.Resolve(o.Probe, o.By)
 		if err != nil {
-			return fmt.Errorf("--by: %w", err)
+			return nil, fmt.Errorf("--by: %w", err)
 		}
 		byRef = &r
+	}
+	r, done, err := c.reader()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	// Without a comm filter or key, only integer columns are needed: read
+	// just those, straight from the file.
+	if len(o.Filter.Comms) == 0 && o.By != "comm" && (byRef == nil || byRef.IsInt()) && !c.noProject {
+		if proj, err := r.Project(); err == nil {
+			groups := newKeyed(&o)
+			p, err := c.histProjected(r, proj, &o, &ref, byRef, groups)
+			if err == nil {
+				return p, printHist(out, &o, groups.entries(), o.By != "")
+			}
+			if !p.Recovered {
+				return p, err
+			}
+			// Where a damaged footerless capture stops is Next's to say
+			// (Arrow's stream reader ends it at a batch it cannot
+			// decode): read it again, with r, which a projection leaves
+			// at its first batch.
+			c.passes++
+		}
 	}
 	groups := newKeyed(&o)
 	var all *accum
 	if o.By == "" {
 		all = groups.int(0)
 	}
-	// Without a comm filter or key, only integer columns are needed: read
-	// just those, straight from the file.
-	if len(o.Filter.Comms) == 0 && o.By != "comm" && (byRef == nil || byRef.IsInt()) {
-		if p := c.project(); p != nil {
-			err := c.histProjected(p, &o, &ref, byRef, groups, all)
-			if err == nil {
-				return printHist(out, &o, groups.entries(), o.By != "")
-			}
-			if !c.R.Recovered {
-				return err
-			}
-			// Where a damaged footerless capture stops is Next's to say
-			// (Arrow's stream reader ends it at a batch it cannot decode).
-			c.projected, c.Events, c.Losses = false, 0, Losses{}
-			groups = newKeyed(&o)
-			all = nil
-			if o.By == "" {
-				all = groups.int(0)
-			}
-		}
-	}
-	err = c.Scan(&o.Filter, func(b *format.Batch, i int) {
+	p, err := c.walkWith(r, &o.Filter, false, func(b *format.Batch, i int, _ bool) error {
 		v, ok := ref.Int(b, i)
 		if !ok {
-			return
+			return nil
 		}
 		v = o.Cast.Apply(v)
 		a := all
@@ -212,14 +216,15 @@ func Hist(c *Capture, o HistOptions, out io.Writer) error {
 			}
 		}
 		a.add(v, &o)
+		return nil
 	})
 	if err != nil {
-		return err
+		return p, err
 	}
 	// printHist says itself when nothing passed the filters, as the
 	// projected read does: not Scan's note too.
-	c.unmatched = unmatched{}
-	return printHist(out, &o, groups.entries(), o.By != "")
+	p.unmatched = unmatched{}
+	return p, printHist(out, &o, groups.entries(), o.By != "")
 }
 
 // count is how many values a has counted.

@@ -12,20 +12,6 @@ import (
 	"github.com/bpftape/bpftape/format"
 )
 
-// project returns a projected reader of the capture (format.Projection),
-// or nil when the capture must be read with Scan: it has no footer, or
-// reading by projection was turned off (for the tests that compare both).
-func (c *Capture) project() *format.Projection {
-	if c.noProject {
-		return nil
-	}
-	p, err := c.R.Project()
-	if err != nil {
-		return nil
-	}
-	return p
-}
-
 // statsNeeded reports whether the output of o prints the statistics, which
 // cost more per value than the histogram.
 func statsNeeded(o *HistOptions) bool {
@@ -50,51 +36,57 @@ func (a *accum) addN(v int64, n uint64, o *HistOptions, stats bool) {
 	}
 }
 
-// histProjected fills the histograms of Hist from p, reading only the
-// columns they need: the probe indices, the field, the validity of the
-// lost column (and, in batches with loss records, their cpu, time and
-// count), and the columns of the filter and of --by. Its results are
-// Scan's: loss records tallied, Events counted, the same rows added.
+// histProjected fills the histograms of Hist from proj, a projection of
+// r, reading only the columns they need: the probe indices, the field, the
+// validity of the lost column (and, in batches with loss records, their
+// cpu, time and count), and the columns of the filter and of --by. Its
+// Pass is Scan's: loss records tallied, Events counted, the same rows
+// added.
 //
 // With more than one CPU, batches are decoded by one goroutine per CPU,
 // each with its own Projection and histograms, merged at the end: every
 // histogram and tally is a sum, a minimum or a maximum, so the merge holds
 // exactly what one pass would. A capture that fails to read is read again
 // in one pass, which stops where Scan stops, with Scan's error and tallies.
-func (c *Capture) histProjected(p *format.Projection, o *HistOptions, ref, byRef *Ref, groups *keyed, all *accum) error {
-	c.projected, c.projBatches, c.projRecoverErr = true, p.NumBatches(), p.RecoverErr()
+func (c *Capture) histProjected(r *format.Reader, proj *format.Projection, o *HistOptions, ref, byRef *Ref, groups *keyed) (*Pass, error) {
+	pass := c.newPass()
+	pass.projected, pass.Batches, pass.RecoverErr = true, proj.NumBatches(), proj.RecoverErr()
 	workers := c.workers
 	if workers == 0 {
 		workers = min(runtime.GOMAXPROCS(0), maxHistWorkers)
 	}
-	workers = min(workers, p.NumBatches())
-	if workers > 1 && c.histParallel(p, workers, o, ref, byRef, groups) {
-		return nil
+	workers = min(workers, proj.NumBatches())
+	if workers > 1 && c.histParallel(r, proj, workers, o, ref, byRef, groups, pass) {
+		return pass, nil
 	}
 	if workers > 1 { // read again, in one pass, for the error
-		p.Close()
+		proj.Close()
 		var err error
-		if p, err = c.R.Project(); err != nil {
-			return fmt.Errorf("%s: %w", c.Name, err)
+		if proj, err = r.Project(); err != nil {
+			return pass, fmt.Errorf("%s: %w", c.Name, err)
 		}
 	}
-	defer p.Close()
+	defer proj.Close()
+	var all *accum
+	if o.By == "" {
+		all = groups.int(0)
+	}
 	h := c.newHistPass(o, ref, byRef, groups, all)
-	for p.Next() {
-		if err := h.batch(p); err != nil {
-			return fmt.Errorf("%s: %w", c.Name, err)
+	for proj.Next() {
+		if err := h.batch(proj); err != nil {
+			return pass, fmt.Errorf("%s: %w", c.Name, err)
 		}
 		// Tallied batch by batch, as Scan tallies them: a batch that
 		// fails to read counts for nothing.
-		c.Events += h.events
-		c.Losses.merge(&h.losses)
+		pass.Events += h.events
+		pass.Losses.merge(&h.losses)
 		h.events, h.losses = 0, Losses{}
 	}
 	h.run.flush()
-	if err := p.Err(); err != nil {
-		return fmt.Errorf("%s: %w", c.Name, err)
+	if err := proj.Err(); err != nil {
+		return pass, fmt.Errorf("%s: %w", c.Name, err)
 	}
-	return nil
+	return pass, nil
 }
 
 // maxHistWorkers bounds the goroutines of a projected hist (and the
@@ -102,13 +94,14 @@ func (c *Capture) histProjected(p *format.Projection, o *HistOptions, ref, byRef
 const maxHistWorkers = 8
 
 // histParallel reads the batches of the capture with workers goroutines,
-// the first with p, and merges what they counted into groups and c. It
-// returns false, having changed neither, when a batch fails to read.
-func (c *Capture) histParallel(p *format.Projection, workers int, o *HistOptions, ref, byRef *Ref, groups *keyed) bool {
-	n := p.NumBatches()
+// the first with proj, the others with projections of their own of r, and
+// merges what they counted into groups and pass. It returns false, having
+// changed neither, when a batch fails to read.
+func (c *Capture) histParallel(r *format.Reader, proj *format.Projection, workers int, o *HistOptions, ref, byRef *Ref, groups *keyed, pass *Pass) bool {
+	n := proj.NumBatches()
 	var next atomic.Int64
 	var failed atomic.Bool
-	passes := make([]*histPass, workers)
+	counts := make([]*histPass, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		g := newKeyed(o)
@@ -117,11 +110,11 @@ func (c *Capture) histParallel(p *format.Projection, workers int, o *HistOptions
 			all = g.int(0)
 		}
 		h := c.newHistPass(o, ref, byRef, g, all)
-		passes[w] = h
-		wp := p
+		counts[w] = h
+		wp := proj
 		if w > 0 {
 			var err error
-			if wp, err = c.R.Project(); err != nil {
+			if wp, err = r.Project(); err != nil {
 				failed.Store(true)
 				break
 			}
@@ -147,15 +140,15 @@ func (c *Capture) histParallel(p *format.Projection, workers int, o *HistOptions
 	if failed.Load() {
 		return false
 	}
-	for _, h := range passes {
+	for _, h := range counts {
 		for k, a := range h.groups.ints {
 			groups.int(k).merge(a)
 		}
 		for k, a := range h.groups.strs {
 			groups.str(k).merge(a)
 		}
-		c.Events += h.events
-		c.Losses.merge(&h.losses)
+		pass.Events += h.events
+		pass.Losses.merge(&h.losses)
 	}
 	return true
 }
@@ -206,7 +199,7 @@ type histPass struct {
 
 func (c *Capture) newHistPass(o *HistOptions, ref, byRef *Ref, groups *keyed, all *accum) *histPass {
 	f := &o.Filter
-	return &histPass{o: o, m: c.R.Meta, ref: ref, byRef: byRef, groups: groups, all: all,
+	return &histPass{o: o, m: c.Meta(), ref: ref, byRef: byRef, groups: groups, all: all,
 		filtered: len(f.PIDs) > 0 || len(f.TIDs) > 0 || f.From != 0 || f.To != 0,
 		run:      runAcc{o: o, stats: statsNeeded(o), a: all, cast: o.Cast}}
 }

@@ -1,0 +1,189 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
+)
+
+// Capture is an open capture: its file, opened once, and its metadata. It
+// is not a cursor: every pass over it (Scan, Walk, an analysis) reads it
+// from its first batch, and returns what it found besides the events it
+// handed on (Pass), so that one open capture answers many questions.
+type Capture struct {
+	Name string
+
+	// f is the file Open opened; every pass reads this file, even if its
+	// path is removed or replaced meanwhile.
+	f *os.File
+	// r read the metadata; the first pass reads its batches (a
+	// format.Reader reads forward only), later ones a new reader of f.
+	r      *format.Reader
+	passes int
+
+	noProject bool // read with Scan even where a projection would do
+	workers   int  // goroutines of a projected read; 0: one per CPU
+}
+
+// Open opens a capture and reads its metadata.
+func Open(path string) (*Capture, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := format.Open(path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	c := &Capture{Name: path, f: f, r: r}
+	if err := c.same(path); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// ErrReplaced is returned when the file at a capture's path is no longer
+// the file the capture opened.
+var ErrReplaced = errors.New("replaced while it was being read")
+
+// same checks that path still names the capture's open file.
+func (c *Capture) same(path string) error {
+	a, err := c.f.Stat()
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Name, err)
+	}
+	b, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.Name, err)
+	}
+	if !os.SameFile(a, b) {
+		return fmt.Errorf("%s: %w", c.Name, ErrReplaced)
+	}
+	return nil
+}
+
+// Close closes the capture.
+func (c *Capture) Close() error {
+	err := c.r.Close()
+	if ferr := c.f.Close(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// Meta is the capture's metadata.
+func (c *Capture) Meta() *format.Meta { return c.r.Meta }
+
+// Schema is the capture's Arrow schema.
+func (c *Capture) Schema() *arrow.Schema { return c.r.Schema }
+
+// Column returns the schema index of the named column, or -1.
+func (c *Capture) Column(name string) int { return c.r.Column(name) }
+
+// Size is the size of the capture's file in bytes.
+func (c *Capture) Size() int64 { return c.r.Size }
+
+// Recovered reports whether the capture has no footer (its recorder was
+// killed): a pass reads its complete batches, and says where its stream
+// was cut (Pass.RecoverErr).
+func (c *Capture) Recovered() bool { return c.r.Recovered }
+
+// Passes is the number of passes that have read the capture.
+func (c *Capture) Passes() int { return c.passes }
+
+// EndWall is the wall-clock time at which the capture stopped recording:
+// when its window closed, or where that is not recorded, when it started.
+// JSON that BCC stamps with the time it prints gets this time instead, so
+// that a replay says when the data is from.
+func (c *Capture) EndWall() time.Time {
+	m := c.Meta()
+	if m.Window != nil && m.Window.End != 0 {
+		return m.WallTime(m.Window.End)
+	}
+	return m.StartWall
+}
+
+// reader starts a pass: it returns a reader of the capture's batches from
+// the first, and done, which the pass calls when it has finished with it.
+// The first pass gets the reader that read the metadata; a later one a new
+// reader of the open file, through its /proc/self/fd link, which names
+// the file Open opened whatever became of its path. (Where there is no
+// /proc, the path is opened again, if it still names that file.)
+func (c *Capture) reader() (r *format.Reader, done func(), err error) {
+	c.passes++
+	if c.passes == 1 {
+		return c.r, func() {}, nil
+	}
+	link := fmt.Sprintf("/proc/self/fd/%d", c.f.Fd())
+	if _, err := os.Stat(link); errors.Is(err, fs.ErrNotExist) {
+		if err := c.same(c.Name); err != nil {
+			return nil, nil, err
+		}
+		link = c.Name
+	}
+	if r, err = format.Open(link); err != nil {
+		return nil, nil, fmt.Errorf("%s: read again: %w", c.Name, err)
+	}
+	return r, func() { r.Close() }, nil
+}
+
+// Ref names one field of one probe, resolved against a capture.
+type Ref struct {
+	Probe string
+	Field string
+	probe uint16
+	col   int
+	typ   format.Type
+}
+
+// Resolve finds probe and field in the capture, with the names that do exist
+// in the error when they do not.
+func (c *Capture) Resolve(probe, field string) (Ref, error) {
+	m := c.Meta()
+	pi, p := m.Probe(probe)
+	if p == nil {
+		return Ref{}, usage.Errorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(m.ProbeNames(), ", "))
+	}
+	fi := p.Field(field)
+	if fi < 0 {
+		var names []string
+		for _, f := range p.Fields {
+			names = append(names, f.Name)
+		}
+		return Ref{}, usage.Errorf("%s: probe %s has no field %q; its fields: %s", c.Name, probe, field, strings.Join(names, ", "))
+	}
+	f := p.Fields[fi]
+	return Ref{Probe: probe, Field: field, probe: uint16(pi), col: c.Column(f.Column), typ: f.Type}, nil
+}
+
+// ResolveProbe finds a probe by name.
+func (c *Capture) ResolveProbe(probe string) (uint16, error) {
+	m := c.Meta()
+	pi, p := m.Probe(probe)
+	if p == nil {
+		return 0, usage.Errorf("%s: no probe %q; the capture has: %s", c.Name, probe, strings.Join(m.ProbeNames(), ", "))
+	}
+	return uint16(pi), nil
+}
+
+// Int reads the referenced integer field of row i; ok is false when row i
+// is another probe's event.
+func (r *Ref) Int(b *format.Batch, i int) (v int64, ok bool) {
+	if b.Probe[i] != r.probe {
+		return 0, false
+	}
+	return b.Col(r.col).Int(i), true
+}
+
+// IsInt reports whether the field is an integer.
+func (r *Ref) IsInt() bool { return r.typ.IsInt() }

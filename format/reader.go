@@ -215,6 +215,17 @@ func (r *Reader) Next() (ok bool) {
 	return true
 }
 
+// Rewind makes Next read from the first batch again, so that one open
+// reader serves several passes over a capture. What the reads found is
+// reset to what Open found: Err, RawBytes, Skipped, and RecoverErr (the
+// pass that reaches the end of a footerless file finds it again). Project
+// works again until the next call of Next.
+func (r *Reader) Rewind() {
+	r.next, r.err, r.good = 0, nil, 8
+	r.RawBytes, r.Skipped, r.RecoverErr = 0, nil, nil
+	r.batch = Batch{}
+}
+
 // end sets, at the end of a recovered capture, where its stream was cut.
 func (r *Reader) end() {
 	if !r.Recovered || r.RecoverErr != nil {

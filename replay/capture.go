@@ -1,10 +1,6 @@
 package replay
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -21,11 +17,9 @@ import (
 type Capture struct {
 	Name string
 
-	// f is the file Open opened; every pass reads this file, even if its
-	// path is removed or replaced meanwhile.
-	f *os.File
-	// r read the metadata; the first pass reads its batches (a
-	// format.Reader reads forward only), later ones a new reader of f.
+	// r read the metadata and reads every pass, rewound to the first
+	// batch for each: the file is opened once, and every pass reads that
+	// file, even if its path is removed or replaced meanwhile.
 	r      *format.Reader
 	passes int
 
@@ -35,51 +29,15 @@ type Capture struct {
 
 // Open opens a capture and reads its metadata.
 func Open(path string) (*Capture, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
 	r, err := format.Open(path)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	c := &Capture{Name: path, f: f, r: r}
-	if err := c.same(path); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
-}
-
-// ErrReplaced is returned when the file at a capture's path is no longer
-// the file the capture opened.
-var ErrReplaced = errors.New("replaced while it was being read")
-
-// same checks that path still names the capture's open file.
-func (c *Capture) same(path string) error {
-	a, err := c.f.Stat()
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.Name, err)
-	}
-	b, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.Name, err)
-	}
-	if !os.SameFile(a, b) {
-		return fmt.Errorf("%s: %w", c.Name, ErrReplaced)
-	}
-	return nil
+	return &Capture{Name: path, r: r}, nil
 }
 
 // Close closes the capture.
-func (c *Capture) Close() error {
-	err := c.r.Close()
-	if ferr := c.f.Close(); err == nil {
-		err = ferr
-	}
-	return err
-}
+func (c *Capture) Close() error { return c.r.Close() }
 
 // Meta is the capture's metadata.
 func (c *Capture) Meta() *format.Meta { return c.r.Meta }
@@ -113,28 +71,14 @@ func (c *Capture) EndWall() time.Time {
 	return m.StartWall
 }
 
-// reader starts a pass: it returns a reader of the capture's batches from
-// the first, and done, which the pass calls when it has finished with it.
-// The first pass gets the reader that read the metadata; a later one a new
-// reader of the open file, through its /proc/self/fd link, which names
-// the file Open opened whatever became of its path. (Where there is no
-// /proc, the path is opened again, if it still names that file.)
+// reader starts a pass: it returns the capture's reader, rewound to the
+// first batch, and done, which the pass calls when it has finished with it.
 func (c *Capture) reader() (r *format.Reader, done func(), err error) {
 	c.passes++
-	if c.passes == 1 {
-		return c.r, func() {}, nil
+	if c.passes > 1 {
+		c.r.Rewind()
 	}
-	link := fmt.Sprintf("/proc/self/fd/%d", c.f.Fd())
-	if _, err := os.Stat(link); errors.Is(err, fs.ErrNotExist) {
-		if err := c.same(c.Name); err != nil {
-			return nil, nil, err
-		}
-		link = c.Name
-	}
-	if r, err = format.Open(link); err != nil {
-		return nil, nil, fmt.Errorf("%s: read again: %w", c.Name, err)
-	}
-	return r, func() { r.Close() }, nil
+	return c.r, func() {}, nil
 }
 
 // Ref names one field of one probe, resolved against a capture.

@@ -137,7 +137,7 @@ func BenchmarkReader(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		col := r.Column("arg2")
+		col := r.Column(format.ColumnName("rx", "arg2"))
 		for r.Next() {
 			bt := r.Batch()
 			c := bt.Col(col)

@@ -29,7 +29,7 @@ func BenchmarkRead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			col := r.Column("arg2")
+			col := r.Column(format.ColumnName("rx", "arg2"))
 			for r.Next() {
 				bt := r.Batch()
 				c := bt.Col(col)
@@ -59,7 +59,7 @@ func BenchmarkRead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			col := r.Column("arg2")
+			col := r.Column(format.ColumnName("rx", "arg2"))
 			for p.Next() {
 				probes, err := p.Probe()
 				if err != nil {

@@ -6,7 +6,7 @@ BIN     := bin
 BPFTAPE := $(BIN)/bpftape
 DEMO    := out/demo
 
-.PHONY: all build test demo generate check-generate bench bench-quick bench-ab bench-go soak fuzz clean root deps
+.PHONY: all build test vmtest demo generate check-generate bench bench-quick bench-ab bench-go soak fuzz clean root deps
 
 all: build
 
@@ -23,6 +23,15 @@ deps:
 test: root deps
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
+
+# vmtest boots Debian's kernels (scripts/vmtest/kernels: 5.10, 6.1, 6.1-rt,
+# 6.12) under QEMU TCG with static bpftape in an initramfs, runs the
+# privileged checks of scripts/vmtest/guest.sh in each, and prints a kernel ×
+# check table; kernels are cached in /var/cache/bpftape-vmtest.
+# VMTEST_KERNELS="6.1 6.12" boots only those.
+vmtest: root
+	@sh scripts/deps.sh vmtest
+	@sh scripts/vmtest/run.sh $(VMTEST_KERNELS)
 
 demo: root build
 	@sh scripts/deps.sh demo

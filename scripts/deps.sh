@@ -1,5 +1,5 @@
 #!/bin/sh
-# deps.sh [clang|demo]: installs, only when missing, the Debian packages and npm
+# deps.sh [clang|demo|vmtest]: installs, only when missing, the Debian packages and npm
 # modules bpftape's tests use: gcc, clang, binutils and sys/sdt.h to build
 # the workloads (the USDT torture test compares gcc's and clang's operands;
 # objcopy and strip make stripped binaries with debug files), BCC and
@@ -8,7 +8,8 @@
 # e2fsprogs for the ext4 file system the I/O error test shuts down.
 # With "clang", the BPF toolchain that
 # `make generate` needs; with "demo", what `make demo` builds its workload
-# with (gcc and sys/sdt.h).
+# with (gcc and sys/sdt.h); with "vmtest", what `make vmtest` boots its
+# guests with (QEMU, a static busybox, gcc for the static workloads).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,7 @@ pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chr
 case "${1:-}" in
 clang) pkgs="clang llvm libbpf-dev" ;;
 demo) pkgs="gcc libc6-dev systemtap-sdt-dev" ;;
+vmtest) pkgs="qemu-system-x86 busybox-static gcc libc6-dev systemtap-sdt-dev" ;;
 esac
 
 missing=""

@@ -1,0 +1,210 @@
+#!/bin/sh
+# guest.sh: the checks `make vmtest` runs as root inside each guest (busybox
+# sh, from the initramfs that run.sh builds). It prints one line per check
+# on the console:
+#   VMTEST kernel=K check=C result=PASS|FAIL|SKIP detail=...
+# and "VMTEST kernel=K done" at the end. The kernel's name and expectation
+# come from the kernel command line (vmtest.kernel=, vmtest.expect=), set
+# by run.sh from ./kernels. Every expected count is the workload's own
+# printed truth, or the count it was told to produce.
+PATH=/bin
+export PATH
+K=unknown
+EXPECT=record
+for a in $(cat /proc/cmdline); do
+	case "$a" in
+	vmtest.kernel=*) K=${a#vmtest.kernel=} ;;
+	vmtest.expect=*) EXPECT=${a#vmtest.expect=} ;;
+	esac
+done
+
+# Event counts, chosen for TCG speed (a uprobe trap costs tens of µs there).
+N_BURST=2000  # uprobe + uretprobe on tick
+N_SEM=500     # USDT test:guarded
+N_OPEN=200    # sys_enter_openat with a string
+N_WRITES=300  # sys_exit_write
+N_LOSS=20000  # uprobe into a one-page ring
+K_COMM=100    # per comm phase
+RT_ROUNDS=20  # per RT thread
+RT_PER=50     # per round
+
+W=/tmp/vmtest
+mkdir -p $W
+cd $W || exit 1
+fails=0
+
+result() { # CHECK PASS|FAIL|SKIP DETAIL
+	echo "VMTEST kernel=$K check=$1 result=$2 detail=$(echo "$3" | tr ' \n' ',;')"
+	[ "$2" != FAIL ] || fails=$((fails + 1))
+}
+
+# jnum KEY FILE: the first integer value of "KEY": in FILE (JSON).
+jnum() { grep -o "\"$1\":-\?[0-9]*" "$2" | head -n 1 | sed 's/.*://'; }
+
+# jprobe PROBE FILE: PROBE's event count in info --json's events_per_probe.
+jprobe() { grep -o '"events_per_probe":{[^}]*}' "$2" | grep -o "\"$1\":[0-9]*" | sed 's/.*://'; }
+
+# rec NAME ARGS...: bpftape record -o NAME.arrow ARGS..., stderr in NAME.err,
+# the workload's stdout (the truth) in NAME.out, info --json in NAME.json.
+rec() {
+	n=$1
+	shift
+	bpftape record -o $n.arrow --force "$@" >$n.out 2>$n.err
+	st=$?
+	bpftape info --json $n.arrow >$n.json 2>>$n.err
+	return $st
+}
+
+# tail of a failed step's stderr, for the detail field.
+errtail() { tail -n 3 "$1" | tr -c '[:print:]\n' '?' | cut -c1-200; }
+
+# doctor: the feature report, when this bpftape has it.
+if bpftape doctor --help >/dev/null 2>&1; then
+	if bpftape doctor --json >doctor.json 2>doctor.err && grep -q '^{' doctor.json; then
+		result doctor PASS "$(wc -c <doctor.json)bytes"
+		echo "VMTEST-DOCTOR kernel=$K $(tr -d '\n' <doctor.json)"
+	else
+		result doctor FAIL "$(errtail doctor.err)"
+	fi
+else
+	result doctor SKIP "no-doctor-verb-in-this-bpftape"
+fi
+
+case "$EXPECT" in
+refuse:*)
+	want=${EXPECT#refuse:}
+	if rec refuse -c "probes burst 10" 'u:/bin/probes:tick(arg0)'; then
+		result refuse FAIL "recorded,expected-refusal-with-$want"
+	elif grep -q "$want" refuse.err; then
+		result refuse PASS "$(grep -m1 "$want" refuse.err | cut -c1-160)"
+	else
+		result refuse FAIL "$(errtail refuse.err)"
+	fi
+	echo "VMTEST kernel=$K done fails=$fails"
+	exit 0
+	;;
+esac
+
+# uprobe, uretprobe and the capture window: one u:/ur: pair on tick.
+if rec pair -c "probes burst $N_BURST" 'u:/bin/probes:tick(arg0)' 'ur:/bin/probes:tick'; then
+	u=$(jprobe tick pair.json)
+	r=$(jprobe tick:return pair.json)
+	truth=$(awk '$1=="burst"{print $2}' pair.out)
+	[ "$u" = "$N_BURST" ] && [ "$truth" = "$N_BURST" ] && result uprobe PASS "events=$u/$truth" || result uprobe FAIL "events=$u/$truth"
+	# every return value is 2*arg: the sum over 1..N is N(N+1).
+	sum=$(bpftape events --time none pair.arrow 'tick:return' | awk -F'retval=' 'NF>1{s+=$2}END{print s+0}')
+	[ "$r" = "$N_BURST" ] && [ "$sum" = "$((N_BURST * (N_BURST + 1)))" ] && result uretprobe PASS "events=$r,sum=$sum" || result uretprobe FAIL "events=$r,sum=$sum"
+	ws=$(jnum start_ns pair.json)
+	we=$(jnum end_ns pair.json)
+	fe=$(jnum first_event_ns pair.json)
+	le=$(jnum last_event_ns pair.json)
+	if [ -n "$ws" ] && [ -n "$we" ] && [ "$ws" -le "$fe" ] && [ "$le" -le "$we" ] && [ "$u" = "$r" ]; then
+		result window PASS "window=$(((we - ws) / 1000000))ms,u=$u,ur=$r"
+	else
+		result window FAIL "start=$ws,end=$we,first=$fe,last=$le,u=$u,ur=$r"
+	fi
+else
+	for c in uprobe uretprobe window; do result $c FAIL "$(errtail pair.err)"; done
+fi
+
+# USDT with a semaphore: test:guarded fires only while the semaphore is set.
+if rec sem -c "probes sem $N_SEM" 'U:/bin/probes:test:guarded'; then
+	e=$(jprobe guarded sem.json)
+	seen=$(awk '$1=="sem"{print $3}' sem.out)
+	[ "$e" = "$N_SEM" ] && [ "$seen" = "$N_SEM" ] && result usdt-sem PASS "events=$e,seen=$seen" || result usdt-sem FAIL "events=$e,seen=$seen"
+else
+	result usdt-sem FAIL "$(errtail sem.err)"
+fi
+
+# USDT in a shared library: a dynamic workload, with its loader and libc.
+if [ -x /bin/usdtlib ]; then
+	if rec shlib -c "usdtlib $N_SEM" "U:/lib/vmtest/libvmusdt.so:vmtest:lib"; then
+		e=$(jprobe lib shlib.json)
+		truth=$(awk '$1=="lib"{print $2}' shlib.out)
+		[ "$e" = "$N_SEM" ] && [ "$truth" = "$N_SEM" ] && result usdt-shlib PASS "events=$e/$truth" || result usdt-shlib FAIL "events=$e/$truth"
+	else
+		result usdt-shlib FAIL "$(errtail shlib.err)"
+	fi
+else
+	result usdt-shlib SKIP "no-shared-library-workload-in-initramfs"
+fi
+
+# Tracepoints: a string field (openat's filename) and sys_exit_write.
+f=$W/open-marker
+if rec open -c "vmwork open $N_OPEN $f" 't:syscalls:sys_enter_openat(str(filename))'; then
+	e=$(bpftape events --time none open.arrow | grep -c "filename=\"$f\"")
+	truth=$(awk '$1=="open"{print $2}' open.out)
+	[ "$e" = "$N_OPEN" ] && [ "$truth" = "$N_OPEN" ] && result tp-string PASS "events=$e/$truth" || result tp-string FAIL "events=$e/$truth"
+else
+	result tp-string FAIL "$(errtail open.err)"
+fi
+if rec writes -c "probes writes $N_WRITES" 't:syscalls:sys_exit_write(ret)'; then
+	e=$(jprobe sys_exit_write writes.json)
+	lines=$(grep -c '^write ' writes.out)
+	bytes=$(wc -c <writes.out)
+	sum=$(bpftape events --time none writes.arrow | awk -F'ret=' 'NF>1{s+=$2}END{print s+0}')
+	[ "$e" = "$N_WRITES" ] && [ "$lines" = "$N_WRITES" ] && [ "$sum" = "$bytes" ] && result tp-count PASS "events=$e,bytes=$sum" || result tp-count FAIL "events=$e,lines=$lines,ret-sum=$sum,bytes=$bytes"
+else
+	result tp-count FAIL "$(errtail writes.err)"
+fi
+
+# Loss accounting: a one-page ring; every firing is an event or a loss.
+if rec loss --ringbuf-size 4096 -c "probes burst $N_LOSS" 'u:/bin/probes:tick(arg0)'; then
+	e=$(jprobe tick loss.json)
+	l=$(grep -o '"losses":{"total":[0-9]*' loss.json | sed 's/.*://')
+	[ -n "$e" ] && [ -n "$l" ] && [ $((e + l)) = "$N_LOSS" ] && result loss PASS "events=$e,lost=$l,sum=$N_LOSS" || result loss FAIL "events=$e,lost=$l,want-sum=$N_LOSS"
+else
+	result loss FAIL "$(errtail loss.err)"
+fi
+
+# comm across prctl and exec: each phase's events carry the name the
+# workload read back at that moment.
+if rec comm -c "vmwork comm $K_COMM /bin/vmt-exec" 'u:/bin/vmwork:mark(arg0)'; then
+	bpftape events --time none comm.arrow | awk 'NR>1{sub("arg0=","",$5); print $5, $3}' | sort | uniq -c | awk '{print $2, $3, $1}' >comm.got
+	awk '$1=="comm"{print $2, $3, $4}' comm.out | sort >comm.want
+	if [ "$(wc -l <comm.want)" = 3 ] && cmp -s comm.got comm.want; then
+		result comm PASS "$(cat comm.got)"
+	else
+		result comm FAIL "got=$(cat comm.got),want=$(cat comm.want)"
+	fi
+else
+	result comm FAIL "$(errtail comm.err)"
+fi
+
+# PREEMPT_RT (two vCPUs): two threads rename themselves round by round;
+# every event's comm must be its thread's name at that round.
+if [ "$(grep -c ^processor /proc/cpuinfo)" -ge 2 ]; then
+	if rec rt -c "vmwork rt $RT_ROUNDS $RT_PER" 'u:/bin/vmwork:mark(arg0)'; then
+		bpftape events --time none rt.arrow | awk 'NR>1{sub("arg0=","",$5); print $5, $3}' | sort | uniq -c | awk '{print $2, $3, $1}' >rt.got
+		awk '$1=="rt"{print $2, $3, $4}' rt.out | sort >rt.want
+		if [ "$(wc -l <rt.want)" = $((2 * RT_ROUNDS)) ] && cmp -s rt.got rt.want; then
+			result rt-comm PASS "$(wc -l <rt.got)rounds,$((2 * RT_ROUNDS * RT_PER))events,$(uname -v | grep -o PREEMPT_RT)"
+		else
+			result rt-comm FAIL "diff=$(diff rt.want rt.got | grep '^[-+][^-+]' | head -n 5)"
+		fi
+	else
+		result rt-comm FAIL "$(errtail rt.err)"
+	fi
+else
+	result rt-comm SKIP "one-vCPU"
+fi
+
+# SIGKILL recovery: kill -9 the recorder; info reads the footerless file,
+# repair writes a standard one with the same events.
+rm -f kill.arrow kill.ready fixed.arrow
+bpftape record -o kill.arrow --ready-file kill.ready -c "probes spin 8" 'u:/bin/probes:tick' >kill.out 2>kill.err &
+rp=$!
+i=0
+while [ ! -e kill.ready ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 4
+kill -9 $rp
+wait $rp 2>/dev/null
+if bpftape info --json kill.arrow >kill.json 2>>kill.err && grep -q '"recovered":true' kill.json &&
+	bpftape repair kill.arrow fixed.arrow 2>>kill.err && bpftape info --json fixed.arrow >fixed.json 2>>kill.err &&
+	grep -q '"recovered":false' fixed.json && [ "$(jnum events kill.json)" = "$(jnum events fixed.json)" ]; then
+	result sigkill PASS "events=$(jnum events kill.json),batches=$(jnum batches kill.json)"
+else
+	result sigkill FAIL "$(errtail kill.err)"
+fi
+
+echo "VMTEST kernel=$K done fails=$fails"

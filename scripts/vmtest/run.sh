@@ -1,0 +1,89 @@
+#!/bin/sh
+# run.sh [KERNEL...]: `make vmtest`. Fetches the kernels of ./kernels (cached
+# in $VMTEST_CACHE, default /var/cache/bpftape-vmtest), builds static bpftape
+# and the static workloads into an initramfs, boots each kernel under QEMU
+# TCG (KVM does not work on these hosts) with guest.sh as the checks, and
+# prints a kernel × check table. Exits non-zero when a check fails or a
+# guest does not finish; such a guest's console tail is printed.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cache=${VMTEST_CACHE:-/var/cache/bpftape-vmtest}
+out=${VMTEST_OUT:-$root/out/vmtest}
+timeout=${VMTEST_TIMEOUT:-300}
+mem=${VMTEST_MEM:-1024}
+only="$*"
+
+sh "$here/fetch.sh" "$cache"
+
+# The initramfs: busybox, bpftape, the workloads, init and the checks.
+rm -rf "$out/root"
+mkdir -p "$out/root/bin" "$out/root/proc" "$out/root/sys" "$out/root/dev" "$out/root/tmp"
+echo "vmtest: building static bpftape and workloads" >&2
+(cd "$root" && CGO_ENABLED=0 go build -o "$out/root/bin/bpftape" ./cmd/bpftape)
+cflags="-O2 -static -fno-omit-frame-pointer -fcf-protection=none"
+gcc $cflags -o "$out/root/bin/probes" "$root/record/testdata/probes.c"
+gcc $cflags -pthread -o "$out/root/bin/vmwork" "$root/testdata/vmtest/vmwork.c"
+ln -s vmwork "$out/root/bin/vmt-exec"
+cp /bin/busybox "$out/root/bin/busybox"
+cp "$here/init" "$out/root/init"
+cp "$here/guest.sh" "$out/root/bin/guest.sh"
+chmod 755 "$out/root/init" "$out/root/bin/guest.sh"
+(cd "$out/root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$out/initramfs.gz")
+
+fails=0
+start=$(date +%s)
+: >"$out/results"
+grep -v '^#' "$here/kernels" | while read -r name suite pkg cpus expect; do
+	[ -n "$name" ] || continue
+	if [ -n "$only" ]; then
+		case " $only " in *" $name "*) ;; *) continue ;; esac
+	fi
+	log="$out/$name.log"
+	t0=$(date +%s)
+	echo "vmtest: booting $name ($(cat "$cache/$name/release"), $cpus vCPU, expect $expect)" >&2
+	st=0
+	timeout "$timeout" qemu-system-x86_64 -accel tcg -smp "$cpus" -m "$mem" \
+		-kernel "$cache/$name/vmlinuz" -initrd "$out/initramfs.gz" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=3 vmtest.kernel=$name vmtest.expect=$expect" \
+		-nographic -no-reboot -monitor none -nic none </dev/null >"$log" 2>&1 || st=$?
+	t1=$(date +%s)
+	tr -d '\r' <"$log" | grep '^VMTEST ' | grep -v ' done' >>"$out/results" || true
+	echo "VMTEST kernel=$name check=wall result=$((t1 - t0))s detail=" >>"$out/results"
+	if ! tr -d '\r' <"$log" | grep -q "^VMTEST kernel=$name done" || tr -d '\r' <"$log" | grep -q "^VMTEST kernel=$name check=.* result=FAIL"; then
+		echo "vmtest: $name failed (qemu status $st, $((t1 - t0))s); console tail:" >&2
+		tr -d '\r' <"$log" | tail -n 40 >&2
+		echo "VMTEST kernel=$name check=guest result=FAIL detail=qemu-status-$st" >>"$out/results"
+	fi
+done
+total=$(($(date +%s) - start))
+
+# The table: one row per kernel, one column per check.
+awk -v total="$total" '
+	{
+		k = ""; c = ""; r = ""
+		for (i = 2; i <= NF; i++) {
+			split($i, kv, "=")
+			if (kv[1] == "kernel") k = kv[2]
+			else if (kv[1] == "check") c = kv[2]
+			else if (kv[1] == "result") r = kv[2]
+		}
+		if (!(k in seenk)) { seenk[k] = 1; ks[++nk] = k }
+		if (!(c in seenc)) { seenc[c] = 1; cs[++nc] = c }
+		res[k, c] = r
+		if (r == "FAIL") bad = 1
+	}
+	END {
+		printf "%-8s", "kernel"
+		for (j = 1; j <= nc; j++) printf " %-10s", cs[j]
+		printf "\n"
+		for (i = 1; i <= nk; i++) {
+			printf "%-8s", ks[i]
+			for (j = 1; j <= nc; j++) printf " %-10s", ((ks[i], cs[j]) in res) ? res[ks[i], cs[j]] : "-"
+			printf "\n"
+		}
+		printf "total wall time: %ds\n", total
+		exit bad
+	}' "$out/results" && ok=1 || ok=0
+grep 'result=FAIL' "$out/results" >&2 || true
+[ "$ok" = 1 ]

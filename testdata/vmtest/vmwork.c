@@ -1,0 +1,107 @@
+/*
+ * Guest workload for `make vmtest` (scripts/vmtest), built static:
+ *
+ *   gcc -O2 -static -fno-omit-frame-pointer -fcf-protection=none -pthread \
+ *       -o vmwork vmwork.c
+ *
+ * Every mode prints its ground truth on stdout, one fact per line.
+ *
+ *   vmwork open N PATH   openat(PATH) N times; prints "open N PATH"
+ *   vmwork comm K EXE    fires mark(1) K times under its own comm, renames
+ *                        itself "vmt-prctl" with prctl(PR_SET_NAME) and fires
+ *                        mark(2) K times, then execs EXE (a link to this
+ *                        binary under another name) as "vmwork comm-after K",
+ *                        which fires mark(3) K times; prints "comm V NAME K"
+ *                        per phase, NAME being the comm prctl(PR_GET_NAME)
+ *                        read back
+ *   vmwork comm-after K  the third phase of comm
+ *   vmwork rt R K        two threads, each R rounds: rename itself
+ *                        "rtT-R" and fire mark(T*10000+R) K times; prints
+ *                        "rt V NAME K" per round (V: mark's argument)
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+__attribute__((noipa, used)) long mark(long v)
+{
+	volatile long frame_ = v;
+	return frame_ + 1;
+}
+
+static void fire(long v, long k, const char *what)
+{
+	char name[17] = {0};
+
+	prctl(PR_GET_NAME, name);
+	for (long i = 0; i < k; i++)
+		mark(v);
+	printf("%s %ld %s %ld\n", what, v, name, k);
+}
+
+static long rounds, per;
+
+static void *rt_thread(void *arg)
+{
+	long t = (long)arg;
+
+	for (long r = 0; r < rounds; r++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "rt%ld-%ld", t, r);
+		prctl(PR_SET_NAME, name);
+		fire(t * 10000 + r, per, "rt");
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 4 && !strcmp(argv[1], "open")) {
+		long n = atol(argv[2]);
+
+		for (long i = 0; i < n; i++) {
+			int fd = open(argv[3], O_RDONLY | O_CREAT, 0600);
+
+			if (fd < 0)
+				return 3;
+			close(fd);
+		}
+		printf("open %ld %s\n", n, argv[3]);
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "comm")) {
+		long k = atol(argv[2]);
+
+		fire(1, k, "comm");
+		prctl(PR_SET_NAME, "vmt-prctl");
+		fire(2, k, "comm");
+		fflush(stdout);
+		execl(argv[3], argv[3], "comm-after", argv[2], (char *)NULL);
+		return 4;
+	}
+	if (argc == 3 && !strcmp(argv[1], "comm-after")) {
+		fire(3, atol(argv[2]), "comm");
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "rt")) {
+		pthread_t th[2];
+
+		rounds = atol(argv[2]);
+		per = atol(argv[3]);
+		for (long t = 0; t < 2; t++)
+			if (pthread_create(&th[t], NULL, rt_thread, (void *)t))
+				return 5;
+		for (long t = 0; t < 2; t++)
+			pthread_join(th[t], NULL);
+		return 0;
+	}
+	fprintf(stderr, "usage: vmwork open N PATH | comm K EXE | rt ROUNDS K\n");
+	return 1;
+}

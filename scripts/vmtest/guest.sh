@@ -116,12 +116,13 @@ else
 	result usdt-sem FAIL "$(errtail sem.err)"
 fi
 
-# USDT in a shared library: a dynamic workload, with its loader and libc.
+# USDT in a shared library (with a semaphore): a dynamic workload, with its
+# loader and libc copied from the host.
 if [ -x /bin/usdtlib ]; then
 	if rec shlib -c "usdtlib $N_SEM" "U:/lib/vmtest/libvmusdt.so:vmtest:lib"; then
 		e=$(jprobe lib shlib.json)
-		truth=$(awk '$1=="lib"{print $2}' shlib.out)
-		[ "$e" = "$N_SEM" ] && [ "$truth" = "$N_SEM" ] && result usdt-shlib PASS "events=$e/$truth" || result usdt-shlib FAIL "events=$e/$truth"
+		seen=$(awk '$1=="lib"{print $3}' shlib.out)
+		[ "$e" = "$N_SEM" ] && [ "$seen" = "$N_SEM" ] && result usdt-shlib PASS "events=$e,seen=$seen" || result usdt-shlib FAIL "events=$e,seen=$seen"
 	else
 		result usdt-shlib FAIL "$(errtail shlib.err)"
 	fi

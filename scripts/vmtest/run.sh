@@ -25,13 +25,22 @@ cflags="-O2 -static -fno-omit-frame-pointer -fcf-protection=none"
 gcc $cflags -o "$out/root/bin/probes" "$root/record/testdata/probes.c"
 gcc $cflags -pthread -o "$out/root/bin/vmwork" "$root/testdata/vmtest/vmwork.c"
 ln -s vmwork "$out/root/bin/vmt-exec"
+# USDT in a shared library: a dynamic workload, its library, and the host's
+# loader and libc at the paths ldd names.
+mkdir -p "$out/root/lib/vmtest"
+gcc -O2 -fPIC -shared -o "$out/root/lib/vmtest/libvmusdt.so" "$root/testdata/vmtest/libvmusdt.c"
+gcc -O2 -o "$out/root/bin/usdtlib" "$root/testdata/vmtest/usdtlib.c" \
+	-L"$out/root/lib/vmtest" -lvmusdt -Wl,-rpath,/lib/vmtest
+for so in $(ldd "$out/root/bin/usdtlib" | grep -o '/[^ ]*' | grep -v "^$out/"); do
+	mkdir -p "$out/root$(dirname "$so")"
+	cp -L "$so" "$out/root$so"
+done
 cp /bin/busybox "$out/root/bin/busybox"
 cp "$here/init" "$out/root/init"
 cp "$here/guest.sh" "$out/root/bin/guest.sh"
 chmod 755 "$out/root/init" "$out/root/bin/guest.sh"
 (cd "$out/root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$out/initramfs.gz")
 
-fails=0
 start=$(date +%s)
 : >"$out/results"
 grep -v '^#' "$here/kernels" | while read -r name suite pkg cpus expect; do
@@ -69,17 +78,22 @@ awk -v total="$total" '
 			else if (kv[1] == "result") r = kv[2]
 		}
 		if (!(k in seenk)) { seenk[k] = 1; ks[++nk] = k }
-		if (!(c in seenc)) { seenc[c] = 1; cs[++nc] = c }
+		if (c != "wall" && !(c in seenc)) { seenc[c] = 1; cs[++nc] = c }
 		res[k, c] = r
 		if (r == "FAIL") bad = 1
 	}
 	END {
+		cs[++nc] = "wall"
 		printf "%-8s", "kernel"
 		for (j = 1; j <= nc; j++) printf " %-10s", cs[j]
 		printf "\n"
 		for (i = 1; i <= nk; i++) {
 			printf "%-8s", ks[i]
-			for (j = 1; j <= nc; j++) printf " %-10s", ((ks[i], cs[j]) in res) ? res[ks[i], cs[j]] : "-"
+			for (j = 1; j <= nc; j++) {
+				v = "-"
+				if ((ks[i], cs[j]) in res) v = res[ks[i], cs[j]]
+				printf " %-10s", v
+			}
 			printf "\n"
 		}
 		printf "total wall time: %ds\n", total

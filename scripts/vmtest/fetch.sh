@@ -1,11 +1,12 @@
 #!/bin/sh
-# fetch.sh CACHE: downloads (once) the kernels listed in ./kernels and leaves
-# CACHE/NAME/vmlinuz for each. Bookworm's kernels come through the machine's
+# fetch.sh CACHE [TABLE]: downloads (once) the kernels listed in TABLE
+# (default ./kernels) and leaves CACHE/NAME/vmlinuz for each. Bookworm's kernels come through the machine's
 # own apt; other suites (bullseye for 5.10) through a private apt state
 # directory under CACHE, so the machine's sources and lists stay as they are.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cache=$1
+table=${2:-$here/kernels}
 mkdir -p "$cache"
 own=$(. /etc/os-release && echo "$VERSION_CODENAME")
 
@@ -27,7 +28,7 @@ private_apt() {
 	echo "$opts"
 }
 
-grep -v '^#' "$here/kernels" | while read -r name suite pkg _; do
+grep -v '^#' "$table" | while read -r name suite pkg _; do
 	[ -n "$name" ] || continue
 	out="$cache/$name"
 	[ -s "$out/vmlinuz" ] && continue

@@ -56,7 +56,7 @@ rec() {
 }
 
 # tail of a failed step's stderr, for the detail field.
-errtail() { tail -n 3 "$1" | tr -c '[:print:]\n' '?' | cut -c1-200; }
+errtail() { tail -n 3 "$1" | sed 's/[^ -~]/?/g' | cut -c1-200; }
 
 # doctor: the feature report, when this bpftape has it.
 if bpftape doctor --help >/dev/null 2>&1; then

@@ -25,8 +25,8 @@ N_OPEN=200    # sys_enter_openat with a string
 N_WRITES=300  # sys_exit_write
 N_LOSS=20000  # uprobe into a one-page ring
 K_COMM=100    # per comm phase
-RT_ROUNDS=20  # per RT thread
-RT_PER=50     # per round
+RT_ROUNDS=100 # renames per RT thread
+RT_PER=10     # firings per name
 
 W=/tmp/vmtest
 mkdir -p $W
@@ -176,12 +176,16 @@ fi
 # every event's comm must be its thread's name at that round.
 if [ "$(grep -c ^processor /proc/cpuinfo)" -ge 2 ]; then
 	if rec rt -c "vmwork rt $RT_ROUNDS $RT_PER" 'u:/bin/vmwork:mark(arg0)'; then
-		bpftape events --time none rt.arrow | awk 'NR>1{sub("arg0=","",$5); print $5, $3}' | sort | uniq -c | awk '{print $2, $3, $1}' >rt.got
+		# CSV: time,cpu,pid,tid,comm,probe,mark.arg0
+		bpftape export --format csv -o rt.csv rt.arrow 2>>rt.err
+		awk -F, 'NR>1{print $7, $5}' rt.csv | sort | uniq -c | awk '{print $2, $3, $1}' >rt.got
 		awk '$1=="rt"{print $2, $3, $4}' rt.out | sort >rt.want
-		if [ "$(wc -l <rt.want)" = $((2 * RT_ROUNDS)) ] && cmp -s rt.got rt.want; then
-			result rt-comm PASS "$(wc -l <rt.got)rounds,$((2 * RT_ROUNDS * RT_PER))events,$(uname -v | grep -o PREEMPT_RT)"
+		cpus=$(awk -F, 'NR>1{print $2}' rt.csv | sort -u | wc -l)
+		tids=$(awk -F, 'NR>1{print $4}' rt.csv | sort -u | wc -l)
+		if [ "$(wc -l <rt.want)" = $((2 * RT_ROUNDS)) ] && cmp -s rt.got rt.want && [ "$tids" = 2 ]; then
+			result rt-comm PASS "$(wc -l <rt.got)names,$((2 * RT_ROUNDS * RT_PER))events,threads=$tids,cpus=$cpus,$(uname -v | grep -o PREEMPT_RT)"
 		else
-			result rt-comm FAIL "diff=$(diff rt.want rt.got | grep '^[-+][^-+]' | head -n 5)"
+			result rt-comm FAIL "threads=$tids,diff=$(diff rt.want rt.got | grep '^[-+][^-+]' | head -n 5)"
 		fi
 	else
 		result rt-comm FAIL "$(errtail rt.err)"

@@ -60,10 +60,26 @@ func Diagnose(f *HostFacts) *Diagnosis {
 		d.Decisions[len(d.Decisions)-1].Blocks = true
 	}
 
-	if err := checkCaps(f.EUID, f.Caps); err != nil {
-		block("privileges", "%v", err)
+	privErr := checkCaps(f.EUID, f.Caps)
+	if privErr != nil {
+		block("privileges", "%v", privErr)
 	} else {
 		add("privileges", Use, "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) are effective")
+	}
+	// need refuses to record without a feature the kernel lacks. A feature
+	// the kernel did not answer about (EPERM) is not blamed on the kernel:
+	// without privileges that is expected, and with them something else
+	// (an LSM, a seccomp filter) stands in the way.
+	need := func(subject string, ft Feature, what, lacks string) {
+		switch {
+		case ft.Have:
+		case !ft.Unknown:
+			block(subject, "%s (%s)", lacks, ft.Detail)
+		case privErr != nil:
+			add(subject, Note, "%s not checked: without privileges the kernel does not say (%s)", what, ft.Detail)
+		default:
+			block(subject, "the kernel refused to load a program that checks for %s: %s", what, ft.Detail)
+		}
 	}
 	switch f.Lockdown {
 	case "confidentiality":
@@ -71,25 +87,26 @@ func Diagnose(f *HostFacts) *Diagnosis {
 	case "integrity":
 		add("lockdown", Note, "kernel lockdown is integrity: debugfs is locked down, so tracefs must be reached at %s", tracefs.TracingDir)
 	}
-	if !f.KprobePrograms.Have {
-		block("kprobe_programs", "the kernel does not load BPF kprobe programs (BPF_PROG_TYPE_KPROBE, which uprobes use; 4.1): %s", f.KprobePrograms.Detail)
-	}
+	need("kprobe_programs", f.KprobePrograms, "BPF kprobe programs",
+		"the kernel does not load BPF kprobe programs (BPF_PROG_TYPE_KPROBE, which uprobes use; Linux 4.1)")
+	need("ringbuf", f.RingBuf, "the BPF ring buffer",
+		"the kernel has no BPF ring buffer (BPF_MAP_TYPE_RINGBUF and its helpers), which bpftape needs: it came in Linux 5.8")
 	if f.RingBuf.Have {
 		add("ringbuf", Use, "per-CPU BPF ring buffers carry the events")
-	} else {
-		block("ringbuf", "the kernel has no BPF ring buffer (BPF_MAP_TYPE_RINGBUF and its helpers), which bpftape needs: it came in Linux 5.8 (%s)", f.RingBuf.Detail)
 	}
+	need("boot_clock", f.BootClock, "bpf_ktime_get_boot_ns",
+		"the kernel has no bpf_ktime_get_boot_ns, which stamps every event: it came in Linux 5.8")
 	if f.BootClock.Have {
 		add("boot_clock", Use, "events are stamped with bpf_ktime_get_boot_ns (CLOCK_BOOTTIME)")
-	} else {
-		block("boot_clock", "the kernel has no bpf_ktime_get_boot_ns, which stamps every event: it came in Linux 5.8 (%s)", f.BootClock.Detail)
 	}
-	if !f.Helpers.Have {
-		block("helpers", "the kernel lacks BPF helpers bpftape's programs call (bpf_probe_read_user and _kernel came in Linux 5.5): %s", f.Helpers.Detail)
-	}
-	if f.AttachCookies.Have {
+	need("helpers", f.Helpers, "the BPF helpers bpftape's programs call",
+		"the kernel lacks BPF helpers bpftape's programs call (bpf_probe_read_user and _kernel came in Linux 5.5)")
+	switch {
+	case f.AttachCookies.Have:
 		add("attach_cookies", Use, "one program serves every attachment; each attachment's cookie selects its spec")
-	} else {
+	case f.AttachCookies.Unknown:
+		add("attach_cookies", Note, "attach cookies not checked (%s)", f.AttachCookies.Detail)
+	default:
 		add("attach_cookies", Fallback, "no BPF attach cookies (Linux 5.15): one program instance per attachment, its spec index set as a load-time constant (slower to start with many probes)")
 	}
 	if f.BTF.Have {
@@ -135,7 +152,10 @@ func Diagnose(f *HostFacts) *Diagnosis {
 		f    Feature
 	}{{"kprobe_multi", f.KprobeMulti}, {"uprobe_multi", f.UprobeMulti}} {
 		have := "has"
-		if !m.f.Have {
+		switch {
+		case m.f.Unknown:
+			have = "may have"
+		case !m.f.Have:
 			have = "lacks"
 		}
 		add(m.name, Note, "this kernel %s %s links; bpftape does not use them (one link per attachment)", have, m.name)

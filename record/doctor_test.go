@@ -90,6 +90,25 @@ func TestDoctorDiagnose(t *testing.T) {
 			want:   []want{{"fentry", Refuse, "operation not permitted"}, {"fexit", Refuse, "tracing programs"}},
 		},
 		{
+			name:      "root, but the kernel refuses the checks (EPERM) → refuse, not blamed on the version",
+			change:    func(f *HostFacts) { f.RingBuf = Feature{Unknown: true, Detail: "operation not permitted"} },
+			want:      []want{{"ringbuf", Refuse, "refused to load a program that checks for the BPF ring buffer"}},
+			blockedBy: "operation not permitted",
+		},
+		{
+			name: "not root: what the kernel would not say is a note, not a refusal",
+			change: func(f *HostFacts) {
+				f.EUID, f.Caps = 1000, 0
+				eperm := Feature{Unknown: true, Detail: "operation not permitted"}
+				f.RingBuf, f.BootClock, f.KprobePrograms, f.AttachCookies = eperm, eperm, eperm, eperm
+			},
+			want: []want{
+				{"privileges", Refuse, "needs root"}, {"ringbuf", Note, "not checked"},
+				{"boot_clock", Note, "not checked"}, {"attach_cookies", Note, "not checked"},
+			},
+			blockedBy: "needs root",
+		},
+		{
 			name:      "lockdown=confidentiality → refuse",
 			change:    func(f *HostFacts) { f.Lockdown = "confidentiality" },
 			want:      []want{{"lockdown", Refuse, "confidentiality"}},
@@ -183,6 +202,9 @@ func TestDoctorDiagnose(t *testing.T) {
 			}
 			if !tc.canRecord && !strings.Contains(d.Reason, tc.blockedBy) {
 				t.Errorf("reason %q does not say %q", d.Reason, tc.blockedBy)
+			}
+			if f.RingBuf.Unknown && strings.Contains(d.Reason, "5.8") {
+				t.Errorf("reason %q blames the kernel version for what the kernel did not say", d.Reason)
 			}
 			for _, w := range tc.want {
 				action, reason, found := lookupDecision(d, w.subject)

@@ -21,8 +21,11 @@ import (
 
 // Feature is one thing the kernel has or lacks, as ExamineHost found it.
 type Feature struct {
-	Have   bool   `json:"have"`
-	Detail string `json:"detail,omitempty"` // where it was found, or why it is missing
+	Have bool `json:"have"`
+	// Unknown is set when the kernel did not say (an error other than
+	// ebpf.ErrNotSupported, such as EPERM without privileges).
+	Unknown bool   `json:"unknown,omitempty"`
+	Detail  string `json:"detail,omitempty"` // where it was found, or why it is missing
 }
 
 // HostFacts is what ExamineHost finds about the running kernel and this
@@ -130,22 +133,18 @@ func ExamineHost() *HostFacts {
 	f.KprobePrograms = feature(features.HaveProgramType(ebpf.Kprobe))
 	f.TracepointProgs = feature(features.HaveProgramType(ebpf.TracePoint))
 	f.AttachCookies = feature(haveAttachCookies())
-	f.RingBuf = feature(errors.Join(features.HaveMapType(ebpf.RingBuf),
+	f.RingBuf = feature(firstErr(features.HaveMapType(ebpf.RingBuf),
 		features.HaveProgramHelper(ebpf.Kprobe, asm.FnRingbufReserve),
 		features.HaveProgramHelper(ebpf.Kprobe, asm.FnRingbufQuery)))
 	f.BootClock = feature(features.HaveProgramHelper(ebpf.Kprobe, asm.FnKtimeGetBootNs))
-	var missing []string
+	var helperErrs []error
 	for _, fn := range []asm.BuiltinFunc{asm.FnProbeReadUser, asm.FnProbeReadUserStr, asm.FnProbeReadKernel,
 		asm.FnProbeReadKernelStr, asm.FnGetCurrentTask} {
 		if err := features.HaveProgramHelper(ebpf.Kprobe, fn); err != nil {
-			missing = append(missing, fmt.Sprintf("%s (%v)", fn, err))
+			helperErrs = append(helperErrs, err)
 		}
 	}
-	if len(missing) == 0 {
-		f.Helpers = Feature{Have: true}
-	} else {
-		f.Helpers = Feature{Detail: "missing " + strings.Join(missing, ", ")}
-	}
+	f.Helpers = feature(firstErr(helperErrs...))
 	f.KprobeMulti = feature(features.HaveBPFLinkKprobeMulti())
 	f.UprobeMulti = feature(features.HaveBPFLinkUprobeMulti())
 	f.KprobeAttach = feature(tryKprobe())
@@ -196,9 +195,20 @@ func tryKprobe() error {
 // feature turns a probe's result into a Feature.
 func feature(err error) Feature {
 	if err != nil {
-		return Feature{Detail: err.Error()}
+		return Feature{Unknown: !errors.Is(err, ebpf.ErrNotSupported), Detail: err.Error()}
 	}
 	return Feature{Have: true}
+}
+
+// firstErr returns the first error of errs that is not nil: the first
+// thing found missing.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lockdownMode returns the selected mode of /sys/kernel/security/lockdown

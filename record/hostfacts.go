@@ -150,7 +150,7 @@ func ExamineHost() *HostFacts {
 	f.KprobeAttach = feature(tryKprobe())
 	f.Tracing = feature(features.HaveProgramType(ebpf.Tracing))
 	if f.Tracing.Have {
-		f.FentryAttach = feature(tracingUnavailable(&probespec.Spec{Kind: probespec.Fentry, Symbol: doctorFunc}))
+		f.FentryAttach = feature(tryFentry())
 	} else {
 		f.FentryAttach = Feature{Detail: "no BPF tracing programs"}
 	}
@@ -188,6 +188,28 @@ func tryKprobe() error {
 	l, err := link.Kprobe(doctorFunc, prog, nil)
 	if err != nil {
 		return err
+	}
+	return l.Close()
+}
+
+// tryFentry asks whether the kernel loads a fentry program for doctorFunc
+// (tracingUnavailable, which record's errors use), then attaches one and
+// detaches it: loading checks BTF, attaching needs a BPF trampoline.
+func tryFentry() error {
+	if err := tracingUnavailable(&probespec.Spec{Kind: probespec.Fentry, Symbol: doctorFunc}); err != nil {
+		return err
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "bpftape_doctor", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: doctorFunc, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	})
+	if err != nil {
+		return fmt.Errorf("load a fentry program for %s: %w", doctorFunc, err)
+	}
+	defer prog.Close()
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceFEntry})
+	if err != nil {
+		return fmt.Errorf("attach a fentry program to %s: %w", doctorFunc, err)
 	}
 	return l.Close()
 }

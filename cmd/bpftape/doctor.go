@@ -98,9 +98,11 @@ func printDoctor(w io.Writer, f *record.HostFacts, d *record.Diagnosis) {
 	}
 	fmt.Fprintf(w, "kernel %s (%s), %s\n", f.Release, f.Version, rt)
 
-	fmt.Fprintf(w, "\nprobe kinds:                kernel  bpftape\n")
+	const probeRow = "  %-16s %-9s %-7s %-8s %s\n"
+	fmt.Fprintf(w, "\nprobe kinds:\n")
+	fmt.Fprintf(w, probeRow, "", "spec", "kernel", "bpftape", "why")
 	for _, p := range d.Probes {
-		fmt.Fprintf(w, "  %-16s %-9s %-7s %-7s %s\n", p.Kind, p.Spec, yesNo(p.Kernel), p.Action, p.Reason)
+		fmt.Fprintf(w, probeRow, p.Kind, p.Spec, yesNo(p.Kernel), p.Action, oneLine(p.Reason))
 	}
 
 	fmt.Fprintf(w, "\nBPF features:\n")

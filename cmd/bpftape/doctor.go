@@ -166,6 +166,15 @@ func printDoctor(w io.Writer, f *record.HostFacts, d *record.Diagnosis) {
 		fmt.Fprintf(w, "\nverdict: bpftape cannot record here\n")
 	}
 	for _, a := range []record.Action{record.Refuse, record.Fallback, record.Use, record.Note} {
+		var kinds []string
+		for _, p := range d.Probes {
+			if p.Action == a {
+				kinds = append(kinds, p.Kind)
+			}
+		}
+		if len(kinds) > 0 {
+			fmt.Fprintf(w, "  %-8s %-16s %s (see the probe kinds above)\n", a, "probes", strings.Join(kinds, ", "))
+		}
 		for _, dec := range d.Decisions {
 			if dec.Action == a {
 				fmt.Fprintf(w, "  %-8s %-16s %s\n", dec.Action, dec.Subject, oneLine(dec.Reason))

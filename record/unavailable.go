@@ -43,16 +43,23 @@ func kprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) err
 			}
 		}
 	}
-	_, pmuErr := os.Stat(kprobePMU)
-	haveEvents := false
-	if dir, err := tracefsDir(); err == nil {
-		haveEvents = fileExists(filepath.Join(dir, "kprobe_events"))
-	}
-	if pmuErr == nil || haveEvents {
+	if pmu, events := kernelKprobes(tracefsDir); pmu || events {
 		return fmt.Errorf("bpftape does not record %ss yet (%s): %s", s.Kind, supported, alt)
 	}
 	return fmt.Errorf("bpftape does not record %ss yet (%s), and this kernel has no kprobes either (built without CONFIG_KPROBES: no kprobe PMU at %s, no kprobe_events in tracefs): %s",
 		s.Kind, supported, kprobePMU, alt)
+}
+
+// kernelKprobes reports whether the kernel exposes kprobes to
+// perf_event_open (the kprobe PMU) and to tracefs (kprobe_events): a kernel
+// built without CONFIG_KPROBES has neither.
+func kernelKprobes(tracefsDir func() (string, error)) (pmu, events bool) {
+	_, err := os.Stat(kprobePMU)
+	pmu = err == nil
+	if dir, err := tracefsDir(); err == nil {
+		events = fileExists(filepath.Join(dir, "kprobe_events"))
+	}
+	return pmu, events
 }
 
 // supported says which probes bpftape records, for the errors of those it
@@ -131,16 +138,7 @@ func tracingUnavailable(s *probespec.Spec) error {
 
 // lockdownNote reports kernel lockdown when securityfs shows it.
 func lockdownNote() string {
-	b, err := os.ReadFile("/sys/kernel/security/lockdown")
-	if err != nil {
-		return ""
-	}
-	mode := strings.TrimSpace(string(b))
-	if i := strings.IndexByte(mode, '['); i >= 0 {
-		if j := strings.IndexByte(mode[i:], ']'); j > 0 {
-			mode = mode[i+1 : i+j]
-		}
-	}
+	mode := lockdownMode()
 	if mode == "" || mode == "none" {
 		return ""
 	}

@@ -30,10 +30,8 @@ const maxSuggestions = 5
 // DebugTracingDir if it has, else tracefs freshly mounted on TracingDir
 // (which needs root).
 func Dir() (string, error) {
-	for _, d := range []string{TracingDir, DebugTracingDir} {
-		if hasEvents(d) {
-			return d, nil
-		}
+	if d, ok := Find(); ok {
+		return d, nil
 	}
 	err := unix.Mount("nodev", TracingDir, "tracefs", 0, "")
 	if err == nil && hasEvents(TracingDir) {
@@ -44,6 +42,18 @@ func Dir() (string, error) {
 	}
 	return "", fmt.Errorf("tracefs: no events/ in %s or %s, and mounting tracefs on %s: %w",
 		TracingDir, DebugTracingDir, TracingDir, err)
+}
+
+// Find returns the tracefs mount Dir would use without mounting one:
+// TracingDir or DebugTracingDir, whichever has events/ first. ok is false
+// when neither has (Dir would then mount tracefs on TracingDir).
+func Find() (dir string, ok bool) {
+	for _, d := range []string{TracingDir, DebugTracingDir} {
+		if hasEvents(d) {
+			return d, true
+		}
+	}
+	return "", false
 }
 
 func hasEvents(dir string) bool {

@@ -206,3 +206,19 @@ func TestReadFormatAllLive(t *testing.T) {
 	}
 	t.Logf("%d events, field kinds %v", len(names), kinds)
 }
+
+// TestFindMatchesDir: where tracefs is mounted, Find names the directory
+// Dir returns, without mounting anything.
+func TestFindMatchesDir(t *testing.T) {
+	dir, ok := Find()
+	if !ok {
+		t.Skip("tracefs is not mounted with events/ (Find would leave mounting it to Dir)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "events")); err != nil {
+		t.Fatalf("Find: %s, but %v", dir, err)
+	}
+	got, err := Dir()
+	if err != nil || got != dir {
+		t.Errorf("Dir() = %q, %v; Find() = %q", got, err, dir)
+	}
+}

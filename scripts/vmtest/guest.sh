@@ -58,11 +58,32 @@ rec() {
 # tail of a failed step's stderr, for the detail field.
 errtail() { tail -n 3 "$1" | sed 's/[^ -~]/?/g' | cut -c1-200; }
 
-# doctor: the feature report, when this bpftape has it.
+# doctor: the feature report, when this bpftape has it; its verdict is
+# printed on the console (VMTEST-DOCTOR lines) for the log.
 if bpftape doctor --help >/dev/null 2>&1; then
 	if bpftape doctor --json >doctor.json 2>doctor.err && grep -q '^{' doctor.json; then
-		result doctor PASS "$(wc -c <doctor.json)bytes"
-		echo "VMTEST-DOCTOR kernel=$K $(tr -d '\n' <doctor.json)"
+		# Its verdict must agree with this kernel's expectation, and it
+		# must say it uses every probe kind the checks below record.
+		doc=$(tr -d ' \n' <doctor.json)
+		cr=$(echo "$doc" | grep -o '"can_record":[a-z]*' | sed 's/.*://')
+		want=false
+		[ "$EXPECT" != record ] || want=true
+		bad=""
+		[ "$cr" = "$want" ] || bad="can_record=$cr,want=$want"
+		for kind in uprobe uretprobe usdt usdt_semaphore tracepoint; do
+			a=$(echo "$doc" | grep -o "\"kind\":\"$kind\",\"spec\":\"[^\"]*\",\"kernel\":[a-z]*,\"action\":\"[a-z]*\"" | sed 's/.*"action":"//; s/"$//')
+			[ "$want" = false ] || [ "$a" = use ] || bad="$bad,$kind=$a"
+		done
+		# Debian's kernels have kprobes (whether bpftape records them or not).
+		kp=$(echo "$doc" | grep -o '"kind":"kprobe","spec":"[^"]*","kernel":[a-z]*' | sed 's/.*://')
+		[ "$kp" = true ] || bad="$bad,kprobe-kernel=$kp"
+		ck=$(echo "$doc" | grep -o '"subject":"attach_cookies","action":"[a-z]*"' | sed 's/.*"action":"//; s/"$//')
+		if [ -z "$bad" ]; then
+			result doctor PASS "can_record=$cr,attach_cookies=$ck"
+		else
+			result doctor FAIL "$bad"
+		fi
+		bpftape doctor 2>&1 | sed -n '/^verdict/,$p' | sed "s/^/VMTEST-DOCTOR kernel=$K /"
 	else
 		result doctor FAIL "$(errtail doctor.err)"
 	fi

@@ -11,9 +11,10 @@ import (
 // Capabilities bpftape record needs; CAP_SYS_ADMIN stands in for both, as
 // the kernel's bpf_capable() and perfmon_capable() allow.
 const (
-	capSysAdmin = 21
-	capPerfmon  = 38
-	capBPF      = 39
+	capSysResource = 24
+	capSysAdmin    = 21
+	capPerfmon     = 38
+	capBPF         = 39
 )
 
 // effectiveCaps returns the effective capability set of this process.
@@ -56,4 +57,25 @@ func checkCaps(euid int, eff uint64) error {
 	}
 	return fmt.Errorf("recording needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN): running as root, but without %s (effective capabilities %#x: dropped by a container runtime, capsh or setpriv?)",
 		strings.Join(missing, " and "), eff)
+}
+
+// raiseMemlock lifts RLIMIT_MEMLOCK on kernels before 5.11, which count BPF
+// maps and programs against it (Debian 11's default is 64 KiB, less than
+// one ring buffer); later kernels charge the memory cgroup instead, and the
+// limit is left as it is. Raising it needs CAP_SYS_RESOURCE. (cilium/ebpf's
+// rlimit package does the same, but detects the accounting by creating a
+// map at init, in every bpftape process, replay included.)
+func raiseMemlock() error {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return fmt.Errorf("uname: %w", err)
+	}
+	if releaseAtLeast(unix.ByteSliceToString(u.Release[:]), 5, 11) {
+		return nil
+	}
+	inf := unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY}
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &inf, nil); err != nil {
+		return fmt.Errorf("raise RLIMIT_MEMLOCK, which kernels before 5.11 count BPF memory against (needs CAP_SYS_RESOURCE): %w", err)
+	}
+	return nil
 }

@@ -133,8 +133,13 @@ func Diagnose(f *HostFacts) *Diagnosis {
 	if f.MemcgAccounting {
 		add("memlock", Note, "BPF memory is charged to the memory cgroup (Linux 5.11+): RLIMIT_MEMLOCK (%s) does not limit it", memlock)
 	} else if f.MemlockCur != MemlockUnlimited {
-		add("memlock", Note, "BPF memory counts against RLIMIT_MEMLOCK (%s, hard limit %s) on kernels before 5.11: rings larger than it fail to load; raise it with 'ulimit -l'",
-			memlock, memlockString(f.MemlockMax))
+		if f.MemlockMax == MemlockUnlimited || f.Caps&(1<<capSysResource) != 0 {
+			add("memlock", Use, "BPF memory counts against RLIMIT_MEMLOCK (%s) on kernels before 5.11: bpftape record raises it to unlimited",
+				memlock)
+		} else {
+			block("memlock", "BPF memory counts against RLIMIT_MEMLOCK (%s, hard limit %s) on kernels before 5.11, and raising it needs CAP_SYS_RESOURCE",
+				memlock, memlockString(f.MemlockMax))
+		}
 	}
 	if f.PreemptRT {
 		add("preempt_rt", Note, "PREEMPT_RT kernel: BPF programs can be preempted on their CPU")

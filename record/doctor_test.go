@@ -12,7 +12,7 @@ func capableHost() *HostFacts {
 	two := 2
 	return &HostFacts{
 		Release: "6.12.41+deb12-amd64", Version: "#1 SMP PREEMPT_DYNAMIC Debian 6.12.41-1~bpo12+1",
-		EUID: 0, Caps: 1<<capSysAdmin | 1<<capBPF | 1<<capPerfmon,
+		EUID: 0, Caps: 1<<capSysAdmin | 1<<capBPF | 1<<capPerfmon | 1<<capSysResource,
 		Lockdown: "none", UnprivilegedBPFDisabled: &two, PerfEventParanoid: &two,
 		MemlockCur: 8 << 20, MemlockMax: 8 << 20, MemcgAccounting: true,
 		TracefsDir: "/sys/kernel/tracing", Debugfs: "/sys/kernel/debug",
@@ -174,9 +174,19 @@ func TestDoctorDiagnose(t *testing.T) {
 				f.MemcgAccounting = false
 			},
 			want: []want{
-				{"attach_cookies", Fallback, ""}, {"memlock", Note, "8192 KiB"},
+				{"attach_cookies", Fallback, ""}, {"memlock", Use, "raises it to unlimited"},
 				{"kprobe_multi", Note, "lacks"}, {"uprobe", Use, ""},
 			},
+		},
+		{
+			name: "5.10 without CAP_SYS_RESOURCE: memlock cannot be raised → refuse",
+			change: func(f *HostFacts) {
+				f.Release = "5.10.0-35-amd64"
+				f.MemcgAccounting = false
+				f.Caps &^= 1 << capSysResource
+			},
+			want:      []want{{"memlock", Refuse, "8192 KiB"}},
+			blockedBy: "RLIMIT_MEMLOCK",
 		},
 		{
 			name: "PREEMPT_RT noted", canRecord: true,

@@ -310,6 +310,9 @@ func (r *recorder) setup() error {
 	if err := bpf.CheckFeatures(); err != nil {
 		return err
 	}
+	if err := raiseMemlock(); err != nil {
+		return err
+	}
 	if o.PID != 0 {
 		if err := unix.Kill(o.PID, 0); err == unix.ESRCH {
 			return fmt.Errorf("no process %d (-p)", o.PID)

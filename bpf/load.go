@@ -299,7 +299,10 @@ func (o *Objects) ForgetComms() error {
 // (without BTF, with the slower bpf_get_current_comm). On a kernel without
 // attach cookies, or with opts.NoCookies, the uprobe and tracepoint
 // programs are loaded per attachment instead (see Objects.Cookies).
-func Load(opts Options) (*Objects, error) {
+func Load(opts Options) (*Objects, error) { return loadFrom(loadBpftape, opts) }
+
+// loadFrom is Load with the collection spec from loadSpec (tests patch it).
+func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Objects, error) {
 	size := opts.RingSize
 	if size == 0 {
 		size = DefaultRingSize()
@@ -312,7 +315,7 @@ func Load(opts Options) (*Objects, error) {
 		return nil, err
 	}
 
-	spec, err := loadBpftape()
+	spec, err := loadSpec()
 	if err != nil {
 		return nil, err
 	}

@@ -117,6 +117,7 @@ const (
 	bpftapeVarBtfAnchor        = "btf_anchor"
 	bpftapeVarFilterTgid       = "filter_tgid"
 	bpftapeVarFixedSpec        = "fixed_spec"
+	bpftapeVarFixedSpecData    = "fixed_spec_data"
 	bpftapeVarFollow           = "follow"
 	bpftapeVarTaskCommOff      = "task_comm_off"
 	bpftapeVarTaskFsbaseOff    = "task_fsbase_off"
@@ -194,6 +195,7 @@ type bpftapeVariableSpecs struct {
 	BtfAnchor     *ebpf.VariableSpec `ebpf:"btf_anchor"`
 	FilterTgid    *ebpf.VariableSpec `ebpf:"filter_tgid"`
 	FixedSpec     *ebpf.VariableSpec `ebpf:"fixed_spec"`
+	FixedSpecData *ebpf.VariableSpec `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.VariableSpec `ebpf:"follow"`
 	TaskCommOff   *ebpf.VariableSpec `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
@@ -251,6 +253,7 @@ type bpftapeVariables struct {
 	BtfAnchor     *ebpf.Variable `ebpf:"btf_anchor"`
 	FilterTgid    *ebpf.Variable `ebpf:"filter_tgid"`
 	FixedSpec     *ebpf.Variable `ebpf:"fixed_spec"`
+	FixedSpecData *ebpf.Variable `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.Variable `ebpf:"follow"`
 	TaskCommOff   *ebpf.Variable `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`

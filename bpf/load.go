@@ -121,11 +121,11 @@ type Objects struct {
 	cookies bool
 	// loadCopy loads another copy of program name that shares every map;
 	// with fixed < MaxSpecs, the copy has a .rodata of its own in which
-	// fixed_spec is fixed. tpCopies are the further tracepoint programs
+	// fixed_spec is fixed, and fixed_spec_data is ps. tpCopies are the further tracepoint programs
 	// with cookies (see TracepointProgram), specCopies the programs of
 	// the attachments without. globals are the maps of the global
 	// variables (.bss, .rodata), which copies share.
-	loadCopy   func(name string, fixed uint32) (*ebpf.Program, error)
+	loadCopy   func(name string, fixed uint32, ps *ProbeSpec) (*ebpf.Program, error)
 	tpCopies   []*ebpf.Program
 	specCopies []*ebpf.Program
 	globals    []*ebpf.Map
@@ -168,7 +168,7 @@ func (o *Objects) TracepointProgram(spec uint32, k int) (*ebpf.Program, uint64, 
 		return o.ProbeTracepoint, uint64(spec), nil
 	}
 	for len(o.tpCopies) < k {
-		p, err := o.loadCopy(progTracepoint, fixedSpecCookie)
+		p, err := o.loadCopy(progTracepoint, fixedSpecCookie, nil)
 		if err != nil {
 			return nil, 0, fmt.Errorf("bpf: load copy %d of the tracepoint program: %w", len(o.tpCopies)+1, err)
 		}
@@ -178,12 +178,21 @@ func (o *Objects) TracepointProgram(spec uint32, k int) (*ebpf.Program, uint64, 
 }
 
 // specProgram loads a copy of program name that records spec index spec
-// whatever its cookie.
+// whatever its cookie. The copy holds the spec that PutSpec stored as
+// constants, which the verifier reads: it checks only the code that spec
+// runs.
 func (o *Objects) specProgram(name string, spec uint32) (*ebpf.Program, error) {
 	if spec >= MaxSpecs {
 		return nil, fmt.Errorf("bpf: spec index %d out of range [0,%d)", spec, MaxSpecs)
 	}
-	p, err := o.loadCopy(name, spec)
+	var ps ProbeSpec
+	if err := o.ProbeSpecs.Lookup(spec, &ps); err != nil {
+		return nil, fmt.Errorf("bpf: lookup spec %d: %w", spec, err)
+	}
+	if err := ps.Validate(); err != nil {
+		return nil, fmt.Errorf("bpf: spec %d (stored by PutSpec?): %w", spec, err)
+	}
+	p, err := o.loadCopy(name, spec, &ps)
 	if err != nil {
 		return nil, fmt.Errorf("bpf: load %s for spec %d: %w", name, spec, err)
 	}
@@ -391,7 +400,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata},
 	}
 	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
-	objs.loadCopy = func(name string, fixed uint32) (*ebpf.Program, error) {
+	objs.loadCopy = func(name string, fixed uint32, ps *ProbeSpec) (*ebpf.Program, error) {
 		shared := map[string]*ebpf.Map{
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
 			bpftapeMapCommGen: objs.CommGen, bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
@@ -403,6 +412,9 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 			cs = spec.Copy()
 			if err := cs.Variables[bpftapeVarFixedSpec].Set(fixed); err != nil {
 				return nil, fmt.Errorf("set fixed_spec: %w", err)
+			}
+			if err := cs.Variables[bpftapeVarFixedSpecData].Set(ps); err != nil {
+				return nil, fmt.Errorf("set fixed_spec_data: %w", err)
 			}
 			delete(shared, ".rodata")
 		}
@@ -432,8 +444,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	}
 	if objs.cookies {
 		var err error
-		if objs.ProbeUprobe, err = objs.loadCopy(progUprobe, fixedSpecCookie); err == nil {
-			objs.ProbeTracepoint, err = objs.loadCopy(progTracepoint, fixedSpecCookie)
+		if objs.ProbeUprobe, err = objs.loadCopy(progUprobe, fixedSpecCookie, nil); err == nil {
+			objs.ProbeTracepoint, err = objs.loadCopy(progTracepoint, fixedSpecCookie, nil)
 		}
 		if err != nil {
 			objs.Close()
@@ -477,8 +489,10 @@ func loadError(err error) error {
 }
 
 // PutSpec validates s and stores it as the spec of the attachment whose
-// cookie is cookie (0..MaxSpecs-1). Store it before attaching: events of an
-// attachment without a spec are dropped.
+// cookie is cookie (0..MaxSpecs-1), its spec index. Store it before
+// attaching (events of an attachment without a spec are dropped) and,
+// without cookies, before UprobeProgram or TracepointProgram, which load
+// it into the attachment's program.
 func (o *Objects) PutSpec(cookie uint32, s *ProbeSpec) error {
 	if cookie >= MaxSpecs {
 		return fmt.Errorf("bpf: cookie %d out of range [0,%d)", cookie, MaxSpecs)

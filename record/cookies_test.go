@@ -8,14 +8,17 @@ import (
 )
 
 // TestNoCookies records every probe kind (uprobe, uretprobe, USDT,
-// tracepoint, several probes on one site) as on kernels without BPF attach
-// cookies, with one program per attachment, and checks the exact counts
-// and values of TestDemo, TestTracepoint and TestSameSiteTwice: make test
-// covers the fallback of kernels before 5.15 on any kernel.
+// tracepoint, several probes on one site, every USDT operand form) as on
+// kernels without BPF attach cookies, with one program per attachment, and
+// checks the exact counts and values of TestDemo, TestTracepoint,
+// TestSameSiteTwice and TestTortureClang: make test covers the fallback of
+// kernels before 5.15 on any kernel.
 func TestNoCookies(t *testing.T) {
 	t.Run("demo", func(t *testing.T) { testDemo(t, true) })
 	t.Run("tracepoint", func(t *testing.T) { testTracepoint(t, true) })
 	t.Run("same site twice", func(t *testing.T) { testSameSiteTwice(t, true) })
+	// Every USDT operand form, %fs thread-locals included.
+	t.Run("torture clang", func(t *testing.T) { testTortureClang(t, true) })
 }
 
 // checkAttachMode checks that a capture says it was recorded with attach

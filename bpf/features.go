@@ -64,8 +64,10 @@ func haveMapType(mt ebpf.MapType) func() error {
 // Feature names that other code refers to.
 const (
 	FeatureAttachCookie = "bpf_get_attach_cookie helper"
-	FeatureKernelBTF    = "kernel BTF (/sys/kernel/btf/vmlinux)"
+	FeatureKernelBTF    = "kernel BTF (" + kernelBTFPath + ")"
 )
+
+const kernelBTFPath = "/sys/kernel/btf/vmlinux"
 
 var featureTable = []Feature{
 	{Name: "BPF_PROG_TYPE_KPROBE programs (uprobes)", Since: "4.1", probe: haveProgramType(ebpf.Kprobe)},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/bpftape/bpftape/internal/testutils"
 )
@@ -237,4 +238,34 @@ func TestNoCookiesVerifier(t *testing.T) {
 		t.Errorf("the copies use the shared .rodata (id %d) or differ in their maps: %v, %v", rid, a, b)
 	}
 	t.Logf("copies share %s", strings.Join(shared, ", "))
+}
+
+// TestTaskOffsetsWithoutBTF checks that a kernel without BTF gets one
+// error, naming the missing BTF, from everything that needs it.
+func TestTaskOffsetsWithoutBTF(t *testing.T) {
+	absent := func() (*btf.Spec, error) { return nil, fmt.Errorf("test: no BTF: %w", ebpf.ErrNotSupported) }
+	to := readTaskOffsets(absent)
+	for what, err := range map[string]error{"comm": to.commErr, "tgid": to.tgidErr, "thread": to.threadErr} {
+		if !errors.Is(err, ErrNoKernelBTF) || !errors.Is(err, ebpf.ErrNotSupported) {
+			t.Errorf("%s: %v does not wrap ErrNoKernelBTF and ErrNotSupported", what, err)
+		}
+	}
+	if !strings.Contains(ErrNoKernelBTF.Error(), "/sys/kernel/btf/vmlinux") {
+		t.Errorf("%v does not name /sys/kernel/btf/vmlinux", ErrNoKernelBTF)
+	}
+
+	// With the kernel's BTF, where it has some: the offsets that the
+	// exported functions return.
+	if _, err := btf.LoadKernelSpec(); err != nil {
+		t.Skipf("skipping the kernel's offsets: %v", err)
+	}
+	to = readTaskOffsets(btf.LoadKernelSpec)
+	comm, err := TaskCommOffset()
+	if err != nil || to.commErr != nil || comm != to.comm || comm == 0 {
+		t.Errorf("comm at %d (%v), TaskCommOffset %d (%v)", to.comm, to.commErr, comm, err)
+	}
+	tgid, err := TaskTgidOffset()
+	if err != nil || tgid != to.tgid || tgid == 0 || tgid == comm {
+		t.Errorf("tgid at %d (%v), TaskTgidOffset %d (%v)", to.tgid, to.tgidErr, tgid, err)
+	}
 }

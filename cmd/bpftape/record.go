@@ -112,8 +112,9 @@ Examples:
   bpftape record -c 'dd if=/dev/zero of=/dev/null count=1000' 't:syscalls:sys_exit_write(ret)'
 
 Kernels before 5.15 have no BPF attach cookies: bpftape then loads one
-program per attachment, which takes longer to start (about 0.1s each).
-BPFTAPE_NO_COOKIES=1 does so on any kernel, for tests and comparisons.
+program per attachment, holding its probe's spec as constants (a few ms
+each to load). BPFTAPE_NO_COOKIES=1 does so on any kernel, for tests and
+comparisons.
 
 Exit status: with -c the command's (128+N if signal N killed it); otherwise
 0, 1 on failure, 2 on a usage error.

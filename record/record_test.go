@@ -486,11 +486,15 @@ func TestNoLeaks(t *testing.T) {
 	before, events := openFDs(t), uprobeEvents(t)
 	mustRecord(t, Options{Command: []string{exe, "burst", "10"}, Probes: probes})
 	mustRecord(t, Options{Duration: 100 * time.Millisecond, Probes: probes})
+	// One program per attachment, as without attach cookies.
+	mustRecord(t, Options{Command: []string{exe, "burst", "10"}, Probes: probes, NoCookies: true})
 	// Fails after attaching some probes: the last one cannot attach.
-	_, err, _ := record(t, Options{Command: []string{exe, "burst", "10"},
-		Probes: append(probes, "u:/proc/self/exe:nope")})
-	if err == nil {
-		t.Error("recording with a bad probe succeeded")
+	for _, noCookies := range []bool{false, true} {
+		_, err, _ := record(t, Options{Command: []string{exe, "burst", "10"},
+			Probes: append(probes, "u:/proc/self/exe:nope"), NoCookies: noCookies})
+		if err == nil {
+			t.Errorf("recording with a bad probe succeeded (NoCookies %v)", noCookies)
+		}
 	}
 	if after := openFDs(t); after != before {
 		t.Errorf("%d open fds before, %d after", before, after)

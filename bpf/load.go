@@ -68,9 +68,10 @@ type Options struct {
 
 	// NoCookies loads the fallback for kernels without attach cookies
 	// (before 5.15) even if this one has them: one copy of the uprobe or
-	// tracepoint program per attachment, whose spec index is a load-time
-	// constant. Load picks it by itself on kernels without cookies; forcing
-	// it is for tests and for comparing the two.
+	// tracepoint program per attachment, which holds its spec as load-time
+	// constants (see Objects.UprobeProgram). Load picks it by itself on
+	// kernels without cookies; forcing it is for tests and for comparing
+	// the two.
 	NoCookies bool
 }
 
@@ -121,10 +122,10 @@ type Objects struct {
 	cookies bool
 	// loadCopy loads another copy of program name that shares every map;
 	// with fixed < MaxSpecs, the copy has a .rodata of its own in which
-	// fixed_spec is fixed, and fixed_spec_data is ps. tpCopies are the further tracepoint programs
-	// with cookies (see TracepointProgram), specCopies the programs of
-	// the attachments without. globals are the maps of the global
-	// variables (.bss, .rodata), which copies share.
+	// fixed_spec is fixed and fixed_spec_data is ps. tpCopies are the
+	// further tracepoint programs with cookies (see TracepointProgram),
+	// specCopies the programs of the attachments without. globals are the
+	// maps of the global variables (.bss, .rodata), which copies share.
 	loadCopy   func(name string, fixed uint32, ps *ProbeSpec) (*ebpf.Program, error)
 	tpCopies   []*ebpf.Program
 	specCopies []*ebpf.Program
@@ -134,8 +135,8 @@ type Objects struct {
 // Cookies reports whether the programs take their attachment's spec index
 // from its BPF cookie. Without cookies (kernels before 5.15, or
 // Options.NoCookies), each attachment has a program of its own whose spec
-// index is a constant; UprobeProgram and TracepointProgram give the
-// program and cookie for each attachment in either case.
+// is a constant; UprobeProgram and TracepointProgram give the program and
+// cookie for each attachment in either case.
 func (o *Objects) Cookies() bool { return o.cookies }
 
 // UprobeProgram returns the program that records the uprobe, uretprobe or

@@ -4,8 +4,9 @@
 /*
  * bpftape kernel side: one generic uprobe program (used for uprobes,
  * uretprobes and USDT probes) and one generic tracepoint program. Each
- * attachment carries a BPF cookie that indexes the `probe_specs` array; the spec
- * says which values to record. Every event becomes one fixed-layout
+ * attachment carries a BPF cookie that indexes the `probe_specs` array (or,
+ * on kernels without cookies, has a copy of the program with its spec as the
+ * constant fixed_spec_data); the spec says which values to record. Every event becomes one fixed-layout
  * `struct sample` in the ring buffer of the CPU it ran on (`rings`; see
  * sample.go for the
  * userspace view of the layout). The task's comm is not in every sample: a
@@ -223,6 +224,23 @@ volatile const __u32 task_gsbase_off = 0;
  * more than a 16-byte read.
  */
 volatile const __u32 task_comm_off = 0;
+/*
+ * The spec index of the attachment, for kernels without attach cookies
+ * (before 5.15): one copy of the program is loaded per attachment with this
+ * and fixed_spec_data set, and the verifier, which reads a frozen .rodata as
+ * constants, never visits the bpf_get_attach_cookie call those kernels
+ * lack. FIXED_SPEC_COOKIE (the default): the attachment's cookie indexes
+ * probe_specs.
+ */
+#define FIXED_SPEC_COOKIE 0xffffffff
+volatile const __u32 fixed_spec = FIXED_SPEC_COOKIE;
+/*
+ * With fixed_spec set, the spec itself (what PutSpec stored at fixed_spec):
+ * the verifier reads it as constants too, so it checks only the code this
+ * one spec runs (one size class, the kinds of its args), which makes each
+ * copy quick to load.
+ */
+volatile const struct probe_spec fixed_spec_data = {};
 
 /*
  * One ring buffer per CPU, indexed by CPU number: producers on different
@@ -698,11 +716,17 @@ static __always_inline int record(void *ctx, const int is_tp)
 		return 0;
 	now = bpf_ktime_get_boot_ns();
 	pid_tgid = bpf_get_current_pid_tgid();
-	key = (__u32)bpf_get_attach_cookie(ctx);
+	if (fixed_spec != FIXED_SPEC_COOKIE) {
+		spec = (const struct probe_spec *)&fixed_spec_data;
+		/* Hide where spec points, so that its fields are loaded, not folded. */
+		asm volatile("" : "+r"(spec));
+	} else {
+		key = (__u32)bpf_get_attach_cookie(ctx);
+		spec = bpf_map_lookup_elem(&probe_specs, &key);
+		if (!spec)
+			return 0;
+	}
 	cpu = bpf_get_smp_processor_id();
-	spec = bpf_map_lookup_elem(&probe_specs, &key);
-	if (!spec)
-		return 0;
 	rb = bpf_map_lookup_elem(&rings, &cpu);
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!rb || !st || emit_comm(rb, st, now, pid_tgid, cpu))

@@ -116,6 +116,8 @@ const (
 	bpftapeVarArmed            = "armed"
 	bpftapeVarBtfAnchor        = "btf_anchor"
 	bpftapeVarFilterTgid       = "filter_tgid"
+	bpftapeVarFixedSpec        = "fixed_spec"
+	bpftapeVarFixedSpecData    = "fixed_spec_data"
 	bpftapeVarFollow           = "follow"
 	bpftapeVarTaskCommOff      = "task_comm_off"
 	bpftapeVarTaskFsbaseOff    = "task_fsbase_off"
@@ -192,6 +194,8 @@ type bpftapeVariableSpecs struct {
 	Armed         *ebpf.VariableSpec `ebpf:"armed"`
 	BtfAnchor     *ebpf.VariableSpec `ebpf:"btf_anchor"`
 	FilterTgid    *ebpf.VariableSpec `ebpf:"filter_tgid"`
+	FixedSpec     *ebpf.VariableSpec `ebpf:"fixed_spec"`
+	FixedSpecData *ebpf.VariableSpec `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.VariableSpec `ebpf:"follow"`
 	TaskCommOff   *ebpf.VariableSpec `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
@@ -248,6 +252,8 @@ type bpftapeVariables struct {
 	Armed         *ebpf.Variable `ebpf:"armed"`
 	BtfAnchor     *ebpf.Variable `ebpf:"btf_anchor"`
 	FilterTgid    *ebpf.Variable `ebpf:"filter_tgid"`
+	FixedSpec     *ebpf.Variable `ebpf:"fixed_spec"`
+	FixedSpecData *ebpf.Variable `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.Variable `ebpf:"follow"`
 	TaskCommOff   *ebpf.Variable `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`

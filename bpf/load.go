@@ -4,12 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/features"
 )
 
 // DefaultRingSize returns the per-CPU ring size used when Options.RingSize
@@ -68,6 +65,14 @@ type Options struct {
 	// filtered by the programs; FilterTgid is unused. It needs the
 	// kernel's BTF (the place of tgid in task_struct).
 	Follow bool
+
+	// NoCookies loads the fallback for kernels without attach cookies
+	// (before 5.15) even if this one has them: one copy of the uprobe or
+	// tracepoint program per attachment, which holds its spec as load-time
+	// constants (see Objects.UprobeProgram). Load picks it by itself on
+	// kernels without cookies; forcing it is for tests and for comparing
+	// the two.
+	NoCookies bool
 }
 
 // MaxTraced is how many processes Options.Follow can record at once.
@@ -77,65 +82,134 @@ const MaxTraced = 65536
 type Objects struct {
 	// ProbeUprobe records uprobe, uretprobe and USDT events; attach it
 	// with link.Executable.Uprobe/Uretprobe and the cookie of a spec
-	// stored by PutSpec.
-	ProbeUprobe *ebpf.Program `ebpf:"probe_uprobe"`
-	// ProbeTracepoint records tracepoint events; attach it with
-	// link.Tracepoint and the cookie of a spec stored by PutSpec.
-	ProbeTracepoint *ebpf.Program `ebpf:"probe_tracepoint"`
+	// stored by PutSpec. ProbeTracepoint records tracepoint events; attach
+	// it with link.Tracepoint and the cookie of a spec stored by PutSpec.
+	// Both are nil without cookies (see Cookies): UprobeProgram and
+	// TracepointProgram give the program of each attachment then.
+	ProbeUprobe     *ebpf.Program
+	ProbeTracepoint *ebpf.Program
 	// Rings holds a ring buffer of samples per possible CPU, indexed by
 	// CPU number; RingMaps are those rings. Read them with NewRing.
-	Rings    *ebpf.Map `ebpf:"rings"`
+	Rings    *ebpf.Map
 	RingMaps []*ebpf.Map
-	// ProbeSpecs holds one ProbeSpec per attachment, indexed by cookie.
-	ProbeSpecs *ebpf.Map `ebpf:"probe_specs"`
+	// ProbeSpecs holds one ProbeSpec per attachment, indexed by its spec
+	// index: its cookie, or its program's constant without cookies.
+	ProbeSpecs *ebpf.Map
 	// Lost counts, per CPU and by probe id, samples dropped because the
 	// ring was full; see LostSamples.
-	Lost *ebpf.Map `ebpf:"lost"`
+	Lost *ebpf.Map
 	// CommGen is the generation of the comms the CPUs have recorded; see
 	// ForgetComms.
-	CommGen *ebpf.Map `ebpf:"comm_gen"`
+	CommGen *ebpf.Map
 	// CPUState is, per CPU, the thread, comm and generation of the last
 	// comm record, and the bytes submitted since the last forced wake-up.
-	CPUState *ebpf.Map `ebpf:"cpu_state"`
+	CPUState *ebpf.Map
 	// TrackFork adds the children of traced processes to Traced
 	// (Options.Follow); attach it with link.AttachRawTracepoint to
 	// sched_process_fork.
-	TrackFork *ebpf.Program `ebpf:"track_fork"`
+	TrackFork *ebpf.Program
 	// Traced holds the tgids recorded with Options.Follow.
-	Traced *ebpf.Map `ebpf:"traced"`
+	Traced *ebpf.Map
 	// Armed opens and closes the capture window (see Arm); Tracked and
 	// Untracked count the children TrackFork added to Traced and those it
 	// found no room for.
-	Armed     *ebpf.Variable `ebpf:"armed"`
-	Tracked   *ebpf.Variable `ebpf:"tracked"`
-	Untracked *ebpf.Variable `ebpf:"untracked"`
+	Armed     *ebpf.Variable
+	Tracked   *ebpf.Variable
+	Untracked *ebpf.Variable
 
-	// loadTPCopy loads another copy of ProbeTracepoint that shares every
-	// map; tpCopies are those loaded (see TracepointProgram). globals are
-	// the maps of the global variables (.bss, .rodata), which copies share.
-	loadTPCopy func() (*ebpf.Program, error)
+	// cookies is whether the programs take their spec index from the
+	// attach cookie (see Cookies).
+	cookies bool
+	// loadCopy loads another copy of program name that shares every map;
+	// with fixed < MaxSpecs, the copy has a .rodata of its own in which
+	// fixed_spec is fixed and fixed_spec_data is ps. tpCopies are the
+	// further tracepoint programs with cookies (see TracepointProgram),
+	// specCopies the programs of the attachments without. globals are the
+	// maps of the global variables (.bss, .rodata), which copies share.
+	loadCopy   func(name string, fixed uint32, ps *ProbeSpec) (*ebpf.Program, error)
 	tpCopies   []*ebpf.Program
+	specCopies []*ebpf.Program
 	globals    []*ebpf.Map
 }
 
-// TracepointProgram returns ProbeTracepoint for k == 0 and otherwise a
-// further copy of it, loaded on first use, that shares every map. A
-// tracepoint runs a given program at most once (the kernel refuses to
-// attach it again: EEXIST), so the k-th probe on one tracepoint attaches
-// copy k.
-func (o *Objects) TracepointProgram(k int) (*ebpf.Program, error) {
+// Cookies reports whether the programs take their attachment's spec index
+// from its BPF cookie. Without cookies (kernels before 5.15, or
+// Options.NoCookies), each attachment has a program of its own whose spec
+// is a constant; UprobeProgram and TracepointProgram give the program and
+// cookie for each attachment in either case.
+func (o *Objects) Cookies() bool { return o.cookies }
+
+// UprobeProgram returns the program that records the uprobe, uretprobe or
+// USDT attachment whose spec PutSpec stored at index spec, and the cookie
+// to attach it with (link.UprobeOptions.Cookie). With cookies that is
+// ProbeUprobe and spec; without, a copy loaded for this attachment alone,
+// which shares every map, and 0.
+func (o *Objects) UprobeProgram(spec uint32) (*ebpf.Program, uint64, error) {
+	if o.cookies {
+		return o.ProbeUprobe, uint64(spec), nil
+	}
+	p, err := o.specProgram(progUprobe, spec)
+	return p, 0, err
+}
+
+// TracepointProgram returns the program that records the tracepoint
+// attachment whose spec PutSpec stored at index spec, and the cookie to
+// attach it with (link.TracepointOptions.Cookie); k is how many probes on
+// the same tracepoint were attached before. A tracepoint runs a given
+// program at most once (the kernel refuses to attach it again: EEXIST):
+// with cookies, it is ProbeTracepoint for k == 0 and otherwise copy k,
+// loaded on first use, which shares every map; without cookies, a copy
+// loaded for this attachment alone, and the cookie 0.
+func (o *Objects) TracepointProgram(spec uint32, k int) (*ebpf.Program, uint64, error) {
+	if !o.cookies {
+		p, err := o.specProgram(progTracepoint, spec)
+		return p, 0, err
+	}
 	if k == 0 {
-		return o.ProbeTracepoint, nil
+		return o.ProbeTracepoint, uint64(spec), nil
 	}
 	for len(o.tpCopies) < k {
-		p, err := o.loadTPCopy()
+		p, err := o.loadCopy(progTracepoint, fixedSpecCookie, nil)
 		if err != nil {
-			return nil, fmt.Errorf("bpf: load copy %d of the tracepoint program: %w", len(o.tpCopies)+1, err)
+			return nil, 0, fmt.Errorf("bpf: load copy %d of the tracepoint program: %w", len(o.tpCopies)+1, err)
 		}
 		o.tpCopies = append(o.tpCopies, p)
 	}
-	return o.tpCopies[k-1], nil
+	return o.tpCopies[k-1], uint64(spec), nil
 }
+
+// specProgram loads a copy of program name that records spec index spec
+// whatever its cookie. The copy holds the spec that PutSpec stored as
+// constants, which the verifier reads: it checks only the code that spec
+// runs.
+func (o *Objects) specProgram(name string, spec uint32) (*ebpf.Program, error) {
+	if spec >= MaxSpecs {
+		return nil, fmt.Errorf("bpf: spec index %d out of range [0,%d)", spec, MaxSpecs)
+	}
+	var ps ProbeSpec
+	if err := o.ProbeSpecs.Lookup(spec, &ps); err != nil {
+		return nil, fmt.Errorf("bpf: lookup spec %d: %w", spec, err)
+	}
+	if err := ps.Validate(); err != nil {
+		return nil, fmt.Errorf("bpf: spec %d (stored by PutSpec?): %w", spec, err)
+	}
+	p, err := o.loadCopy(name, spec, &ps)
+	if err != nil {
+		return nil, fmt.Errorf("bpf: load %s for spec %d: %w", name, spec, err)
+	}
+	o.specCopies = append(o.specCopies, p)
+	return p, nil
+}
+
+// The probe programs' names in bpftape.c.
+const (
+	progUprobe     = "probe_uprobe"
+	progTracepoint = "probe_tracepoint"
+)
+
+// fixedSpecCookie is fixed_spec's value (FIXED_SPEC_COOKIE in bpftape.c)
+// when the spec index is the attach cookie.
+const fixedSpecCookie = 0xffffffff
 
 // Arm opens (true) or closes (false) the capture window: the programs
 // record nothing while it is closed. Arm once every link is attached and
@@ -202,7 +276,7 @@ func (o *Objects) Children() (tracked, untracked uint64, err error) {
 // attached until closed themselves.
 func (o *Objects) Close() error {
 	var errs []error
-	for _, c := range append([]*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.TrackFork}, o.tpCopies...) {
+	for _, c := range append(append([]*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.TrackFork}, o.tpCopies...), o.specCopies...) {
 		if c != nil {
 			errs = append(errs, c.Close())
 		}
@@ -232,8 +306,13 @@ func (o *Objects) ForgetComms() error {
 // and maps configured by opts. Samples carry no comm: a CPU sends a comm
 // record only when the thread it records or that thread's comm changed; the
 // comm is read at its offset in task_struct, taken from the kernel's BTF
-// (without BTF, with the slower bpf_get_current_comm).
-func Load(opts Options) (*Objects, error) {
+// (without BTF, with the slower bpf_get_current_comm). On a kernel without
+// attach cookies, or with opts.NoCookies, the uprobe and tracepoint
+// programs are loaded per attachment instead (see Objects.Cookies).
+func Load(opts Options) (*Objects, error) { return loadFrom(loadBpftape, opts) }
+
+// loadFrom is Load with the collection spec from loadSpec (tests patch it).
+func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Objects, error) {
 	size := opts.RingSize
 	if size == 0 {
 		size = DefaultRingSize()
@@ -246,7 +325,7 @@ func Load(opts Options) (*Objects, error) {
 		return nil, err
 	}
 
-	spec, err := loadBpftape()
+	spec, err := loadSpec()
 	if err != nil {
 		return nil, err
 	}
@@ -296,29 +375,83 @@ func Load(opts Options) (*Objects, error) {
 		}
 	}
 
+	// The maps and track_fork first, then the probe programs as copies
+	// that share the maps (see loadCopy).
 	var loaded struct {
-		Objects
-		Bss    *ebpf.Map `ebpf:".bss"`
-		Rodata *ebpf.Map `ebpf:".rodata"`
+		Rings      *ebpf.Map      `ebpf:"rings"`
+		ProbeSpecs *ebpf.Map      `ebpf:"probe_specs"`
+		Lost       *ebpf.Map      `ebpf:"lost"`
+		CommGen    *ebpf.Map      `ebpf:"comm_gen"`
+		CPUState   *ebpf.Map      `ebpf:"cpu_state"`
+		Traced     *ebpf.Map      `ebpf:"traced"`
+		Bss        *ebpf.Map      `ebpf:".bss"`
+		Rodata     *ebpf.Map      `ebpf:".rodata"`
+		TrackFork  *ebpf.Program  `ebpf:"track_fork"`
+		Armed      *ebpf.Variable `ebpf:"armed"`
+		Tracked    *ebpf.Variable `ebpf:"tracked"`
+		Untracked  *ebpf.Variable `ebpf:"untracked"`
 	}
 	if err := spec.LoadAndAssign(&loaded, nil); err != nil {
 		return nil, loadError(err)
 	}
-	objs := loaded.Objects
-	objs.globals = []*ebpf.Map{loaded.Bss, loaded.Rodata}
-	objs.loadTPCopy = func() (*ebpf.Program, error) {
-		var cp struct {
-			P *ebpf.Program `ebpf:"probe_tracepoint"`
-		}
+	objs := &Objects{
+		Rings: loaded.Rings, ProbeSpecs: loaded.ProbeSpecs, Lost: loaded.Lost, CommGen: loaded.CommGen,
+		CPUState: loaded.CPUState, Traced: loaded.Traced, TrackFork: loaded.TrackFork,
+		Armed: loaded.Armed, Tracked: loaded.Tracked, Untracked: loaded.Untracked,
+		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata},
+	}
+	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
+	objs.loadCopy = func(name string, fixed uint32, ps *ProbeSpec) (*ebpf.Program, error) {
 		shared := map[string]*ebpf.Map{
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
 			bpftapeMapCommGen: objs.CommGen, bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
 			".bss": loaded.Bss, ".rodata": loaded.Rodata,
 		}
-		if err := spec.LoadAndAssign(&cp, &ebpf.CollectionOptions{MapReplacements: shared}); err != nil {
+		cs := spec
+		if fixed != fixedSpecCookie {
+			// A .rodata of its own: the rest of it as set above.
+			cs = spec.Copy()
+			if err := cs.Variables[bpftapeVarFixedSpec].Set(fixed); err != nil {
+				return nil, fmt.Errorf("set fixed_spec: %w", err)
+			}
+			if err := cs.Variables[bpftapeVarFixedSpecData].Set(ps); err != nil {
+				return nil, fmt.Errorf("set fixed_spec_data: %w", err)
+			}
+			delete(shared, ".rodata")
+		}
+		co := &ebpf.CollectionOptions{MapReplacements: shared}
+		var err error
+		var prog *ebpf.Program
+		switch name {
+		case progUprobe:
+			var cp struct {
+				P *ebpf.Program `ebpf:"probe_uprobe"`
+			}
+			err = cs.LoadAndAssign(&cp, co)
+			prog = cp.P
+		case progTracepoint:
+			var cp struct {
+				P *ebpf.Program `ebpf:"probe_tracepoint"`
+			}
+			err = cs.LoadAndAssign(&cp, co)
+			prog = cp.P
+		default:
+			return nil, fmt.Errorf("no program %s to copy", name)
+		}
+		if err != nil {
 			return nil, loadError(err)
 		}
-		return cp.P, nil
+		return prog, nil
+	}
+	if objs.cookies {
+		var err error
+		if objs.ProbeUprobe, err = objs.loadCopy(progUprobe, fixedSpecCookie, nil); err == nil {
+			objs.ProbeTracepoint, err = objs.loadCopy(progTracepoint, fixedSpecCookie, nil)
+		}
+		if err != nil {
+			objs.Close()
+			return nil, err
+		}
 	}
 	keys, fds := make([]uint32, ncpu), make([]uint32, ncpu)
 	for cpu := range ncpu {
@@ -343,7 +476,7 @@ func Load(opts Options) (*Objects, error) {
 			return nil, fmt.Errorf("bpf: install the CPUs' rings: %w", err)
 		}
 	}
-	return &objs, nil
+	return objs, nil
 }
 
 // loadError wraps an error of loading the programs, with the verifier's
@@ -357,8 +490,10 @@ func loadError(err error) error {
 }
 
 // PutSpec validates s and stores it as the spec of the attachment whose
-// cookie is cookie (0..MaxSpecs-1). Store it before attaching: events of an
-// attachment without a spec are dropped.
+// cookie is cookie (0..MaxSpecs-1), its spec index. Store it before
+// attaching (events of an attachment without a spec are dropped) and,
+// without cookies, before UprobeProgram or TracepointProgram, which load
+// it into the attachment's program.
 func (o *Objects) PutSpec(cookie uint32, s *ProbeSpec) error {
 	if cookie >= MaxSpecs {
 		return fmt.Errorf("bpf: cookie %d out of range [0,%d)", cookie, MaxSpecs)
@@ -384,50 +519,4 @@ func (o *Objects) LostSamples(probeID uint16) (uint64, error) {
 		sum += n
 	}
 	return sum, nil
-}
-
-// CheckFeatures reports whether the running kernel has everything bpftape's
-// programs use. The error names each missing map type, program type or
-// helper; it wraps ebpf.ErrNotSupported when something is known to be missing.
-func CheckFeatures() error {
-	var missing []string
-	var errs []error
-	check := func(what string, err error) {
-		switch {
-		case err == nil:
-		case errors.Is(err, ebpf.ErrNotSupported):
-			missing = append(missing, what)
-		default:
-			errs = append(errs, fmt.Errorf("probe %s: %w", what, err))
-		}
-	}
-	for _, mt := range []ebpf.MapType{ebpf.RingBuf, ebpf.Array, ebpf.PerCPUArray} {
-		check(mt.String()+" map", features.HaveMapType(mt))
-	}
-	helpers := []asm.BuiltinFunc{
-		asm.FnGetAttachCookie,
-		asm.FnRingbufReserve,
-		asm.FnRingbufSubmit,
-		asm.FnRingbufQuery, // BPF_RB_AVAIL_DATA for the wake-up policy
-		asm.FnKtimeGetBootNs,
-		asm.FnProbeReadUser,
-		asm.FnProbeReadUserStr,
-		asm.FnProbeReadKernel,
-		asm.FnProbeReadKernelStr,
-		asm.FnGetCurrentTask, // the %fs base of thread-local USDT operands
-	}
-	for _, pt := range []ebpf.ProgramType{ebpf.Kprobe, ebpf.TracePoint} {
-		if err := features.HaveProgramType(pt); err != nil {
-			check(pt.String()+" program", err)
-			continue
-		}
-		for _, fn := range helpers {
-			check(fmt.Sprintf("%s helper for %s programs", fn, pt), features.HaveProgramHelper(pt, fn))
-		}
-	}
-	var err error
-	if len(missing) > 0 {
-		err = fmt.Errorf("bpf: kernel lacks %s: %w", strings.Join(missing, ", "), ebpf.ErrNotSupported)
-	}
-	return errors.Join(append([]error{err}, errs...)...)
 }

@@ -53,14 +53,21 @@ func spec(id uint16, class uint8, args ...ArgSpec) ProbeSpec {
 
 // TestRecord attaches every kind of arg spec to the workload and checks each
 // recorded value against the workload's own account of what it did.
-func TestRecord(t *testing.T) {
+func TestRecord(t *testing.T) { testRecord(t, false) }
+
+// TestRecordNoCookies is TestRecord with a program per attachment, as on
+// kernels without attach cookies: each holds its spec as constants, so
+// every arg kind is verified and recorded that way too.
+func TestRecordNoCookies(t *testing.T) { testRecord(t, true) }
+
+func testRecord(t *testing.T, noCookies bool) {
 	testutils.RequireBPF(t, CheckFeatures)
 	tracefs := requireTracefs(t)
 	exe := buildWorkload(t)
 	w := startWorkload(t, exe, "args")
 	pid := w.pid()
 
-	objs := load(t, Options{RingSize: 1 << 20, FilterTgid: uint32(pid), WakeupBytes: 1 << 18})
+	objs := load(t, Options{RingSize: 1 << 20, FilterTgid: uint32(pid), WakeupBytes: 1 << 18, NoCookies: noCookies})
 
 	putSpec(t, objs, pWork-1, spec(pWork, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, false)))
 	putSpec(t, objs, pWorkNarrow-1, spec(pWorkNarrow, ClassArgs6,
@@ -98,15 +105,32 @@ func TestRecord(t *testing.T) {
 		ArgSpec{Kind: KindTPDataLocStr, Off: int64(exec["filename"].off), StrSlot: 3},
 		exec["pid"].arg(KindTPField), exec["old_pid"].arg(KindTPField)))
 
-	attachUprobe(t, exe, "work", objs.ProbeUprobe, pWork-1, pid, false)
-	attachUprobe(t, exe, "work", objs.ProbeUprobe, pWorkNarrow-1, pid, false)
-	attachUprobe(t, exe, "work", objs.ProbeUprobe, pWorkRet-1, pid, true)
-	attachUprobe(t, exe, "greet", objs.ProbeUprobe, pGreet-1, pid, false)
-	attachUprobe(t, exe, "deref", objs.ProbeUprobe, pDeref-1, pid, false)
-	attachTracepoint(t, "syscalls", "sys_exit_write", objs.ProbeTracepoint, pWrite-1)
-	attachTracepoint(t, "syscalls", "sys_enter_openat", objs.ProbeTracepoint, pOpenat-1)
-	attachTracepoint(t, "task", "task_rename", objs.ProbeTracepoint, pRename-1)
-	attachTracepoint(t, "sched", "sched_process_exec", objs.ProbeTracepoint, pExec-1)
+	if objs.Cookies() == noCookies {
+		t.Fatalf("Cookies() %v with NoCookies %v", objs.Cookies(), noCookies)
+	}
+	uprobe := func(sym string, idx uint32, ret bool) {
+		prog, cookie, err := objs.UprobeProgram(idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attachUprobe(t, exe, sym, prog, cookie, pid, ret)
+	}
+	tracepoint := func(group, name string, idx uint32) {
+		prog, cookie, err := objs.TracepointProgram(idx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attachTracepoint(t, group, name, prog, cookie)
+	}
+	uprobe("work", pWork-1, false)
+	uprobe("work", pWorkNarrow-1, false)
+	uprobe("work", pWorkRet-1, true)
+	uprobe("greet", pGreet-1, false)
+	uprobe("deref", pDeref-1, false)
+	tracepoint("syscalls", "sys_exit_write", pWrite-1)
+	tracepoint("syscalls", "sys_enter_openat", pOpenat-1)
+	tracepoint("task", "task_rename", pRename-1)
+	tracepoint("sched", "sched_process_exec", pExec-1)
 
 	c := collect(t, newReader(t, objs.RingMaps...))
 	lines := w.run(t)

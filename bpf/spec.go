@@ -6,10 +6,18 @@
 // Each attachment passes a BPF cookie; the programs use it as an index into
 // the specs map, whose ProbeSpec says which values to record and how large a
 // record to reserve. Load the objects with [Load], store a spec per cookie with
-// [Objects.PutSpec], attach [Objects.ProbeUprobe] / [Objects.ProbeTracepoint]
-// with that cookie (link.UprobeOptions.Cookie, link.TracepointOptions.Cookie),
-// and read samples from [Objects.RingMaps] with a [Ring]; decode them with
+// [Objects.PutSpec], attach the program that [Objects.UprobeProgram] /
+// [Objects.TracepointProgram] return with the cookie they return
+// (link.UprobeOptions.Cookie, link.TracepointOptions.Cookie), and read
+// samples from [Objects.RingMaps] with a [Ring]; decode them with
 // [DecodeHeader], [Arg] and [Str], and comm records with [Comm].
+//
+// Kernels before 5.15 have no attach cookies ([HaveAttachCookies]): each
+// attachment then gets a copy of the program, sharing every map, with its
+// spec as constants in a .rodata of its own; the verifier reads those as
+// constants, skips the cookie helper's call and checks only the code that
+// spec runs, so a copy loads in a few milliseconds. [Features] lists what
+// else bpftape needs of the kernel, with the version that has it.
 package bpf
 
 import (

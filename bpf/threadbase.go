@@ -13,27 +13,59 @@ import (
 // BTF: the uprobe program adds the thread's %fs base to AddrFS operands
 // (x86-64 thread-local storage) from there, since pt_regs does not hold it.
 func ThreadBaseOffsets() (fs, gs uint32, err error) {
-	threadBaseOnce.Do(func() {
-		threadBaseFS, threadBaseGS, threadBaseErr = threadBaseOffsets()
-	})
-	return threadBaseFS, threadBaseGS, threadBaseErr
+	t := kernelTask()
+	if t.threadErr != nil {
+		return 0, 0, fmt.Errorf("bpf: thread-local (%%fs) operands: %w", t.threadErr)
+	}
+	return t.fsbase, t.gsbase, nil
+}
+
+// taskOffsets are the offsets in the running kernel's struct task_struct
+// that the programs read, or why each is unknown.
+type taskOffsets struct {
+	comm, tgid, fsbase, gsbase  uint32
+	commErr, tgidErr, threadErr error
 }
 
 var (
-	threadBaseOnce             sync.Once
-	threadBaseFS, threadBaseGS uint32
-	threadBaseErr              error
+	taskOnce sync.Once
+	task     taskOffsets
 )
 
-func threadBaseOffsets() (uint32, uint32, error) {
-	spec, err := btf.LoadKernelSpec()
+// kernelTask reads every offset of taskOffsets from the kernel's BTF, once:
+// parsing it and finding task_struct takes tens of milliseconds.
+func kernelTask() *taskOffsets {
+	taskOnce.Do(func() { task = readTaskOffsets(btf.LoadKernelSpec) })
+	return &task
+}
+
+// ErrNoKernelBTF is wrapped by the errors of what needs the kernel's BTF
+// when it has none (Features' FeatureKernelBTF): the place of the comm,
+// the tgid and the thread's segment bases in struct task_struct.
+var ErrNoKernelBTF = errors.New("no kernel BTF (" + kernelBTFPath + ": Linux 5.4 with CONFIG_DEBUG_INFO_BTF=y)")
+
+// readTaskOffsets reads the offsets from the BTF that load returns.
+func readTaskOffsets(load func() (*btf.Spec, error)) taskOffsets {
+	var t taskOffsets
+	fail := func(err error) taskOffsets {
+		t.commErr, t.tgidErr, t.threadErr = err, err, err
+		return t
+	}
+	spec, err := load()
 	if err != nil {
-		return 0, 0, fmt.Errorf("bpf: thread-local (%%fs) operands need the kernel's BTF: %w", err)
+		return fail(fmt.Errorf("bpf: %w: %w", ErrNoKernelBTF, err))
 	}
-	var task *btf.Struct
-	if err := spec.TypeByName("task_struct", &task); err != nil {
-		return 0, 0, fmt.Errorf("bpf: kernel BTF: struct task_struct: %w", err)
+	var ts *btf.Struct
+	if err := spec.TypeByName("task_struct", &ts); err != nil {
+		return fail(fmt.Errorf("bpf: kernel BTF: struct task_struct: %w", err))
 	}
+	t.comm, t.commErr = taskMemberOffset(ts, "comm", CommLen)
+	t.tgid, t.tgidErr = taskMemberOffset(ts, "tgid", 4)
+	t.fsbase, t.gsbase, t.threadErr = threadBaseOffsets(ts)
+	return t
+}
+
+func threadBaseOffsets(task *btf.Struct) (uint32, uint32, error) {
 	thread, toff, ok := findMember(task.Members, "thread", 0)
 	if !ok {
 		return 0, 0, errors.New("bpf: kernel BTF: struct task_struct has no member thread")
@@ -84,46 +116,24 @@ func findMember(members []btf.Member, name string, base btf.Bits) (btf.Member, b
 // TaskCommOffset returns the byte offset of comm in the running kernel's
 // struct task_struct, from its BTF: the programs compare the 16 bytes there
 // with the comm they last recorded, which is cheaper than
-// bpf_get_current_comm's copy.
+// bpf_get_current_comm's copy (which they use without BTF).
 func TaskCommOffset() (uint32, error) {
-	taskCommOnce.Do(func() { taskCommOff, taskCommErr = taskCommOffset() })
-	return taskCommOff, taskCommErr
+	t := kernelTask()
+	return t.comm, t.commErr
 }
-
-var (
-	taskCommOnce sync.Once
-	taskCommOff  uint32
-	taskCommErr  error
-)
-
-func taskCommOffset() (uint32, error) { return taskMemberOffset("comm", CommLen) }
 
 // TaskTgidOffset returns the byte offset of tgid in the running kernel's
 // struct task_struct, from its BTF: following child processes reads a new
 // task's tgid there.
 func TaskTgidOffset() (uint32, error) {
-	taskTgidOnce.Do(func() { taskTgidOff, taskTgidErr = taskMemberOffset("tgid", 4) })
-	return taskTgidOff, taskTgidErr
+	t := kernelTask()
+	return t.tgid, t.tgidErr
 }
 
-var (
-	taskTgidOnce sync.Once
-	taskTgidOff  uint32
-	taskTgidErr  error
-)
-
 // taskMemberOffset is the byte offset of the size-byte member name of
-// struct task_struct in the running kernel's BTF (never 0: the first
-// member is the thread_info or state, none that bpftape reads).
-func taskMemberOffset(name string, size uint32) (uint32, error) {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return 0, fmt.Errorf("bpf: kernel BTF: %w", err)
-	}
-	var task *btf.Struct
-	if err := spec.TypeByName("task_struct", &task); err != nil {
-		return 0, fmt.Errorf("bpf: kernel BTF: struct task_struct: %w", err)
-	}
+// struct task_struct (never 0: the first member is the thread_info or
+// state, none that bpftape reads).
+func taskMemberOffset(task *btf.Struct, name string, size uint32) (uint32, error) {
 	m, off, ok := findMember(task.Members, name, 0)
 	if !ok {
 		return 0, fmt.Errorf("bpf: kernel BTF: struct task_struct has no member %s", name)

@@ -24,7 +24,11 @@ import (
 // site. Two probes on one tracepoint failed with "cannot create bpf perf
 // link: file exists": the kernel runs a program at most once per
 // tracepoint.
-func TestSameSiteTwice(t *testing.T) {
+func TestSameSiteTwice(t *testing.T) { testSameSiteTwice(t, false) }
+
+// testSameSiteTwice is TestSameSiteTwice, with Options.NoCookies set to
+// noCookies.
+func testSameSiteTwice(t *testing.T, noCookies bool) {
 	testutils.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	const n = 300
@@ -41,10 +45,11 @@ func TestSameSiteTwice(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {
-			s, _ := mustRecord(t, Options{Command: []string{exe, tc.mode, fmt.Sprint(n)}, Probes: tc.probes})
+			s, _ := mustRecord(t, Options{Command: []string{exe, tc.mode, fmt.Sprint(n)}, Probes: tc.probes, NoCookies: noCookies})
 			if s.ExitCode != 0 {
 				t.Fatalf("workload exit %d", s.ExitCode)
 			}
+			checkAttachMode(t, readCapture(t, s.Output), noCookies)
 			for i, name := range tc.names {
 				if got := s.Probes[i].Events; got != n {
 					t.Errorf("%s (%s): %d events, want %d", name, tc.probes[i], got, n)

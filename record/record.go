@@ -101,6 +101,12 @@ type Options struct {
 	// nil, is closed once that is done.
 	Abort  <-chan struct{}
 	Killed chan<- struct{}
+
+	// NoCookies attaches as on kernels without BPF attach cookies (before
+	// 5.15), which Record does by itself there: one program per
+	// attachment, loaded with its spec index as a constant. Forcing it is
+	// for tests and for comparing the two (bpf.Options.NoCookies).
+	NoCookies bool
 }
 
 // ProbeStats are one probe's totals.
@@ -386,7 +392,7 @@ func (r *recorder) setup() error {
 	}
 
 	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4,
-		ThreadBases: threadBases, Follow: r.follow}); err != nil {
+		ThreadBases: threadBases, Follow: r.follow, NoCookies: o.NoCookies}); err != nil {
 		return err
 	}
 	if r.rd, err = bpf.NewRing(r.objs.RingMaps...); err != nil {
@@ -418,6 +424,8 @@ func (r *recorder) meta(ring uint32) *format.Meta {
 		Extra: map[string]string{
 			"ring_size":    strconv.FormatUint(uint64(ring), 10), // per CPU
 			"wakeup_bytes": strconv.FormatUint(uint64(ring)/4, 10),
+			// false: one program per attachment (see Options.NoCookies)
+			"attach_cookies": strconv.FormatBool(r.objs.Cookies()),
 		},
 	}
 	m.Host, _ = os.Hostname()
@@ -449,8 +457,9 @@ func (r *recorder) meta(ring uint32) *format.Meta {
 	return m
 }
 
-// attach stores each attachment's spec, then attaches it; the cookie is
-// the attachment's index.
+// attach stores each attachment's spec, then attaches it; its index is
+// the attachment's spec index (its cookie, or its program's constant on
+// kernels without cookies: see bpf.Objects.Cookies).
 func (r *recorder) attach() error {
 	execs := map[string]*link.Executable{}
 	onTracepoint := map[string]int{} // attachments so far, by tracepoint
@@ -470,12 +479,12 @@ func (r *recorder) attach() error {
 			if a.category != "" {
 				// Each probe on a tracepoint needs a program of its own.
 				tp := a.category + ":" + a.event
-				prog, perr := r.objs.TracepointProgram(onTracepoint[tp])
+				prog, c, perr := r.objs.TracepointProgram(cookie, onTracepoint[tp])
 				if perr != nil {
 					return fmt.Errorf("attach %s: %w", a.what, perr)
 				}
 				onTracepoint[tp]++
-				l, err = link.Tracepoint(a.category, a.event, prog, &link.TracepointOptions{Cookie: uint64(cookie)})
+				l, err = link.Tracepoint(a.category, a.event, prog, &link.TracepointOptions{Cookie: c})
 			} else {
 				ex := execs[a.path]
 				if ex == nil {
@@ -484,11 +493,15 @@ func (r *recorder) attach() error {
 					}
 					execs[a.path] = ex
 				}
-				uo := &link.UprobeOptions{Address: a.addr, Cookie: uint64(cookie), PID: uprobePID, RefCtrOffset: a.refCtr}
+				prog, c, perr := r.objs.UprobeProgram(cookie)
+				if perr != nil {
+					return fmt.Errorf("attach %s: %w", a.what, perr)
+				}
+				uo := &link.UprobeOptions{Address: a.addr, Cookie: c, PID: uprobePID, RefCtrOffset: a.refCtr}
 				if a.ret {
-					l, err = ex.Uretprobe("", r.objs.ProbeUprobe, uo)
+					l, err = ex.Uretprobe("", prog, uo)
 				} else {
-					l, err = ex.Uprobe("", r.objs.ProbeUprobe, uo)
+					l, err = ex.Uprobe("", prog, uo)
 				}
 				err = uprobeConflict(err, a.path)
 			}

@@ -20,11 +20,15 @@ import (
 
 // TestDemo records the demo workload with every kind of user-space probe
 // and checks counts, sums and log2 histograms against its ground truth.
-func TestDemo(t *testing.T) {
+func TestDemo(t *testing.T) { testDemo(t, false) }
+
+// testDemo is TestDemo, with Options.NoCookies set to noCookies.
+func testDemo(t *testing.T, noCookies bool) {
 	testutils.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildDemo(t)
 	const iterations = 20000
 	s, out := mustRecord(t, Options{
+		NoCookies: noCookies,
 		// A ring that holds every event: no loss even if the reader is
 		// slowed down (-race, a loaded machine).
 		RingSize: 32 << 20,
@@ -49,6 +53,7 @@ func TestDemo(t *testing.T) {
 	if c.recovered || s.Lost != 0 || len(c.lost) != 0 {
 		t.Fatalf("recovered %v, lost %d %v", c.recovered, s.Lost, c.lost)
 	}
+	checkAttachMode(t, c, noCookies)
 
 	// Metadata.
 	for _, want := range []struct{ probe, kind string }{
@@ -280,7 +285,10 @@ func TestUSDTArgs(t *testing.T) {
 // known lines while another process writes too: the pid filter keeps only
 // the command's; plus a string field read through a pointer and a
 // __data_loc string of a default field list.
-func TestTracepoint(t *testing.T) {
+func TestTracepoint(t *testing.T) { testTracepoint(t, false) }
+
+// testTracepoint is TestTracepoint, with Options.NoCookies set to noCookies.
+func testTracepoint(t *testing.T, noCookies bool) {
 	testutils.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	noise := exec.Command("sh", "-c", "while :; do echo noise; done >/dev/null")
@@ -291,7 +299,8 @@ func TestTracepoint(t *testing.T) {
 
 	const n = 300
 	s, out := mustRecord(t, Options{
-		Command: []string{exe, "writes", fmt.Sprint(n)},
+		NoCookies: noCookies,
+		Command:   []string{exe, "writes", fmt.Sprint(n)},
 		Probes: []string{
 			"t:syscalls:sys_exit_write",
 			"t:syscalls:sys_enter_openat(dfd:s32,str(filename))",
@@ -299,6 +308,7 @@ func TestTracepoint(t *testing.T) {
 		},
 	})
 	c := readCapture(t, s.Output)
+	checkAttachMode(t, c, noCookies)
 	ws := c.rows["sys_exit_write"]
 	ls := strings.SplitAfter(out, "\n")
 	ls = ls[:len(ls)-1]
@@ -476,11 +486,15 @@ func TestNoLeaks(t *testing.T) {
 	before, events := openFDs(t), uprobeEvents(t)
 	mustRecord(t, Options{Command: []string{exe, "burst", "10"}, Probes: probes})
 	mustRecord(t, Options{Duration: 100 * time.Millisecond, Probes: probes})
+	// One program per attachment, as without attach cookies.
+	mustRecord(t, Options{Command: []string{exe, "burst", "10"}, Probes: probes, NoCookies: true})
 	// Fails after attaching some probes: the last one cannot attach.
-	_, err, _ := record(t, Options{Command: []string{exe, "burst", "10"},
-		Probes: append(probes, "u:/proc/self/exe:nope")})
-	if err == nil {
-		t.Error("recording with a bad probe succeeded")
+	for _, noCookies := range []bool{false, true} {
+		_, err, _ := record(t, Options{Command: []string{exe, "burst", "10"},
+			Probes: append(probes, "u:/proc/self/exe:nope"), NoCookies: noCookies})
+		if err == nil {
+			t.Errorf("recording with a bad probe succeeded (NoCookies %v)", noCookies)
+		}
 	}
 	if after := openFDs(t); after != before {
 		t.Errorf("%d open fds before, %d after", before, after)

@@ -603,7 +603,11 @@ func symbolAddr(tb testing.TB, path, name string) uint64 {
 // TestTortureClang records the clang-built (PIE) torture workload with -c:
 // clang's operands (red zone -N(%rsp), -N(%rbp) at -O0) and the PIE forms of
 // forms.S, every value against the ground truth.
-func TestTortureClang(t *testing.T) {
+func TestTortureClang(t *testing.T) { testTortureClang(t, false) }
+
+// testTortureClang is TestTortureClang, with Options.NoCookies set to
+// noCookies.
+func testTortureClang(t *testing.T, noCookies bool) {
 	testutils.RequireBPF(t, bpf.CheckFeatures)
 	b := buildTorture(t, "clang")
 	checkTortureNotes(t, b)
@@ -612,11 +616,12 @@ func TestTortureClang(t *testing.T) {
 	for _, p := range probes {
 		specs = append(specs, p.spec)
 	}
-	s, out := mustRecord(t, Options{Command: []string{b.exe, tortureIters, tortureSeed}, Probes: specs})
+	s, out := mustRecord(t, Options{Command: []string{b.exe, tortureIters, tortureSeed}, Probes: specs, NoCookies: noCookies})
 	if s.ExitCode != 0 {
 		t.Fatalf("exit %d", s.ExitCode)
 	}
 	c := readCapture(t, s.Output)
+	checkAttachMode(t, c, noCookies)
 	checkTorture(t, c, s, truthLines(out), probes, s.TargetPID)
 	fieldTypesMatchNotes(t, c, b, probes)
 }

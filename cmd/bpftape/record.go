@@ -111,6 +111,11 @@ Examples:
       'rx=u:qemu-system-x86_64:virtio_net_receive_rcu(arg2)'
   bpftape record -c 'dd if=/dev/zero of=/dev/null count=1000' 't:syscalls:sys_exit_write(ret)'
 
+Kernels before 5.15 have no BPF attach cookies: bpftape then loads one
+program per attachment, holding its probe's spec as constants (a few ms
+each to load). BPFTAPE_NO_COOKIES=1 does so on any kernel, for tests and
+comparisons.
+
 Exit status: with -c the command's (128+N if signal N killed it); otherwise
 0, 1 on failure, 2 on a usage error.
 `
@@ -153,6 +158,9 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		CommandLine: append([]string{"bpftape", "record"}, args...),
 		Version:     Version,
 		Log:         stderr,
+		// One program per attachment, as on kernels without attach
+		// cookies: for tests and for comparing the two.
+		NoCookies: os.Getenv("BPFTAPE_NO_COOKIES") == "1",
 	}
 	if opts.Duration, err = parseDuration(*duration); err != nil {
 		return fail(stderr, "record", usage.Errorf("-d: %w", err))

@@ -91,7 +91,7 @@ var featureTable = []Feature{
 	// The comm at its BTF offset and the %fs base of thread-local USDT operands.
 	{Name: "bpf_get_current_task helper", Since: "4.8", probe: haveHelper(asm.FnGetCurrentTask)},
 	{Name: FeatureAttachCookie, Since: "5.15", probe: haveHelper(asm.FnGetAttachCookie),
-		Fallback: "one copy of the program per attachment, with its spec index as a load-time constant (slower to start)"},
+		Fallback: "one copy of the program per attachment, with its spec as load-time constants"},
 	{Name: FeatureKernelBTF, Since: "5.4", probe: haveKernelBTF,
 		Fallback: "comms are read with bpf_get_current_comm; --follow and %fs/%gs (thread-local) USDT operands are refused"},
 	{Name: "uprobe ref_ctr_offset (USDT semaphores)", Since: "4.20", probe: haveRefCtrOffset,

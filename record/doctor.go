@@ -107,7 +107,7 @@ func Diagnose(f *HostFacts) *Diagnosis {
 	case f.AttachCookies.Unknown:
 		add("attach_cookies", Note, "attach cookies not checked (%s)", f.AttachCookies.Detail)
 	default:
-		add("attach_cookies", Fallback, "no BPF attach cookies (Linux 5.15): one program instance per attachment, its spec index set as a load-time constant (slower to start with many probes)")
+		add("attach_cookies", Fallback, "no BPF attach cookies (Linux 5.15): one program instance per attachment, its spec a load-time constant)")
 	}
 	if f.BTF.Have {
 		add("btf", Use, "kernel BTF (%s) gives the offsets of task_struct's comm and tgid and of the thread pointer", f.BTF.Detail)

@@ -15,6 +15,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/tracefs"
 )
@@ -138,10 +139,14 @@ func ExamineHost() *HostFacts {
 		features.HaveProgramHelper(ebpf.Kprobe, asm.FnRingbufQuery)))
 	f.BootClock = feature(features.HaveProgramHelper(ebpf.Kprobe, asm.FnKtimeGetBootNs))
 	var helperErrs []error
-	for _, fn := range []asm.BuiltinFunc{asm.FnProbeReadUser, asm.FnProbeReadUserStr, asm.FnProbeReadKernel,
-		asm.FnProbeReadKernelStr, asm.FnGetCurrentTask} {
-		if err := features.HaveProgramHelper(ebpf.Kprobe, fn); err != nil {
-			helperErrs = append(helperErrs, err)
+	for _, ft := range bpf.Features() {
+		// The helpers bpftape cannot do without, but for those of the
+		// ring buffer and the boot clock, which have rows of their own.
+		if ft.Fallback == "" && strings.HasSuffix(ft.Name, " helper") &&
+			!strings.HasPrefix(ft.Name, "bpf_ringbuf_") && !strings.HasPrefix(ft.Name, "bpf_ktime_") {
+			if err := ft.Have(); err != nil {
+				helperErrs = append(helperErrs, err)
+			}
 		}
 	}
 	f.Helpers = feature(firstErr(helperErrs...))
@@ -160,7 +165,14 @@ func ExamineHost() *HostFacts {
 // haveAttachCookies reports whether BPF programs may call
 // bpf_get_attach_cookie (5.15).
 func haveAttachCookies() error {
-	return features.HaveProgramHelper(ebpf.Kprobe, asm.FnGetAttachCookie)
+	ok, err := bpf.HaveAttachCookies()
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("%s: %w", bpf.FeatureAttachCookie, ebpf.ErrNotSupported)
+	}
+	return nil
 }
 
 // haveRefCtr reports whether the uprobe PMU takes a reference counter

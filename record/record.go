@@ -313,10 +313,11 @@ func (r *recorder) setup() error {
 	if err := CheckPrivileges(); err != nil {
 		return err
 	}
-	if err := bpf.CheckFeatures(); err != nil {
+	// Before the feature probes, which create maps too.
+	if err := raiseMemlock(); err != nil {
 		return err
 	}
-	if err := raiseMemlock(); err != nil {
+	if err := bpf.CheckFeatures(); err != nil {
 		return err
 	}
 	if o.PID != 0 {

@@ -61,8 +61,9 @@ type Options struct {
 	// Compression of the capture (zstd, lz4 or none; "" is zstd).
 	Compression format.Compression
 	// ReadyFile, if set, is written once every probe is attached, before a
-	// Command is let run. It holds "pid=RECORDER_PID\n", and
-	// "target=PID\n" when recording a process.
+	// Command is let run. It holds "pid=RECORDER_PID\n", "target=PID\n"
+	// when recording a process, and "setup_ms=MS\n", the time from the
+	// call of Record to ready (resolving, loading, attaching).
 	ReadyFile string
 	// DebugDirs are searched for the separate debug files of stripped
 	// binaries before $BPFTAPE_DEBUG_DIRS and /usr/lib/debug (see
@@ -525,6 +526,7 @@ func (r *recorder) writeReady() error {
 	if r.target != 0 {
 		content += fmt.Sprintf("target=%d\n", r.target)
 	}
+	content += fmt.Sprintf("setup_ms=%d\n", time.Since(r.start).Milliseconds())
 	tmp := o.ReadyFile + ".tmp"
 	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
 		return fmt.Errorf("ready file: %w", err)

@@ -233,4 +233,32 @@ else
 	result sigkill FAIL "$(errtail kill.err)"
 fi
 
+# Time to ready: 4 and 20 probes (uprobe, uretprobe, USDT with a semaphore
+# and a tracepoint, repeated under other names), 3 runs each; the ready
+# file's setup_ms is the recorder's own time from start to every probe
+# attached. Without attach cookies this is one program load per probe.
+ready_ms() { # N: setup_ms of one recording of N probes
+	groups=$(($1 / 4))
+	set --
+	i=0
+	while [ $i -lt $groups ]; do
+		set -- "$@" "u$i=u:/bin/probes:tick(arg0)" "r$i=ur:/bin/probes:tick" "s$i=U:/bin/probes:test:guarded" "t$i=t:syscalls:sys_exit_write(ret)"
+		i=$((i + 1))
+	done
+	rm -f rd.ready
+	bpftape record -o rd.arrow --force --ready-file rd.ready -c "probes exit 0" "$@" >rd.out 2>rd.err || return 1
+	sed -n 's/^setup_ms=//p' rd.ready
+}
+detail=""
+ok=PASS
+for n in 4 20; do
+	ms=""
+	for run in 1 2 3; do
+		m=$(ready_ms $n) || { ok=FAIL; m="error:$(errtail rd.err)"; }
+		ms="$ms${ms:+/}$m"
+	done
+	detail="$detail${detail:+,}$n-probes=${ms}ms"
+done
+result ready $ok "$detail"
+
 echo "VMTEST kernel=$K done fails=$fails"

@@ -103,5 +103,7 @@ awk -v total="$total" '
 		printf "total wall time: %ds\n", total
 		exit bad
 	}' "$out/results" && ok=1 || ok=0
+# Time to ready per kernel (the ready check's detail: setup_ms of 3 runs).
+sed -n 's/^VMTEST kernel=\([^ ]*\) check=ready result=[A-Z]* detail=/time to ready on \1: /p' "$out/results" | tr ',' ' '
 grep 'result=FAIL' "$out/results" >&2 || true
 [ "$ok" = 1 ]

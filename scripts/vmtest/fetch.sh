@@ -36,7 +36,12 @@ grep -v '^#' "$table" | while read -r name suite pkg _; do
 	opts=""
 	[ "$suite" = "$own" ] || opts=$(private_apt "$suite")
 	echo "vmtest: downloading $pkg ($suite)" >&2
-	(cd "$out/deb" && apt-get $opts -qq download "$pkg" >&2)
+	# A fresh machine may have no package lists for its own suite yet.
+	if ! (cd "$out/deb" && apt-get $opts -qq download "$pkg" >&2); then
+		[ -z "$opts" ] || exit 1
+		apt-get -qq update >&2
+		(cd "$out/deb" && apt-get -qq download "$pkg" >&2)
+	fi
 	rm -rf "$out/x"
 	dpkg-deb -x "$out"/deb/*.deb "$out/x"
 	cp "$out"/x/boot/vmlinuz-* "$out/vmlinuz.tmp"

@@ -63,7 +63,12 @@ Exit status: 0 ok, 1 failure, 2 usage error, 3 'compare --identical' found a dif
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] != "record" { // record stops cleanly on a signal
-		go discardOnSignal()
+		// Notify before the verb starts: in a goroutine of its own, an
+		// interrupt could come first and kill the process with the
+		// temporary output left behind.
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		go discardOnSignal(sigs)
 	}
 	code := run(os.Args[1:], os.Stdout, os.Stderr)
 	exiting.Lock() // an interrupt that came first exits with its own status
@@ -79,9 +84,7 @@ var exiting sync.Mutex
 // discardOnSignal makes a verb interrupted by SIGINT, SIGTERM or SIGHUP
 // remove the output it has not finished (its temporary file) before it
 // exits as the signal would have ended it.
-func discardOnSignal() {
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+func discardOnSignal(sigs <-chan os.Signal) {
 	sig := <-sigs
 	exiting.Lock()
 	outfile.DiscardAll()

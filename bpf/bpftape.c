@@ -201,7 +201,9 @@ const struct btf_anchor {
 } btf_anchor = {};
 
 /* Set from Go before load. */
-volatile const __u32 filter_tgid = 0;  /* tracepoints: only this tgid; 0 = all */
+volatile const __u32 filter_tgid = 0;  /* only this tgid; 0 = all (uprobes: the kernel filters too) */
+/* The recorder itself, whose own reads and writes system-wide kernel probes and tracepoints would see. */
+volatile const __u32 self_tgid = 0;
 /*
  * Nonzero: record only processes in the traced map (uprobes and tracepoints
  * alike; filter_tgid is then unused), which track_fork extends with every
@@ -689,16 +691,15 @@ static __always_inline int emit_comm(void *rb, struct cpu_state *st, __u64 now, 
  * nothing else is live: a map lookup later on made the verifier explore
  * the rest of the program twice (~8x the load time).
  */
-static __always_inline int wanted(const int is_tp)
+static __always_inline int wanted(__u64 pid_tgid)
 {
-	__u32 tgid;
+	__u32 tgid = pid_tgid >> 32;
 
-	if (follow) {
-		tgid = bpf_get_current_pid_tgid() >> 32;
+	if (tgid == self_tgid)
+		return 0;
+	if (follow)
 		return bpf_map_lookup_elem(&traced, &tgid) != 0;
-	}
-	/* Uprobes are limited to one process by the kernel's uprobe filter. */
-	return !is_tp || !filter_tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) == filter_tgid;
+	return !filter_tgid || tgid == filter_tgid;
 }
 
 static __always_inline int record(void *ctx, const int is_tp)
@@ -712,10 +713,12 @@ static __always_inline int record(void *ctx, const int is_tp)
 	void *rb;
 
 	/* Outside the window nothing is recorded; inside, no event is older than its opening. */
-	if (!armed || !wanted(is_tp))
+	if (!armed)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!wanted(pid_tgid))
 		return 0;
 	now = bpf_ktime_get_boot_ns();
-	pid_tgid = bpf_get_current_pid_tgid();
 	if (fixed_spec != FIXED_SPEC_COOKIE) {
 		spec = (const struct probe_spec *)&fixed_spec_data;
 		/* Hide where spec points, so that its fields are loaded, not folded. */

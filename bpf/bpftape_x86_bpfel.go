@@ -119,6 +119,7 @@ const (
 	bpftapeVarFixedSpec        = "fixed_spec"
 	bpftapeVarFixedSpecData    = "fixed_spec_data"
 	bpftapeVarFollow           = "follow"
+	bpftapeVarSelfTgid         = "self_tgid"
 	bpftapeVarTaskCommOff      = "task_comm_off"
 	bpftapeVarTaskFsbaseOff    = "task_fsbase_off"
 	bpftapeVarTaskGsbaseOff    = "task_gsbase_off"
@@ -197,6 +198,7 @@ type bpftapeVariableSpecs struct {
 	FixedSpec     *ebpf.VariableSpec `ebpf:"fixed_spec"`
 	FixedSpecData *ebpf.VariableSpec `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.VariableSpec `ebpf:"follow"`
+	SelfTgid      *ebpf.VariableSpec `ebpf:"self_tgid"`
 	TaskCommOff   *ebpf.VariableSpec `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.VariableSpec `ebpf:"task_gsbase_off"`
@@ -255,6 +257,7 @@ type bpftapeVariables struct {
 	FixedSpec     *ebpf.Variable `ebpf:"fixed_spec"`
 	FixedSpecData *ebpf.Variable `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.Variable `ebpf:"follow"`
+	SelfTgid      *ebpf.Variable `ebpf:"self_tgid"`
 	TaskCommOff   *ebpf.Variable `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.Variable `ebpf:"task_gsbase_off"`

@@ -40,9 +40,11 @@ type Options struct {
 	// two and a multiple of the page size. 0 means DefaultRingSize().
 	RingSize uint32
 
-	// FilterTgid, if not 0, makes the tracepoint program record only events
-	// of this process (its tgid in the initial PID namespace). Uprobes are
-	// limited to a process by link.UprobeOptions.PID instead.
+	// FilterTgid, if not 0, makes the programs record only events of this
+	// process (its tgid in the initial PID namespace): tracepoints and
+	// kprobes fire in every process. Uprobes are limited to a process by
+	// link.UprobeOptions.PID as well. The recorder's own process is never
+	// recorded.
 	FilterTgid uint32
 
 	// WakeupBytes is the wake-up policy. Samples are submitted without
@@ -338,6 +340,9 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	rings.InnerMap.MaxEntries = size
 	if err := spec.Variables[bpftapeVarFilterTgid].Set(opts.FilterTgid); err != nil {
 		return nil, fmt.Errorf("bpf: set filter_tgid: %w", err)
+	}
+	if err := spec.Variables[bpftapeVarSelfTgid].Set(uint32(os.Getpid())); err != nil {
+		return nil, fmt.Errorf("bpf: set self_tgid: %w", err)
 	}
 	if err := spec.Variables[bpftapeVarWakeupBytes].Set(opts.WakeupBytes); err != nil {
 		return nil, fmt.Errorf("bpf: set wakeup_bytes: %w", err)

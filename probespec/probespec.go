@@ -372,18 +372,18 @@ func parseField(kind Kind, text string) (Field, error) {
 	}
 
 	switch kind {
-	case Uprobe:
+	case Uprobe, Kprobe:
 		switch {
 		case f.Source == Retval:
-			return f, fmt.Errorf("field %q: a uprobe fires on entry and has no retval: use uretprobe (ur:)", text)
+			return f, fmt.Errorf("field %q: a %s fires on entry and has no retval: use a %s", text, kind, map[Kind]string{Uprobe: "uretprobe (ur:)", Kprobe: "kretprobe (kr:)"}[kind])
 		case f.Source == TPField:
-			return f, fmt.Errorf("field %q: a uprobe records argN (N = 0..%d), str(argN)", text, MaxRegArgs-1)
+			return f, fmt.Errorf("field %q: a %s records argN (N = 0..%d), str(argN)", text, kind, MaxRegArgs-1)
 		case f.Arg >= MaxRegArgs:
 			return f, fmt.Errorf("field %q: only arg0..arg%d are passed in registers (x86-64 ABI)", text, MaxRegArgs-1)
 		}
-	case Uretprobe:
+	case Uretprobe, Kretprobe:
 		if f.Source != Retval {
-			return f, fmt.Errorf("field %q: a uretprobe records retval[:TYPE] or str(retval); its arguments are gone by the return", text)
+			return f, fmt.Errorf("field %q: a %s records retval[:TYPE] or str(retval); its arguments are gone by the return", text, kind)
 		}
 	case USDT:
 		if f.Source != Arg {

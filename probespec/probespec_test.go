@@ -88,7 +88,7 @@ func TestParseErrors(t *testing.T) {
 		{"U:a:b:c(foo)", "a USDT probe records argN"},
 		{"t:a:b(x y)", "want argN"},
 		{"t:a:b(1abc)", "is not a tracepoint field name"},
-		{"k:vfs_read(arg0)", "kprobe probes take no field list"},
+		{"k:vfs_read(retval)", "a kprobe fires on entry and has no retval: use a kretprobe (kr:)"}, {"kr:vfs_read(arg2)", "a kretprobe records retval"}, {"f:vfs_read(count)", "fentry probes take no field list"},
 		{"u:a:b(arg0,arg1,arg2,arg3,arg4,arg5,arg0:u8)", "both record arg0"},
 		{"U:a:b(arg0,arg1,arg2,arg3,arg4,arg5,arg6,arg7,arg8,arg9,arg10,arg11,arg12)", "13 fields: a probe records at most 12"},
 		{"U:a:b(str(arg0),str(arg1),str(arg2),str(arg3),str(arg4))", "5 string fields"},

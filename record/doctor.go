@@ -223,16 +223,15 @@ func probeSupport(f *HostFacts) []ProbeSupport {
 	out = append(out, tp)
 
 	kprobes := (f.KprobePMU || f.KprobeEvents) && f.KprobeAttach.Have
-	kwhy := "the kernel has kprobes"
+	kact, kwhy := Use, "through the kprobe PMU: integer arguments and return values (str() of kernel memory comes later)"
 	switch {
 	case !f.KprobePMU && !f.KprobeEvents:
-		kwhy = "this kernel has no kprobes either (built without CONFIG_KPROBES: no kprobe PMU, no kprobe_events in tracefs)"
+		kact, kwhy = Refuse, "this kernel has no kprobes (built without CONFIG_KPROBES: no kprobe PMU, no kprobe_events in tracefs)"
 	case !f.KprobeAttach.Have:
-		kwhy = fmt.Sprintf("this kernel refused a kprobe on %s: %s", doctorFunc, f.KprobeAttach.Detail)
+		kact, kwhy = Refuse, fmt.Sprintf("this kernel refused a kprobe on %s: %s", doctorFunc, f.KprobeAttach.Detail)
 	}
 	for _, k := range []struct{ kind, spec string }{{"kprobe", "k:"}, {"kretprobe", "kr:"}} {
-		out = append(out, ProbeSupport{Kind: k.kind, Spec: k.spec, Kernel: kprobes, Action: Refuse,
-			Reason: fmt.Sprintf("bpftape does not record %ss yet; %s", k.kind, kwhy)})
+		out = append(out, ProbeSupport{Kind: k.kind, Spec: k.spec, Kernel: kprobes, Action: kact, Reason: kwhy})
 	}
 
 	fentry := f.BTF.Have && f.Tracing.Have && f.FentryAttach.Have

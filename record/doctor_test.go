@@ -44,7 +44,7 @@ func TestDoctorDiagnose(t *testing.T) {
 			want: []want{
 				{"uprobe", Use, "uprobe PMU"}, {"uretprobe", Use, ""}, {"usdt", Use, ""},
 				{"usdt_semaphore", Use, "ref_ctr_offset"}, {"tracepoint", Use, "/sys/kernel/tracing"},
-				{"kprobe", Refuse, "does not record kprobes yet; the kernel has kprobes"},
+				{"kprobe", Use, "kprobe PMU"},
 				{"fentry", Refuse, "does not record fentry probes yet"},
 				{"attach_cookies", Use, "cookie"}, {"ringbuf", Use, ""}, {"btf", Use, ""},
 				{"privileges", Use, ""}, {"tracefs", Use, ""},
@@ -75,7 +75,7 @@ func TestDoctorDiagnose(t *testing.T) {
 				f.KprobeMulti = no("not supported")
 			},
 			want: []want{
-				{"kprobe", Refuse, "no kprobes either"}, {"kretprobe", Refuse, "CONFIG_KPROBES"},
+				{"kprobe", Refuse, "no kprobes"}, {"kretprobe", Refuse, "CONFIG_KPROBES"},
 				{"uprobe", Use, ""}, {"tracepoint", Use, ""},
 			},
 		},

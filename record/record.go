@@ -487,6 +487,19 @@ func (r *recorder) attach() error {
 				}
 				onTracepoint[tp]++
 				l, err = link.Tracepoint(a.category, a.event, prog, &link.TracepointOptions{Cookie: c})
+			} else if a.kfunc != "" {
+				// Kprobes fire in every process: the programs filter
+				// by FilterTgid or the followed processes.
+				prog, c, perr := r.objs.UprobeProgram(cookie)
+				if perr != nil {
+					return fmt.Errorf("attach %s: %w", a.what, perr)
+				}
+				ko := &link.KprobeOptions{Cookie: c}
+				if a.ret {
+					l, err = link.Kretprobe(a.kfunc, prog, ko)
+				} else {
+					l, err = link.Kprobe(a.kfunc, prog, ko)
+				}
 			} else {
 				ex := execs[a.path]
 				if ex == nil {

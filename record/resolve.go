@@ -32,6 +32,7 @@ type probe struct {
 // offset of a binary (one per USDT site) or a tracepoint.
 type attachment struct {
 	path     string // uprobes
+	kfunc    string // kprobes: the kernel function
 	addr     uint64 // file offset (uprobes)
 	refCtr   uint64 // USDT semaphore file offset, 0 if none
 	ret      bool   // uretprobe
@@ -72,7 +73,7 @@ func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
 	case probespec.Tracepoint:
 		err = r.tracepoint(p)
 	case probespec.Kprobe, probespec.Kretprobe:
-		err = kprobeUnavailable(s, r.tracefsDir)
+		err = r.kprobe(p)
 	case probespec.Fentry, probespec.Fexit:
 		err = fentryUnavailable(s, r.tracefsDir)
 	default:
@@ -132,6 +133,32 @@ func (r *resolver) uprobe(p *probe) error {
 		r.warn(fmt.Sprintf("%s: cannot check that %#x (file offset %#x) starts an instruction: %s; a breakpoint inside an instruction corrupts the traced program",
 			s.Text, loc.Addr, loc.Offset, loc.Unverified))
 	}
+	args, err := p.regArgs(fields, ret)
+	if err != nil {
+		return err
+	}
+	if isGo(path) {
+		if ret {
+			r.warn(fmt.Sprintf("%s: %s is a Go program: Go moves goroutine stacks, which breaks uretprobes (the kernel "+
+				"rewrites the return address on the stack): the traced program may crash and return events may be missing", s.Text, path))
+		} else {
+			r.warn(fmt.Sprintf("%s: %s is a Go program: arg0..arg5 are the C ABI registers (rdi, rsi, rdx, rcx, r8, r9); "+
+				"Go functions take their arguments in rax, rbx, rcx, rdi, rsi, r8...", s.Text, path))
+		}
+	}
+	spec, err := p.probeSpec(args)
+	if err != nil {
+		return err
+	}
+	what := fmt.Sprintf("%s %s:%s", s.Kind, path, s.Symbol)
+	p.atts = []attachment{{path: path, addr: loc.Offset, ret: ret, spec: spec, what: what}}
+	return nil
+}
+
+// regArgs turns the fields of a uprobe or kprobe (registers at entry,
+// retval at return) into argument specs and the probe's fields; without
+// fields, arg0..arg5 at entry and retval at return.
+func (p *probe) regArgs(fields []probespec.Field, ret bool) ([]bpf.ArgSpec, error) {
 	if fields == nil {
 		if ret {
 			fields = []probespec.Field{{Text: "retval", Source: probespec.Retval, Type: format.Int64}}
@@ -168,21 +195,32 @@ func (r *resolver) uprobe(p *probe) error {
 		}
 		args = append(args, a)
 	}
-	if isGo(path) {
-		if ret {
-			r.warn(fmt.Sprintf("%s: %s is a Go program: Go moves goroutine stacks, which breaks uretprobes (the kernel "+
-				"rewrites the return address on the stack): the traced program may crash and return events may be missing", s.Text, path))
-		} else {
-			r.warn(fmt.Sprintf("%s: %s is a Go program: arg0..arg5 are the C ABI registers (rdi, rsi, rdx, rcx, r8, r9); "+
-				"Go functions take their arguments in rax, rbx, rcx, rdi, rsi, r8...", s.Text, path))
+	return args, nil
+}
+
+// kprobe resolves k:FUNC and kr:FUNC: one kprobe on a kernel function,
+// recording its register arguments or its return value.
+func (r *resolver) kprobe(p *probe) error {
+	s := p.spec
+	if pmu, events := kernelKprobes(r.tracefsDir); !pmu && !events {
+		return kprobeUnavailable(s, r.tracefsDir)
+	}
+	for _, f := range s.Fields {
+		if f.Str {
+			return fmt.Errorf("str(%s): a kprobe's pointer arguments point into the kernel, and bpftape reads strings from user memory only so far", f.FieldName())
 		}
+	}
+	ret := s.Kind == probespec.Kretprobe
+	args, err := p.regArgs(s.Fields, ret)
+	if err != nil {
+		return err
 	}
 	spec, err := p.probeSpec(args)
 	if err != nil {
 		return err
 	}
-	what := fmt.Sprintf("%s %s:%s", s.Kind, path, s.Symbol)
-	p.atts = []attachment{{path: path, addr: loc.Offset, ret: ret, spec: spec, what: what}}
+	p.meta.Target = "vmlinux"
+	p.atts = []attachment{{kfunc: s.Symbol, ret: ret, spec: spec, what: fmt.Sprintf("%s %s", s.Kind, s.Symbol)}}
 	return nil
 }
 

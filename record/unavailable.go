@@ -24,10 +24,9 @@ func hintFor(name string, candidates []string) string {
 	return suggest.Hint(suggest.Closest(name, candidates, 5))
 }
 
-// kprobeUnavailable explains why a kprobe or kretprobe cannot be recorded:
-// either the kernel has no kprobes, or (if it has) bpftape does not record
-// them yet. It names tracepoints close to the function, which often are
-// the way to see the same thing.
+// kprobeUnavailable explains why a kprobe or kretprobe cannot be recorded on
+// a kernel without kprobes. It names tracepoints close to the function,
+// which often are the way to see the same thing.
 func kprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
 	alt := "record a tracepoint (t:CATEGORY:EVENT) or a uprobe instead"
 	if dir, err := tracefsDir(); err == nil {
@@ -43,11 +42,8 @@ func kprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) err
 			}
 		}
 	}
-	if pmu, events := kernelKprobes(tracefsDir); pmu || events {
-		return fmt.Errorf("bpftape does not record %ss yet (%s): %s", s.Kind, supported, alt)
-	}
-	return fmt.Errorf("bpftape does not record %ss yet (%s), and this kernel has no kprobes either (built without CONFIG_KPROBES: no kprobe PMU at %s, no kprobe_events in tracefs): %s",
-		s.Kind, supported, kprobePMU, alt)
+	return fmt.Errorf("this kernel has no kprobes (built without CONFIG_KPROBES: no kprobe PMU at %s, no kprobe_events in tracefs): %s",
+		kprobePMU, alt)
 }
 
 // kernelKprobes reports whether the kernel exposes kprobes to
@@ -64,7 +60,7 @@ func kernelKprobes(tracefsDir func() (string, error)) (pmu, events bool) {
 
 // supported says which probes bpftape records, for the errors of those it
 // does not.
-const supported = "it records uprobes, uretprobes, USDT probes and tracepoints; kernel functions come later"
+const supported = "it records uprobes, uretprobes, USDT probes, tracepoints, kprobes and kretprobes; fentry and fexit come later"
 
 // fentryUnavailable explains why a fentry or fexit probe cannot be
 // recorded. It first checks FUNC against the kernel's BTF, so a typo gets

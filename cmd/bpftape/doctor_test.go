@@ -123,7 +123,12 @@ func TestDoctorHost(t *testing.T) {
 			t.Errorf("%s: %s (kernel %v), want use", k, a, kernel)
 		}
 	}
-	for _, k := range []string{"kprobe", "kretprobe", "fentry", "fexit"} {
+	for _, k := range []string{"kprobe", "kretprobe"} {
+		if a, kernel := d.probe(t, k); (a == "use") != kernel {
+			t.Errorf("%s: %s, kernel support %v: bpftape records them where the kernel has them", k, a, kernel)
+		}
+	}
+	for _, k := range []string{"fentry", "fexit"} {
 		if a, _ := d.probe(t, k); a != "refuse" {
 			t.Errorf("%s: %s, want refuse (bpftape does not record them yet)", k, a)
 		}

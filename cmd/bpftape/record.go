@@ -71,6 +71,10 @@ PROBE := [NAME=]TYPE:TARGET[(FIELD,...)]
   usdt:BINARY:[PROVIDER:]PROBE      U:   USDT (sys/sdt.h) probe; PROVIDER may be
                                          left out when the name is unambiguous
   tracepoint:CATEGORY:EVENT         t:   kernel tracepoint
+  kprobe:FUNCTION                   k:   kernel function entry (argN only)
+  kretprobe:FUNCTION                kr:  kernel function return (retval)
+Tracepoints and kprobes fire in every process: with -p or -c the programs
+keep the traced processes' events, and the recorder's own are never kept.
 BINARY is a path, a program on PATH, or a library name (libc, libfoo.so.1:
 the -p process's mappings, $LD_LIBRARY_PATH, the ld.so cache, /lib...).
 A uprobe's SYMBOL may also be SYMBOL+OFFSET, a byte offset into the function
@@ -89,18 +93,20 @@ TYPE  := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
   argN     argument N counted from 0 as bpftrace does: a uprobe's arg2 is
            the third integer argument register (PT_REGS_PARM3), N = 0..5;
            a USDT probe's argN is the Nth argument of its note
-  retval   a uretprobe's return value
+  retval   a uretprobe's or kretprobe's return value
   TPFIELD  a tracepoint field as its tracefs format names it
   str(X)   the user-space C string X points to (at most 63 bytes), kept
            under X's name
   :TYPE    cuts the value to that integer type, as a C cast would
-Without a list: uprobe arg0..arg5 as u64, uretprobe retval as s64, usdt every
+Without a list: uprobe and kprobe arg0..arg5 as u64, uretprobe and kretprobe
+retval as s64, usdt every
 note argument with its size and sign, tracepoint every field (integers with
 their size and sign, pointers as u64, char arrays and __data_loc as strings).
 At most 12 fields per probe, 4 of them strings.
 
-NAME defaults to the symbol (uprobe), the symbol + ":return" (uretprobe), the
-USDT probe or the tracepoint event; a repeated default gets "#2", "#3"...
+NAME defaults to the symbol (uprobe, kprobe), the symbol + ":return" (uretprobe,
+kretprobe), the USDT probe or the tracepoint event; a repeated default gets
+"#2", "#3"...
 
 Examples:
   bpftape record -c './virtnet 100000' \
@@ -126,7 +132,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "replace the -o file if it exists (see above)")
 	maxSize := fs.String("max-size", "", "stop when the capture reaches `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file")
 	rotate := fs.Int("rotate", 0, "with --max-size, write FILE as `N` or fewer files, c.000001.arrow, c.000002.arrow..., deleting the oldest")
-	pid := fs.Int("p", 0, "record only process `PID` (tracepoints filtered by it, uprobes attached to it); stop when it exits")
+	pid := fs.Int("p", 0, "record only process `PID` (tracepoints and kprobes filtered by it, uprobes attached to it); stop when it exits")
 	follow := fs.Bool("follow", false, "with -p, record the processes PID started and starts as well; -c does unless --follow=false")
 	command := fs.String("c", "", "run `'CMD ARGS'` with the probes attached from its first instruction, record until it exits, exit with its status")
 	duration := fs.String("d", "", "stop after `DURATION` (10s, 1m30s, or seconds)")

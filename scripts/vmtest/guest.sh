@@ -24,6 +24,7 @@ N_SEM=500     # USDT test:guarded
 N_OPEN=200    # sys_enter_openat with a string
 N_WRITES=300  # sys_exit_write
 N_LOSS=20000  # uprobe into a one-page ring
+N_READ=1000   # kprobe + kretprobe on vfs_read
 K_COMM=100    # per comm phase
 RT_ROUNDS=100 # renames per RT thread
 RT_PER=10     # firings per name
@@ -231,6 +232,20 @@ if bpftape info --json kill.arrow >kill.json 2>>kill.err && grep -q '"recovered"
 	result sigkill PASS "events=$(jnum events kill.json),batches=$(jnum batches kill.json)"
 else
 	result sigkill FAIL "$(errtail kill.err)"
+fi
+
+# kprobe and kretprobe on vfs_read: N reads of /dev/zero of known sizes by
+# the -c command. The command starts as bpftape's gate, whose read of one
+# byte returns once recording started: only events under the workload's
+# own comm count. arg2 (count) and retval each add up to the bytes read.
+if rec kread -c "vmwork read $N_READ /dev/zero" 'kin=k:vfs_read(arg2)' 'kout=kr:vfs_read'; then
+	truth=$(awk '$1=="read"{print $3}' kread.out)
+	kin=$(bpftape events --time none --comm vmwork kread.arrow kin | awk -F'arg2=' 'NF>1{n++;s+=$2}END{print n+0":"s+0}')
+	kout=$(bpftape events --time none --comm vmwork kread.arrow kout | awk -F'retval=' 'NF>1{n++;s+=$2}END{print n+0":"s+0}')
+	[ "$kin" = "$N_READ:$truth" ] && result kprobe PASS "events:sum=$kin,truth=$N_READ:$truth" || result kprobe FAIL "events:sum=$kin,truth=$N_READ:$truth"
+	[ "$kout" = "$N_READ:$truth" ] && result kretprobe PASS "events:sum=$kout" || result kretprobe FAIL "events:sum=$kout,truth=$N_READ:$truth"
+else
+	result kprobe FAIL "$(errtail kread.err)"
 fi
 
 # Time to ready: 4 and 20 probes (uprobe, uretprobe, USDT with a semaphore

@@ -7,6 +7,9 @@
  * Every mode prints its ground truth on stdout, one fact per line.
  *
  *   vmwork open N PATH   openat(PATH) N times; prints "open N PATH"
+ *   vmwork read N PATH   read(2) PATH N times, the i-th read asking for
+ *                        i % 4096 + 1 bytes; prints "read N BYTES" (the
+ *                        bytes read in all)
  *   vmwork comm K EXE    fires mark(1) K times under its own comm, renames
  *                        itself "vmt-prctl" with prctl(PR_SET_NAME) and fires
  *                        mark(2) K times, then execs EXE (a link to this
@@ -74,6 +77,24 @@ int main(int argc, char **argv)
 			close(fd);
 		}
 		printf("open %ld %s\n", n, argv[3]);
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "read")) {
+		static char buf[4096];
+		long n = atol(argv[2]), total = 0;
+		int fd = open(argv[3], O_RDONLY);
+
+		if (fd < 0)
+			return 3;
+		for (long i = 0; i < n; i++) {
+			ssize_t got = read(fd, buf, i % 4096 + 1);
+
+			if (got < 0)
+				return 4;
+			total += got;
+		}
+		close(fd);
+		printf("read %ld %ld\n", n, total);
 		return 0;
 	}
 	if (argc == 4 && !strcmp(argv[1], "comm")) {

@@ -72,13 +72,13 @@ func (c *Capture) EndWall() time.Time {
 }
 
 // reader starts a pass: it returns the capture's reader, rewound to the
-// first batch, and done, which the pass calls when it has finished with it.
-func (c *Capture) reader() (r *format.Reader, done func(), err error) {
+// first batch.
+func (c *Capture) reader() *format.Reader {
 	c.passes++
 	if c.passes > 1 {
 		c.r.Rewind()
 	}
-	return c.r, func() {}, nil
+	return c.r
 }
 
 // Ref names one field of one probe, resolved against a capture.

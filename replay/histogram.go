@@ -162,11 +162,7 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 		}
 		byRef = &r
 	}
-	r, done, err := c.reader()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
+	r := c.reader()
 	// Without a comm filter or key, only integer columns are needed: read
 	// just those, straight from the file.
 	if len(o.Filter.Comms) == 0 && o.By != "comm" && (byRef == nil || byRef.IsInt()) && !c.noProject {

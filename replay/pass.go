@@ -92,12 +92,7 @@ func (c *Capture) Walk(f *Filter, fn func(b *format.Batch, i int, lost bool) err
 }
 
 func (c *Capture) walk(f *Filter, losses bool, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
-	r, done, err := c.reader()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return c.walkWith(r, f, losses, fn)
+	return c.walkWith(c.reader(), f, losses, fn)
 }
 
 // walkWith is Scan (losses false) or Walk with r, a reader at its first batch.

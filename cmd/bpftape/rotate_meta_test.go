@@ -47,8 +47,16 @@ func TestRotatedMeta(t *testing.T) {
 		}
 		run := readTicks(t, n, 0, 0) // also checks every event is at or after StartBoot
 		m := run.meta
-		first := firstEventTime(t, n)
+		first, ok := firstEventTime(t, n)
+		if !ok && i < len(names)-1 {
+			t.Fatalf("%s has no event", n)
+		}
+		// The last part may be empty: the rotation that began it can come
+		// just before the duration ends (64K parts rotate every ~250 ms).
 		lead := time.Duration(first - m.StartBoot)
+		if !ok {
+			lead = 0
+		}
 		t.Logf("%s: part %s after %s, started %s (boot %d), first event +%v, %d events, capture started %s",
 			base, m.Extra[record.ExtraPart], m.Extra[record.ExtraPrevious], m.StartWall.Format(time.RFC3339Nano), m.StartBoot, lead, run.events, m.Extra[record.ExtraCaptureStart])
 		if m.Extra[record.ExtraPart] != strconv.Itoa(seq) || m.Extra[record.ExtraPrevious] != record.PartName("c.arrow", seq-1) ||
@@ -82,7 +90,7 @@ func TestRotatedMeta(t *testing.T) {
 			t.Errorf("%s: info says %d events, want %d", base, info.Events, run.events)
 		}
 		ev, _, code := runCLI(t, "events", n, "--to", "50ms")
-		if lines := strings.Count(ev, "\n"); code != 0 || lines < 2 {
+		if lines := strings.Count(ev, "\n"); code != 0 || (ok && lines < 2) {
 			t.Errorf("%s: events --to 50ms: exit %d, %d lines: the window is not the part's first 50 ms", base, code, lines)
 		}
 		prev, prevSeq = run, seq
@@ -90,7 +98,7 @@ func TestRotatedMeta(t *testing.T) {
 }
 
 // firstEventTime is the time of the first event of a capture.
-func firstEventTime(t *testing.T, path string) int64 {
+func firstEventTime(t *testing.T, path string) (int64, bool) {
 	t.Helper()
 	r, err := format.Open(path)
 	if err != nil {
@@ -101,10 +109,9 @@ func firstEventTime(t *testing.T, path string) int64 {
 		b := r.Batch()
 		for i := 0; i < b.Len; i++ {
 			if _, lost := b.Lost(i); !lost {
-				return b.Time[i]
+				return b.Time[i], true
 			}
 		}
 	}
-	t.Fatalf("%s has no event", path)
-	return 0
+	return 0, false
 }

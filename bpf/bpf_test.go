@@ -61,6 +61,8 @@ func TestLayoutMatchesC(t *testing.T) {
 			"ARG_TP_FIELD": uint64(KindTPField), "ARG_TP_CHARARRAY": uint64(KindTPCharArray),
 			"ARG_TP_DATALOC_STR": uint64(KindTPDataLocStr), "ARG_USER_STR": uint64(KindUserStr),
 			"ARG_REG_DEREF_STR": uint64(KindRegDerefStr), "ARG_TP_USER_STR": uint64(KindTPUserStr),
+			"ARG_ADDR_STR": uint64(KindAddrStr), "ARG_FUNC_ARG": uint64(KindFuncArg),
+			"ARG_FUNC_RET": uint64(KindFuncRet), "ARG_FUNC_STR": uint64(KindFuncStr),
 		},
 		"size_class": {
 			"CLASS_ARGS0": uint64(ClassArgs0), "CLASS_ARGS1": uint64(ClassArgs1),

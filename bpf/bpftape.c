@@ -87,6 +87,17 @@ enum arg_kind {
 	ARG_USER_STR = 9,	/* user C string at reg + off */
 	ARG_REG_DEREF_STR = 10, /* user C string whose pointer is at user memory reg + off */
 	ARG_TP_USER_STR = 11,	/* user C string whose pointer is the u64 at ctx + off */
+	ARG_ADDR_STR = 12,	/* C string at reg + off, user or kernel memory by its address (kprobes) */
+	ARG_FUNC_ARG = 13,	/* argument number `reg` of a fentry/fexit program's function */
+	ARG_FUNC_RET = 14,	/* return value of a fexit program's function */
+	ARG_FUNC_STR = 15,	/* C string whose pointer is argument `reg`, user or kernel memory by address */
+};
+
+/* Which context a program gets: how record() reads its args. */
+enum ctx_kind {
+	CTX_REGS = 0,  /* struct pt_regs: uprobes, uretprobes, USDT, kprobes, kretprobes */
+	CTX_TP = 1,    /* a tracepoint's record */
+	CTX_FUNC = 2,  /* a fentry/fexit program's u64 args (read through bpf_get_func_arg) */
 };
 
 /* Reserved record size; mirrored by Class* in spec.go. */
@@ -492,7 +503,20 @@ static __always_inline long operand_addr(void *ctx, const struct arg_spec *a, __
 	return err;
 }
 
-/* Value of one uprobe/uretprobe/USDT arg; string kinds write into strs. */
+/*
+ * Whether a C string at addr is in user memory: on x86-64 user addresses
+ * end below 1 << 47 and kernel ones start at 0xffff8000_00000000, so the
+ * address alone picks bpf_probe_read_user_str or _kernel_str (each refuses
+ * the other's addresses). A kernel function's char * points either way:
+ * do_sys_openat2's filename into user memory, a dentry's name into the
+ * kernel's.
+ */
+static __always_inline int user_addr(__u64 addr)
+{
+	return addr < (1ULL << 47);
+}
+
+/* Value of one uprobe/uretprobe/USDT/kprobe/kretprobe arg; string kinds write into strs. */
 static __always_inline __u64 uprobe_arg(void *ctx, const struct arg_spec *a, struct sample *s,
 					const int with_strs, __u16 *flags)
 {
@@ -527,6 +551,16 @@ static __always_inline __u64 uprobe_arg(void *ctx, const struct arg_spec *a, str
 			break;
 		}
 		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], base, STR_LEN, 1, flags);
+	case ARG_ADDR_STR:
+		if (!with_strs)
+			return 0;
+		err = read_reg(ctx, a->reg, &base);
+		base += a->off;
+		if (err) {
+			s->strs[a->str_slot & (MAX_STRS - 1)][0] = 0;
+			break;
+		}
+		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], base, STR_LEN, user_addr(base), flags);
 	case ARG_REG_DEREF_STR:
 		if (!with_strs)
 			return 0;
@@ -603,9 +637,52 @@ static __always_inline __u64 tp_arg(void *ctx, const struct arg_spec *a, struct 
 	return v;
 }
 
+/*
+ * Value of one fentry/fexit arg. bpf_get_func_arg takes the argument number
+ * as a variable (the verifier lets a tracing program read its context only
+ * at constant offsets) and returns an error past the function's arguments;
+ * the verifier inlines it and bpf_get_func_ret.
+ */
+static __always_inline __u64 func_arg(void *ctx, const struct arg_spec *a, struct sample *s,
+				      const int with_strs, __u16 *flags)
+{
+	__u64 v = 0;
+	long err = 0;
+
+	switch (a->kind) {
+	case ARG_CONST:
+		return a->off;
+	case ARG_FUNC_ARG:
+		err = bpf_get_func_arg(ctx, a->reg, &v);
+		v = extend(v, a->size, a->is_signed);
+		break;
+	case ARG_FUNC_RET:
+		err = bpf_get_func_ret(ctx, &v);
+		v = extend(v, a->size, a->is_signed);
+		break;
+	case ARG_FUNC_STR:
+		if (!with_strs)
+			return 0;
+		err = bpf_get_func_arg(ctx, a->reg, &v);
+		if (err) {
+			s->strs[a->str_slot & (MAX_STRS - 1)][0] = 0;
+			break;
+		}
+		v += a->off;
+		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], v, STR_LEN, user_addr(v), flags);
+	default:
+		return 0;
+	}
+	if (err) {
+		*flags |= SAMPLE_READ_FAULT;
+		return 0;
+	}
+	return v;
+}
+
 /* Fill a reserved record that has room for cap args (and strings if with_strs). */
 static __always_inline void fill(void *ctx, const struct probe_spec *spec, struct sample *s, __u64 now,
-				 __u64 pid_tgid, __u32 cpu, const __u32 cap, const int with_strs, const int is_tp)
+				 __u64 pid_tgid, __u32 cpu, const __u32 cap, const int with_strs, const int ctx_kind)
 {
 	__u32 n = spec->nargs;
 	__u16 flags = 0;
@@ -627,8 +704,10 @@ static __always_inline void fill(void *ctx, const struct probe_spec *spec, struc
 		__u64 v = 0;
 
 		if (i < n) {
-			if (is_tp)
+			if (ctx_kind == CTX_TP)
 				v = tp_arg(ctx, &spec->args[i], s, with_strs, &flags);
+			else if (ctx_kind == CTX_FUNC)
+				v = func_arg(ctx, &spec->args[i], s, with_strs, &flags);
 			else
 				v = uprobe_arg(ctx, &spec->args[i], s, with_strs, &flags);
 		}
@@ -702,7 +781,7 @@ static __always_inline int wanted(__u64 pid_tgid)
 	return !filter_tgid || tgid == filter_tgid;
 }
 
-static __always_inline int record(void *ctx, const int is_tp)
+static __always_inline int record(void *ctx, const int ctx_kind)
 {
 	__u64 now, pid_tgid;
 	__u32 key, cpu, zero = 0, size;
@@ -744,7 +823,7 @@ static __always_inline int record(void *ctx, const int is_tp)
 	s = bpf_ringbuf_reserve(rb, (bytes), 0);                                 \
 	if (!s)                                                                  \
 		goto lost;                                                       \
-	fill(ctx, spec, s, now, pid_tgid, cpu, (cap), (with_strs), is_tp);       \
+	fill(ctx, spec, s, now, pid_tgid, cpu, (cap), (with_strs), ctx_kind);    \
 	break;
 
 	switch (spec->size_class) {
@@ -778,13 +857,30 @@ lost:
 SEC("uprobe")
 int probe_uprobe(struct pt_regs *ctx)
 {
-	return record(ctx, 0);
+	return record(ctx, CTX_REGS);
 }
 
 SEC("tracepoint")
 int probe_tracepoint(void *ctx)
 {
-	return record(ctx, 1);
+	return record(ctx, CTX_TP);
+}
+
+/*
+ * fentry and fexit: the loader gives each attachment a copy with its
+ * function (AttachTo) and its spec as constants (fixed_spec), as a
+ * tracing program's target is fixed when it is loaded.
+ */
+SEC("fentry")
+int probe_fentry(void *ctx)
+{
+	return record(ctx, CTX_FUNC);
+}
+
+SEC("fexit")
+int probe_fexit(void *ctx)
+{
+	return record(ctx, CTX_FUNC);
 }
 
 /*

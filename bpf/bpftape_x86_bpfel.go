@@ -110,6 +110,8 @@ const (
 	bpftapeMapProbeSpecs       = "probe_specs"
 	bpftapeMapRings            = "rings"
 	bpftapeMapTraced           = "traced"
+	bpftapeProgProbeFentry     = "probe_fentry"
+	bpftapeProgProbeFexit      = "probe_fexit"
 	bpftapeProgProbeTracepoint = "probe_tracepoint"
 	bpftapeProgProbeUprobe     = "probe_uprobe"
 	bpftapeProgTrackFork       = "track_fork"
@@ -171,6 +173,8 @@ type bpftapeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeProgramSpecs struct {
+	ProbeFentry     *ebpf.ProgramSpec `ebpf:"probe_fentry"`
+	ProbeFexit      *ebpf.ProgramSpec `ebpf:"probe_fexit"`
 	ProbeTracepoint *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
 	ProbeUprobe     *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
 	TrackFork       *ebpf.ProgramSpec `ebpf:"track_fork"`
@@ -271,6 +275,8 @@ type bpftapeVariables struct {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapePrograms struct {
+	ProbeFentry     *ebpf.Program `ebpf:"probe_fentry"`
+	ProbeFexit      *ebpf.Program `ebpf:"probe_fexit"`
 	ProbeTracepoint *ebpf.Program `ebpf:"probe_tracepoint"`
 	ProbeUprobe     *ebpf.Program `ebpf:"probe_uprobe"`
 	TrackFork       *ebpf.Program `ebpf:"track_fork"`
@@ -278,6 +284,8 @@ type bpftapePrograms struct {
 
 func (p *bpftapePrograms) Close() error {
 	return _BpftapeClose(
+		p.ProbeFentry,
+		p.ProbeFexit,
 		p.ProbeTracepoint,
 		p.ProbeUprobe,
 		p.TrackFork,

@@ -235,3 +235,50 @@ func haveRefCtrOffset() error {
 	}
 	return nil
 }
+
+// HaveFuncArgs reports whether the kernel loads a fentry program that reads
+// its function's arguments with bpf_get_func_arg (Linux 5.17), as the
+// programs of FuncProgram do: nil if it does, an error wrapping
+// ebpf.ErrNotSupported if the kernel lacks tracing programs or the helper,
+// another error (EPERM under lockdown, say) if the load failed otherwise.
+// The answer is probed once.
+func HaveFuncArgs() error {
+	funcArgsOnce.Do(func() { funcArgsErr = probeFuncArgs() })
+	return funcArgsErr
+}
+
+var (
+	funcArgsOnce sync.Once
+	funcArgsErr  error
+)
+
+// funcArgsTarget is the function the probe program is loaded for: every
+// kernel with BPF has it.
+const funcArgsTarget = "vfs_read"
+
+func probeFuncArgs() error {
+	if err := features.HaveProgramType(ebpf.Tracing); err != nil {
+		return err
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "bpftape_fnarg", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: funcArgsTarget, License: "GPL",
+		Instructions: asm.Instructions{
+			asm.Mov.Imm(asm.R2, 0),
+			asm.StoreMem(asm.RFP, -8, asm.R2, asm.DWord),
+			asm.Mov.Reg(asm.R3, asm.RFP),
+			asm.Add.Imm(asm.R3, -8),
+			asm.FnGetFuncArg.Call(),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) || errors.Is(err, syscall.EINVAL) {
+			// An unknown helper fails verification.
+			return fmt.Errorf("bpf_get_func_arg in a fentry program: %w: %w", ebpf.ErrNotSupported, err)
+		}
+		return fmt.Errorf("load a fentry program for %s: %w", funcArgsTarget, err)
+	}
+	return prog.Close()
+}

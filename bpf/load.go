@@ -128,7 +128,7 @@ type Objects struct {
 	// further tracepoint programs with cookies (see TracepointProgram),
 	// specCopies the programs of the attachments without. globals are the
 	// maps of the global variables (.bss, .rodata), which copies share.
-	loadCopy   func(name string, fixed uint32, ps *ProbeSpec) (*ebpf.Program, error)
+	loadCopy   func(name string, fixed uint32, ps *ProbeSpec, attachTo string) (*ebpf.Program, error)
 	tpCopies   []*ebpf.Program
 	specCopies []*ebpf.Program
 	globals    []*ebpf.Map
@@ -171,7 +171,7 @@ func (o *Objects) TracepointProgram(spec uint32, k int) (*ebpf.Program, uint64, 
 		return o.ProbeTracepoint, uint64(spec), nil
 	}
 	for len(o.tpCopies) < k {
-		p, err := o.loadCopy(progTracepoint, fixedSpecCookie, nil)
+		p, err := o.loadCopy(progTracepoint, fixedSpecCookie, nil, "")
 		if err != nil {
 			return nil, 0, fmt.Errorf("bpf: load copy %d of the tracepoint program: %w", len(o.tpCopies)+1, err)
 		}
@@ -185,6 +185,24 @@ func (o *Objects) TracepointProgram(spec uint32, k int) (*ebpf.Program, uint64, 
 // constants, which the verifier reads: it checks only the code that spec
 // runs.
 func (o *Objects) specProgram(name string, spec uint32) (*ebpf.Program, error) {
+	return o.specProgramFor(name, spec, "")
+}
+
+// FuncProgram returns the fentry (exit false) or fexit program that records
+// the attachment on kernel function fn whose spec PutSpec stored at index
+// spec: a copy loaded for this attachment alone, with fn as its target and
+// its spec as constants (a tracing program's target is fixed at load), which
+// shares every map. Attach it with link.AttachTracing. fn may be in a
+// module: the kernel's BTF and then the modules' are searched.
+func (o *Objects) FuncProgram(spec uint32, fn string, exit bool) (*ebpf.Program, error) {
+	name := progFentry
+	if exit {
+		name = progFexit
+	}
+	return o.specProgramFor(name, spec, fn)
+}
+
+func (o *Objects) specProgramFor(name string, spec uint32, attachTo string) (*ebpf.Program, error) {
 	if spec >= MaxSpecs {
 		return nil, fmt.Errorf("bpf: spec index %d out of range [0,%d)", spec, MaxSpecs)
 	}
@@ -195,8 +213,11 @@ func (o *Objects) specProgram(name string, spec uint32) (*ebpf.Program, error) {
 	if err := ps.Validate(); err != nil {
 		return nil, fmt.Errorf("bpf: spec %d (stored by PutSpec?): %w", spec, err)
 	}
-	p, err := o.loadCopy(name, spec, &ps)
+	p, err := o.loadCopy(name, spec, &ps, attachTo)
 	if err != nil {
+		if attachTo != "" {
+			return nil, fmt.Errorf("bpf: load %s for %s: %w", name, attachTo, err)
+		}
 		return nil, fmt.Errorf("bpf: load %s for spec %d: %w", name, spec, err)
 	}
 	o.specCopies = append(o.specCopies, p)
@@ -207,6 +228,8 @@ func (o *Objects) specProgram(name string, spec uint32) (*ebpf.Program, error) {
 const (
 	progUprobe     = "probe_uprobe"
 	progTracepoint = "probe_tracepoint"
+	progFentry     = "probe_fentry"
+	progFexit      = "probe_fexit"
 )
 
 // fixedSpecCookie is fixed_spec's value (FIXED_SPEC_COOKIE in bpftape.c)
@@ -406,7 +429,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata},
 	}
 	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
-	objs.loadCopy = func(name string, fixed uint32, ps *ProbeSpec) (*ebpf.Program, error) {
+	objs.loadCopy = func(name string, fixed uint32, ps *ProbeSpec, attachTo string) (*ebpf.Program, error) {
 		shared := map[string]*ebpf.Map{
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
 			bpftapeMapCommGen: objs.CommGen, bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
@@ -424,6 +447,12 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 			}
 			delete(shared, ".rodata")
 		}
+		if attachTo != "" {
+			if cs == spec {
+				cs = spec.Copy()
+			}
+			cs.Programs[name].AttachTo = attachTo
+		}
 		co := &ebpf.CollectionOptions{MapReplacements: shared}
 		var err error
 		var prog *ebpf.Program
@@ -440,6 +469,18 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 			}
 			err = cs.LoadAndAssign(&cp, co)
 			prog = cp.P
+		case progFentry:
+			var cp struct {
+				P *ebpf.Program `ebpf:"probe_fentry"`
+			}
+			err = cs.LoadAndAssign(&cp, co)
+			prog = cp.P
+		case progFexit:
+			var cp struct {
+				P *ebpf.Program `ebpf:"probe_fexit"`
+			}
+			err = cs.LoadAndAssign(&cp, co)
+			prog = cp.P
 		default:
 			return nil, fmt.Errorf("no program %s to copy", name)
 		}
@@ -450,8 +491,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	}
 	if objs.cookies {
 		var err error
-		if objs.ProbeUprobe, err = objs.loadCopy(progUprobe, fixedSpecCookie, nil); err == nil {
-			objs.ProbeTracepoint, err = objs.loadCopy(progTracepoint, fixedSpecCookie, nil)
+		if objs.ProbeUprobe, err = objs.loadCopy(progUprobe, fixedSpecCookie, nil, ""); err == nil {
+			objs.ProbeTracepoint, err = objs.loadCopy(progTracepoint, fixedSpecCookie, nil, "")
 		}
 		if err != nil {
 			objs.Close()

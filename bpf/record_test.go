@@ -345,10 +345,12 @@ func TestLoss(t *testing.T) {
 	if lost == 0 || len(got) == 0 {
 		t.Errorf("expected both received and lost samples")
 	}
-	// The first calls fit: work(1+i, 2, 3).
+	// The first calls fit: work(1, 2, 3) first, then later calls in order.
+	// Rings are per CPU: when the workload moves to a CPU whose ring has
+	// room, calls after a gap fit there (seen: 1..84, then 914...).
 	for i, a := range got {
-		if a != uint64(1+i) {
-			t.Fatalf("sample %d: a = %d, want %d", i, a, 1+i)
+		if i == 0 && a != 1 || i > 0 && a <= got[i-1] {
+			t.Fatalf("sample %d: a = %d after %v", i, a, got[max(0, i-3):i])
 		}
 	}
 }

@@ -40,7 +40,7 @@ type ProbeSpec = bpftapeProbeSpec
 // arg_spec). Fields:
 //
 //	Kind      uint8  Kind*
-//	Reg       uint8  base register, as a Reg* byte offset in struct pt_regs
+//	Reg       uint8  base register, as a Reg* byte offset in struct pt_regs; the argument number of the KindFunc* kinds
 //	IndexReg  uint8  index register (KindSIB)
 //	Scale     uint8  index multiplier, 1, 2, 4 or 8 (KindSIB)
 //	Size      uint8  integer width 1, 2, 4 or 8; for KindTPCharArray the array length
@@ -79,7 +79,11 @@ const (
 	KindUserStr      uint8 = 9  // user C string at Reg+Off
 	KindRegDerefStr  uint8 = 10 // user C string whose pointer is the u64 at user address Reg+Off
 	KindTPUserStr    uint8 = 11 // user C string whose pointer is the u64 at offset Off of the record
-	numKinds               = 12
+	KindAddrStr      uint8 = 12 // C string at Reg+Off, user or kernel memory by its address (kprobes)
+	KindFuncArg      uint8 = 13 // argument number Reg of a fentry/fexit program's function
+	KindFuncRet      uint8 = 14 // return value of a fexit program's function
+	KindFuncStr      uint8 = 15 // C string whose pointer is argument Reg (+Off), user or kernel memory by address
+	numKinds               = 16
 )
 
 // Address flags (ArgSpec.Flags) of the memory kinds KindRegDeref, KindSIB and
@@ -216,11 +220,19 @@ func SampleSize(class uint8) int {
 
 func isStrKind(k uint8) bool {
 	switch k {
-	case KindTPCharArray, KindTPDataLocStr, KindUserStr, KindRegDerefStr, KindTPUserStr:
+	case KindTPCharArray, KindTPDataLocStr, KindUserStr, KindRegDerefStr, KindTPUserStr, KindAddrStr, KindFuncStr:
 		return true
 	}
 	return false
 }
+
+// IsFuncKind reports whether kind k reads a fentry/fexit program's
+// arguments, which only the programs of FuncProgram can.
+func IsFuncKind(k uint8) bool { return k == KindFuncArg || k == KindFuncRet || k == KindFuncStr }
+
+// MaxFuncArgs is how many arguments a fentry/fexit program can read
+// (MAX_BPF_FUNC_ARGS).
+const MaxFuncArgs = 12
 
 func validReg(r uint8) bool { return r%8 == 0 && r <= RegSS }
 
@@ -286,9 +298,20 @@ func (a *ArgSpec) validate() error {
 		if !validSize(a.Scale) {
 			return fmt.Errorf("scale %d is not 1, 2, 4 or 8", a.Scale)
 		}
-	case KindUserStr, KindRegDerefStr:
+	case KindUserStr, KindRegDerefStr, KindAddrStr:
 		if !validReg(a.Reg) {
 			return fmt.Errorf("bad register offset %d", a.Reg)
+		}
+	case KindFuncArg, KindFuncRet:
+		if !validSize(a.Size) {
+			return fmt.Errorf("size %d is not 1, 2, 4 or 8", a.Size)
+		}
+		if a.Reg >= MaxFuncArgs {
+			return fmt.Errorf("function argument %d out of range [0,%d)", a.Reg, MaxFuncArgs)
+		}
+	case KindFuncStr:
+		if a.Reg >= MaxFuncArgs {
+			return fmt.Errorf("function argument %d out of range [0,%d)", a.Reg, MaxFuncArgs)
 		}
 	case KindTPCharArray:
 		if a.Size == 0 {

@@ -120,6 +120,7 @@ const (
 	Arg     Source = iota + 1 // argN of a uprobe or USDT probe
 	Retval                    // a uretprobe's return value
 	TPField                   // a tracepoint field
+	Param                     // a fentry/fexit probe's function parameter, by its name in BTF
 )
 
 // Limits of one probe, set by the BPF sample layout.
@@ -134,7 +135,7 @@ type Field struct {
 	Text   string // as typed: "arg2:s32", "str(arg1)", "filename"
 	Source Source
 	Arg    int    // N of argN (Source Arg)
-	Name   string // the tracepoint field (Source TPField)
+	Name   string // the tracepoint field (Source TPField) or parameter (Source Param)
 	// Str is set for str(X): record the user string X points to.
 	Str bool
 	// Type is the integer type asked for with :TYPE, or format.TypeInvalid
@@ -160,8 +161,10 @@ type Spec struct {
 	Name string // NAME= if given, else ""
 	Kind Kind
 
-	Binary   string // uprobe, uretprobe, usdt: as typed (path, program or library name)
-	Symbol   string // uprobe, uretprobe; the function of kprobe, kretprobe, fentry, fexit
+	Binary string // uprobe, uretprobe, usdt: as typed (path, program or library name)
+	Symbol string // uprobe, uretprobe; the function of kprobe, kretprobe, fentry, fexit
+	// Offset is a kprobe's byte offset into Symbol (k:FUNC+OFFSET).
+	Offset   uint64
 	Provider string // usdt; "" when left out
 	Probe    string // usdt
 	Category string // tracepoint
@@ -187,6 +190,69 @@ func (s *Spec) Target() string {
 		return "tracepoint:" + s.Category + ":" + s.Event
 	}
 	return s.Kind.String() + ":" + s.Symbol
+}
+
+// checkFuncPattern accepts a kernel function name or a pattern of one,
+// with * (any run of characters) and ? (any one character).
+func checkFuncPattern(name string) error {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c == '.' || c == '*' || c == '?' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return fmt.Errorf("kernel function %q: want a C identifier, or a pattern of one with * and ?", name)
+		}
+	}
+	return nil
+}
+
+// Wildcard reports whether a kernel probe's function is a pattern
+// (k:vfs_*), to be expanded into one probe per matching function.
+func (s *Spec) Wildcard() bool {
+	switch s.Kind {
+	case Kprobe, Kretprobe, Fentry, Fexit:
+		return strings.ContainsAny(s.Symbol, "*?")
+	}
+	return false
+}
+
+// Expand returns the probe on function fn of a wildcard spec: the same
+// kind, module and fields, named after fn (k:vfs_* → k:vfs_read, named
+// vfs_read).
+func (s *Spec) Expand(fn string) *Spec {
+	e := *s
+	e.Symbol = fn
+	e.Name = ""
+	e.Text = strings.Replace(s.Text, s.Symbol, fn, 1)
+	if i := strings.IndexByte(e.Text, '='); i >= 0 && i < strings.IndexByte(e.Text+":", ':') {
+		e.Text = e.Text[i+1:]
+	}
+	e.Fields = append([]Field(nil), s.Fields...)
+	return &e
+}
+
+// MatchFunc reports whether kernel function fn matches pattern, in which *
+// matches any run of characters and ? any one character.
+func MatchFunc(pattern, fn string) bool {
+	for len(pattern) > 0 {
+		switch pattern[0] {
+		case '*':
+			for i := len(fn); i >= 0; i-- {
+				if MatchFunc(pattern[1:], fn[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if fn == "" {
+				return false
+			}
+		default:
+			if fn == "" || fn[0] != pattern[0] {
+				return false
+			}
+		}
+		pattern, fn = pattern[1:], fn[1:]
+	}
+	return fn == ""
 }
 
 // DefaultName is the name the probe gets without NAME= (before it is made
@@ -285,7 +351,26 @@ func parse(text string) (*Spec, error) {
 		}
 		s.Category, s.Event = parts[0], parts[1]
 	default: // kprobe, kretprobe, fentry, fexit: [MODULE:]FUNC
+		if len(parts) > 2 {
+			return nil, fmt.Errorf("want %s:FUNC or %s:MODULE:FUNC", kind, kind)
+		}
 		s.Symbol = parts[len(parts)-1]
+		if sym, off, ok := strings.Cut(s.Symbol, "+"); ok {
+			if kind != Kprobe {
+				return nil, fmt.Errorf("%s: only a kprobe takes +OFFSET (a %s goes on the function's entry or return)", s.Symbol, kind)
+			}
+			n, err := strconv.ParseUint(off, 0, 64)
+			if err != nil || sym == "" {
+				return nil, fmt.Errorf("%s: want FUNC+OFFSET with a byte offset such as 4 or 0x1a", s.Symbol)
+			}
+			s.Symbol, s.Offset = sym, n
+		}
+		if err := checkFuncPattern(s.Symbol); err != nil {
+			return nil, err
+		}
+		if s.Offset != 0 && s.Wildcard() {
+			return nil, fmt.Errorf("%s+%d: a wildcard takes no offset", s.Symbol, s.Offset)
+		}
 	}
 	if hasList {
 		fields, err := parseFields(kind, list)
@@ -384,6 +469,18 @@ func parseField(kind Kind, text string) (Field, error) {
 	case Uretprobe, Kretprobe:
 		if f.Source != Retval {
 			return f, fmt.Errorf("field %q: a %s records retval[:TYPE] or str(retval); its arguments are gone by the return", text, kind)
+		}
+	case Fentry, Fexit:
+		switch {
+		case f.Source == Retval && kind == Fentry:
+			return f, fmt.Errorf("field %q: a fentry fires on entry and has no retval: use a fexit (fr:)", text)
+		case f.Source == TPField:
+			if !isIdent(f.Name) {
+				return f, fmt.Errorf("field %q: want a parameter name, argN or retval", text)
+			}
+			f.Source = Param
+		case f.Source == Arg && f.Arg >= MaxFields:
+			return f, fmt.Errorf("field %q: a function's arguments are arg0..arg%d", text, MaxFields-1)
 		}
 	case USDT:
 		if f.Source != Arg {

@@ -44,6 +44,16 @@ func TestParse(t *testing.T) {
 		{"kr:vfs_read", Spec{Kind: Kretprobe, Symbol: "vfs_read"}},
 		{"f:vmlinux:vfs_read", Spec{Kind: Fentry, Symbol: "vfs_read"}},
 		{"fexit:vfs_read", Spec{Kind: Fexit, Symbol: "vfs_read"}},
+		{"k:vfs_read+0x1a(arg1)", Spec{Kind: Kprobe, Symbol: "vfs_read", Offset: 0x1a,
+			Fields: []Field{{Text: "arg1", Source: Arg, Arg: 1}}}},
+		{"k:do_sys_openat2(str(arg1))", Spec{Kind: Kprobe, Symbol: "do_sys_openat2",
+			Fields: []Field{{Text: "str(arg1)", Source: Arg, Arg: 1, Str: true}}}},
+		{"f:vfs_read(count,arg0)", Spec{Kind: Fentry, Symbol: "vfs_read",
+			Fields: []Field{{Text: "count", Source: Param, Name: "count"}, {Text: "arg0", Source: Arg}}}},
+		{"fr:do_sys_openat2(str(filename),retval:s32)", Spec{Kind: Fexit, Symbol: "do_sys_openat2",
+			Fields: []Field{{Text: "str(filename)", Source: Param, Name: "filename", Str: true}, {Text: "retval:s32", Source: Retval, Type: format.Int32}}}},
+		{"k:vfs_*", Spec{Kind: Kprobe, Symbol: "vfs_*"}},
+		{"f:tcp_send?sg", Spec{Kind: Fentry, Symbol: "tcp_send?sg"}},
 	}
 	for _, tt := range tests {
 		got, err := Parse(tt.in)
@@ -88,7 +98,9 @@ func TestParseErrors(t *testing.T) {
 		{"U:a:b:c(foo)", "a USDT probe records argN"},
 		{"t:a:b(x y)", "want argN"},
 		{"t:a:b(1abc)", "is not a tracepoint field name"},
-		{"k:vfs_read(retval)", "a kprobe fires on entry and has no retval: use a kretprobe (kr:)"}, {"kr:vfs_read(arg2)", "a kretprobe records retval"}, {"f:vfs_read(count)", "fentry probes take no field list"},
+		{"k:vfs_read(retval)", "a kprobe fires on entry and has no retval: use a kretprobe (kr:)"}, {"kr:vfs_read(arg2)", "a kretprobe records retval"}, {"f:vfs_read(retval)", "a fentry fires on entry and has no retval: use a fexit (fr:)"},
+		{"f:vfs_read(arg12)", "arg0..arg11"}, {"f:vfs_read+4", "only a kprobe takes +OFFSET"}, {"k:vfs_read+x", "want FUNC+OFFSET"},
+		{"k:vfs_*+4", "a wildcard takes no offset"}, {"k:vfs-read", "want a C identifier"}, {"k:a:b:c", "want kprobe:FUNC or kprobe:MODULE:FUNC"},
 		{"u:a:b(arg0,arg1,arg2,arg3,arg4,arg5,arg0:u8)", "both record arg0"},
 		{"U:a:b(arg0,arg1,arg2,arg3,arg4,arg5,arg6,arg7,arg8,arg9,arg10,arg11,arg12)", "13 fields: a probe records at most 12"},
 		{"U:a:b(str(arg0),str(arg1),str(arg2),str(arg3),str(arg4))", "5 string fields"},
@@ -208,5 +220,38 @@ func TestTypeName(t *testing.T) {
 	}
 	if ints != 8 {
 		t.Errorf("%d integer types, want 8", ints)
+	}
+}
+
+func TestMatchFunc(t *testing.T) {
+	for _, tt := range []struct {
+		pattern, fn string
+		want        bool
+	}{
+		{"vfs_*", "vfs_read", true}, {"vfs_*", "vfs_", true}, {"vfs_*", "do_vfs_read", false},
+		{"*read", "vfs_read", true}, {"*read", "vfs_readv", false}, {"*_read*", "vfs_readv", true},
+		{"tcp_send?sg", "tcp_sendmsg", true}, {"tcp_send?sg", "tcp_sendmmsg", false},
+		{"vfs_read", "vfs_read", true}, {"vfs_read", "vfs_reads", false}, {"*", "", true}, {"?", "", false},
+	} {
+		if got := MatchFunc(tt.pattern, tt.fn); got != tt.want {
+			t.Errorf("MatchFunc(%q, %q) = %v, want %v", tt.pattern, tt.fn, got, tt.want)
+		}
+	}
+}
+
+func TestExpand(t *testing.T) {
+	s, err := Parse("calls=k:vfs_*(arg2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Wildcard() {
+		t.Fatal("k:vfs_* is no wildcard")
+	}
+	e := s.Expand("vfs_read")
+	if e.Text != "k:vfs_read(arg2)" || e.Symbol != "vfs_read" || e.Name != "" || e.Wildcard() || len(e.Fields) != 1 {
+		t.Errorf("Expand = %+v", e)
+	}
+	if e.DefaultName() != "vfs_read" {
+		t.Errorf("expanded default name %q", e.DefaultName())
 	}
 }

@@ -223,7 +223,7 @@ func probeSupport(f *HostFacts) []ProbeSupport {
 	out = append(out, tp)
 
 	kprobes := (f.KprobePMU || f.KprobeEvents) && f.KprobeAttach.Have
-	kact, kwhy := Use, "through the kprobe PMU: integer arguments and return values (str() of kernel memory comes later)"
+	kact, kwhy := Use, "through the kprobe PMU: register arguments and return values, str() of user or kernel memory"
 	switch {
 	case !f.KprobePMU && !f.KprobeEvents:
 		kact, kwhy = Refuse, "this kernel has no kprobes (built without CONFIG_KPROBES: no kprobe PMU, no kprobe_events in tracefs)"
@@ -235,18 +235,19 @@ func probeSupport(f *HostFacts) []ProbeSupport {
 	}
 
 	fentry := f.BTF.Have && f.Tracing.Have && f.FentryAttach.Have
-	fwhy := "the kernel loads fentry/fexit programs"
+	fact, fwhy := Use, "BPF tracing programs through BPF trampolines: parameters by their BTF names and types, read with bpf_get_func_arg"
 	switch {
 	case !f.BTF.Have:
-		fwhy = "they need the kernel's BTF, and " + f.BTF.Detail
+		fact, fwhy = Refuse, "they need the kernel's BTF, and "+f.BTF.Detail
 	case !f.Tracing.Have:
-		fwhy = "the kernel does not load BPF tracing programs: " + f.Tracing.Detail
+		fact, fwhy = Refuse, "the kernel does not load BPF tracing programs: "+f.Tracing.Detail
 	case !f.FentryAttach.Have:
-		fwhy = f.FentryAttach.Detail
+		fact, fwhy = Refuse, f.FentryAttach.Detail
+	case !f.FuncArgs.Have:
+		fact, fwhy = Refuse, "bpftape reads their arguments with bpf_get_func_arg (Linux 5.17), and this kernel refused it: "+f.FuncArgs.Detail
 	}
 	for _, k := range []struct{ kind, spec string }{{"fentry", "fentry:"}, {"fexit", "fexit:"}} {
-		out = append(out, ProbeSupport{Kind: k.kind, Spec: k.spec, Kernel: fentry, Action: Refuse,
-			Reason: fmt.Sprintf("bpftape does not record %s probes yet; %s", k.kind, fwhy)})
+		out = append(out, ProbeSupport{Kind: k.kind, Spec: k.spec, Kernel: fentry, Action: fact, Reason: fwhy})
 	}
 	return out
 }

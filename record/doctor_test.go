@@ -19,7 +19,7 @@ func capableHost() *HostFacts {
 		UprobePMU: true, UprobeEvents: true, KprobePMU: true, KprobeEvents: true,
 		KprobeAttach: yes, RefCtr: yes, BTF: Feature{Have: true, Detail: "/sys/kernel/btf/vmlinux"},
 		KprobePrograms: yes, TracepointProgs: yes, AttachCookies: yes, RingBuf: yes, BootClock: yes,
-		Helpers: yes, KprobeMulti: yes, UprobeMulti: yes, Tracing: yes, FentryAttach: yes,
+		Helpers: yes, KprobeMulti: yes, UprobeMulti: yes, Tracing: yes, FentryAttach: yes, FuncArgs: yes,
 	}
 }
 
@@ -45,7 +45,7 @@ func TestDoctorDiagnose(t *testing.T) {
 				{"uprobe", Use, "uprobe PMU"}, {"uretprobe", Use, ""}, {"usdt", Use, ""},
 				{"usdt_semaphore", Use, "ref_ctr_offset"}, {"tracepoint", Use, "/sys/kernel/tracing"},
 				{"kprobe", Use, "kprobe PMU"},
-				{"fentry", Refuse, "does not record fentry probes yet"},
+				{"fentry", Use, "bpf_get_func_arg"},
 				{"attach_cookies", Use, "cookie"}, {"ringbuf", Use, ""}, {"btf", Use, ""},
 				{"privileges", Use, ""}, {"tracefs", Use, ""},
 			},

@@ -77,6 +77,7 @@ type HostFacts struct {
 	UprobeMulti     Feature `json:"uprobe_multi"`
 	Tracing         Feature `json:"tracing_progs"` // BPF_PROG_TYPE_TRACING
 	FentryAttach    Feature `json:"fentry_attach"` // a fentry program on vfs_read, loaded
+	FuncArgs        Feature `json:"func_args"`     // bpf_get_func_arg in a fentry program (5.17)
 }
 
 // MemlockUnlimited is RLIMIT_MEMLOCK's "unlimited" in HostFacts.
@@ -156,8 +157,10 @@ func ExamineHost() *HostFacts {
 	f.Tracing = feature(features.HaveProgramType(ebpf.Tracing))
 	if f.Tracing.Have {
 		f.FentryAttach = feature(tryFentry())
+		f.FuncArgs = feature(bpf.HaveFuncArgs())
 	} else {
 		f.FentryAttach = Feature{Detail: "no BPF tracing programs"}
+		f.FuncArgs = Feature{Detail: "no BPF tracing programs"}
 	}
 	return f
 }

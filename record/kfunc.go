@@ -9,6 +9,9 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/suggest"
 )
 
@@ -22,11 +25,55 @@ type KernelFunc struct {
 	Module string // "" for vmlinux
 	Params []KernelParam
 	Return string // C type of the return value, "void" if none
+	Ret    Value  // how fexit records the return value
+}
+
+// Signature is the function's C declaration: "ssize_t vfs_read(struct file *file, ...)".
+func (f *KernelFunc) Signature() string {
+	parts := make([]string, len(f.Params))
+	for i, p := range f.Params {
+		sep := " "
+		if strings.HasSuffix(p.Type, "*") {
+			sep = ""
+		}
+		parts[i] = p.Type + sep + p.Name
+	}
+	return fmt.Sprintf("%s %s(%s)", f.Return, f.Name, strings.Join(parts, ", "))
 }
 
 // KernelParam is one parameter of a KernelFunc.
 type KernelParam struct {
 	Name, Type string // Type in C syntax: "struct file *"
+	Value      Value
+}
+
+// Value says how a fentry/fexit program records a parameter or return
+// value of a type: as an integer of Size bytes (a pointer is an 8-byte
+// unsigned integer), or not at all (Size 0: a struct or union passed by
+// value, or void).
+type Value struct {
+	Size    int
+	Signed  bool
+	Pointer bool
+	// CharPtr: a pointer to char, which str() can read as a C string.
+	CharPtr bool
+}
+
+// valueOf classifies BTF type t (see Value).
+func valueOf(t btf.Type) Value {
+	switch u := btf.UnderlyingType(t).(type) {
+	case *btf.Int:
+		return Value{Size: int(u.Size), Signed: u.Encoding&btf.Signed != 0}
+	case *btf.Enum:
+		return Value{Size: int(u.Size), Signed: u.Signed}
+	case *btf.Pointer:
+		v := Value{Size: 8, Pointer: true}
+		if i, ok := btf.UnderlyingType(u.Target).(*btf.Int); ok && i.Size == 1 {
+			v.CharPtr = true
+		}
+		return v
+	}
+	return Value{}
 }
 
 // Args lists the parameters as "args name (type), ...", for messages.
@@ -101,13 +148,13 @@ func findFunc(spec *btf.Spec, name string) (*KernelFunc, error) {
 		if !ok {
 			return nil, fmt.Errorf("kernel BTF: %s has no prototype", name)
 		}
-		kf := &KernelFunc{Name: name, Return: cType(proto.Return)}
+		kf := &KernelFunc{Name: name, Return: cType(proto.Return), Ret: valueOf(proto.Return)}
 		for i, p := range proto.Params {
 			n := p.Name
 			if n == "" {
 				n = fmt.Sprintf("arg%d", i)
 			}
-			kf.Params = append(kf.Params, KernelParam{Name: n, Type: cType(p.Type)})
+			kf.Params = append(kf.Params, KernelParam{Name: n, Type: cType(p.Type), Value: valueOf(p.Type)})
 		}
 		return kf, nil
 	}
@@ -150,4 +197,152 @@ func cType(t btf.Type) string {
 		return n
 	}
 	return fmt.Sprintf("%v", t)
+}
+
+// fentry resolves f:FUNC and fr:FUNC: a BPF tracing program attached to a
+// kernel function through its BTF, recording its parameters by name with
+// their BTF types (and, at exit, its return value).
+func (r *resolver) fentry(p *probe) error {
+	s := p.spec
+	if !fileExists(btfDir + "/vmlinux") {
+		return fmt.Errorf("%s probes need the kernel's BTF (CONFIG_DEBUG_INFO_BTF), and %s/vmlinux does not exist; %s",
+			s.Kind, btfDir, funcAlternative(s, r.tracefsDir))
+	}
+	fn, err := LookupKernelFunc(s.Symbol)
+	if err != nil {
+		return err
+	}
+	if len(fn.Params) > bpf.MaxFuncArgs {
+		return fmt.Errorf("%s takes %d arguments, and BPF trampolines pass at most %d; %s", fn.Name, len(fn.Params), bpf.MaxFuncArgs, funcAlternative(s, r.tracefsDir))
+	}
+	if err := tracingUnavailable(s); err != nil {
+		return fmt.Errorf("%w; %s", err, wouldRecord(s, fn, funcAlternative(s, r.tracefsDir)))
+	}
+	if err := bpf.HaveFuncArgs(); err != nil {
+		return fmt.Errorf("%s probes read their arguments with bpf_get_func_arg (Linux 5.17), which this kernel refused (%v); %s",
+			s.Kind, err, wouldRecord(s, fn, funcAlternative(s, r.tracefsDir)))
+	}
+	exit := s.Kind == probespec.Fexit
+	fields := s.Fields
+	if fields == nil {
+		for i, prm := range fn.Params {
+			if prm.Value.Size == 0 || i >= bpf.MaxFuncArgs {
+				continue // a struct passed by value
+			}
+			fields = append(fields, probespec.Field{Text: prm.Name, Source: probespec.Param, Name: prm.Name})
+		}
+		if exit && fn.Ret.Size != 0 {
+			fields = append(fields, probespec.Field{Text: "retval", Source: probespec.Retval})
+		}
+		if len(fields) > bpf.MaxArgs {
+			fields = fields[:bpf.MaxArgs]
+		}
+	}
+	var args []bpf.ArgSpec
+	for _, f := range fields {
+		var v Value
+		var what string
+		a := bpf.ArgSpec{Kind: bpf.KindFuncArg}
+		switch f.Source {
+		case probespec.Retval:
+			if fn.Ret.Size == 0 {
+				return fmt.Errorf("field %q: %s returns %s, which fexit cannot record", f.Text, fn.Name, fn.Return)
+			}
+			a.Kind, v, what = bpf.KindFuncRet, fn.Ret, "retval ("+fn.Return+")"
+		case probespec.Param, probespec.Arg:
+			i := f.Arg
+			if f.Source == probespec.Param {
+				i = -1
+				for k, prm := range fn.Params {
+					if prm.Name == f.Name {
+						i = k
+					}
+				}
+				if i < 0 {
+					return fmt.Errorf("field %q: %s has no parameter %s: it takes %s", f.Text, fn.Name, f.Name, fn.Args())
+				}
+			}
+			if i >= len(fn.Params) {
+				return fmt.Errorf("field %q: %s takes %d arguments: %s", f.Text, fn.Name, len(fn.Params), fn.Args())
+			}
+			prm := fn.Params[i]
+			if prm.Value.Size == 0 {
+				return fmt.Errorf("field %q: %s's parameter %s is a %s passed by value, which fentry cannot record", f.Text, fn.Name, prm.Name, prm.Type)
+			}
+			a.Reg, v, what = uint8(i), prm.Value, prm.Name+" ("+prm.Type+")"
+		default:
+			return fmt.Errorf("field %q: a %s records its function's parameters by name, argN or retval", f.Text, s.Kind)
+		}
+		if f.Str {
+			if !v.CharPtr {
+				return fmt.Errorf("field %q: str() reads a C string, and %s is not a char pointer", f.Text, what)
+			}
+			if a.Kind == bpf.KindFuncRet {
+				return fmt.Errorf("field %q: str(retval) is not supported for fexit yet; record retval as an integer", f.Text)
+			}
+			a.Kind = bpf.KindFuncStr
+			args = append(args, a)
+			p.addField(f.FieldName(), format.String)
+			continue
+		}
+		t := f.Type
+		if t == format.TypeInvalid {
+			t = intType(v.Size, v.Signed)
+		}
+		a.Size = uint8(t.Size())
+		if t.Signed() {
+			a.IsSigned = 1
+		}
+		args = append(args, a)
+		p.addField(f.FieldName(), t)
+	}
+	spec, err := p.probeSpec(args)
+	if err != nil {
+		return err
+	}
+	p.meta.Target = "vmlinux"
+	if fn.Module != "" {
+		p.meta.Target = fn.Module
+	}
+	p.atts = []attachment{{kfunc: fn.Name, tracing: true, ret: exit, spec: spec, what: fmt.Sprintf("%s %s", s.Kind, fn.Name)}}
+	return nil
+}
+
+// intType is the capture's integer type of size bytes.
+func intType(size int, signed bool) format.Type {
+	switch size {
+	case 1:
+		if signed {
+			return format.Int8
+		}
+		return format.Uint8
+	case 2:
+		if signed {
+			return format.Int16
+		}
+		return format.Uint16
+	case 4:
+		if signed {
+			return format.Int32
+		}
+		return format.Uint32
+	}
+	if signed {
+		return format.Int64
+	}
+	return format.Uint64
+}
+
+// wouldRecord says what a fentry or fexit probe on fn would have recorded,
+// then the alternative, for the errors of kernels that cannot run it.
+func wouldRecord(s *probespec.Spec, fn *KernelFunc, alt string) string {
+	what := fmt.Sprintf("kernel function %s", fn.Name)
+	if fn.Module != "" {
+		what += " (module " + fn.Module + ")"
+	}
+	would := fmt.Sprintf("%s exists and %s:%s would record %s from BTF", what, s.Kind, fn.Name, fn.Args())
+	if s.Kind == probespec.Fexit {
+		would += fmt.Sprintf(", and retval (%s)", fn.Return)
+	}
+	return would + "; " + alt
 }

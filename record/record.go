@@ -303,6 +303,10 @@ func (r *recorder) setup() error {
 		}
 		specs[i] = s
 	}
+	res := &resolver{pid: o.PID, warn: r.warn, debugDirs: elfsym.DebugDirs(o.DebugDirs)}
+	if specs, err = expandWildcards(specs, res.tracefsDir); err != nil {
+		return err
+	}
 	names, err := probespec.Names(specs)
 	if err != nil {
 		return usage.Wrap(err)
@@ -327,7 +331,6 @@ func (r *recorder) setup() error {
 		}
 	}
 
-	res := &resolver{pid: o.PID, warn: r.warn, debugDirs: elfsym.DebugDirs(o.DebugDirs)}
 	natt := 0
 	threadBases := false
 	for i, s := range specs {
@@ -487,6 +490,13 @@ func (r *recorder) attach() error {
 				}
 				onTracepoint[tp]++
 				l, err = link.Tracepoint(a.category, a.event, prog, &link.TracepointOptions{Cookie: c})
+			} else if a.tracing {
+				// fentry/fexit: a program of its own, loaded for kfunc.
+				prog, perr := r.objs.FuncProgram(cookie, a.kfunc, a.ret)
+				if perr != nil {
+					return fmt.Errorf("attach %s: %w", a.what, perr)
+				}
+				l, err = link.AttachTracing(link.TracingOptions{Program: prog})
 			} else if a.kfunc != "" {
 				// Kprobes fire in every process: the programs filter
 				// by FilterTgid or the followed processes.
@@ -494,7 +504,7 @@ func (r *recorder) attach() error {
 				if perr != nil {
 					return fmt.Errorf("attach %s: %w", a.what, perr)
 				}
-				ko := &link.KprobeOptions{Cookie: c}
+				ko := &link.KprobeOptions{Cookie: c, Offset: a.kprobeOff}
 				if a.ret {
 					l, err = link.Kretprobe(a.kfunc, prog, ko)
 				} else {

@@ -31,15 +31,17 @@ type probe struct {
 // attachment is one place a probe's program is attached: a uprobe at a file
 // offset of a binary (one per USDT site) or a tracepoint.
 type attachment struct {
-	path     string // uprobes
-	kfunc    string // kprobes: the kernel function
-	addr     uint64 // file offset (uprobes)
-	refCtr   uint64 // USDT semaphore file offset, 0 if none
-	ret      bool   // uretprobe
-	category string // tracepoints
-	event    string
-	spec     bpf.ProbeSpec
-	what     string // for errors: "uprobe ./virtnet:virtio_net_receive_rcu"
+	path      string // uprobes
+	kfunc     string // kprobes, fentry, fexit: the kernel function
+	kprobeOff uint64 // kprobes: the offset into kfunc
+	tracing   bool   // fentry, fexit: a BPF tracing program on kfunc
+	addr      uint64 // file offset (uprobes)
+	refCtr    uint64 // USDT semaphore file offset, 0 if none
+	ret       bool   // uretprobe
+	category  string // tracepoints
+	event     string
+	spec      bpf.ProbeSpec
+	what      string // for errors: "uprobe ./virtnet:virtio_net_receive_rcu"
 }
 
 // threadBase reports whether the attachment reads a %fs: or %gs: operand,
@@ -75,7 +77,7 @@ func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
 	case probespec.Kprobe, probespec.Kretprobe:
 		err = r.kprobe(p)
 	case probespec.Fentry, probespec.Fexit:
-		err = fentryUnavailable(s, r.tracefsDir)
+		err = r.fentry(p)
 	default:
 		err = fmt.Errorf("unknown probe kind %v", s.Kind)
 	}
@@ -205,22 +207,28 @@ func (r *resolver) kprobe(p *probe) error {
 	if pmu, events := kernelKprobes(r.tracefsDir); !pmu && !events {
 		return kprobeUnavailable(s, r.tracefsDir)
 	}
-	for _, f := range s.Fields {
-		if f.Str {
-			return fmt.Errorf("str(%s): a kprobe's pointer arguments point into the kernel, and bpftape reads strings from user memory only so far", f.FieldName())
-		}
-	}
 	ret := s.Kind == probespec.Kretprobe
 	args, err := p.regArgs(s.Fields, ret)
 	if err != nil {
 		return err
+	}
+	// A kernel function's char * points into user memory (a syscall's
+	// path) or the kernel's: the program picks by the address.
+	for i := range args {
+		if args[i].Kind == bpf.KindUserStr {
+			args[i].Kind = bpf.KindAddrStr
+		}
 	}
 	spec, err := p.probeSpec(args)
 	if err != nil {
 		return err
 	}
 	p.meta.Target = "vmlinux"
-	p.atts = []attachment{{kfunc: s.Symbol, ret: ret, spec: spec, what: fmt.Sprintf("%s %s", s.Kind, s.Symbol)}}
+	what := fmt.Sprintf("%s %s", s.Kind, s.Symbol)
+	if s.Offset != 0 {
+		what += fmt.Sprintf("+%#x", s.Offset)
+	}
+	p.atts = []attachment{{kfunc: s.Symbol, kprobeOff: s.Offset, ret: ret, spec: spec, what: what}}
 	return nil
 }
 

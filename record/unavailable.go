@@ -58,17 +58,17 @@ func kernelKprobes(tracefsDir func() (string, error)) (pmu, events bool) {
 	return pmu, events
 }
 
-// supported says which probes bpftape records, for the errors of those it
-// does not.
-const supported = "it records uprobes, uretprobes, USDT probes, tracepoints, kprobes and kretprobes; fentry and fexit come later"
-
-// fentryUnavailable explains why a fentry or fexit probe cannot be
-// recorded. It first checks FUNC against the kernel's BTF, so a typo gets
-// close names and a real function says what the probe would record, then
-// asks the kernel whether it loads BPF tracing programs at all and one
-// attached to FUNC; if both work, the answer is that bpftape does not
-// record fentry/fexit yet.
-func fentryUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
+// funcAlternative names the probe that records kernel function s.Symbol
+// (or close to it) when a fentry or fexit probe cannot: the kprobe on the
+// same function where the kernel has kprobes, else tracepoints with close
+// names.
+func funcAlternative(s *probespec.Spec, tracefsDir func() (string, error)) string {
+	if pmu, events := kernelKprobes(tracefsDir); pmu || events {
+		if s.Kind == probespec.Fexit {
+			return fmt.Sprintf("kr:%s records its return value from a register", s.Symbol)
+		}
+		return fmt.Sprintf("k:%s records its arguments from registers (arg0..arg5)", s.Symbol)
+	}
 	alt := "record a tracepoint or a uprobe instead"
 	if dir, err := tracefsDir(); err == nil {
 		if names, err := tracefs.List(dir); err == nil {
@@ -82,29 +82,7 @@ func fentryUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) err
 			}
 		}
 	}
-	if !fileExists(btfDir + "/vmlinux") {
-		return fmt.Errorf("%s probes need the kernel's BTF (CONFIG_DEBUG_INFO_BTF), and %s/vmlinux does not exist; %s", s.Kind, btfDir, alt)
-	}
-	fn, err := LookupKernelFunc(s.Symbol)
-	if err != nil {
-		if terr := tracingUnavailable(s); terr != nil {
-			return fmt.Errorf("%w (and %s:%s could not run here anyway: %v)", err, s.Kind, s.Symbol, terr)
-		}
-		return err
-	}
-	what := fmt.Sprintf("kernel function %s", s.Symbol)
-	if fn.Module != "" {
-		what += " (module " + fn.Module + ")"
-	}
-	would := fmt.Sprintf("%s exists and %s:%s would record %s from BTF", what, s.Kind, s.Symbol, fn.Args())
-	if s.Kind == probespec.Fexit {
-		would += fmt.Sprintf(", and retval (%s)", fn.Return)
-	}
-	if err := tracingUnavailable(s); err != nil {
-		return fmt.Errorf("bpftape does not record %s probes yet (%s), and on this kernel: %w; %s; %s", s.Kind, supported, err, would, alt)
-	}
-	return fmt.Errorf("bpftape does not record fentry/fexit probes yet (%s); this kernel could run %s:%s (%s); %s",
-		supported, s.Kind, s.Symbol, would, alt)
+	return alt
 }
 
 // tracingUnavailable asks the kernel whether it loads a BPF tracing

@@ -43,6 +43,7 @@ type doctorOut struct {
 		UprobeMulti   have   `json:"uprobe_multi"`
 		Tracing       have   `json:"tracing_progs"`
 		FentryAttach  have   `json:"fentry_attach"`
+		FuncArgs      have   `json:"func_args"`
 		RefCtr        have   `json:"ref_ctr"`
 	} `json:"facts"`
 }
@@ -129,8 +130,8 @@ func TestDoctorHost(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"fentry", "fexit"} {
-		if a, _ := d.probe(t, k); a != "refuse" {
-			t.Errorf("%s: %s, want refuse (bpftape does not record them yet)", k, a)
+		if a, kernel := d.probe(t, k); (a == "use") != (kernel && d.Facts.FuncArgs.Have) {
+			t.Errorf("%s: %s, kernel support %v, bpf_get_func_arg %v: bpftape records them where the kernel has both", k, a, kernel, d.Facts.FuncArgs.Have)
 		}
 	}
 	if _, kernel := d.probe(t, "kprobe"); kernel && !d.Facts.KprobePMU && !d.Facts.KprobeEvents {

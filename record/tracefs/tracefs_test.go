@@ -222,3 +222,22 @@ func TestFindMatchesDir(t *testing.T) {
 		t.Errorf("Dir() = %q, %v; Find() = %q", got, err, dir)
 	}
 }
+
+func TestFunctionsFakeDir(t *testing.T) {
+	dir := t.TempDir()
+	list := "vfs_read\nvfs_write\nloop_queue_rq [loop]\nshow_map\nshow_map\nvfs_readv\n"
+	if err := os.WriteFile(filepath.Join(dir, "available_filter_functions"), []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fns, err := Functions(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Func{{Name: "loop_queue_rq", Module: "loop"}, {Name: "show_map", Dups: 1}, {Name: "vfs_read"}, {Name: "vfs_readv"}, {Name: "vfs_write"}}
+	if !slices.Equal(fns, want) {
+		t.Errorf("Functions = %+v, want %+v", fns, want)
+	}
+	if _, err := Functions(t.TempDir()); err == nil {
+		t.Error("Functions of a folder without the list succeeded")
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"io"
+
+	"github.com/bpftape/bpftape/internal/usage"
+	"github.com/bpftape/bpftape/replay"
+)
+
+func init() {
+	register("count", "events per probe (or per probe and comm, pid or tid), like BCC's funccount", runCount)
+}
+
+func runCount(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("count", "[flags] FILE [PROBE-PATTERN...]", `
+Counts the events of each probe, in ascending order of count as BCC's
+funccount prints them, with every probe that recorded nothing listed as 0.
+A kernel function pattern (k:vfs_*) records one probe per function it
+matched, named after it, so its count table is funccount's; PROBE-PATTERN
+(shell glob) keeps the probes it matches. Losses of the counted probes are
+reported under the table.
+
+Examples:
+  bpftape record -o vfs.arrow -d 10s 'k:vfs_*'
+  bpftape count vfs.arrow                  # funccount 'vfs_*'
+  bpftape count vfs.arrow 'vfs_read*'      # only some of the probes
+  bpftape count --by comm vfs.arrow        # per probe and command name
+  bpftape count --json vfs.arrow | jq '.counts[-1]'`, stdout)
+	by := fs.String("by", "", "also split the counts by `KEY`: comm, pid or tid")
+	asJSON := fs.Bool("json", false, "print JSON")
+	filter := filterFlags(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return helpOr(stderr, "count", err)
+	}
+	if len(pos) < 1 {
+		return fail(stderr, "count", usage.Errorf("want FILE [PROBE-PATTERN...]"))
+	}
+	switch *by {
+	case "", "comm", "pid", "tid":
+	default:
+		return fail(stderr, "count", usage.Errorf("--by %q: want comm, pid or tid", *by))
+	}
+	f, err := filter()
+	if err != nil {
+		return fail(stderr, "count", err)
+	}
+	o := replay.CountOptions{Filter: f, Probes: pos[1:], By: *by, JSON: *asJSON}
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
+		_, p, err := replay.Count(c, o, stdout)
+		return p, err
+	})
+	if err != nil {
+		return fail(stderr, "count", err)
+	}
+	return exitOK
+}

@@ -1,0 +1,158 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/textsafe"
+)
+
+// CountOptions configure Count.
+type CountOptions struct {
+	Filter Filter
+	// Probes are glob patterns (path.Match) of the probes counted, as
+	// funccount takes 'vfs_*'; empty counts every probe.
+	Probes []string
+	// By adds a key to the probe: "comm", "pid" or "tid"; "" counts per
+	// probe alone.
+	By   string
+	JSON bool
+}
+
+// CountRow is one line of Count's table.
+type CountRow struct {
+	Probe string `json:"probe"`
+	Key   string `json:"key,omitempty"`
+	Count uint64 `json:"count"`
+}
+
+// Count counts the events of each probe (and By key), as BCC's funccount
+// and bpftrace's @[probe] = count() do, and prints them in ascending order
+// of count, as funccount does, then the capture's losses of the counted
+// probes. A probe that recorded nothing is listed with 0, so that a
+// pattern's functions that were never called show.
+func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error) {
+	m := c.Meta()
+	want := make([]bool, len(m.Probes))
+	any := false
+	for i, p := range m.Probes {
+		want[i] = len(o.Probes) == 0
+		for _, pat := range o.Probes {
+			if ok, err := path.Match(pat, p.Name); err != nil {
+				return nil, nil, fmt.Errorf("probe pattern %q: %w", pat, err)
+			} else if ok {
+				want[i] = true
+			}
+		}
+		any = any || want[i]
+	}
+	if !any {
+		return nil, nil, fmt.Errorf("no probe of the capture matches %v (it has %s)", o.Probes, probeNames(m))
+	}
+	switch o.By {
+	case "", "comm", "pid", "tid":
+	default:
+		return nil, nil, fmt.Errorf("--by %q: want comm, pid or tid", o.By)
+	}
+	type key struct {
+		probe uint16
+		k     string
+	}
+	counts := map[key]uint64{}
+	p, err := c.Scan(&o.Filter, func(b *format.Batch, i int) {
+		pr := b.Probe[i]
+		if int(pr) >= len(want) || !want[pr] {
+			return
+		}
+		k := key{probe: pr}
+		switch o.By {
+		case "comm":
+			k.k = b.Comm(i)
+		case "pid":
+			k.k = strconv.FormatUint(uint64(b.PID[i]), 10)
+		case "tid":
+			k.k = strconv.FormatUint(uint64(b.TID[i]), 10)
+		}
+		counts[k]++
+	})
+	if err != nil {
+		return nil, p, err
+	}
+	if o.By == "" {
+		for i := range m.Probes {
+			if want[i] {
+				counts[key{probe: uint16(i)}] += 0
+			}
+		}
+	}
+	rows := make([]CountRow, 0, len(counts))
+	for k, n := range counts {
+		rows = append(rows, CountRow{Probe: m.Probes[k.probe].Name, Key: k.k, Count: n})
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.Count != b.Count {
+			return a.Count < b.Count
+		}
+		if a.Probe != b.Probe {
+			return a.Probe < b.Probe
+		}
+		return a.Key < b.Key
+	})
+	if o.JSON {
+		return rows, p, json.NewEncoder(out).Encode(struct {
+			Rows   []CountRow `json:"counts"`
+			Losses Losses     `json:"losses"`
+		}{rows, p.Losses})
+	}
+	wp, wk := len("FUNC"), len(o.By)
+	for _, r := range rows {
+		wp = max(wp, len(textsafe.Escape(r.Probe)))
+		wk = max(wk, len(textsafe.Escape(r.Key)))
+	}
+	if o.By == "" {
+		fmt.Fprintf(out, "%-*s %12s\n", wp, "FUNC", "COUNT")
+	} else {
+		fmt.Fprintf(out, "%-*s %-*s %12s\n", wp, "FUNC", wk, strings.ToUpper(o.By), "COUNT")
+	}
+	for _, r := range rows {
+		if o.By == "" {
+			fmt.Fprintf(out, "%-*s %12d\n", wp, textsafe.Escape(r.Probe), r.Count)
+		} else {
+			fmt.Fprintf(out, "%-*s %-*s %12d\n", wp, textsafe.Escape(r.Probe), wk, textsafe.Escape(r.Key), r.Count)
+		}
+	}
+	var lost uint64
+	for name, n := range p.Losses.ByProbe {
+		for i, pr := range m.Probes {
+			if pr.Name == name && want[i] {
+				lost += n
+			}
+		}
+	}
+	if lost > 0 {
+		fmt.Fprintf(out, "(%d events of these probes were lost: the counts are low by that much in all)\n", lost)
+	}
+	return rows, p, nil
+}
+
+// probeNames lists the capture's probe names, for errors.
+func probeNames(m *format.Meta) string {
+	s := ""
+	for i, p := range m.Probes {
+		if i == 8 {
+			return s + ", ..."
+		}
+		if i > 0 {
+			s += ", "
+		}
+		s += strconv.Quote(p.Name)
+	}
+	return s
+}

@@ -24,7 +24,9 @@ N_SEM=500     # USDT test:guarded
 N_OPEN=200    # sys_enter_openat with a string
 N_WRITES=300  # sys_exit_write
 N_LOSS=20000  # uprobe into a one-page ring
-N_READ=1000   # kprobe + kretprobe on vfs_read
+N_READ=1000   # kprobe + kretprobe, fentry + fexit on vfs_read
+N_TCP=300     # tcp_sendmsg over loopback
+N_COST=20000  # reads per overhead round (k: against f:)
 K_COMM=100    # per comm phase
 RT_ROUNDS=100 # renames per RT thread
 RT_PER=10     # firings per name
@@ -246,6 +248,110 @@ if rec kread -c "vmwork read $N_READ /dev/zero" 'kin=k:vfs_read(arg2)' 'kout=kr:
 	[ "$kout" = "$N_READ:$truth" ] && result kretprobe PASS "events:sum=$kout" || result kretprobe FAIL "events:sum=$kout,truth=$N_READ:$truth"
 else
 	result kprobe FAIL "$(errtail kread.err)"
+fi
+
+# Latency from entry/return pairs: every kprobe entry of the workload pairs
+# with its return (bpftape latency: calls N, nothing unmatched).
+pairs() { # FILE ENTRY RETURN: "calls:unmatched-returns:unmatched-entries" of the workload's events
+	bpftape latency --json --comm vmwork "$1" "$2" "$3" >pairs.json 2>>pairs.err || { echo error; return; }
+	echo "$(jnum calls pairs.json):$(jnum unmatched_returns pairs.json):$(jnum unmatched_entries pairs.json)"
+}
+if [ -e kread.arrow ]; then
+	lat=$(pairs kread.arrow kin kout)
+	[ "$lat" = "$N_READ:0:0" ] && result k-latency PASS "calls:unmatched=$lat" || result k-latency FAIL "calls:unmatched=$lat,want=$N_READ:0:0"
+fi
+
+# str() of a kernel function's char *: do_sys_openat2's filename points
+# into user memory; the program picks the helper by address.
+f=$W/kopen-marker
+if rec kopen -c "vmwork open $N_OPEN $f" 'k:do_sys_openat2(str(arg1))'; then
+	e=$(bpftape events --time none --comm vmwork kopen.arrow | grep -c "arg1=\"$f\"")
+	[ "$e" = "$N_OPEN" ] && result k-string PASS "events=$e/$N_OPEN" || result k-string FAIL "events=$e/$N_OPEN"
+else
+	result k-string FAIL "$(errtail kopen.err)"
+fi
+
+# A wildcard: k:vfs_rea* attaches one kprobe per matching function (vfs_read,
+# vfs_readv...), each its own probe; count is funccount's table.
+if rec kwild -c "vmwork read $N_READ /dev/zero" 'k:vfs_rea*'; then
+	n=$(grep -o '"kind":"kprobe"' kwild.json | wc -l)
+	c=$(bpftape count --comm vmwork kwild.arrow 'vfs_read' | awk '$1=="vfs_read"{print $2}')
+	[ "$n" -ge 2 ] && [ "$c" = "$N_READ" ] && result k-wildcard PASS "probes=$n,vfs_read=$c" || result k-wildcard FAIL "probes=$n,vfs_read=$c,want=$N_READ"
+else
+	result k-wildcard FAIL "$(errtail kwild.err)"
+fi
+
+# fentry and fexit: arguments by their BTF names and types. They read them
+# with bpf_get_func_arg (5.17): older kernels must refuse them saying so.
+rel=$(uname -r)
+maj=${rel%%.*}
+min=${rel#*.}
+min=${min%%.*}
+if [ "$maj" -lt 5 ] || { [ "$maj" = 5 ] && [ "$min" -lt 17 ]; }; then
+	if rec fread -c "vmwork read 10 /dev/zero" 'f:vfs_read(count)'; then
+		result fentry FAIL "recorded,but-this-kernel-lacks-bpf_get_func_arg"
+	elif grep -q "bpf_get_func_arg" fread.err && grep -q "k:vfs_read" fread.err; then
+		result fentry PASS "refused:$(grep -o 'bpf_get_func_arg[^;]*' fread.err | head -n 1 | cut -c1-80)"
+	else
+		result fentry FAIL "$(errtail fread.err)"
+	fi
+else
+	if rec fread -c "vmwork read $N_READ /dev/zero" 'fin=f:vfs_read(count)' 'fout=fr:vfs_read(count,retval)'; then
+		truth=$(awk '$1=="read"{print $3}' fread.out)
+		fin=$(bpftape events --time none --comm vmwork fread.arrow fin | awk -F'count=' 'NF>1{n++;s+=$2}END{print n+0":"s+0}')
+		fout=$(bpftape events --time none --comm vmwork fread.arrow fout | awk -F'retval=' 'NF>1{n++;s+=$2}END{print n+0":"s+0}')
+		[ "$fin" = "$N_READ:$truth" ] && result fentry PASS "events:sum=$fin,truth=$N_READ:$truth" || result fentry FAIL "events:sum=$fin,truth=$N_READ:$truth"
+		[ "$fout" = "$N_READ:$truth" ] && result fexit PASS "events:sum=$fout" || result fexit FAIL "events:sum=$fout,truth=$N_READ:$truth"
+		lat=$(pairs fread.arrow fin fout)
+		[ "$lat" = "$N_READ:0:0" ] && result f-latency PASS "calls:unmatched=$lat" || result f-latency FAIL "calls:unmatched=$lat,want=$N_READ:0:0"
+	else
+		result fentry FAIL "$(errtail fread.err)"
+	fi
+	f=$W/fopen-marker
+	if rec fopen -c "vmwork open $N_OPEN $f" 'f:do_sys_openat2(str(filename))'; then
+		e=$(bpftape events --time none --comm vmwork fopen.arrow | grep -c "filename=\"$f\"")
+		[ "$e" = "$N_OPEN" ] && result f-string PASS "events=$e/$N_OPEN" || result f-string FAIL "events=$e/$N_OPEN"
+	else
+		result f-string FAIL "$(errtail fopen.err)"
+	fi
+	if rec fwild -c "vmwork read $N_READ /dev/zero" 'fr:vfs_rea*'; then
+		n=$(grep -o '"kind":"fexit"' fwild.json | wc -l)
+		c=$(bpftape count --comm vmwork fwild.arrow 'vfs_read:return' | awk '$1=="vfs_read:return"{print $2}')
+		[ "$n" -ge 2 ] && [ "$c" = "$N_READ" ] && result f-wildcard PASS "probes=$n,vfs_read=$c" || result f-wildcard FAIL "probes=$n,vfs_read=$c,want=$N_READ"
+	else
+		result f-wildcard FAIL "$(errtail fwild.err)"
+	fi
+	# argdist -H 'p::tcp_sendmsg(struct sock *sk, struct msghdr *msg, size_t size):u32:size'
+	if rec tcp -c "vmwork tcp $N_TCP" 'f:tcp_sendmsg(size)'; then
+		truth=$(awk '$1=="tcp"{print $3}' tcp.out)
+		got=$(bpftape events --time none --comm vmwork tcp.arrow | awk -F'size=' 'NF>1{n++;s+=$2}END{print n+0":"s+0}')
+		[ "$got" = "$N_TCP:$truth" ] && result f-tcp PASS "events:sum=$got" || result f-tcp FAIL "events:sum=$got,truth=$N_TCP:$truth"
+	else
+		result f-tcp FAIL "$(errtail tcp.err)"
+	fi
+
+	# Overhead per event, k: against f: on vfs_read: rounds of N_COST
+	# reads alternate bare, under k: and under f:; a probe's cost is the
+	# median of its rounds' extra ns per read. TCG makes the absolute
+	# numbers meaningless: the ratio is the result.
+	cost() { # PROBE...: the workload's loop ns under a recording of PROBE (none: bare)
+		if [ $# = 0 ]; then
+			vmwork read $N_COST /dev/zero | awk '{print $4}'
+		else
+			bpftape record -o cost.arrow --force -c "vmwork read $N_COST /dev/zero" "$@" 2>cost.err | awk '$1=="read"{print $4}'
+		fi
+	}
+	: >cost.txt
+	for round in 1 2 3; do
+		echo "$(cost) $(cost 'k:vfs_read(arg2)') $(cost 'f:vfs_read(count)')" >>cost.txt
+	done
+	ratio=$(awk -v n=$N_COST '{k[NR]=($2-$1)/n; f[NR]=($3-$1)/n}
+		function med(a,  x,y,z){x=a[1];y=a[2];z=a[3]; if((x<=y&&y<=z)||(z<=y&&y<=x))return y; if((y<=x&&x<=z)||(z<=x&&x<=y))return x; return z}
+		END{kk=med(k); ff=med(f); if (ff>0) printf "k=%.0fns,f=%.0fns,k/f=%.2f", kk, ff, kk/ff; else printf "k=%.0fns,f=%.0fns", kk, ff}' cost.txt)
+	case "$ratio" in
+	*k/f=*) result cost PASS "$ratio,rounds=$(tr ' \n' '/;' <cost.txt)" ;;
+	*) result cost FAIL "$ratio,$(errtail cost.err)" ;;
+	esac
 fi
 
 # Time to ready: 4 and 20 probes (uprobe, uretprobe, USDT with a semaphore

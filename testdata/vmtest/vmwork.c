@@ -8,8 +8,13 @@
  *
  *   vmwork open N PATH   openat(PATH) N times; prints "open N PATH"
  *   vmwork read N PATH   read(2) PATH N times, the i-th read asking for
- *                        i % 4096 + 1 bytes; prints "read N BYTES" (the
- *                        bytes read in all)
+ *                        i % 4096 + 1 bytes; prints "read N BYTES NS" (the
+ *                        bytes read in all, and the loop's CLOCK_MONOTONIC
+ *                        nanoseconds, for the probes' overhead)
+ *   vmwork tcp N         a loopback TCP connection (127.0.0.1, lo must be
+ *                        up) over which it sends N messages, the i-th of
+ *                        i % 1000 + 1 bytes, with send(2), and reads them
+ *                        back; prints "tcp N BYTES"
  *   vmwork comm K EXE    fires mark(1) K times under its own comm, renames
  *                        itself "vmt-prctl" with prctl(PR_SET_NAME) and fires
  *                        mark(2) K times, then execs EXE (a link to this
@@ -23,7 +28,11 @@
  *                        "rt V NAME K" per round (V: mark's argument)
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,9 +92,11 @@ int main(int argc, char **argv)
 		static char buf[4096];
 		long n = atol(argv[2]), total = 0;
 		int fd = open(argv[3], O_RDONLY);
+		struct timespec t0, t1;
 
 		if (fd < 0)
 			return 3;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		for (long i = 0; i < n; i++) {
 			ssize_t got = read(fd, buf, i % 4096 + 1);
 
@@ -93,8 +104,46 @@ int main(int argc, char **argv)
 				return 4;
 			total += got;
 		}
+		clock_gettime(CLOCK_MONOTONIC, &t1);
 		close(fd);
-		printf("read %ld %ld\n", n, total);
+		printf("read %ld %ld %lld\n", n, total,
+		       (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "tcp")) {
+		static char buf[1000];
+		long n = atol(argv[2]), total = 0;
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t alen = sizeof(a);
+		int l = socket(AF_INET, SOCK_STREAM, 0), c, s;
+
+		if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+		    getsockname(l, (struct sockaddr *)&a, &alen))
+			return 6;
+		c = socket(AF_INET, SOCK_STREAM, 0);
+		if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)))
+			return 7;
+		s = accept(l, NULL, NULL);
+		if (s < 0)
+			return 8;
+		for (long i = 0; i < n; i++) {
+			long want = i % 1000 + 1, got = 0;
+
+			if (send(c, buf, want, 0) != want)
+				return 9;
+			while (got < want) {
+				ssize_t r = recv(s, buf, want - got, 0);
+
+				if (r <= 0)
+					return 10;
+				got += r;
+			}
+			total += want;
+		}
+		close(c);
+		close(s);
+		close(l);
+		printf("tcp %ld %ld\n", n, total);
 		return 0;
 	}
 	if (argc == 4 && !strcmp(argv[1], "comm")) {
@@ -123,6 +172,6 @@ int main(int argc, char **argv)
 			pthread_join(th[t], NULL);
 		return 0;
 	}
-	fprintf(stderr, "usage: vmwork open N PATH | comm K EXE | rt ROUNDS K\n");
+	fprintf(stderr, "usage: vmwork open N PATH | read N PATH | tcp N | comm K EXE | rt ROUNDS K\n");
 	return 1;
 }

@@ -215,13 +215,6 @@ func (r *resolver) fentry(p *probe) error {
 	if len(fn.Params) > bpf.MaxFuncArgs {
 		return fmt.Errorf("%s takes %d arguments, and BPF trampolines pass at most %d; %s", fn.Name, len(fn.Params), bpf.MaxFuncArgs, funcAlternative(s, r.tracefsDir))
 	}
-	if err := tracingUnavailable(s); err != nil {
-		return fmt.Errorf("%w; %s", err, wouldRecord(s, fn, funcAlternative(s, r.tracefsDir)))
-	}
-	if err := bpf.HaveFuncArgs(); err != nil {
-		return fmt.Errorf("%s probes read their arguments with bpf_get_func_arg (Linux 5.17), which this kernel refused (%v); %s",
-			s.Kind, err, wouldRecord(s, fn, funcAlternative(s, r.tracefsDir)))
-	}
 	exit := s.Kind == probespec.Fexit
 	fields := s.Fields
 	if fields == nil {
@@ -299,6 +292,15 @@ func (r *resolver) fentry(p *probe) error {
 	spec, err := p.probeSpec(args)
 	if err != nil {
 		return err
+	}
+	// The fields first, so that a spec is checked on any host; then
+	// whether this kernel runs it.
+	if err := tracingUnavailable(s); err != nil {
+		return fmt.Errorf("%w; %s", err, wouldRecord(s, fn, funcAlternative(s, r.tracefsDir)))
+	}
+	if err := bpf.HaveFuncArgs(); err != nil {
+		return fmt.Errorf("%s probes read their arguments with bpf_get_func_arg (Linux 5.17), which this kernel refused (%v); %s",
+			s.Kind, err, wouldRecord(s, fn, funcAlternative(s, r.tracefsDir)))
 	}
 	p.meta.Target = "vmlinux"
 	if fn.Module != "" {

@@ -91,6 +91,9 @@ type Listing struct {
 	// has USDT probes.
 	Binaries    []ListedBinary
 	Tracepoints []ListedTracepoint
+	// KernelFuncs are the traceable kernel functions of a k:, kr:, f: or
+	// fr: Target.
+	KernelFuncs []ListedKernelFunc
 	// AlsoCategory is set when the Target, a bare word, names both a
 	// program and a tracepoint category: the program is listed.
 	AlsoCategory bool
@@ -98,7 +101,7 @@ type Listing struct {
 
 // Len returns how many probes the listing holds.
 func (l *Listing) Len() int {
-	n := len(l.Tracepoints)
+	n := len(l.Tracepoints) + len(l.KernelFuncs)
 	for i := range l.Binaries {
 		n += len(l.Binaries[i].USDT) + len(l.Binaries[i].Functions)
 	}
@@ -145,6 +148,17 @@ type ListedTracepoint struct {
 	FormatErr error
 }
 
+// ListedKernelFunc is a traceable kernel function, as the probe spec of
+// the kind asked for: for fentry and fexit with the fields they record by
+// default, so that the line pastes as it is and can be trimmed.
+type ListedKernelFunc struct {
+	Spec   string // k:FUNC, kr:FUNC, f:FUNC(PARAM,...), fr:FUNC(PARAM,...,retval)
+	Name   string
+	Module string // "" for vmlinux
+	// Func is the function as its BTF declares it, nil without BTF.
+	Func *KernelFunc
+}
+
 // USDTArgType returns the type Record gives a USDT argument a probe spec
 // names without a TYPE: the argument's size and sign.
 func USDTArgType(a usdt.Arg) (format.Type, error) {
@@ -180,6 +194,12 @@ func List(q ListQuery) (*Listing, error) {
 	var err error
 	if l.Filter, err = ParseFilter(q.Filter); err != nil {
 		return nil, err
+	}
+	if kind, pattern, ok := kernelTarget(q.Target); ok {
+		if q.Filter != "" {
+			return nil, usage.Errorf("%s takes no FILTER: put the pattern in it (k:vfs_*)", q.Target)
+		}
+		return l, l.kernelFuncs(kind, pattern)
 	}
 	switch {
 	case q.Target == "tracepoint" || q.Target == "t":
@@ -324,4 +344,64 @@ func isELFFile(path string) bool {
 	}
 	f.Close()
 	return true
+}
+
+// kernelTarget parses a list Target of the kernel function kinds: k:PATTERN,
+// kretprobe:PATTERN, f:PATTERN, fexit:PATTERN... (a bare k: lists them all).
+func kernelTarget(target string) (probespec.Kind, string, bool) {
+	prefix, pattern, ok := strings.Cut(target, ":")
+	if !ok || strings.Contains(pattern, ":") {
+		return 0, "", false
+	}
+	kinds := map[string]probespec.Kind{
+		"k": probespec.Kprobe, "kprobe": probespec.Kprobe, "kr": probespec.Kretprobe, "kretprobe": probespec.Kretprobe,
+		"f": probespec.Fentry, "fentry": probespec.Fentry, "fr": probespec.Fexit, "fexit": probespec.Fexit,
+	}
+	kind, ok := kinds[prefix]
+	if pattern == "" {
+		pattern = "*"
+	}
+	return kind, pattern, ok
+}
+
+// kernelFuncs lists the traceable kernel functions that match pattern
+// (available_filter_functions, as a wildcard probe expands), with their
+// BTF declarations; fentry and fexit list only functions with BTF.
+func (l *Listing) kernelFuncs(kind probespec.Kind, pattern string) error {
+	dir, err := tracefs.Dir()
+	if err != nil {
+		return err
+	}
+	fns, err := tracefs.Functions(dir)
+	if err != nil {
+		return err
+	}
+	short := map[probespec.Kind]string{probespec.Kprobe: "k", probespec.Kretprobe: "kr", probespec.Fentry: "f", probespec.Fexit: "fr"}[kind]
+	tracing := kind == probespec.Fentry || kind == probespec.Fexit
+	for _, fn := range fns {
+		if fn.Dups > 0 || !probespec.MatchFunc(pattern, fn.Name) {
+			continue
+		}
+		kf, _ := LookupKernelFunc(fn.Name)
+		if tracing && kf == nil {
+			continue
+		}
+		spec := short + ":" + fn.Name
+		if tracing {
+			var fields []string
+			for _, p := range kf.Params {
+				if p.Value.Size != 0 {
+					fields = append(fields, p.Name)
+				}
+			}
+			if kind == probespec.Fexit && kf.Ret.Size != 0 {
+				fields = append(fields, "retval")
+			}
+			if len(fields) > 0 && len(fields) <= probespec.MaxFields {
+				spec += "(" + strings.Join(fields, ",") + ")"
+			}
+		}
+		l.KernelFuncs = append(l.KernelFuncs, ListedKernelFunc{Spec: spec, Name: fn.Name, Module: fn.Module, Func: kf})
+	}
+	return nil
 }

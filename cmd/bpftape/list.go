@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register("list", "list the USDT probes and functions of a binary, or kernel tracepoints, as probe specs", runList)
+	register("list", "list the USDT probes and functions of a binary, kernel tracepoints or kernel functions, as probe specs", runList)
 }
 
 const listHelp = `
@@ -33,6 +33,11 @@ into a command line as it is):
   No TARGET, or TARGET 'tracepoint' (or 't'): kernel tracepoints (-v: their
   fields and recorded types).
   No TARGET with -p PID: the USDT probes of every file PID has mapped.
+  k:PATTERN, kr:, f: or fr: (kprobe:, fentry:...): the traceable kernel
+  functions that match PATTERN (available_filter_functions, as record
+  expands a pattern) with their BTF declarations; as f: and fr: specs
+  with the parameters fentry and fexit record by default (-v: each
+  parameter's argN and type).
 
 FILTER keeps names matching it, as bpftrace -l does: a glob (*, ?, [...])
 matched against the whole name (PROVIDER:PROBE, FUNCTION, CATEGORY:EVENT; a
@@ -48,6 +53,8 @@ Examples:
   bpftape list -p $(pidof qemu-system-x86_64) --usdt
   bpftape list -v syscalls:sys_exit_write # a tracepoint and its fields
   bpftape list tracepoint 'sched:*'
+  bpftape list 'k:vfs_*'                  # kernel functions for kprobes
+  bpftape list -v f:vfs_read              # vfs_read's parameters, as fentry records them
 
 Exit status: 0 when something is listed, 1 when nothing matches or on a
 failure, 2 on a usage error.
@@ -140,6 +147,23 @@ func (p *listPrinter) listing(l *record.Listing) {
 			}
 		}
 		p.add(tp.Spec, "", details...)
+	}
+	p.flush()
+	for _, kf := range l.KernelFuncs {
+		comment := "no BTF"
+		var details []string
+		if kf.Func != nil {
+			comment = kf.Func.Signature()
+			if p.verbose {
+				for i, prm := range kf.Func.Params {
+					details = append(details, fmt.Sprintf("arg%d: %s (%s)", i, prm.Name, prm.Type))
+				}
+			}
+		}
+		if kf.Module != "" {
+			comment += " [" + kf.Module + "]"
+		}
+		p.add(kf.Spec, comment, details...)
 	}
 	p.flush()
 }

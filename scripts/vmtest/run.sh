@@ -39,6 +39,7 @@ done
 cp /bin/busybox "$out/root/bin/busybox"
 cp "$here/init" "$out/root/init"
 cp "$here/guest.sh" "$out/root/bin/guest.sh"
+cp "$root/testdata/seed002/examples.sh" "$out/root/bin/seed002.sh"
 chmod 755 "$out/root/init" "$out/root/bin/guest.sh"
 (cd "$out/root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$out/initramfs.gz")
 

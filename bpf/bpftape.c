@@ -860,6 +860,17 @@ int probe_uprobe(struct pt_regs *ctx)
 	return record(ctx, CTX_REGS);
 }
 
+/*
+ * The kprobes of a pattern (k:vfs_*) on kernels with kprobe_multi links
+ * (5.18, CONFIG_FPROBE): one link for every function, each with the cookie
+ * of its own spec. Only the attach type differs from probe_uprobe.
+ */
+SEC("kprobe.multi")
+int probe_kprobe_multi(struct pt_regs *ctx)
+{
+	return record(ctx, CTX_REGS);
+}
+
 SEC("tracepoint")
 int probe_tracepoint(void *ctx)
 {

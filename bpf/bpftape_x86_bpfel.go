@@ -104,31 +104,32 @@ type bpftapeSample struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	bpftapeMapCommGen          = "comm_gen"
-	bpftapeMapCpuState         = "cpu_state"
-	bpftapeMapLost             = "lost"
-	bpftapeMapProbeSpecs       = "probe_specs"
-	bpftapeMapRings            = "rings"
-	bpftapeMapTraced           = "traced"
-	bpftapeProgProbeFentry     = "probe_fentry"
-	bpftapeProgProbeFexit      = "probe_fexit"
-	bpftapeProgProbeTracepoint = "probe_tracepoint"
-	bpftapeProgProbeUprobe     = "probe_uprobe"
-	bpftapeProgTrackFork       = "track_fork"
-	bpftapeVarArmed            = "armed"
-	bpftapeVarBtfAnchor        = "btf_anchor"
-	bpftapeVarFilterTgid       = "filter_tgid"
-	bpftapeVarFixedSpec        = "fixed_spec"
-	bpftapeVarFixedSpecData    = "fixed_spec_data"
-	bpftapeVarFollow           = "follow"
-	bpftapeVarSelfTgid         = "self_tgid"
-	bpftapeVarTaskCommOff      = "task_comm_off"
-	bpftapeVarTaskFsbaseOff    = "task_fsbase_off"
-	bpftapeVarTaskGsbaseOff    = "task_gsbase_off"
-	bpftapeVarTaskTgidOff      = "task_tgid_off"
-	bpftapeVarTracked          = "tracked"
-	bpftapeVarUntracked        = "untracked"
-	bpftapeVarWakeupBytes      = "wakeup_bytes"
+	bpftapeMapCommGen           = "comm_gen"
+	bpftapeMapCpuState          = "cpu_state"
+	bpftapeMapLost              = "lost"
+	bpftapeMapProbeSpecs        = "probe_specs"
+	bpftapeMapRings             = "rings"
+	bpftapeMapTraced            = "traced"
+	bpftapeProgProbeFentry      = "probe_fentry"
+	bpftapeProgProbeFexit       = "probe_fexit"
+	bpftapeProgProbeKprobeMulti = "probe_kprobe_multi"
+	bpftapeProgProbeTracepoint  = "probe_tracepoint"
+	bpftapeProgProbeUprobe      = "probe_uprobe"
+	bpftapeProgTrackFork        = "track_fork"
+	bpftapeVarArmed             = "armed"
+	bpftapeVarBtfAnchor         = "btf_anchor"
+	bpftapeVarFilterTgid        = "filter_tgid"
+	bpftapeVarFixedSpec         = "fixed_spec"
+	bpftapeVarFixedSpecData     = "fixed_spec_data"
+	bpftapeVarFollow            = "follow"
+	bpftapeVarSelfTgid          = "self_tgid"
+	bpftapeVarTaskCommOff       = "task_comm_off"
+	bpftapeVarTaskFsbaseOff     = "task_fsbase_off"
+	bpftapeVarTaskGsbaseOff     = "task_gsbase_off"
+	bpftapeVarTaskTgidOff       = "task_tgid_off"
+	bpftapeVarTracked           = "tracked"
+	bpftapeVarUntracked         = "untracked"
+	bpftapeVarWakeupBytes       = "wakeup_bytes"
 )
 
 // loadBpftape returns the embedded CollectionSpec for bpftape.
@@ -173,11 +174,12 @@ type bpftapeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeProgramSpecs struct {
-	ProbeFentry     *ebpf.ProgramSpec `ebpf:"probe_fentry"`
-	ProbeFexit      *ebpf.ProgramSpec `ebpf:"probe_fexit"`
-	ProbeTracepoint *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
-	ProbeUprobe     *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
-	TrackFork       *ebpf.ProgramSpec `ebpf:"track_fork"`
+	ProbeFentry      *ebpf.ProgramSpec `ebpf:"probe_fentry"`
+	ProbeFexit       *ebpf.ProgramSpec `ebpf:"probe_fexit"`
+	ProbeKprobeMulti *ebpf.ProgramSpec `ebpf:"probe_kprobe_multi"`
+	ProbeTracepoint  *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
+	ProbeUprobe      *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
+	TrackFork        *ebpf.ProgramSpec `ebpf:"track_fork"`
 }
 
 // bpftapeMapSpecs contains maps before they are loaded into the kernel.
@@ -275,17 +277,19 @@ type bpftapeVariables struct {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapePrograms struct {
-	ProbeFentry     *ebpf.Program `ebpf:"probe_fentry"`
-	ProbeFexit      *ebpf.Program `ebpf:"probe_fexit"`
-	ProbeTracepoint *ebpf.Program `ebpf:"probe_tracepoint"`
-	ProbeUprobe     *ebpf.Program `ebpf:"probe_uprobe"`
-	TrackFork       *ebpf.Program `ebpf:"track_fork"`
+	ProbeFentry      *ebpf.Program `ebpf:"probe_fentry"`
+	ProbeFexit       *ebpf.Program `ebpf:"probe_fexit"`
+	ProbeKprobeMulti *ebpf.Program `ebpf:"probe_kprobe_multi"`
+	ProbeTracepoint  *ebpf.Program `ebpf:"probe_tracepoint"`
+	ProbeUprobe      *ebpf.Program `ebpf:"probe_uprobe"`
+	TrackFork        *ebpf.Program `ebpf:"track_fork"`
 }
 
 func (p *bpftapePrograms) Close() error {
 	return _BpftapeClose(
 		p.ProbeFentry,
 		p.ProbeFexit,
+		p.ProbeKprobeMulti,
 		p.ProbeTracepoint,
 		p.ProbeUprobe,
 		p.TrackFork,

@@ -282,3 +282,16 @@ func probeFuncArgs() error {
 	}
 	return prog.Close()
 }
+
+// HaveKprobeMulti reports whether the kernel has kprobe_multi links (5.18,
+// CONFIG_FPROBE): one link attaches a program to many functions. Debian's
+// 6.1 lacks them. The answer is probed once.
+func HaveKprobeMulti() bool {
+	kmultiOnce.Do(func() { haveKmulti = features.HaveBPFLinkKprobeMulti() == nil })
+	return haveKmulti
+}
+
+var (
+	kmultiOnce sync.Once
+	haveKmulti bool
+)

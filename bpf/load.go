@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 )
 
 // DefaultRingSize returns the per-CPU ring size used when Options.RingSize
@@ -131,6 +132,7 @@ type Objects struct {
 	loadCopy   func(name string, fixed uint32, ps *ProbeSpec, attachTo string) (*ebpf.Program, error)
 	tpCopies   []*ebpf.Program
 	specCopies []*ebpf.Program
+	kmulti     *ebpf.Program // see KprobeMultiProgram
 	globals    []*ebpf.Map
 }
 
@@ -188,6 +190,24 @@ func (o *Objects) specProgram(name string, spec uint32) (*ebpf.Program, error) {
 	return o.specProgramFor(name, spec, "")
 }
 
+// KprobeMultiProgram returns the program for kprobe_multi links
+// (link.KprobeMulti, with each function's spec index as its cookie),
+// loaded on first use. It needs attach cookies and a kernel with
+// kprobe_multi links (HaveKprobeMulti).
+func (o *Objects) KprobeMultiProgram() (*ebpf.Program, error) {
+	if !o.cookies {
+		return nil, errors.New("bpf: kprobe_multi links need attach cookies")
+	}
+	if o.kmulti == nil {
+		p, err := o.loadCopy(progKmulti, fixedSpecCookie, nil, "")
+		if err != nil {
+			return nil, fmt.Errorf("bpf: load the kprobe_multi program: %w", err)
+		}
+		o.kmulti = p
+	}
+	return o.kmulti, nil
+}
+
 // FuncProgram returns the fentry (exit false) or fexit program that records
 // the attachment on kernel function fn whose spec PutSpec stored at index
 // spec: a copy loaded for this attachment alone, with fn as its target and
@@ -228,6 +248,7 @@ func (o *Objects) specProgramFor(name string, spec uint32, attachTo string) (*eb
 const (
 	progUprobe     = "probe_uprobe"
 	progTracepoint = "probe_tracepoint"
+	progKmulti     = "probe_kprobe_multi"
 	progFentry     = "probe_fentry"
 	progFexit      = "probe_fexit"
 )
@@ -301,7 +322,7 @@ func (o *Objects) Children() (tracked, untracked uint64, err error) {
 // attached until closed themselves.
 func (o *Objects) Close() error {
 	var errs []error
-	for _, c := range append(append([]*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.TrackFork}, o.tpCopies...), o.specCopies...) {
+	for _, c := range append(append([]*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.TrackFork, o.kmulti}, o.tpCopies...), o.specCopies...) {
 		if c != nil {
 			errs = append(errs, c.Close())
 		}
@@ -429,6 +450,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata},
 	}
 	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
+	btfCache := btf.NewCache()
 	objs.loadCopy = func(name string, fixed uint32, ps *ProbeSpec, attachTo string) (*ebpf.Program, error) {
 		shared := map[string]*ebpf.Map{
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
@@ -453,7 +475,9 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 			}
 			cs.Programs[name].AttachTo = attachTo
 		}
-		co := &ebpf.CollectionOptions{MapReplacements: shared}
+		// One BTF cache for every copy: a fentry copy's target is looked
+		// up in the kernel's BTF, which is then decoded once.
+		co := &ebpf.CollectionOptions{MapReplacements: shared, Cache: btfCache}
 		var err error
 		var prog *ebpf.Program
 		switch name {
@@ -466,6 +490,12 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		case progTracepoint:
 			var cp struct {
 				P *ebpf.Program `ebpf:"probe_tracepoint"`
+			}
+			err = cs.LoadAndAssign(&cp, co)
+			prog = cp.P
+		case progKmulti:
+			var cp struct {
+				P *ebpf.Program `ebpf:"probe_kprobe_multi"`
 			}
 			err = cs.LoadAndAssign(&cp, co)
 			prog = cp.P

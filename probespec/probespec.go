@@ -164,7 +164,10 @@ type Spec struct {
 	Binary string // uprobe, uretprobe, usdt: as typed (path, program or library name)
 	Symbol string // uprobe, uretprobe; the function of kprobe, kretprobe, fentry, fexit
 	// Offset is a kprobe's byte offset into Symbol (k:FUNC+OFFSET).
-	Offset   uint64
+	Offset uint64
+	// Pattern is the function pattern a spec was expanded from (vfs_*
+	// for the k:vfs_read of k:vfs_*), "" otherwise.
+	Pattern  string
 	Provider string // usdt; "" when left out
 	Probe    string // usdt
 	Category string // tracepoint
@@ -220,6 +223,7 @@ func (s *Spec) Wildcard() bool {
 func (s *Spec) Expand(fn string) *Spec {
 	e := *s
 	e.Symbol = fn
+	e.Pattern = s.Symbol
 	e.Name = ""
 	e.Text = strings.Replace(s.Text, s.Symbol, fn, 1)
 	if i := strings.IndexByte(e.Text, '='); i >= 0 && i < strings.IndexByte(e.Text+":", ':') {

@@ -248,7 +248,7 @@ func TestExpand(t *testing.T) {
 		t.Fatal("k:vfs_* is no wildcard")
 	}
 	e := s.Expand("vfs_read")
-	if e.Text != "k:vfs_read(arg2)" || e.Symbol != "vfs_read" || e.Name != "" || e.Wildcard() || len(e.Fields) != 1 {
+	if e.Text != "k:vfs_read(arg2)" || e.Symbol != "vfs_read" || e.Pattern != "vfs_*" || e.Name != "" || e.Wildcard() || len(e.Fields) != 1 {
 		t.Errorf("Expand = %+v", e)
 	}
 	if e.DefaultName() != "vfs_read" {

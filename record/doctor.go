@@ -163,7 +163,15 @@ func Diagnose(f *HostFacts) *Diagnosis {
 		case !m.f.Have:
 			have = "lacks"
 		}
-		add(m.name, Note, "this kernel %s %s links; bpftape does not use them (one link per attachment)", have, m.name)
+		use := "bpftape does not use them (one link per attachment)"
+		if m.name == "kprobe_multi" {
+			use = "the kprobes of a pattern (k:vfs_*) share one when the kernel has them, else each has a link"
+			if m.f.Have && f.AttachCookies.Have {
+				add(m.name, Use, "this kernel has kprobe_multi links: the kprobes of a pattern (k:vfs_*) share one")
+				continue
+			}
+		}
+		add(m.name, Note, "this kernel %s %s links; %s", have, m.name, use)
 	}
 
 	d.Probes = probeSupport(f)

@@ -93,28 +93,9 @@ func (f *KernelFunc) Args() string {
 // function names from vmlinux, so a typo in fentry:FUNC is caught before
 // anything is loaded.
 func LookupKernelFunc(name string) (*KernelFunc, error) {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return nil, fmt.Errorf("kernel BTF (%s/vmlinux): %w", btfDir, err)
-	}
-	if fn, err := findFunc(spec, name); err != nil || fn != nil {
+	fn, spec, err := findKernelFunc(name)
+	if err != nil || fn != nil {
 		return fn, err
-	}
-	mods, _ := os.ReadDir(btfDir)
-	for _, m := range mods {
-		if m.Name() == "vmlinux" {
-			continue
-		}
-		ms, err := btf.LoadKernelModuleSpec(m.Name())
-		if err != nil {
-			continue
-		}
-		if fn, err := findFunc(ms, name); err != nil || fn != nil {
-			if fn != nil {
-				fn.Module = m.Name()
-			}
-			return fn, err
-		}
 	}
 	var names []string
 	for t, err := range spec.All() {
@@ -128,6 +109,40 @@ func LookupKernelFunc(name string) (*KernelFunc, error) {
 	sort.Strings(names)
 	return nil, fmt.Errorf("no kernel function %q in the kernel's BTF (%s/vmlinux and modules)%s", name, btfDir,
 		suggest.Hint(suggest.Closest(name, names, 5)))
+}
+
+// kernelTypes holds the kernel's and modules' BTF once decoded: decoding
+// vmlinux's took 16.5 ms per call here (LoadKernelSpec does not cache it), once per
+// function of a pattern before (k:vfs_* took 16 s to get ready).
+var kernelTypes = btf.NewCache()
+
+// findKernelFunc finds function name in vmlinux's BTF, then in the loaded
+// modules'; fn is nil if none has it. spec is vmlinux's BTF.
+func findKernelFunc(name string) (fn *KernelFunc, spec *btf.Spec, err error) {
+	spec, err = kernelTypes.Kernel()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kernel BTF (%s/vmlinux): %w", btfDir, err)
+	}
+	if fn, err := findFunc(spec, name); err != nil || fn != nil {
+		return fn, spec, err
+	}
+	mods, _ := os.ReadDir(btfDir)
+	for _, m := range mods {
+		if m.Name() == "vmlinux" {
+			continue
+		}
+		ms, err := kernelTypes.Module(m.Name())
+		if err != nil {
+			continue
+		}
+		if fn, err := findFunc(ms, name); err != nil || fn != nil {
+			if fn != nil {
+				fn.Module = m.Name()
+			}
+			return fn, spec, err
+		}
+	}
+	return nil, spec, nil
 }
 
 // findFunc returns the function name of spec, or nil if it has none.

@@ -108,6 +108,11 @@ type Options struct {
 	// attachment, loaded with its spec index as a constant. Forcing it is
 	// for tests and for comparing the two (bpf.Options.NoCookies).
 	NoCookies bool
+
+	// NoKprobeMulti attaches a pattern's kprobes one link per function
+	// even where the kernel has kprobe_multi links (which attach them all
+	// with one): for tests and for comparing the two.
+	NoKprobeMulti bool
 }
 
 // ProbeStats are one probe's totals.
@@ -473,6 +478,11 @@ func (r *recorder) attach() error {
 		uprobePID = 0 // system-wide, filtered by the programs
 	}
 	cookie := uint32(0)
+	// A pattern's kprobes share one kprobe_multi link where the kernel
+	// has them: attaching is then one call, not one perf event each.
+	multi := !r.opts.NoKprobeMulti && r.objs.Cookies() && bpf.HaveKprobeMulti()
+	kmulti := map[kmultiKey]*link.KprobeMultiOptions{}
+	var kmultiOrder []kmultiKey
 	for _, p := range r.probes {
 		for k := range p.atts {
 			a := &p.atts[k]
@@ -497,6 +507,17 @@ func (r *recorder) attach() error {
 					return fmt.Errorf("attach %s: %w", a.what, perr)
 				}
 				l, err = link.AttachTracing(link.TracingOptions{Program: prog})
+			} else if a.kfunc != "" && a.pattern != "" && multi {
+				// Attached below, one link for the pattern.
+				k := kmultiKey{a.pattern, a.ret}
+				if kmulti[k] == nil {
+					kmultiOrder = append(kmultiOrder, k)
+					kmulti[k] = &link.KprobeMultiOptions{}
+				}
+				kmulti[k].Symbols = append(kmulti[k].Symbols, a.kfunc)
+				kmulti[k].Cookies = append(kmulti[k].Cookies, uint64(cookie))
+				cookie++
+				continue
 			} else if a.kfunc != "" {
 				// Kprobes fire in every process: the programs filter
 				// by FilterTgid or the followed processes.
@@ -537,10 +558,34 @@ func (r *recorder) attach() error {
 			cookie++
 		}
 	}
+	for _, k := range kmultiOrder {
+		prog, err := r.objs.KprobeMultiProgram()
+		if err != nil {
+			return err
+		}
+		o := kmulti[k]
+		var l link.Link
+		if k.ret {
+			l, err = link.KretprobeMulti(prog, *o)
+		} else {
+			l, err = link.KprobeMulti(prog, *o)
+		}
+		if err != nil {
+			return fmt.Errorf("attach the kprobes of pattern %s (%d functions, one kprobe_multi link): %w", k.pattern, len(o.Symbols), err)
+		}
+		r.links = append(r.links, l)
+	}
 	if r.follow {
 		return r.startFollowing()
 	}
 	return nil
+}
+
+// kmultiKey groups a pattern's kprobes (or kretprobes) into one
+// kprobe_multi link.
+type kmultiKey struct {
+	pattern string
+	ret     bool
 }
 
 func (r *recorder) writeReady() error {

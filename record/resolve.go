@@ -34,6 +34,7 @@ type attachment struct {
 	path      string // uprobes
 	kfunc     string // kprobes, fentry, fexit: the kernel function
 	kprobeOff uint64 // kprobes: the offset into kfunc
+	pattern   string // kprobes of a pattern (k:vfs_*): the pattern, which may share a kprobe_multi link
 	tracing   bool   // fentry, fexit: a BPF tracing program on kfunc
 	addr      uint64 // file offset (uprobes)
 	refCtr    uint64 // USDT semaphore file offset, 0 if none
@@ -224,11 +225,14 @@ func (r *resolver) kprobe(p *probe) error {
 		return err
 	}
 	p.meta.Target = "vmlinux"
+	if fn, _, err := findKernelFunc(s.Symbol); err == nil && fn != nil && fn.Module != "" {
+		p.meta.Target = fn.Module // a module's function (where BTF says so)
+	}
 	what := fmt.Sprintf("%s %s", s.Kind, s.Symbol)
 	if s.Offset != 0 {
 		what += fmt.Sprintf("+%#x", s.Offset)
 	}
-	p.atts = []attachment{{kfunc: s.Symbol, kprobeOff: s.Offset, ret: ret, spec: spec, what: what}}
+	p.atts = []attachment{{kfunc: s.Symbol, kprobeOff: s.Offset, pattern: s.Pattern, ret: ret, spec: spec, what: what}}
 	return nil
 }
 

@@ -85,7 +85,7 @@ func kprobesPresent(tracefsDir func() (string, error)) bool {
 // hasFuncBTF returns whether a traceable function has BTF, which fentry
 // and fexit need: vmlinux's, or its module's. Without BTF nothing has.
 func hasFuncBTF() func(fn tracefs.Func) bool {
-	kernel, err := btf.LoadKernelSpec()
+	kernel, err := kernelTypes.Kernel()
 	if err != nil {
 		return func(tracefs.Func) bool { return false }
 	}
@@ -95,7 +95,7 @@ func hasFuncBTF() func(fn tracefs.Func) bool {
 		if fn.Module != "" {
 			var ok bool
 			if spec, ok = mods[fn.Module]; !ok {
-				spec, _ = btf.LoadKernelModuleSpec(fn.Module)
+				spec, _ = kernelTypes.Module(fn.Module)
 				mods[fn.Module] = spec
 			}
 			if spec == nil {

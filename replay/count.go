@@ -22,7 +22,10 @@ type CountOptions struct {
 	// By adds a key to the probe: "comm", "pid" or "tid"; "" counts per
 	// probe alone.
 	By   string
-	JSON bool
+	// Zeros lists the counted probes that recorded nothing, with 0:
+	// funccount shows only the functions that were called.
+	Zeros bool
+	JSON  bool
 }
 
 // CountRow is one line of Count's table.
@@ -35,8 +38,8 @@ type CountRow struct {
 // Count counts the events of each probe (and By key), as BCC's funccount
 // and bpftrace's @[probe] = count() do, and prints them in ascending order
 // of count, as funccount does, then the capture's losses of the counted
-// probes. A probe that recorded nothing is listed with 0, so that a
-// pattern's functions that were never called show.
+// probes. With Zeros, a probe that recorded nothing is listed with 0, so
+// that a pattern's functions that were never called show.
 func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error) {
 	m := c.Meta()
 	want := make([]bool, len(m.Probes))
@@ -84,7 +87,7 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 	if err != nil {
 		return nil, p, err
 	}
-	if o.By == "" {
+	if o.By == "" && o.Zeros {
 		for i := range m.Probes {
 			if want[i] {
 				counts[key{probe: uint16(i)}] += 0

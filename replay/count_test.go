@@ -10,7 +10,8 @@ import (
 )
 
 // TestCount checks funccount's table: ascending counts, a probe that
-// recorded nothing listed as 0, patterns, --by and the loss note.
+// recorded nothing listed as 0 with Zeros only, patterns, --by and the
+// loss note.
 func TestCount(t *testing.T) {
 	probes := []format.Probe{{Name: "vfs_read"}, {Name: "vfs_write"}, {Name: "vfs_open"}, {Name: "other"}}
 	var rows []row
@@ -22,7 +23,7 @@ func TestCount(t *testing.T) {
 	c := writeCapture(t, probes, rows)
 
 	var out bytes.Buffer
-	got, _, err := Count(c, CountOptions{Probes: []string{"vfs_*"}}, &out)
+	got, _, err := Count(c, CountOptions{Probes: []string{"vfs_*"}, Zeros: true}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +43,10 @@ func TestCount(t *testing.T) {
 		}
 	}
 
+	out.Reset()
+	if got, _, err = Count(c, CountOptions{Probes: []string{"vfs_*"}}, &out); err != nil || len(got) != 2 || strings.Contains(out.String(), "vfs_open") {
+		t.Errorf("without Zeros: %+v, %v:\n%s", got, err, out.String())
+	}
 	out.Reset()
 	got, _, err = Count(c, CountOptions{Probes: []string{"vfs_write"}, By: "comm", JSON: true}, &out)
 	if err != nil {

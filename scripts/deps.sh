@@ -9,7 +9,8 @@
 # With "clang", the BPF toolchain that
 # `make generate` needs; with "demo", what `make demo` builds its workload
 # with (gcc and sys/sdt.h); with "vmtest", what `make vmtest` boots its
-# guests with (QEMU, a static busybox, gcc for the static workloads).
+# guests with (QEMU, a static busybox, gcc for the static workloads, xz and
+# zstd for compressed kernel modules).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -17,7 +18,7 @@ pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chr
 case "${1:-}" in
 clang) pkgs="clang llvm libbpf-dev" ;;
 demo) pkgs="gcc libc6-dev systemtap-sdt-dev" ;;
-vmtest) pkgs="qemu-system-x86 busybox-static gcc libc6-dev systemtap-sdt-dev" ;;
+vmtest) pkgs="qemu-system-x86 busybox-static gcc libc6-dev systemtap-sdt-dev xz-utils zstd" ;;
 esac
 
 missing=""

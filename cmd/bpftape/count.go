@@ -14,7 +14,7 @@ func init() {
 func runCount(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("count", "[flags] FILE [PROBE-PATTERN...]", `
 Counts the events of each probe, in ascending order of count as BCC's
-funccount prints them, with every probe that recorded nothing listed as 0.
+funccount prints them (--zeros: with the probes that recorded nothing, as 0).
 A kernel function pattern (k:vfs_*) records one probe per function it
 matched, named after it, so its count table is funccount's; PROBE-PATTERN
 (shell glob) keeps the probes it matches. Losses of the counted probes are
@@ -27,6 +27,7 @@ Examples:
   bpftape count --by comm vfs.arrow        # per probe and command name
   bpftape count --json vfs.arrow | jq '.counts[-1]'`, stdout)
 	by := fs.String("by", "", "also split the counts by `KEY`: comm, pid or tid")
+	zeros := fs.Bool("zeros", false, "list the probes that recorded nothing too (a pattern's functions never called)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	filter := filterFlags(fs)
 	pos, err := parseArgs(fs, args)
@@ -45,7 +46,7 @@ Examples:
 	if err != nil {
 		return fail(stderr, "count", err)
 	}
-	o := replay.CountOptions{Filter: f, Probes: pos[1:], By: *by, JSON: *asJSON}
+	o := replay.CountOptions{Filter: f, Probes: pos[1:], By: *by, Zeros: *zeros, JSON: *asJSON}
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
 		_, p, err := replay.Count(c, o, stdout)
 		return p, err

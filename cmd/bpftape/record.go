@@ -120,7 +120,9 @@ Examples:
 Kernels before 5.15 have no BPF attach cookies: bpftape then loads one
 program per attachment, holding its probe's spec as constants (a few ms
 each to load). BPFTAPE_NO_COOKIES=1 does so on any kernel, for tests and
-comparisons.
+comparisons. On kernels with kprobe_multi links (5.18, CONFIG_FPROBE), the
+kprobes of a pattern (k:vfs_*) share one link; BPFTAPE_NO_KPROBE_MULTI=1
+attaches one per function instead.
 
 Exit status: with -c the command's (128+N if signal N killed it); otherwise
 0, 1 on failure, 2 on a usage error.
@@ -167,6 +169,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		// One program per attachment, as on kernels without attach
 		// cookies: for tests and for comparing the two.
 		NoCookies: os.Getenv("BPFTAPE_NO_COOKIES") == "1",
+		// A link per kprobe of a pattern even with kprobe_multi.
+		NoKprobeMulti: os.Getenv("BPFTAPE_NO_KPROBE_MULTI") == "1",
 	}
 	if opts.Duration, err = parseDuration(*duration); err != nil {
 		return fail(stderr, "record", usage.Errorf("-d: %w", err))

@@ -1,6 +1,7 @@
 #!/bin/sh
 # fetch.sh CACHE [TABLE]: downloads (once) the kernels listed in TABLE
-# (default ./kernels) and leaves CACHE/NAME/vmlinuz for each. Bookworm's kernels come through the machine's
+# (default ./kernels) and leaves CACHE/NAME/vmlinuz for each, with the
+# loop module (CACHE/NAME/loop.ko, decompressed) for the module checks. Bookworm's kernels come through the machine's
 # own apt; other suites (bullseye for 5.10) through a private apt state
 # directory under CACHE, so the machine's sources and lists stay as they are.
 set -eu
@@ -31,7 +32,7 @@ private_apt() {
 grep -v '^#' "$table" | while read -r name suite pkg _; do
 	[ -n "$name" ] || continue
 	out="$cache/$name"
-	[ -s "$out/vmlinuz" ] && continue
+	[ -s "$out/vmlinuz" ] && [ -e "$out/loop.done" ] && continue
 	mkdir -p "$out/deb"
 	opts=""
 	[ "$suite" = "$own" ] || opts=$(private_apt "$suite")
@@ -46,6 +47,15 @@ grep -v '^#' "$table" | while read -r name suite pkg _; do
 	dpkg-deb -x "$out"/deb/*.deb "$out/x"
 	cp "$out"/x/boot/vmlinuz-* "$out/vmlinuz.tmp"
 	basename "$out"/x/boot/vmlinuz-* | sed 's/^vmlinuz-//' >"$out/release"
+	# loop.ko, .ko.xz or .ko.zst; absent if the kernel has loop built in.
+	rm -f "$out/loop.ko"
+	ko=$(find "$out/x/lib/modules" -name 'loop.ko*' | head -n 1)
+	case "$ko" in
+	*.ko) cp "$ko" "$out/loop.ko" ;;
+	*.xz) xz -dc "$ko" >"$out/loop.ko" ;;
+	*.zst) zstd -qdc "$ko" >"$out/loop.ko" ;;
+	esac
+	touch "$out/loop.done"
 	rm -rf "$out/x" "$out/deb"
 	mv "$out/vmlinuz.tmp" "$out/vmlinuz"
 done

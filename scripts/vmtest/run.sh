@@ -54,8 +54,18 @@ grep -v '^#' "$table" | while read -r name suite pkg cpus expect; do
 	t0=$(date +%s)
 	echo "vmtest: booting $name ($(cat "$cache/$name/release"), $cpus vCPU, expect $expect)" >&2
 	st=0
+	# This kernel's loop module, as a second cpio archive after the
+	# shared one (the kernel unpacks concatenated archives in order).
+	initrd="$out/initramfs.gz"
+	if [ -s "$cache/$name/loop.ko" ]; then
+		rm -rf "$out/mod" && mkdir -p "$out/mod/lib/modules"
+		cp "$cache/$name/loop.ko" "$out/mod/lib/modules/loop.ko"
+		(cd "$out/mod" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$out/mod.gz")
+		cat "$out/initramfs.gz" "$out/mod.gz" >"$out/initramfs-$name.gz"
+		initrd="$out/initramfs-$name.gz"
+	fi
 	timeout "$timeout" qemu-system-x86_64 -accel tcg -smp "$cpus" -m "$mem" \
-		-kernel "$cache/$name/vmlinuz" -initrd "$out/initramfs.gz" \
+		-kernel "$cache/$name/vmlinuz" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 quiet loglevel=3 vmtest.kernel=$name vmtest.expect=$expect" \
 		-nographic -no-reboot -monitor none -nic none </dev/null >"$log" 2>&1 || st=$?
 	t1=$(date +%s)

@@ -310,6 +310,9 @@ func (r *resolver) fentry(p *probe) error {
 	}
 	// The fields first, so that a spec is checked on any host; then
 	// whether this kernel runs it.
+	if err := r.checkKernelFunc(s); err != nil {
+		return err
+	}
 	if err := tracingUnavailable(s); err != nil {
 		return fmt.Errorf("%w; %s", err, wouldRecord(s, fn, funcAlternative(s, r.tracefsDir)))
 	}

@@ -63,6 +63,7 @@ type resolver struct {
 	debugDirs []string // where separate debug files are looked for
 	tracefs   string   // found on first use
 	usdtMemo  map[string][]usdt.Probe
+	ksyms     map[string]bool // kernel function names (kallsyms), read on first use
 }
 
 func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
@@ -207,6 +208,9 @@ func (r *resolver) kprobe(p *probe) error {
 	s := p.spec
 	if pmu, events := kernelKprobes(r.tracefsDir); !pmu && !events {
 		return kprobeUnavailable(s, r.tracefsDir)
+	}
+	if err := r.checkKernelFunc(s); err != nil {
+		return err
 	}
 	ret := s.Kind == probespec.Kretprobe
 	args, err := p.regArgs(s.Fields, ret)

@@ -70,17 +70,8 @@ func funcAlternative(s *probespec.Spec, tracefsDir func() (string, error)) strin
 		return fmt.Sprintf("k:%s records its arguments from registers (arg0..arg5)", s.Symbol)
 	}
 	alt := "record a tracepoint or a uprobe instead"
-	if dir, err := tracefsDir(); err == nil {
-		if names, err := tracefs.List(dir); err == nil {
-			var events []string
-			for _, n := range names {
-				_, ev, _ := strings.Cut(n, ":")
-				events = append(events, ev)
-			}
-			if close := relatedTracepoints(s.Symbol, names, events); len(close) > 0 {
-				alt += " (tracepoints with close names: " + strings.Join(close, ", ") + ")"
-			}
-		}
+	if close := relatedTracepointsOf(s.Symbol, tracefsDir); close != "" {
+		alt += " (" + close + ")"
 	}
 	return alt
 }

@@ -336,6 +336,16 @@ else
 fi ;;
 esac
 
+# A mistyped (or inlined) function is refused before anything attaches,
+# with the close names.
+if rec ktypo -c "vmwork read 10 /dev/zero" 'k:vfs_raed'; then
+	result k-error FAIL "recorded-k:vfs_raed"
+elif grep -q 'the kernel has no function vfs_raed' ktypo.err && grep -q '"vfs_read"' ktypo.err; then
+	result k-error PASS "$(grep -o 'has no function[^(]*' ktypo.err | head -n 1)"
+else
+	result k-error FAIL "$(errtail ktypo.err)"
+fi
+
 # list: the traceable kernel functions of a pattern, with BTF declarations.
 if bpftape list 'k:vfs_rea*' >klist.txt 2>klist.err && grep -q '^k:vfs_read  *# ssize_t vfs_read(struct file \*file, char \*buf, size_t count, loff_t \*pos)$' klist.txt &&
 	bpftape list -v f:vfs_read >flist.txt 2>>klist.err && grep -q '^f:vfs_read(file,buf,count,pos) ' flist.txt && grep -q 'arg2: count (size_t)' flist.txt; then

@@ -4,11 +4,13 @@
 //
 //	PROBE  := [NAME=]TYPE:TARGET[(FIELD,...)]
 //	TYPE   := uprobe | u | uretprobe | ur | usdt | U | tracepoint | t
+//	        | kprobe | k | kretprobe | kr | fentry | f | fexit | fr
 //	TARGET := BINARY:SYMBOL[+OFFSET]        uprobe, uretprobe
 //	        | BINARY:ADDRESS                uprobe, uretprobe
 //	        | BINARY:[PROVIDER:]PROBE       usdt (PROVIDER may be left out when
 //	                                        only one provider has a probe PROBE)
 //	        | CATEGORY:EVENT                tracepoint
+//	        | [MODULE:]FUNC[+OFFSET]        kprobe (OFFSET), kretprobe, fentry, fexit
 //	FIELD  := argN[:TYPE] | retval[:TYPE] | str(argN) | str(retval)
 //	        | TPFIELD[:TYPE] | str(TPFIELD)
 //	TYPE   := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
@@ -58,8 +60,12 @@
 // same default name, the second gets "#2" appended, the third "#3" and so on
 // (u:libc:malloc and u:/opt/libc.so.6:malloc become malloc and malloc#2).
 //
-// kprobe:/k:, kretprobe:/kr:, fentry:/f: and fexit:/fr: parse too, so that
-// the recorder can say why it cannot attach them.
+// Kernel functions: kprobe:/k:FUNC[+OFFSET] (argN, str(argN)),
+// kretprobe:/kr:FUNC (retval), fentry:/f:FUNC and fexit:/fr:FUNC, whose
+// fields name the function's parameters as its BTF does (or argN; a fexit
+// also retval). [MODULE:]FUNC may name the module. FUNC may be a pattern
+// with * and ? (Wildcard), which the recorder expands into one spec per
+// matching function (Expand, MatchFunc).
 package probespec
 
 import (

@@ -71,10 +71,19 @@ PROBE := [NAME=]TYPE:TARGET[(FIELD,...)]
   usdt:BINARY:[PROVIDER:]PROBE      U:   USDT (sys/sdt.h) probe; PROVIDER may be
                                          left out when the name is unambiguous
   tracepoint:CATEGORY:EVENT         t:   kernel tracepoint
-  kprobe:FUNCTION                   k:   kernel function entry (argN only)
+  kprobe:FUNCTION[+OFFSET]          k:   kernel function entry (argN)
   kretprobe:FUNCTION                kr:  kernel function return (retval)
-Tracepoints and kprobes fire in every process: with -p or -c the programs
-keep the traced processes' events, and the recorder's own are never kept.
+  fentry:FUNCTION                   f:   kernel function entry, parameters by
+                                         their BTF names and types (5.17+)
+  fexit:FUNCTION                    fr:  kernel function return, parameters and
+                                         retval (5.17+)
+A kernel FUNCTION may be a pattern (vfs_*, tcp_send?sg): one probe per
+traceable function it matches, named after it (at most 512); where the
+kernel has kprobe_multi links, a pattern's kprobes share one. Module
+functions work the same. 'bpftape list k:vfs_*' lists the matches.
+Tracepoints and kernel functions fire in every process: with -p or -c the
+programs keep the traced processes' events, and the recorder's own are
+never kept.
 BINARY is a path, a program on PATH, or a library name (libc, libfoo.so.1:
 the -p process's mappings, $LD_LIBRARY_PATH, the ld.so cache, /lib...).
 A uprobe's SYMBOL may also be SYMBOL+OFFSET, a byte offset into the function
@@ -88,24 +97,27 @@ each --debug-dir, then each of $BPFTAPE_DEBUG_DIRS (colon-separated), then
 /usr/lib/debug. 'bpftape list BINARY' prints a binary's probes and functions.
 
 FIELD := argN[:TYPE] | retval[:TYPE] | str(argN) | str(retval)
-       | TPFIELD[:TYPE] | str(TPFIELD)
+       | NAME[:TYPE] | str(NAME)
 TYPE  := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
   argN     argument N counted from 0 as bpftrace does: a uprobe's arg2 is
            the third integer argument register (PT_REGS_PARM3), N = 0..5;
            a USDT probe's argN is the Nth argument of its note
-  retval   a uretprobe's or kretprobe's return value
-  TPFIELD  a tracepoint field as its tracefs format names it
-  str(X)   the user-space C string X points to (at most 63 bytes), kept
-           under X's name
+  retval   a uretprobe's, kretprobe's or fexit's return value
+  NAME     a tracepoint field as its tracefs format names it, or a fentry
+           or fexit parameter as the kernel's BTF names it
+  str(X)   the C string X points to (at most 63 bytes), kept under X's
+           name; user memory for uprobes and USDT, user or kernel memory
+           (by the address) for kernel functions
   :TYPE    cuts the value to that integer type, as a C cast would
 Without a list: uprobe and kprobe arg0..arg5 as u64, uretprobe and kretprobe
-retval as s64, usdt every
+retval as s64, fentry every parameter with its BTF type (fexit also retval),
+usdt every
 note argument with its size and sign, tracepoint every field (integers with
 their size and sign, pointers as u64, char arrays and __data_loc as strings).
 At most 12 fields per probe, 4 of them strings.
 
-NAME defaults to the symbol (uprobe, kprobe), the symbol + ":return" (uretprobe,
-kretprobe), the USDT probe or the tracepoint event; a repeated default gets
+NAME defaults to the symbol (uprobe, kprobe, fentry), the symbol + ":return"
+(uretprobe, kretprobe, fexit), the USDT probe or the tracepoint event; a repeated default gets
 "#2", "#3"...
 
 Examples:
@@ -116,6 +128,9 @@ Examples:
   bpftape record -p $(pidof qemu-system-x86_64) -d 30s -o rx.arrow \
       'rx=u:qemu-system-x86_64:virtio_net_receive_rcu(arg2)'
   bpftape record -c 'dd if=/dev/zero of=/dev/null count=1000' 't:syscalls:sys_exit_write(ret)'
+  bpftape record -o vfs.arrow -d 10s 'f:vfs_read(count)' 'fr:vfs_read(retval)'   # funclatency -u vfs_read
+  bpftape record -o open.arrow -c 'ls /etc' 'f:do_sys_openat2(str(filename))'
+  bpftape record -o funcs.arrow -d 10s 'k:vfs_*'     # then: bpftape count funcs.arrow
 
 Kernels before 5.15 have no BPF attach cookies: bpftape then loads one
 program per attachment, holding its probe's spec as constants (a few ms

@@ -336,6 +336,16 @@ else
 fi ;;
 esac
 
+# Many short processes under -c: a shell starts 30 workloads one after
+# another; every one is followed, and each of its 10 reads carries its own
+# pid and comm (comm records keep up with the processes).
+if rec kprocs -c "sh -c 'i=0; while [ \$i -lt 30 ]; do vmwork read 10 /dev/zero >/dev/null; i=\$((i + 1)); done'" 'k:vfs_read(arg2)'; then
+	got=$(bpftape count --by pid --comm vmwork kprocs.arrow | awk 'NR>1{n++; s+=$3; if ($3 != 10) bad++} END{print n+0":"s+0":"bad+0}')
+	[ "$got" = "30:300:0" ] && result k-procs PASS "processes:events:bad=$got" || result k-procs FAIL "processes:events:bad=$got,want=30:300:0"
+else
+	result k-procs FAIL "$(errtail kprocs.err)"
+fi
+
 # A mistyped (or inlined) function is refused before anything attaches,
 # with the close names.
 if rec ktypo -c "vmwork read 10 /dev/zero" 'k:vfs_raed'; then

@@ -550,6 +550,9 @@ func (r *recorder) attach() error {
 					l, err = ex.Uprobe("", prog, uo)
 				}
 				err = uprobeConflict(err, a.path)
+				if errors.Is(err, unix.ESRCH) && uprobePID != 0 {
+					err = fmt.Errorf("process %d exited before recording started: %w", uprobePID, err)
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("attach %s: %w", a.what, err)

@@ -80,7 +80,10 @@ func (rc *recording) wait(timeout time.Duration) result {
 // stops by itself with a complete file.
 func TestLifecyclePIDExits(t *testing.T) {
 	bin, probes := bpftapeBin(t)
-	spin := exec.Command(probes, "spin", "2")
+	// It ends 300 ms after the recorder is ready: a process that ends on
+	// its own after a fixed time could end before a recorder slowed by a
+	// loaded machine had attached (seen: "no such process" after 2 s).
+	spin := exec.Command(probes, "spin", "60")
 	if err := spin.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +91,8 @@ func TestLifecyclePIDExits(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- spin.Wait() }()
 	rc := startRecording(t, bin, "-p", strconv.Itoa(spin.Process.Pid), "tick=u:"+probes+":tick(arg0)", "t:syscalls:sys_exit_write(ret)")
+	time.Sleep(300 * time.Millisecond)
+	spin.Process.Signal(syscall.SIGTERM)
 	<-waited
 	r := rc.wait(10 * time.Second)
 	if r.code != 0 || !strings.Contains(r.stderr, "stopped: process exited") {

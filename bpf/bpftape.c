@@ -542,15 +542,6 @@ static __always_inline __u64 uprobe_arg(void *ctx, const struct arg_spec *a, str
 		v = extend(v, a->size, a->is_signed);
 		break;
 	case ARG_USER_STR:
-		if (!with_strs)
-			return 0;
-		err = read_reg(ctx, a->reg, &base);
-		base += a->off;
-		if (err) {
-			s->strs[a->str_slot & (MAX_STRS - 1)][0] = 0;
-			break;
-		}
-		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], base, STR_LEN, 1, flags);
 	case ARG_ADDR_STR:
 		if (!with_strs)
 			return 0;
@@ -560,7 +551,9 @@ static __always_inline __u64 uprobe_arg(void *ctx, const struct arg_spec *a, str
 			s->strs[a->str_slot & (MAX_STRS - 1)][0] = 0;
 			break;
 		}
-		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], base, STR_LEN, user_addr(base), flags);
+		/* A kernel function's char * may point into either memory. */
+		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], base, STR_LEN,
+				a->kind == ARG_USER_STR || user_addr(base), flags);
 	case ARG_REG_DEREF_STR:
 		if (!with_strs)
 			return 0;

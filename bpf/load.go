@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -478,42 +479,16 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		// One BTF cache for every copy: a fentry copy's target is looked
 		// up in the kernel's BTF, which is then decoded once.
 		co := &ebpf.CollectionOptions{MapReplacements: shared, Cache: btfCache}
-		var err error
-		var prog *ebpf.Program
-		switch name {
-		case progUprobe:
-			var cp struct {
-				P *ebpf.Program `ebpf:"probe_uprobe"`
-			}
-			err = cs.LoadAndAssign(&cp, co)
-			prog = cp.P
-		case progTracepoint:
-			var cp struct {
-				P *ebpf.Program `ebpf:"probe_tracepoint"`
-			}
-			err = cs.LoadAndAssign(&cp, co)
-			prog = cp.P
-		case progKmulti:
-			var cp struct {
-				P *ebpf.Program `ebpf:"probe_kprobe_multi"`
-			}
-			err = cs.LoadAndAssign(&cp, co)
-			prog = cp.P
-		case progFentry:
-			var cp struct {
-				P *ebpf.Program `ebpf:"probe_fentry"`
-			}
-			err = cs.LoadAndAssign(&cp, co)
-			prog = cp.P
-		case progFexit:
-			var cp struct {
-				P *ebpf.Program `ebpf:"probe_fexit"`
-			}
-			err = cs.LoadAndAssign(&cp, co)
-			prog = cp.P
-		default:
+		if cs.Programs[name] == nil {
 			return nil, fmt.Errorf("no program %s to copy", name)
 		}
+		// LoadAndAssign loads only what its struct names: a struct with
+		// one field tagged with this program's name.
+		one := reflect.New(reflect.StructOf([]reflect.StructField{{
+			Name: "P", Type: reflect.TypeOf((*ebpf.Program)(nil)), Tag: reflect.StructTag(`ebpf:"` + name + `"`),
+		}}))
+		err := cs.LoadAndAssign(one.Interface(), co)
+		prog, _ := one.Elem().Field(0).Interface().(*ebpf.Program)
 		if err != nil {
 			return nil, loadError(err)
 		}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/suggest"
-	"github.com/bpftape/bpftape/record/tracefs"
 )
 
 // kprobePMU is where the kernel exposes kprobes to perf_event_open.
@@ -29,18 +28,8 @@ func hintFor(name string, candidates []string) string {
 // which often are the way to see the same thing.
 func kprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
 	alt := "record a tracepoint (t:CATEGORY:EVENT) or a uprobe instead"
-	if dir, err := tracefsDir(); err == nil {
-		if names, err := tracefs.List(dir); err == nil {
-			var events []string
-			for _, n := range names {
-				_, ev, _ := strings.Cut(n, ":")
-				events = append(events, ev)
-			}
-			close := relatedTracepoints(s.Symbol, names, events)
-			if len(close) > 0 {
-				alt += "; tracepoints with close names: " + strings.Join(close, ", ")
-			}
-		}
+	if close := relatedTracepointsOf(s.Symbol, tracefsDir); close != "" {
+		alt += "; " + close
 	}
 	return fmt.Errorf("this kernel has no kprobes (built without CONFIG_KPROBES: no kprobe PMU at %s, no kprobe_events in tracefs): %s",
 		kprobePMU, alt)
@@ -63,7 +52,7 @@ func kernelKprobes(tracefsDir func() (string, error)) (pmu, events bool) {
 // same function where the kernel has kprobes, else tracepoints with close
 // names.
 func funcAlternative(s *probespec.Spec, tracefsDir func() (string, error)) string {
-	if pmu, events := kernelKprobes(tracefsDir); pmu || events {
+	if kprobesPresent(tracefsDir) {
 		if s.Kind == probespec.Fexit {
 			return fmt.Sprintf("kr:%s records its return value from a register", s.Symbol)
 		}

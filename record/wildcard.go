@@ -48,16 +48,17 @@ func expandWildcards(specs []*probespec.Spec, tracefsDir func() (string, error))
 				return nil, fmt.Errorf("probe %s: %w", s.Text, err)
 			}
 		}
-		if (s.Kind == probespec.Fentry || s.Kind == probespec.Fexit) && funcBTF == nil {
+		if funcBTF == nil {
 			funcBTF = hasFuncBTF()
 		}
+		tracing := s.Kind == probespec.Fentry || s.Kind == probespec.Fexit
 		var matched []*probespec.Spec
 		var names []string
 		for _, fn := range fns {
 			if fn.Dups > 0 || !probespec.MatchFunc(s.Symbol, fn.Name) {
 				continue
 			}
-			if funcBTF != nil && (s.Kind == probespec.Fentry || s.Kind == probespec.Fexit) && !funcBTF(fn) {
+			if tracing && !funcBTF(fn) {
 				continue
 			}
 			matched = append(matched, s.Expand(fn.Name))
@@ -66,7 +67,7 @@ func expandWildcards(specs []*probespec.Spec, tracefsDir func() (string, error))
 		switch {
 		case len(matched) == 0:
 			return nil, fmt.Errorf("probe %s: %s matches no traceable kernel function (available_filter_functions%s)",
-				s.Text, s.Symbol, map[bool]string{true: " with BTF", false: ""}[funcBTF != nil])
+				s.Text, s.Symbol, map[bool]string{true: " with BTF", false: ""}[tracing])
 		case len(matched) > MaxWildcardMatches:
 			return nil, usage.Errorf("probe %s: %s matches %d traceable kernel functions, and a pattern attaches to at most %d: narrow it (it matches %s, ...)",
 				s.Text, s.Symbol, len(matched), MaxWildcardMatches, strings.Join(names[:5], ", "))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // CountOptions configure Count.
@@ -21,7 +22,7 @@ type CountOptions struct {
 	Probes []string
 	// By adds a key to the probe: "comm", "pid" or "tid"; "" counts per
 	// probe alone.
-	By   string
+	By string
 	// Zeros lists the counted probes that recorded nothing, with 0:
 	// funccount shows only the functions that were called.
 	Zeros bool
@@ -43,25 +44,25 @@ type CountRow struct {
 func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error) {
 	m := c.Meta()
 	want := make([]bool, len(m.Probes))
-	any := false
+	matched := false
 	for i, p := range m.Probes {
 		want[i] = len(o.Probes) == 0
 		for _, pat := range o.Probes {
 			if ok, err := path.Match(pat, p.Name); err != nil {
-				return nil, nil, fmt.Errorf("probe pattern %q: %w", pat, err)
+				return nil, nil, usage.Errorf("probe pattern %q: %v", pat, err)
 			} else if ok {
 				want[i] = true
 			}
 		}
-		any = any || want[i]
+		matched = matched || want[i]
 	}
-	if !any {
-		return nil, nil, fmt.Errorf("no probe of the capture matches %v (it has %s)", o.Probes, probeNames(m))
+	if !matched {
+		return nil, nil, usage.Errorf("no probe of the capture matches %v (it has %s)", o.Probes, probeNames(m))
 	}
 	switch o.By {
 	case "", "comm", "pid", "tid":
 	default:
-		return nil, nil, fmt.Errorf("--by %q: want comm, pid or tid", o.By)
+		return nil, nil, usage.Errorf("--by %q: want comm, pid or tid", o.By)
 	}
 	type key struct {
 		probe uint16

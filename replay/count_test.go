@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // TestCount checks funccount's table: ascending counts, a probe that
@@ -63,7 +64,7 @@ func TestCount(t *testing.T) {
 		t.Errorf("JSON %s", out.String())
 	}
 
-	if _, _, err := Count(c, CountOptions{Probes: []string{"tcp_*"}}, &out); err == nil || !strings.Contains(err.Error(), `"vfs_read"`) {
+	if _, _, err := Count(c, CountOptions{Probes: []string{"tcp_*"}}, &out); err == nil || !usage.Is(err) || !strings.Contains(err.Error(), `"vfs_read"`) {
 		t.Errorf("a pattern matching nothing: %v", err)
 	}
 	if _, _, err := Count(c, CountOptions{Probes: []string{"["}}, &out); err == nil {

@@ -37,11 +37,6 @@ Examples:
 	if len(pos) < 1 {
 		return fail(stderr, "count", usage.Errorf("want FILE [PROBE-PATTERN...]"))
 	}
-	switch *by {
-	case "", "comm", "pid", "tid":
-	default:
-		return fail(stderr, "count", usage.Errorf("--by %q: want comm, pid or tid", *by))
-	}
 	f, err := filter()
 	if err != nil {
 		return fail(stderr, "count", err)

@@ -48,6 +48,9 @@ enum {
 enum {
 	BPF_NOEXIST = 1,
 };
+enum {
+	BPF_F_USER_STACK = 1 << 8,
+};
 
 /* Context of a raw tracepoint program: the tracepoint's arguments. */
 struct bpf_raw_tracepoint_args {
@@ -145,8 +148,54 @@ struct probe_spec {
 	__u8 nargs;
 	__u8 size_class; /* enum size_class */
 	__u8 nstr;
-	__u8 _pad[3];
+	__u8 ustack;	  /* user stack frames to record ahead of the sample, 0 = none */
+	__u8 kstack;	  /* kernel stack frames, 0 = none */
+	__u8 stack_flags; /* enum stack_flag */
 	struct arg_spec args[MAX_ARGS];
+};
+
+/* probe_spec.stack_flags. Mirrored by Stack* in spec.go. */
+enum stack_flag {
+	/*
+	 * A uprobe on a function's first instruction: record the word at the
+	 * stack pointer, the return address into its caller, which kernels
+	 * before 6.11 ("perf,x86: avoid missing caller address in stack
+	 * traces captured in uprobe") leave out of the user stack there: the
+	 * function has not pushed its frame pointer yet. User space puts it
+	 * back.
+	 */
+	STACK_ENTRY = 1,
+};
+
+#define MAX_STACK 127		 /* frames a stack record holds: the kernel's perf_event_max_stack default */
+#define STACK_PROBE_ID 0xfffe	 /* probe_id of a struct stack_record; mirrored by StackProbeID in sample.go */
+
+/* stack_record.flags. Mirrored by StackRec* in sample.go. */
+enum stack_rec_flag {
+	STACK_REC_KERNEL = 1,  /* a kernel stack; else a user stack */
+	STACK_REC_RETADDR = 2, /* retaddr holds the word at the user stack pointer (STACK_ENTRY) */
+	STACK_REC_FAULT = 4,   /* bpf_get_stack failed: no frames */
+};
+
+/*
+ * The stack of the sample that follows it in the ring (same tid and time):
+ * the header's probe_id is STACK_PROBE_ID and nargs the number of frames;
+ * the record is as long as its frames. Built in a per-CPU scratch buffer
+ * and copied with bpf_ringbuf_output, whose size may vary, where
+ * bpf_ringbuf_reserve's must be a constant.
+ */
+struct stack_record {
+	__u64 time;
+	__u32 pid;
+	__u32 tid;
+	__u16 probe_id; /* STACK_PROBE_ID */
+	__u16 cpu;
+	__u16 nargs; /* frames */
+	__u16 flags; /* enum stack_rec_flag */
+	__u16 probe; /* the sample's probe_id */
+	__u16 _pad[3];
+	__u64 retaddr;
+	__u64 frames[MAX_STACK];
 };
 
 /*
@@ -205,6 +254,9 @@ struct cpu_state {
 const struct btf_anchor {
 	struct sample sample;
 	struct comm_record comm_record;
+	struct stack_record stack_record;
+	enum stack_flag stack_flag;
+	enum stack_rec_flag stack_rec_flag;
 	enum arg_kind kind;
 	enum size_class size_class;
 	enum sample_flag flag;
@@ -293,6 +345,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct cpu_state);
 } cpu_state SEC(".maps");
+
+/* Where a stack record is built (see struct stack_record). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_record);
+} stack_scratch SEC(".maps");
 
 /*
  * The processes (tgids) recorded when following: user space puts the first
@@ -758,6 +818,54 @@ static __always_inline int emit_comm(void *rb, struct cpu_state *st, __u64 now, 
 	return 0;
 }
 
+#define STACK_HDR __builtin_offsetof(struct stack_record, frames)
+
+/*
+ * Send the kernel (user == 0) or user stack of the current event ahead of
+ * its sample. Returns nonzero if the ring is full.
+ */
+static __always_inline int emit_stack(void *ctx, void *rb, struct cpu_state *st, __u64 now, __u64 pid_tgid,
+				      __u32 cpu, const struct probe_spec *spec, const int user, const int ctx_kind)
+{
+	__u32 zero = 0, depth = user ? spec->ustack : spec->kstack;
+	struct stack_record *r = bpf_map_lookup_elem(&stack_scratch, &zero);
+	__u64 sp = 0;
+	long n;
+
+	if (!r)
+		return 0;
+	if (depth > MAX_STACK)
+		depth = MAX_STACK;
+	if (depth < 1)
+		depth = 1;
+	r->flags = user ? 0 : STACK_REC_KERNEL;
+	n = bpf_get_stack(ctx, r->frames, depth * sizeof(__u64), user ? BPF_F_USER_STACK : 0);
+	if (n < 0) {
+		n = 0;
+		r->flags |= STACK_REC_FAULT;
+	}
+	if (n > MAX_STACK * sizeof(__u64))
+		n = MAX_STACK * sizeof(__u64);
+	n &= ~7L;
+	r->retaddr = 0;
+	if (ctx_kind == CTX_REGS && user && (spec->stack_flags & STACK_ENTRY)) {
+		if (!read_reg(ctx, __builtin_offsetof(struct pt_regs, sp), &sp) &&
+		    !bpf_probe_read_user(&r->retaddr, sizeof(r->retaddr), (const void *)sp))
+			r->flags |= STACK_REC_RETADDR;
+	}
+	r->time = now;
+	r->pid = pid_tgid >> 32;
+	r->tid = (__u32)pid_tgid;
+	r->probe_id = STACK_PROBE_ID;
+	r->cpu = cpu;
+	r->nargs = n / sizeof(__u64);
+	r->probe = spec->probe_id;
+	if (bpf_ringbuf_output(rb, r, STACK_HDR + n, BPF_RB_NO_WAKEUP))
+		return -1;
+	st->unwoken += STACK_HDR + n;
+	return 0;
+}
+
 /*
  * Whether the current process is one being recorded. It runs first, while
  * nothing else is live: a map lookup later on made the verifier explore
@@ -805,6 +913,10 @@ static __always_inline int record(void *ctx, const int ctx_kind)
 	rb = bpf_map_lookup_elem(&rings, &cpu);
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!rb || !st || emit_comm(rb, st, now, pid_tgid, cpu))
+		goto lost;
+	if (spec->kstack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 0, ctx_kind))
+		goto lost;
+	if (spec->ustack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 1, ctx_kind))
 		goto lost;
 
 	/*
@@ -868,6 +980,21 @@ SEC("tracepoint")
 int probe_tracepoint(void *ctx)
 {
 	return record(ctx, CTX_TP);
+}
+
+/*
+ * profile:hz:N: a CPU-clock perf event per CPU runs it N times a second;
+ * its context begins with the interrupted registers. Perf event links take
+ * a cookie only from 5.15 and through BPF_LINK_CREATE, so each profile
+ * probe gets a copy with its spec as constants (fixed_spec), on every
+ * kernel. The idle task (pid 0) is left out, as BCC's profile does.
+ */
+SEC("perf_event")
+int probe_perf_event(struct pt_regs *ctx)
+{
+	if (!(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	return record(ctx, CTX_REGS);
 }
 
 /*

@@ -51,10 +51,26 @@ type bpftapeBtfAnchor struct {
 		Flags   uint16
 		Comm    [16]int8
 	}
-	Kind      uint32
-	SizeClass uint32
-	Flag      uint32
-	AddrFlag  uint32
+	StackRecord struct {
+		_       structs.HostLayout
+		Time    uint64
+		Pid     uint32
+		Tid     uint32
+		ProbeId uint16
+		Cpu     uint16
+		Nargs   uint16
+		Flags   uint16
+		Probe   uint16
+		Pad     [3]uint16
+		Retaddr uint64
+		Frames  [127]uint64
+	}
+	StackFlag    uint32
+	StackRecFlag uint32
+	Kind         uint32
+	SizeClass    uint32
+	Flag         uint32
+	AddrFlag     uint32
 }
 
 type bpftapeCommRecord struct {
@@ -78,13 +94,15 @@ type bpftapeCpuState struct {
 }
 
 type bpftapeProbeSpec struct {
-	_         structs.HostLayout
-	ProbeId   uint16
-	Nargs     uint8
-	SizeClass uint8
-	Nstr      uint8
-	Pad       [3]uint8
-	Args      [12]bpftapeArgSpec
+	_          structs.HostLayout
+	ProbeId    uint16
+	Nargs      uint8
+	SizeClass  uint8
+	Nstr       uint8
+	Ustack     uint8
+	Kstack     uint8
+	StackFlags uint8
+	Args       [12]bpftapeArgSpec
 }
 
 type bpftapeSample struct {
@@ -100,6 +118,21 @@ type bpftapeSample struct {
 	Strs    [4][64]int8
 }
 
+type bpftapeStackRecord struct {
+	_       structs.HostLayout
+	Time    uint64
+	Pid     uint32
+	Tid     uint32
+	ProbeId uint16
+	Cpu     uint16
+	Nargs   uint16
+	Flags   uint16
+	Probe   uint16
+	Pad     [3]uint16
+	Retaddr uint64
+	Frames  [127]uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -109,10 +142,12 @@ const (
 	bpftapeMapLost              = "lost"
 	bpftapeMapProbeSpecs        = "probe_specs"
 	bpftapeMapRings             = "rings"
+	bpftapeMapStackScratch      = "stack_scratch"
 	bpftapeMapTraced            = "traced"
 	bpftapeProgProbeFentry      = "probe_fentry"
 	bpftapeProgProbeFexit       = "probe_fexit"
 	bpftapeProgProbeKprobeMulti = "probe_kprobe_multi"
+	bpftapeProgProbePerfEvent   = "probe_perf_event"
 	bpftapeProgProbeTracepoint  = "probe_tracepoint"
 	bpftapeProgProbeUprobe      = "probe_uprobe"
 	bpftapeProgTrackFork        = "track_fork"
@@ -177,6 +212,7 @@ type bpftapeProgramSpecs struct {
 	ProbeFentry      *ebpf.ProgramSpec `ebpf:"probe_fentry"`
 	ProbeFexit       *ebpf.ProgramSpec `ebpf:"probe_fexit"`
 	ProbeKprobeMulti *ebpf.ProgramSpec `ebpf:"probe_kprobe_multi"`
+	ProbePerfEvent   *ebpf.ProgramSpec `ebpf:"probe_perf_event"`
 	ProbeTracepoint  *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
 	ProbeUprobe      *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
 	TrackFork        *ebpf.ProgramSpec `ebpf:"track_fork"`
@@ -186,12 +222,13 @@ type bpftapeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeMapSpecs struct {
-	CommGen    *ebpf.MapSpec `ebpf:"comm_gen"`
-	CpuState   *ebpf.MapSpec `ebpf:"cpu_state"`
-	Lost       *ebpf.MapSpec `ebpf:"lost"`
-	ProbeSpecs *ebpf.MapSpec `ebpf:"probe_specs"`
-	Rings      *ebpf.MapSpec `ebpf:"rings"`
-	Traced     *ebpf.MapSpec `ebpf:"traced"`
+	CommGen      *ebpf.MapSpec `ebpf:"comm_gen"`
+	CpuState     *ebpf.MapSpec `ebpf:"cpu_state"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	ProbeSpecs   *ebpf.MapSpec `ebpf:"probe_specs"`
+	Rings        *ebpf.MapSpec `ebpf:"rings"`
+	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
+	Traced       *ebpf.MapSpec `ebpf:"traced"`
 }
 
 // bpftapeVariableSpecs contains global variables before they are loaded into the kernel.
@@ -234,12 +271,13 @@ func (o *bpftapeObjects) Close() error {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeMaps struct {
-	CommGen    *ebpf.Map `ebpf:"comm_gen"`
-	CpuState   *ebpf.Map `ebpf:"cpu_state"`
-	Lost       *ebpf.Map `ebpf:"lost"`
-	ProbeSpecs *ebpf.Map `ebpf:"probe_specs"`
-	Rings      *ebpf.Map `ebpf:"rings"`
-	Traced     *ebpf.Map `ebpf:"traced"`
+	CommGen      *ebpf.Map `ebpf:"comm_gen"`
+	CpuState     *ebpf.Map `ebpf:"cpu_state"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	ProbeSpecs   *ebpf.Map `ebpf:"probe_specs"`
+	Rings        *ebpf.Map `ebpf:"rings"`
+	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
+	Traced       *ebpf.Map `ebpf:"traced"`
 }
 
 func (m *bpftapeMaps) Close() error {
@@ -249,6 +287,7 @@ func (m *bpftapeMaps) Close() error {
 		m.Lost,
 		m.ProbeSpecs,
 		m.Rings,
+		m.StackScratch,
 		m.Traced,
 	)
 }
@@ -280,6 +319,7 @@ type bpftapePrograms struct {
 	ProbeFentry      *ebpf.Program `ebpf:"probe_fentry"`
 	ProbeFexit       *ebpf.Program `ebpf:"probe_fexit"`
 	ProbeKprobeMulti *ebpf.Program `ebpf:"probe_kprobe_multi"`
+	ProbePerfEvent   *ebpf.Program `ebpf:"probe_perf_event"`
 	ProbeTracepoint  *ebpf.Program `ebpf:"probe_tracepoint"`
 	ProbeUprobe      *ebpf.Program `ebpf:"probe_uprobe"`
 	TrackFork        *ebpf.Program `ebpf:"track_fork"`
@@ -290,6 +330,7 @@ func (p *bpftapePrograms) Close() error {
 		p.ProbeFentry,
 		p.ProbeFexit,
 		p.ProbeKprobeMulti,
+		p.ProbePerfEvent,
 		p.ProbeTracepoint,
 		p.ProbeUprobe,
 		p.TrackFork,

@@ -150,8 +150,8 @@ func TestNoCookiesVerifier(t *testing.T) {
 		msg := err.Error() // the verifier's log ends with its complaint
 		t.Logf("with cookies, as expected: ...%s", msg[max(0, len(msg)-300):])
 	}
-	if calls != 5 {
-		t.Fatalf("replaced %d calls of bpf_get_attach_cookie, want 5 (uprobe, kprobe.multi, tracepoint, fentry, fexit)", calls)
+	if calls != 6 {
+		t.Fatalf("replaced %d calls of bpf_get_attach_cookie, want 6 (uprobe, kprobe.multi, tracepoint, fentry, fexit, perf_event)", calls)
 	}
 
 	objs, err := loadFrom(withoutCookieHelper(&calls), Options{NoCookies: true})

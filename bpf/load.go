@@ -209,6 +209,15 @@ func (o *Objects) KprobeMultiProgram() (*ebpf.Program, error) {
 	return o.kmulti, nil
 }
 
+// PerfEventProgram returns the program that records the samples of a
+// profile probe whose spec PutSpec stored at index spec: a copy with its
+// spec as constants (perf event links take cookies only from 5.15, and
+// through BPF_LINK_CREATE), which shares every map. Attach it to each
+// CPU's perf event with AttachPerfEvent.
+func (o *Objects) PerfEventProgram(spec uint32) (*ebpf.Program, error) {
+	return o.specProgram(progPerfEvent, spec)
+}
+
 // FuncProgram returns the fentry (exit false) or fexit program that records
 // the attachment on kernel function fn whose spec PutSpec stored at index
 // spec: a copy loaded for this attachment alone, with fn as its target and
@@ -252,6 +261,7 @@ const (
 	progKmulti     = "probe_kprobe_multi"
 	progFentry     = "probe_fentry"
 	progFexit      = "probe_fexit"
+	progPerfEvent  = "probe_perf_event"
 )
 
 // fixedSpecCookie is fixed_spec's value (FIXED_SPEC_COOKIE in bpftape.c)
@@ -434,6 +444,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		CommGen    *ebpf.Map      `ebpf:"comm_gen"`
 		CPUState   *ebpf.Map      `ebpf:"cpu_state"`
 		Traced     *ebpf.Map      `ebpf:"traced"`
+		Scratch    *ebpf.Map      `ebpf:"stack_scratch"`
 		Bss        *ebpf.Map      `ebpf:".bss"`
 		Rodata     *ebpf.Map      `ebpf:".rodata"`
 		TrackFork  *ebpf.Program  `ebpf:"track_fork"`
@@ -448,7 +459,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		Rings: loaded.Rings, ProbeSpecs: loaded.ProbeSpecs, Lost: loaded.Lost, CommGen: loaded.CommGen,
 		CPUState: loaded.CPUState, Traced: loaded.Traced, TrackFork: loaded.TrackFork,
 		Armed: loaded.Armed, Tracked: loaded.Tracked, Untracked: loaded.Untracked,
-		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata},
+		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch},
 	}
 	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
 	btfCache := btf.NewCache()
@@ -456,7 +467,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		shared := map[string]*ebpf.Map{
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
 			bpftapeMapCommGen: objs.CommGen, bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
-			".bss": loaded.Bss, ".rodata": loaded.Rodata,
+			bpftapeMapStackScratch: loaded.Scratch, ".bss": loaded.Bss, ".rodata": loaded.Rodata,
 		}
 		cs := spec
 		if fixed != fixedSpecCookie {

@@ -34,6 +34,39 @@ const (
 	CommRecordSize = OffComm + CommLen
 )
 
+// Stack records (struct stack_record in bpftape.c): the kernel or user
+// stack of the sample that follows it in the ring, with the same TID and
+// time. The header's probe id is StackProbeID and its Nargs the number of
+// frames; the record is StackHeaderSize + 8*Nargs bytes.
+const (
+	StackProbeID    = 0xfffe
+	OffStackProbe   = HeaderSize      // u16 the probe id of the sample it belongs to
+	OffStackRetaddr = HeaderSize + 8  // u64 the word at the user stack pointer (StackRecRetaddr)
+	OffStackFrames  = HeaderSize + 16 // u64 frames[Nargs], innermost first
+	StackHeaderSize = OffStackFrames
+	MaxStack        = 127 // frames a stack record holds at most
+)
+
+// Stack record flags (Header.Flags of a ClassStack record).
+const (
+	StackRecKernel  = 1 // a kernel stack; else a user stack
+	StackRecRetaddr = 2 // the record has the return address at a function's entry
+	StackRecFault   = 4 // the kernel gave no stack (bpf_get_stack failed)
+)
+
+// StackProbe returns the probe of the sample a raw stack record belongs to.
+func StackProbe(raw []byte) uint16 { return binary.LittleEndian.Uint16(raw[OffStackProbe:]) }
+
+// StackRetaddr returns the return address a raw stack record holds (see
+// StackRecRetaddr).
+func StackRetaddr(raw []byte) uint64 { return binary.LittleEndian.Uint64(raw[OffStackRetaddr:]) }
+
+// StackFrame returns frame i of a raw stack record, innermost first. It
+// panics if the record has no frame i.
+func StackFrame(raw []byte, i int) uint64 {
+	return binary.LittleEndian.Uint64(raw[OffStackFrames+8*i:])
+}
+
 // Sample flags (Header.Flags).
 const (
 	// FlagStrTruncated: a string was longer than its slot (or its char
@@ -118,6 +151,13 @@ func (h *Header) Decode(raw []byte) error {
 	h.Flags = le.Uint16(raw[OffFlags:])
 	if len(raw) == CommRecordSize && h.ProbeID == CommProbeID {
 		h.Nargs, h.Flags, h.Class = 0, 0, ClassComm
+		return nil
+	}
+	if h.ProbeID == StackProbeID {
+		h.Class = ClassStack
+		if int(h.Nargs) > MaxStack || len(raw) != StackHeaderSize+8*int(h.Nargs) {
+			return ErrSampleSize
+		}
 		return nil
 	}
 	class, ok := classOfLen(len(raw))

@@ -33,6 +33,9 @@ import (
 //	Nargs     uint8            number of Args used (<= ClassArgs(SizeClass))
 //	SizeClass uint8            Class*: how large a record to reserve
 //	Nstr      uint8            number of string args (informational; Validate checks it)
+//	Ustack    uint8            user stack frames to record with each sample (0: none, at most MaxStack)
+//	Kstack    uint8            kernel stack frames to record (0: none, at most MaxStack)
+//	StackFlags uint8           Stack* flags
 //	Args      [MaxArgs]ArgSpec
 type ProbeSpec = bpftapeProbeSpec
 
@@ -112,6 +115,19 @@ const (
 	// ClassComm is not a size class: DecodeHeader's Header.Class for a
 	// comm record.
 	ClassComm uint8 = 0xff
+	// ClassStack is not a size class either: Header.Class for a stack
+	// record.
+	ClassStack uint8 = 0xfe
+)
+
+// Stack flags (ProbeSpec.StackFlags), mirroring enum stack_flag in
+// bpftape.c.
+const (
+	// StackEntry: the attachment is a uprobe on a function's first
+	// instruction; its user stack records carry the return address at
+	// the stack pointer (StackRecRetaddr), which kernels before 6.11
+	// leave out of the stack there.
+	StackEntry uint8 = 1
 )
 
 // ClassFor returns the smallest size class that holds nargs args (with
@@ -252,6 +268,12 @@ func (s *ProbeSpec) Validate() error {
 	}
 	if max := ClassArgs(s.SizeClass); int(s.Nargs) > max {
 		return fmt.Errorf("%d args do not fit size class %d (max %d)", s.Nargs, s.SizeClass, max)
+	}
+	if s.Ustack > MaxStack || s.Kstack > MaxStack {
+		return fmt.Errorf("stack depth %d/%d: at most %d frames", s.Ustack, s.Kstack, MaxStack)
+	}
+	if s.StackFlags&^StackEntry != 0 {
+		return fmt.Errorf("unknown stack flags %#x", s.StackFlags&^StackEntry)
 	}
 	var slots [MaxStrs]bool
 	nstr := 0

@@ -48,9 +48,14 @@ const (
 	Uint32
 	Uint64
 	String
+	// UserStack and KernelStack hold a stack id (StackID) in a uint64
+	// column: the frames are in the capture's stack table (StackTable),
+	// 0 is a sample without a stack.
+	UserStack
+	KernelStack
 )
 
-var typeNames = [...]string{"invalid", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "string"}
+var typeNames = [...]string{"invalid", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "string", "ustack", "kstack"}
 
 func (t Type) String() string {
 	if int(t) < len(typeNames) {
@@ -105,6 +110,9 @@ func (t Type) Signed() bool { return t >= Int8 && t <= Int64 }
 // IsInt reports whether t is an integer type.
 func (t Type) IsInt() bool { return t >= Int8 && t <= Uint64 }
 
+// IsStack reports whether t is a stack type: a column of stack ids.
+func (t Type) IsStack() bool { return t == UserStack || t == KernelStack }
+
 // Size is the width of an integer type in bytes, 0 for strings.
 func (t Type) Size() int {
 	switch t {
@@ -114,7 +122,7 @@ func (t Type) Size() int {
 		return 2
 	case Int32, Uint32:
 		return 4
-	case Int64, Uint64:
+	case Int64, Uint64, UserStack, KernelStack:
 		return 8
 	}
 	return 0
@@ -136,7 +144,7 @@ func (t Type) arrow() arrow.DataType {
 		return arrow.PrimitiveTypes.Uint16
 	case Uint32:
 		return arrow.PrimitiveTypes.Uint32
-	case Uint64:
+	case Uint64, UserStack, KernelStack:
 		return arrow.PrimitiveTypes.Uint64
 	case String:
 		return arrow.BinaryTypes.StringView

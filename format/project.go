@@ -233,7 +233,7 @@ func intColumn(t Type, valid, b []byte, rows int) IntColumn {
 		c.U16 = castSlice[uint16](b, rows)
 	case Uint32:
 		c.U32 = castSlice[uint32](b, rows)
-	case Uint64:
+	case Uint64, UserStack, KernelStack:
 		c.U64 = castSlice[uint64](b, rows)
 	}
 	return c
@@ -294,7 +294,7 @@ func (c *IntColumn) Int(i int) int64 {
 		return int64(c.U16[i])
 	case Uint32:
 		return int64(c.U32[i])
-	case Uint64:
+	case Uint64, UserStack, KernelStack:
 		return int64(c.U64[i])
 	}
 	return 0

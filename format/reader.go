@@ -49,6 +49,8 @@ type Reader struct {
 	// instead of stopping there; Skipped then lists each one's error.
 	SkipCorrupt bool
 	Skipped     []error
+
+	stackTable *StackTable // read by StackTable
 }
 
 // Open opens a capture for reading.
@@ -355,6 +357,39 @@ func (r *Reader) read(i int) error {
 	}
 	r.RawBytes += d.Decoded()
 	return nil
+}
+
+// StackTable returns the capture's stack table: the parts that its
+// record batches carry, united (see StackTable). A capture without stacks
+// has an empty one. A part that fails to decode is an error naming its
+// batch (ErrStackTable), unless SkipCorrupt is set, when it is left out
+// and listed in Skipped: its stacks then show as unknown.
+func (r *Reader) StackTable() (*StackTable, error) {
+	if r.stackTable != nil {
+		return r.stackTable, nil
+	}
+	t := new(StackTable)
+	for i := 0; i < r.ipc.NumBatches(); i++ {
+		md, err := r.ipc.BatchMetadata(i)
+		if err == nil {
+			j := md.FindKey(StackTableKey)
+			if j < 0 {
+				continue
+			}
+			var part *StackTable
+			if part, err = decodeStackTable(md.Values()[j]); err == nil {
+				t.Add(part)
+				continue
+			}
+		}
+		err = fmt.Errorf("batch %d: stack table: %w", i, err)
+		if !r.SkipCorrupt {
+			return nil, err
+		}
+		r.Skipped = append(r.Skipped, err)
+	}
+	r.stackTable = t
+	return t, nil
 }
 
 // Batch returns the current batch; valid until the next call to Next.

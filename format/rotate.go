@@ -53,6 +53,11 @@ func (w *Writer) Switch(out io.Writer, next func(*Meta)) (err error) {
 		w.file = c
 	}
 	w.out = newPosWriter(out)
+	// Each file is a capture of its own: it carries the whole stack table.
+	if !w.allStacks.Empty() {
+		w.stacks = new(StackTable)
+		w.stacks.Add(w.allStacks)
+	}
 	js, err := w.meta.encode()
 	if err != nil {
 		return err

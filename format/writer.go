@@ -129,6 +129,7 @@ type probeLayout struct {
 type batch struct {
 	n      int
 	strLen int
+	stacks *StackTable // the stack table part its message carries
 	cols   []colBuf
 	data   []arrowipc.ColumnData // cols as handed to the file writer
 }
@@ -163,6 +164,10 @@ type Writer struct {
 	// the file whole, once a write failed (see Unwritten).
 	unwritten []uint64
 	closed    bool
+
+	// stacks is the part of the stack table that the next batch carries,
+	// allStacks all of it, for the next file after Switch.
+	stacks, allStacks *StackTable
 }
 
 // Create creates (or truncates) path with mode 0600 and starts a capture
@@ -362,6 +367,23 @@ func (w *Writer) Append(e *Event) error {
 	return nil
 }
 
+// AddStacks adds entries to the capture's stack table (StackTable): they
+// are written with the next batch, so a recorder adds the stacks,
+// mappings and symbols an event needs before it appends the event.
+func (w *Writer) AddStacks(d *StackTable) {
+	if d.Empty() {
+		return
+	}
+	if w.stacks == nil {
+		w.stacks = new(StackTable)
+	}
+	if w.allStacks == nil {
+		w.allStacks = new(StackTable)
+	}
+	w.stacks.Add(d)
+	w.allStacks.Add(d)
+}
+
 // Lost records that n events of probe were lost on cpu at about time t.
 // Loss records are rows with a non-null lost column and null fields.
 func (w *Writer) Lost(probe uint16, cpu uint16, t int64, n uint64) error {
@@ -410,6 +432,7 @@ func (w *Writer) Flush() error {
 	if w.cur.n == 0 {
 		return nil
 	}
+	w.cur.stacks, w.stacks = w.stacks, nil
 	w.work <- w.cur
 	w.cur = <-w.free
 	return w.Err()
@@ -444,7 +467,7 @@ func (w *Writer) encoder() {
 		for i := range b.cols {
 			b.cols[i].reset(b.n)
 		}
-		b.n, b.strLen = 0, 0
+		b.n, b.strLen, b.stacks = 0, 0, nil
 		w.free <- b
 	}
 }
@@ -476,6 +499,14 @@ func (w *Writer) Unwritten() []uint64 { return w.unwritten }
 func (w *Writer) encode(b *batch) error {
 	for i := range b.cols {
 		b.cols[i].columnData(&b.data[i], b.n)
+	}
+	if b.stacks != nil {
+		part, err := encodeStackTable(b.stacks)
+		if err != nil {
+			return err
+		}
+		w.aw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{part}))
+		b.stacks = nil
 	}
 	err := w.aw.WriteBatch(b.n, b.data)
 	if err == nil {
@@ -518,7 +549,10 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	w.Stats.Events.Store(w.events)
-	if w.Err() == nil && w.cur.n > 0 {
+	// A stack table part with no rows left to carry it goes in a batch
+	// of none.
+	if w.Err() == nil && (w.cur.n > 0 || !w.stacks.Empty()) {
+		w.cur.stacks, w.stacks = w.stacks, nil
 		w.work <- w.cur
 	}
 	close(w.work)

@@ -4,15 +4,16 @@
 //
 //	PROBE  := [NAME=]TYPE:TARGET[(FIELD,...)]
 //	TYPE   := uprobe | u | uretprobe | ur | usdt | U | tracepoint | t
-//	        | kprobe | k | kretprobe | kr | fentry | f | fexit | fr
+//	        | kprobe | k | kretprobe | kr | fentry | f | fexit | fr | profile
 //	TARGET := BINARY:SYMBOL[+OFFSET]        uprobe, uretprobe
 //	        | BINARY:ADDRESS                uprobe, uretprobe
 //	        | BINARY:[PROVIDER:]PROBE       usdt (PROVIDER may be left out when
 //	                                        only one provider has a probe PROBE)
 //	        | CATEGORY:EVENT                tracepoint
 //	        | [MODULE:]FUNC[+OFFSET]        kprobe (OFFSET), kretprobe, fentry, fexit
+//	        | hz:N                          profile: every CPU, N times a second
 //	FIELD  := argN[:TYPE] | retval[:TYPE] | str(argN) | str(retval)
-//	        | TPFIELD[:TYPE] | str(TPFIELD)
+//	        | TPFIELD[:TYPE] | str(TPFIELD) | ustack[(N)] | kstack[(N)]
 //	TYPE   := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
 //
 // BINARY is a path (anything with a '/'), a program found on PATH, or a
@@ -33,6 +34,16 @@
 //	usdt:./virtnet:virtio-net-rx-end
 //	t:syscalls:sys_exit_write(ret)
 //	t:syscalls:sys_enter_openat(dfd:s32,str(filename))
+//	leaf=u:./app:leaf(arg0, ustack)
+//	t:sched:sched_switch(prev_pid, next_pid, prev_state, kstack, ustack)
+//	profile:hz:49
+//
+// Stacks. ustack and kstack record the user and kernel stack of every
+// event of any probe (at most N frames, default and most MaxStack), as
+// bpftrace's ustack and kstack builtins; they do not count against the
+// 12 fields. A profile probe samples every CPU N times a second (the -p
+// or -c processes only, when given) and records both stacks unless its
+// list names one.
 //
 // Fields. argN is the Nth argument, counted from 0 as bpftrace counts (a
 // uprobe's arg2 is PT_REGS_PARM3, the third integer argument register of
@@ -90,11 +101,13 @@ const (
 	Kretprobe
 	Fentry
 	Fexit
+	Profile
 )
 
 var kindNames = map[Kind]string{
 	Uprobe: "uprobe", Uretprobe: "uretprobe", USDT: "usdt", Tracepoint: "tracepoint",
 	Kprobe: "kprobe", Kretprobe: "kretprobe", Fentry: "fentry", Fexit: "fexit",
+	Profile: "profile",
 }
 
 // String returns the long name of the type, as written to a capture's
@@ -116,6 +129,7 @@ var prefixes = map[string]Kind{
 	"kretprobe": Kretprobe, "kr": Kretprobe,
 	"fentry": Fentry, "f": Fentry,
 	"fexit": Fexit, "fr": Fexit,
+	"profile": Profile,
 }
 
 // Source is what a field records.
@@ -127,6 +141,7 @@ const (
 	Retval                    // a uretprobe's return value
 	TPField                   // a tracepoint field
 	Param                     // a fentry/fexit probe's function parameter, by its name in BTF
+	Stack                     // the user (ustack) or kernel (kstack) stack
 )
 
 // Limits of one probe, set by the BPF sample layout.
@@ -134,6 +149,12 @@ const (
 	MaxFields  = 12 // fields per probe
 	MaxStrings = 4  // string fields per probe
 	MaxRegArgs = 6  // uprobe arguments passed in registers: arg0..arg5
+	// MaxStack is the deepest stack a stack field records, and its
+	// default: the kernel's perf_event_max_stack default.
+	MaxStack = 127
+	// MaxHz is the highest profile frequency accepted; the kernel's
+	// kernel.perf_event_max_sample_rate may refuse less.
+	MaxHz = 100000
 )
 
 // Field is one entry of a probe's field list.
@@ -147,6 +168,10 @@ type Field struct {
 	// Type is the integer type asked for with :TYPE, or format.TypeInvalid
 	// for the default.
 	Type format.Type
+	// Kernel and Depth are a stack field's (Source Stack): kstack or
+	// ustack, and the most frames it records (ustack(16)).
+	Kernel bool
+	Depth  int
 }
 
 // FieldName is the name the field gets in the capture: "argN", "retval" or
@@ -157,8 +182,40 @@ func (f *Field) FieldName() string {
 		return "arg" + strconv.Itoa(f.Arg)
 	case Retval:
 		return "retval"
+	case Stack:
+		if f.Kernel {
+			return "kstack"
+		}
+		return "ustack"
 	}
 	return f.Name
+}
+
+// DefaultStacks are a profile probe's fields when it has no list: both
+// stacks, as BCC's profile and perf record -g take them.
+func DefaultStacks() []Field {
+	return []Field{
+		{Text: "kstack", Source: Stack, Kernel: true, Depth: MaxStack},
+		{Text: "ustack", Source: Stack, Depth: MaxStack},
+	}
+}
+
+// parseStack parses ustack, kstack, ustack(N) and kstack(N).
+func parseStack(text string) (f Field, ok bool, err error) {
+	name, arg, hasArg := strings.Cut(text, "(")
+	name = strings.TrimSpace(name)
+	if name != "ustack" && name != "kstack" {
+		return f, false, nil
+	}
+	f = Field{Text: text, Source: Stack, Kernel: name == "kstack", Depth: MaxStack}
+	if hasArg {
+		n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(arg, ")")))
+		if !strings.HasSuffix(arg, ")") || err != nil || n < 1 || n > MaxStack {
+			return f, true, fmt.Errorf("field %q: want %s or %s(N) with N frames, 1 to %d", text, name, name, MaxStack)
+		}
+		f.Depth = n
+	}
+	return f, true, nil
 }
 
 // Spec is one parsed probe argument.
@@ -178,6 +235,7 @@ type Spec struct {
 	Probe    string // usdt
 	Category string // tracepoint
 	Event    string // tracepoint
+	Hz       uint64 // profile
 
 	// Fields is the field list, nil when none was given (record the
 	// defaults). A given list is never empty.
@@ -197,6 +255,8 @@ func (s *Spec) Target() string {
 		return "usdt:" + s.Binary + ":" + s.Provider + ":" + s.Probe
 	case Tracepoint:
 		return "tracepoint:" + s.Category + ":" + s.Event
+	case Profile:
+		return "profile:hz:" + strconv.FormatUint(s.Hz, 10)
 	}
 	return s.Kind.String() + ":" + s.Symbol
 }
@@ -277,6 +337,8 @@ func (s *Spec) DefaultName() string {
 		return s.Probe
 	case Tracepoint:
 		return s.Event
+	case Profile:
+		return "profile"
 	}
 	return s.Text
 }
@@ -315,7 +377,7 @@ func parse(text string) (*Spec, error) {
 	}
 	kind, ok := prefixes[typ]
 	if !ok {
-		return nil, fmt.Errorf("unknown probe type %q: use uprobe (u), uretprobe (ur), usdt (U) or tracepoint (t)", typ)
+		return nil, fmt.Errorf("unknown probe type %q: use uprobe (u), uretprobe (ur), usdt (U), tracepoint (t), kprobe (k), kretprobe (kr), fentry (f), fexit (fr) or profile", typ)
 	}
 	s.Kind = kind
 
@@ -360,6 +422,15 @@ func parse(text string) (*Spec, error) {
 			return nil, errors.New("want tracepoint:CATEGORY:EVENT")
 		}
 		s.Category, s.Event = parts[0], parts[1]
+	case Profile:
+		if len(parts) != 2 || parts[0] != "hz" {
+			return nil, errors.New("want profile:hz:N, sampling every CPU N times a second (profile:hz:49)")
+		}
+		n, err := strconv.ParseUint(parts[1], 10, 64)
+		if err != nil || n < 1 || n > MaxHz {
+			return nil, fmt.Errorf("profile:hz:%s: want a frequency from 1 to %d", parts[1], MaxHz)
+		}
+		s.Hz = n
 	default: // kprobe, kretprobe, fentry, fexit: [MODULE:]FUNC
 		if len(parts) > 2 {
 			return nil, fmt.Errorf("want %s:FUNC or %s:MODULE:FUNC", kind, kind)
@@ -398,7 +469,7 @@ func parseFields(kind Kind, list string) ([]Field, error) {
 	}
 	var fields []Field
 	seen := map[string]string{}
-	nstr := 0
+	nstr, nstack := 0, 0
 	for _, text := range strings.Split(list, ",") {
 		text = strings.TrimSpace(text)
 		f, err := parseField(kind, text)
@@ -413,9 +484,12 @@ func parseFields(kind Kind, list string) ([]Field, error) {
 		if f.Str {
 			nstr++
 		}
+		if f.Source == Stack {
+			nstack++
+		}
 		fields = append(fields, f)
 	}
-	if len(fields) > MaxFields {
+	if len(fields)-nstack > MaxFields {
 		return nil, fmt.Errorf("%d fields: a probe records at most %d", len(fields), MaxFields)
 	}
 	if nstr > MaxStrings {
@@ -428,6 +502,12 @@ func parseField(kind Kind, text string) (Field, error) {
 	f := Field{Text: text}
 	if text == "" {
 		return f, errors.New("empty field in the field list")
+	}
+	if sf, ok, err := parseStack(text); ok {
+		return sf, err
+	}
+	if kind == Profile {
+		return f, fmt.Errorf("field %q: a profile probe records ustack and kstack", text)
 	}
 	body := text
 	if strings.HasPrefix(body, "str(") {

@@ -116,6 +116,24 @@ func (f *File) BatchSpan(i int) (start, end int64) {
 	return b.offset, b.offset + int64(b.meta) + b.body
 }
 
+// BatchMetadata returns the custom metadata of record batch i's message
+// (Message.custom_metadata), which Writer.SetBatchMetadata wrote.
+func (f *File) BatchMetadata(i int) (arrow.Metadata, error) {
+	if i < 0 || i >= f.NumBatches() {
+		return arrow.Metadata{}, fmt.Errorf("no batch %d", i)
+	}
+	var buf []byte
+	if _, _, _, err := readBlock(f.ra, f.rec(i), msgRecordBatch, f.end, &buf); err != nil {
+		return arrow.Metadata{}, err
+	}
+	inner := binary.LittleEndian.Uint32(buf[4:])
+	m, err := fbRoot(buf[8 : 8+inner])
+	if err != nil {
+		return arrow.Metadata{}, err
+	}
+	return readKeyValues(m, 4, true)
+}
+
 func (f *File) rec(i int) block {
 	if f.ft == nil {
 		return f.recs[i]

@@ -111,10 +111,11 @@ type fieldNode struct{ length, nulls int64 }
 
 // Writer writes one Arrow IPC file. It is not safe for concurrent use.
 type Writer struct {
-	w      io.Writer
-	pos    int64
-	err    error // sticky write error
-	closed bool
+	w       io.Writer
+	pos     int64
+	err     error // sticky write error
+	closed  bool
+	batchMD arrow.Metadata // custom metadata of the next record batch (SetBatchMetadata)
 
 	schema *arrow.Schema
 	cols   []column
@@ -554,6 +555,12 @@ func grow(b []byte, n int) []byte {
 	return b[:len(b)+n]
 }
 
+// SetBatchMetadata sets the custom metadata of the next record batch's
+// message (Message.custom_metadata): facts that belong to that batch and
+// that a reader of a footerless file must still find. Readers of other
+// tools ignore it.
+func (w *Writer) SetBatchMetadata(md arrow.Metadata) { w.batchMD = md }
+
 // SetFooterMetadata replaces the schema metadata written into the footer
 // by Close: the stream keeps the metadata it started with, readers of the
 // file format see the footer's (facts known only at the end, such as when
@@ -612,11 +619,17 @@ func (w *Writer) write(b []byte) {
 func (w *Writer) writeMessage(typ byte, hdr flatbuffers.UOffsetT) block {
 	bodyLen := int64(w.bodyLen)
 	fb := w.fb
+	var md flatbuffers.UOffsetT
+	if typ == msgRecordBatch && w.batchMD.Len() > 0 {
+		md = buildMetadata(fb, &w.batchMD)
+		w.batchMD = arrow.Metadata{}
+	}
 	fb.StartObject(5)
 	fb.PrependInt16Slot(0, metadataV5, 0)
 	fb.PrependByteSlot(1, typ, 0)
 	fb.PrependUOffsetTSlot(2, hdr, 0)
 	fb.PrependInt64Slot(3, bodyLen, 0)
+	fb.PrependUOffsetTSlot(4, md, 0)
 	fb.Finish(fb.EndObject())
 	meta := fb.FinishedBytes()
 	n := len(meta) + pad8(len(meta))

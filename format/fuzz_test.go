@@ -35,6 +35,7 @@ func readEverything(path string) (rows int64, recovered bool, err error) {
 		return 0, false, err
 	}
 	defer r.Close()
+	_, _ = r.StackTable()
 	for r.Next() {
 		b := r.Batch()
 		for i := 0; i < b.Len; i++ {

@@ -64,6 +64,12 @@ func FuzzSeeds(dir string) (map[string][]byte, error) {
 	if _, err := write("empty", Zstd, 0, 5); err != nil {
 		return nil, err
 	}
+	st, err := stackSeed(filepath.Join(dir, "stacks"))
+	if err != nil {
+		return nil, err
+	}
+	seeds["stacks"] = st
+	seeds["stacks-footerless"] = streamPart(st)
 	seeds["zstd-footerless"] = streamPart(zs)
 	seeds["none-cut"] = none[:len(none)*2/3]
 	fixed := filepath.Join(dir, "repaired")
@@ -112,4 +118,35 @@ func randEvent(rng *rand.Rand, m *Meta, t int64) Event {
 func streamPart(data []byte) []byte {
 	n := int(binary.LittleEndian.Uint32(data[len(data)-10:]))
 	return bytes.Clone(data[:len(data)-10-n])
+}
+
+// stackSeed writes a capture whose probe records a user and a kernel stack,
+// with a stack table part in each of its batches.
+func stackSeed(path string) ([]byte, error) {
+	m := &Meta{Tool: "t", StartBoot: 1, Probes: []Probe{
+		{Name: "leaf", Kind: "uprobe", Fields: []Field{{Name: "ustack", Type: UserStack}, {Name: "kstack", Type: KernelStack}}},
+	}}
+	w, err := Create(path, m, WriterOptions{BatchRows: 4})
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < 10; i++ {
+		user := []uint64{0x401000 + uint64(i%3), 0x402000, 0x403000}
+		kernel := []uint64{0xffffffff81000000 + uint64(i%2), 0xffffffff81001000}
+		uid, kid := StackID(false, user), StackID(true, kernel)
+		w.AddStacks(&StackTable{
+			Stacks:  []Stack{{ID: uid, Frames: user}, {ID: kid, Kernel: true, Frames: kernel}},
+			Objects: []Object{{ID: 1, Path: "/bin/app", BuildID: "ab"}, {ID: 2, Path: "[kernel]", Kernel: true}},
+			Maps:    []Mapping{{PID: 7, Since: 1, Start: 0x400000, End: 0x500000, Object: 1, Bias: 0}},
+			Symbols: []Symbol{{Object: 1, Addr: 0x401000, Size: 0x10, Name: "leaf"}, {Object: 2, Addr: 0xffffffff81000000, Size: 0x1000, Name: "do_syscall_64"}},
+		})
+		e := Event{Time: int64(i), PID: 7, TID: 7, Comm: []byte("app"), Ints: []uint64{uid, kid}, Strs: make([][]byte, 2)}
+		if err := w.Append(&e); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
 }

@@ -64,13 +64,21 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 		return nil, err
 	}
 	ins := make([]*mergeIn, len(inputs))
+	// The inputs' stack tables, united: stack ids are hashes of the
+	// frames, the same in every capture (StackID).
+	stacks := new(StackTable)
 	for i, path := range inputs {
 		r, err := Open(path)
 		if err != nil {
 			return nil, err
 		}
 		ins[i] = &mergeIn{path: path, meta: r.Meta}
+		t, err := r.StackTable()
 		r.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		stacks.Add(t)
 	}
 	meta, err := mergeMeta(ins, o)
 	if err != nil {
@@ -91,6 +99,7 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 		f.Discard()
 		return nil, err
 	}
+	w.AddStacks(stacks)
 	res = &MergeResult{Meta: meta}
 	defer func() {
 		if cerr := w.Close(); err == nil && cerr != nil {

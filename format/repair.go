@@ -3,6 +3,8 @@ package format
 import (
 	"fmt"
 
+	"github.com/apache/arrow/go/v15/arrow"
+
 	"github.com/bpftape/bpftape/format/arrowipc"
 	"github.com/bpftape/bpftape/internal/outfile"
 )
@@ -59,6 +61,18 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 	fw, err := arrowipc.NewWriter(pw, r.Schema, r.Meta.ProbeNames(), codec, copts...)
 	if err != nil {
 		return res, fmt.Errorf("write %s: %w", out, err)
+	}
+	// The stack table goes whole with the first batch.
+	stacks, err := r.StackTable()
+	if err != nil {
+		return res, err
+	}
+	if !stacks.Empty() {
+		part, err := encodeStackTable(stacks)
+		if err != nil {
+			return res, err
+		}
+		fw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{part}))
 	}
 	for r.Next() {
 		if err := fw.WriteBatch(r.batch.Len, r.batch.data); err != nil {

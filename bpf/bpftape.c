@@ -150,12 +150,12 @@ struct probe_spec {
 	__u8 nstr;
 	__u8 ustack;	  /* user stack frames to record ahead of the sample, 0 = none */
 	__u8 kstack;	  /* kernel stack frames, 0 = none */
-	__u8 stack_flags; /* enum stack_flag */
+	__u8 flags;	  /* enum spec_flag */
 	struct arg_spec args[MAX_ARGS];
 };
 
-/* probe_spec.stack_flags. Mirrored by Stack* in spec.go. */
-enum stack_flag {
+/* probe_spec.flags. Mirrored by Spec* in spec.go. */
+enum spec_flag {
 	/*
 	 * A uprobe on a function's first instruction: record the word at the
 	 * stack pointer, the return address into its caller, which kernels
@@ -164,7 +164,14 @@ enum stack_flag {
 	 * function has not pushed its frame pointer yet. User space puts it
 	 * back.
 	 */
-	STACK_ENTRY = 1,
+	SPEC_STACK_ENTRY = 1,
+	/*
+	 * Record the events of the recorder itself too. A sched_switch event
+	 * concerns two threads, and the one switched in may be any: when the
+	 * recorder leaves a CPU to a traced thread, the event is that thread's
+	 * switch-in, which off-CPU time needs.
+	 */
+	SPEC_KEEP_SELF = 2,
 };
 
 #define MAX_STACK 127		 /* frames a stack record holds: the kernel's perf_event_max_stack default */
@@ -173,7 +180,7 @@ enum stack_flag {
 /* stack_record.flags. Mirrored by StackRec* in sample.go. */
 enum stack_rec_flag {
 	STACK_REC_KERNEL = 1,  /* a kernel stack; else a user stack */
-	STACK_REC_RETADDR = 2, /* retaddr holds the word at the user stack pointer (STACK_ENTRY) */
+	STACK_REC_RETADDR = 2, /* retaddr holds the word at the user stack pointer (SPEC_STACK_ENTRY) */
 	STACK_REC_FAULT = 4,   /* bpf_get_stack failed: no frames */
 };
 
@@ -255,7 +262,7 @@ const struct btf_anchor {
 	struct sample sample;
 	struct comm_record comm_record;
 	struct stack_record stack_record;
-	enum stack_flag stack_flag;
+	enum spec_flag spec_flag;
 	enum stack_rec_flag stack_rec_flag;
 	enum arg_kind kind;
 	enum size_class size_class;
@@ -848,7 +855,7 @@ static __always_inline int emit_stack(void *ctx, void *rb, struct cpu_state *st,
 		n = MAX_STACK * sizeof(__u64);
 	n &= ~7L;
 	r->retaddr = 0;
-	if (ctx_kind == CTX_REGS && user && (spec->stack_flags & STACK_ENTRY)) {
+	if (ctx_kind == CTX_REGS && user && (spec->flags & SPEC_STACK_ENTRY)) {
 		if (!read_reg(ctx, __builtin_offsetof(struct pt_regs, sp), &sp) &&
 		    !bpf_probe_read_user(&r->retaddr, sizeof(r->retaddr), (const void *)sp))
 			r->flags |= STACK_REC_RETADDR;
@@ -867,7 +874,8 @@ static __always_inline int emit_stack(void *ctx, void *rb, struct cpu_state *st,
 }
 
 /*
- * Whether the current process is one being recorded. It runs first, while
+ * Whether the current process is one being recorded: 1 yes, 0 no, 2 it is
+ * the recorder, whose events only a spec with SPEC_KEEP_SELF records. It runs first, while
  * nothing else is live: a map lookup later on made the verifier explore
  * the rest of the program twice (~8x the load time).
  */
@@ -876,7 +884,7 @@ static __always_inline int wanted(__u64 pid_tgid)
 	__u32 tgid = pid_tgid >> 32;
 
 	if (tgid == self_tgid)
-		return 0;
+		return 2;
 	if (follow)
 		return bpf_map_lookup_elem(&traced, &tgid) != 0;
 	return !filter_tgid || tgid == filter_tgid;
@@ -884,6 +892,7 @@ static __always_inline int wanted(__u64 pid_tgid)
 
 static __always_inline int record(void *ctx, const int ctx_kind)
 {
+	int self;
 	__u64 now, pid_tgid;
 	__u32 key, cpu, zero = 0, size;
 	const struct probe_spec *spec;
@@ -896,7 +905,8 @@ static __always_inline int record(void *ctx, const int ctx_kind)
 	if (!armed)
 		return 0;
 	pid_tgid = bpf_get_current_pid_tgid();
-	if (!wanted(pid_tgid))
+	self = wanted(pid_tgid);
+	if (!self)
 		return 0;
 	now = bpf_ktime_get_boot_ns();
 	if (fixed_spec != FIXED_SPEC_COOKIE) {
@@ -909,6 +919,8 @@ static __always_inline int record(void *ctx, const int ctx_kind)
 		if (!spec)
 			return 0;
 	}
+	if (self == 2 && !(spec->flags & SPEC_KEEP_SELF))
+		return 0;
 	cpu = bpf_get_smp_processor_id();
 	rb = bpf_map_lookup_elem(&rings, &cpu);
 	st = bpf_map_lookup_elem(&cpu_state, &zero);

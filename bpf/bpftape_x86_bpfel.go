@@ -65,7 +65,7 @@ type bpftapeBtfAnchor struct {
 		Retaddr uint64
 		Frames  [127]uint64
 	}
-	StackFlag    uint32
+	SpecFlag     uint32
 	StackRecFlag uint32
 	Kind         uint32
 	SizeClass    uint32
@@ -94,15 +94,15 @@ type bpftapeCpuState struct {
 }
 
 type bpftapeProbeSpec struct {
-	_          structs.HostLayout
-	ProbeId    uint16
-	Nargs      uint8
-	SizeClass  uint8
-	Nstr       uint8
-	Ustack     uint8
-	Kstack     uint8
-	StackFlags uint8
-	Args       [12]bpftapeArgSpec
+	_         structs.HostLayout
+	ProbeId   uint16
+	Nargs     uint8
+	SizeClass uint8
+	Nstr      uint8
+	Ustack    uint8
+	Kstack    uint8
+	Flags     uint8
+	Args      [12]bpftapeArgSpec
 }
 
 type bpftapeSample struct {

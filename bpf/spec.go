@@ -35,7 +35,7 @@ import (
 //	Nstr      uint8            number of string args (informational; Validate checks it)
 //	Ustack    uint8            user stack frames to record with each sample (0: none, at most MaxStack)
 //	Kstack    uint8            kernel stack frames to record (0: none, at most MaxStack)
-//	StackFlags uint8           Stack* flags
+//	Flags     uint8            Spec* flags
 //	Args      [MaxArgs]ArgSpec
 type ProbeSpec = bpftapeProbeSpec
 
@@ -120,14 +120,18 @@ const (
 	ClassStack uint8 = 0xfe
 )
 
-// Stack flags (ProbeSpec.StackFlags), mirroring enum stack_flag in
-// bpftape.c.
+// Spec flags (ProbeSpec.Flags), mirroring enum spec_flag in bpftape.c.
 const (
-	// StackEntry: the attachment is a uprobe on a function's first
+	// SpecStackEntry: the attachment is a uprobe on a function's first
 	// instruction; its user stack records carry the return address at
 	// the stack pointer (StackRecRetaddr), which kernels before 6.11
 	// leave out of the stack there.
-	StackEntry uint8 = 1
+	SpecStackEntry uint8 = 1
+	// SpecKeepSelf records the recorder's own events too (the programs
+	// leave them out otherwise): a sched_switch event from the recorder
+	// is the switch-in of another thread, which off-CPU time needs.
+	SpecKeepSelf uint8 = 2
+	specFlags          = SpecStackEntry | SpecKeepSelf
 )
 
 // ClassFor returns the smallest size class that holds nargs args (with
@@ -272,8 +276,8 @@ func (s *ProbeSpec) Validate() error {
 	if s.Ustack > MaxStack || s.Kstack > MaxStack {
 		return fmt.Errorf("stack depth %d/%d: at most %d frames", s.Ustack, s.Kstack, MaxStack)
 	}
-	if s.StackFlags&^StackEntry != 0 {
-		return fmt.Errorf("unknown stack flags %#x", s.StackFlags&^StackEntry)
+	if s.Flags&^specFlags != 0 {
+		return fmt.Errorf("unknown spec flags %#x", s.Flags&^specFlags)
 	}
 	var slots [MaxStrs]bool
 	nstr := 0

@@ -43,7 +43,7 @@ func execRange(t *testing.T, pid int, exe string) (lo, hi uint64) {
 // kernel stack record ahead of each sample, with the sample's tid and
 // time. The user stack starts at the probed function, in the binary, and
 // the record of a probe on the function's entry carries the return address
-// into the caller (StackEntry), which is in the binary too.
+// into the caller (SpecStackEntry), which is in the binary too.
 func TestUprobeStacks(t *testing.T) {
 	testutils.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
@@ -51,7 +51,7 @@ func TestUprobeStacks(t *testing.T) {
 	w := startWorkload(t, exe, "burst", strconv.Itoa(n))
 	objs := load(t, Options{RingSize: 1 << 22, FilterTgid: uint32(w.pid())})
 	s := spec(pWork, ClassArgs1, reg(RegDI, 8, true))
-	s.Ustack, s.Kstack, s.StackFlags = MaxStack, 16, StackEntry
+	s.Ustack, s.Kstack, s.Flags = MaxStack, 16, SpecStackEntry
 	putSpec(t, objs, 0, s)
 	prog, cookie, err := objs.UprobeProgram(0)
 	if err != nil {

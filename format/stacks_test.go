@@ -2,7 +2,9 @@ package format
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -132,6 +134,29 @@ func TestStackTableHostile(t *testing.T) {
 	} {
 		if _, err := decodeStackTable(s); err == nil || !errors.Is(err, ErrStackTable) {
 			t.Errorf("%s: %v, want ErrStackTable", name, err)
+		}
+	}
+}
+
+// TestStackIDIsFNV1a: StackID is FNV-1a over a kind byte and the frames'
+// little-endian bytes, as hash/fnv computes it; ids in captures depend on it.
+func TestStackIDIsFNV1a(t *testing.T) {
+	for _, tc := range []struct {
+		kernel bool
+		frames []uint64
+	}{{false, nil}, {true, nil}, {false, []uint64{0x401000, 0x7f0011223344}}, {true, []uint64{0xffffffff81000000, 1, 0}}} {
+		h := fnv.New64a()
+		var b [8]byte
+		if tc.kernel {
+			b[0] = 1
+		}
+		h.Write(b[:1])
+		for _, f := range tc.frames {
+			binary.LittleEndian.PutUint64(b[:], f)
+			h.Write(b[:])
+		}
+		if got, want := StackID(tc.kernel, tc.frames), h.Sum64(); got != want {
+			t.Errorf("StackID(%v, %x) = %#x, want %#x", tc.kernel, tc.frames, got, want)
 		}
 	}
 }

@@ -43,6 +43,13 @@ type drainer struct {
 	lostPrev [][]uint64 // per probe, per CPU: counter values already written
 	perCPU   []uint64
 
+	// stacks builds the capture's stack table; ustacks and kstacks hold,
+	// by thread, the last stack record, waiting for its sample.
+	stacks           stackCollector
+	ustacks, kstacks map[uint32]*pendingStack
+	noStack          uint64 // samples of a probe with stacks whose stack record was missing
+	entryFixed       uint64 // user stacks given back the caller a uprobe at a function's entry misses
+
 	comms                        *commTable
 	faults, truncated, malformed uint64
 	noComm                       uint64 // samples whose thread no comm record named
@@ -58,10 +65,71 @@ type drainer struct {
 func newDrainer(rd *bpf.Ring, w *format.Writer, lost lostMap, probes []*probe, forget func() error) *drainer {
 	d := &drainer{rd: rd, w: w, lost: lost, probes: probes, comms: newCommTable(forget),
 		events: make([]uint64, len(probes)), lostN: make([]uint64, len(probes)),
-		lostPrev: make([][]uint64, len(probes))}
-	d.ev.Ints = make([]uint64, bpf.MaxArgs)
-	d.ev.Strs = make([][]byte, bpf.MaxArgs)
+		lostPrev: make([][]uint64, len(probes)),
+		ustacks:  map[uint32]*pendingStack{}, kstacks: map[uint32]*pendingStack{}}
+	d.ev.Ints = make([]uint64, bpf.MaxArgs+2)
+	d.ev.Strs = make([][]byte, bpf.MaxArgs+2)
 	return d
+}
+
+// stackCollector is what the drainer needs of stacktable.Collector.
+type stackCollector interface {
+	Add(pid uint32, t int64, kernel bool, frames []uint64) uint64
+	Take() *format.StackTable
+}
+
+// pendingStack is a thread's last stack record, for the sample that
+// follows it.
+type pendingStack struct {
+	time   uint64
+	probe  uint16
+	frames []uint64
+}
+
+// stack keeps a stack record until its sample comes. A user stack taken
+// by a uprobe on a function's first instruction gets the caller back: the
+// function has not pushed its frame pointer yet, so a frame-pointer walk
+// goes from it straight to its caller's caller, unless the kernel (6.11 and
+// later) added the return address at the stack pointer itself, which the
+// record carries (bpf.StackRecRetaddr).
+func (d *drainer) stack(raw []byte) {
+	h := &d.h
+	kernel := h.Flags&bpf.StackRecKernel != 0
+	byTID := d.ustacks
+	if kernel {
+		byTID = d.kstacks
+	}
+	ps := byTID[h.TID]
+	if ps == nil {
+		ps = &pendingStack{}
+		byTID[h.TID] = ps
+	}
+	ps.time, ps.probe = h.Time, bpf.StackProbe(raw)
+	ps.frames = ps.frames[:0]
+	for i := range int(h.Nargs) {
+		ps.frames = append(ps.frames, bpf.StackFrame(raw, i))
+	}
+	if !kernel && h.Flags&bpf.StackRecRetaddr != 0 && len(ps.frames) > 0 {
+		if ret := bpf.StackRetaddr(raw); len(ps.frames) < 2 || ps.frames[1] != ret {
+			ps.frames = append(ps.frames, 0)
+			copy(ps.frames[2:], ps.frames[1:])
+			ps.frames[1] = ret
+			d.entryFixed++
+		}
+	}
+}
+
+// stackID returns the id of the stack that the sample being decoded
+// carries in byTID, 0 when its record did not come (the ring was full).
+func (d *drainer) stackID(byTID map[uint32]*pendingStack, kernel bool) uint64 {
+	h := &d.h
+	ps := byTID[h.TID]
+	if ps == nil || ps.time != h.Time || ps.probe != h.ProbeID {
+		d.noStack++
+		return 0
+	}
+	ps.time = 0
+	return d.stacks.Add(h.PID, int64(h.Time), kernel, ps.frames)
 }
 
 // run drains until stop has been called and everything submitted before it
@@ -128,6 +196,14 @@ func (d *drainer) sample(raw []byte) error {
 	if err == nil && h.Class == bpf.ClassComm {
 		return d.comms.set(h.TID, bpf.Comm(raw))
 	}
+	if err == nil && h.Class == bpf.ClassStack {
+		if d.stacks == nil {
+			d.malformed++
+			return nil
+		}
+		d.stack(raw)
+		return nil
+	}
 	if err != nil || int(h.ProbeID) >= len(d.probes) {
 		d.malformed++
 		return nil
@@ -152,6 +228,17 @@ func (d *drainer) sample(raw []byte) error {
 		} else {
 			ev.Ints[i] = bpf.Arg(raw, i)
 		}
+	}
+	if p.ustack > 0 {
+		ev.Ints[p.ustack-1] = d.stackID(d.ustacks, false)
+	}
+	if p.kstack > 0 {
+		ev.Ints[p.kstack-1] = d.stackID(d.kstacks, true)
+	}
+	if p.ustack > 0 || p.kstack > 0 {
+		// The table's entries go with the batch of the first event
+		// that needs them, or an earlier one.
+		d.w.AddStacks(d.stacks.Take())
 	}
 	if h.Flags&bpf.FlagReadFault != 0 {
 		d.faults++

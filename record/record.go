@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/elfsym"
+	"github.com/bpftape/bpftape/record/stacktable"
 )
 
 // Options configure a recording.
@@ -190,8 +192,12 @@ type recorder struct {
 	outFile *outfile.File // the capture file, from setup
 	objs    *bpf.Objects
 	links   []link.Link
-	follow  bool      // record the target's new processes too
-	forks   link.Link // track_fork, with follow
+	// stacks builds the capture's stack table, when a probe records stacks.
+	stacks *stacktable.Collector
+	// perfLinks are the profile probes' perf events, one per CPU.
+	perfLinks []*bpf.PerfEventLink
+	follow    bool      // record the target's new processes too
+	forks     link.Link // track_fork, with follow
 	// followed and untracked are the processes recorded while following
 	// and the children not recorded for want of room (see pruneExited).
 	followed, untracked uint64
@@ -234,6 +240,10 @@ func (r *recorder) detach() {
 		l.Close()
 	}
 	r.links = nil
+	for _, l := range r.perfLinks {
+		l.Close()
+	}
+	r.perfLinks = nil
 	if r.forks != nil {
 		r.forks.Close()
 		r.forks = nil
@@ -419,6 +429,13 @@ func (r *recorder) setup() error {
 	}
 	r.limit = newSizeLimit(r.w, o, base)
 	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes, r.objs.ForgetComms)
+	for _, p := range r.probes {
+		if p.ustack > 0 || p.kstack > 0 {
+			r.stacks = stacktable.New(stacktable.Options{DebugDirs: elfsym.DebugDirs(o.DebugDirs)})
+			r.d.stacks = r.stacks
+			break
+		}
+	}
 	if r.limit != nil {
 		r.d.limit = r.limit.check
 	}
@@ -491,6 +508,13 @@ func (r *recorder) attach() error {
 			}
 			var l link.Link
 			var err error
+			if a.hz != 0 {
+				if err := r.attachProfile(a, cookie); err != nil {
+					return err
+				}
+				cookie++
+				continue
+			}
 			if a.category != "" {
 				// Each probe on a tracepoint needs a program of its own.
 				tp := a.category + ":" + a.event
@@ -580,6 +604,36 @@ func (r *recorder) attach() error {
 	}
 	if r.follow {
 		return r.startFollowing()
+	}
+	return nil
+}
+
+// attachProfile opens a CPU-clock perf event on every CPU with the profile
+// program of spec index spec: the programs then filter by process, as
+// BCC's profile does with -p. A CPU that is offline (ENODEV) is skipped.
+func (r *recorder) attachProfile(a *attachment, spec uint32) error {
+	prog, err := r.objs.PerfEventProgram(spec)
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", a.what, err)
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", a.what, err)
+	}
+	n := 0
+	for cpu := range ncpu {
+		l, err := bpf.AttachPerfEvent(prog, cpu, a.hz)
+		if errors.Is(err, unix.ENODEV) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("attach %s: %w", a.what, err)
+		}
+		r.perfLinks = append(r.perfLinks, l)
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("attach %s: no CPU is online", a.what)
 	}
 	return nil
 }

@@ -26,6 +26,11 @@ type probe struct {
 	// debugFile is the separate debug file whose symbols located a
 	// uprobe, "" if the binary's own did.
 	debugFile string
+	// ustack and kstack are 1 + the index in meta.Fields of the fields
+	// that hold the user and kernel stack ids, 0 for none; entry is set for a
+	// uprobe on a function's first instruction (bpf.SpecStackEntry).
+	ustack, kstack int
+	entry          bool
 }
 
 // attachment is one place a probe's program is attached: a uprobe at a file
@@ -39,6 +44,7 @@ type attachment struct {
 	addr      uint64 // file offset (uprobes)
 	refCtr    uint64 // USDT semaphore file offset, 0 if none
 	ret       bool   // uretprobe
+	hz        uint64 // profile: samples a second on each CPU
 	category  string // tracepoints
 	event     string
 	spec      bpf.ProbeSpec
@@ -68,6 +74,16 @@ type resolver struct {
 
 func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
 	p := &probe{spec: s, meta: format.Probe{Name: name, Kind: s.Kind.String(), Spec: s.Text}}
+	// Stack fields are no arguments: the kind's resolver sees the rest of
+	// the list (an empty list when only stacks were asked for, which
+	// records no argument), and they are added to every attachment.
+	stacks, rest := splitStacks(s)
+	if stacks != nil {
+		c := *s
+		c.Fields = rest
+		p.spec = &c
+		defer func() { p.spec = s }()
+	}
 	var err error
 	switch s.Kind {
 	case probespec.Uprobe, probespec.Uretprobe:
@@ -80,13 +96,81 @@ func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
 		err = r.kprobe(p)
 	case probespec.Fentry, probespec.Fexit:
 		err = r.fentry(p)
+	case probespec.Profile:
+		err = r.profile(p)
 	default:
 		err = fmt.Errorf("unknown probe kind %v", s.Kind)
+	}
+	if err == nil {
+		p.addStacks(stacks)
+		if s.Kind == probespec.Tracepoint && s.Category == "sched" && s.Event == "sched_switch" {
+			// The switch-in of a traced thread may be the recorder's
+			// own switch-out (see bpf.SpecKeepSelf).
+			for i := range p.atts {
+				p.atts[i].spec.Flags |= bpf.SpecKeepSelf
+			}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("probe %s: %w", s.Text, err)
 	}
 	return p, nil
+}
+
+// splitStacks separates a spec's stack fields from the others; a profile
+// probe without a list records both stacks.
+func splitStacks(s *probespec.Spec) (stacks, rest []probespec.Field) {
+	if s.Kind == probespec.Profile && s.Fields == nil {
+		return probespec.DefaultStacks(), []probespec.Field{}
+	}
+	for _, f := range s.Fields {
+		if f.Source == probespec.Stack {
+			stacks = append(stacks, f)
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	if stacks != nil && rest == nil {
+		rest = []probespec.Field{}
+	}
+	return stacks, rest
+}
+
+// addStacks adds the stack fields after the argument fields and sets every
+// attachment's depths.
+func (p *probe) addStacks(stacks []probespec.Field) {
+	for _, f := range stacks {
+		t := format.UserStack
+		if f.Kernel {
+			t = format.KernelStack
+			p.kstack = 1 + len(p.meta.Fields)
+		} else {
+			p.ustack = 1 + len(p.meta.Fields)
+		}
+		p.addField(f.FieldName(), t)
+		for i := range p.atts {
+			a := &p.atts[i]
+			if f.Kernel {
+				a.spec.Kstack = uint8(f.Depth)
+			} else {
+				a.spec.Ustack = uint8(f.Depth)
+				if p.entry {
+					a.spec.Flags |= bpf.SpecStackEntry
+				}
+			}
+		}
+	}
+}
+
+// profile resolves profile:hz:N: no arguments, one attachment that is a
+// perf event on every CPU.
+func (r *resolver) profile(p *probe) error {
+	spec, err := p.probeSpec(nil)
+	if err != nil {
+		return err
+	}
+	p.atts = []attachment{{hz: p.spec.Hz, spec: spec, what: fmt.Sprintf("profile at %d Hz", p.spec.Hz)}}
+	return nil
 }
 
 func (r *resolver) tracefsDir() (string, error) {
@@ -126,6 +210,7 @@ func (r *resolver) uprobe(p *probe) error {
 	p.debugFile = loc.DebugFile
 	fields := s.Fields
 	ret := s.Kind == probespec.Uretprobe
+	p.entry = !ret && loc.Entry()
 	if ret && !loc.Entry() {
 		where := "no function symbol covers it"
 		if loc.Func != "" {

@@ -45,6 +45,9 @@ func (c *Capture) Meta() *format.Meta { return c.r.Meta }
 // Schema is the capture's Arrow schema.
 func (c *Capture) Schema() *arrow.Schema { return c.r.Schema }
 
+// StackTable returns the capture's stack table (empty without stacks).
+func (c *Capture) StackTable() (*format.StackTable, error) { return c.r.StackTable() }
+
 // Column returns the schema index of the named column, or -1.
 func (c *Capture) Column(name string) int { return c.r.Column(name) }
 

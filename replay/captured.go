@@ -12,12 +12,15 @@ import (
 // integer fields, and which strings were copied from memory.
 func Captured(m *format.Meta) string {
 	ints := 0
-	var strs []string
+	var strs, stacks []string
 	for _, p := range m.Probes {
 		for _, f := range p.Fields {
-			if f.Type == format.String {
+			switch {
+			case f.Type == format.String:
 				strs = append(strs, p.Name+"."+f.Name)
-			} else {
+			case f.Type.IsStack():
+				stacks = append(stacks, p.Name+"."+f.Name)
+			default:
 				ints++
 			}
 		}
@@ -26,6 +29,10 @@ func Captured(m *format.Meta) string {
 	if m.Extra[format.ExtraRedacted] != "" {
 		// export --redact empties comm and drops string fields.
 		s = fmt.Sprintf("time, cpu, pid and tid of every event (command names removed); %d integer fields", ints)
+	}
+	if len(stacks) > 0 {
+		// The stack table names the mapped files and the functions hit.
+		s += "; stacks (with the mapped files and the functions their frames fall in): " + strings.Join(stacks, ", ")
 	}
 	if len(strs) == 0 {
 		return s + "; no strings"

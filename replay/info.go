@@ -28,6 +28,80 @@ type InfoResult struct {
 	Recovered   bool              `json:"recovered"`
 	RecoverNote string            `json:"recover_note,omitempty"`
 	Captured    string            `json:"captured"`
+	// Stacks counts the stack table of a capture with stacks (a stack
+	// field, or a table); nil for one without.
+	Stacks *StackInfo `json:"stacks,omitempty"`
+}
+
+// StackInfo counts what a capture's stack table (format.StackTable) holds.
+type StackInfo struct {
+	Unique  int `json:"unique"` // stacks, each once
+	User    int `json:"user"`
+	Kernel  int `json:"kernel"`
+	Objects int `json:"objects"`
+	Symbols int `json:"symbols"`
+	// Processes is how many processes have mappings in the table;
+	// Unmapped how many could not be read (their user frames do not
+	// resolve: format.ProcessNote).
+	Processes int `json:"processes_mapped"`
+	Unmapped  int `json:"processes_unmapped"`
+	// Error says why the table could not be read; the counts are then 0.
+	Error string `json:"error,omitempty"`
+}
+
+// stackInfo counts c's stack table; nil for a capture without stacks.
+func stackInfo(c *Capture) *StackInfo {
+	has := false
+	for _, p := range c.Meta().Probes {
+		for _, f := range p.Fields {
+			has = has || f.Type.IsStack()
+		}
+	}
+	t, err := c.StackTable()
+	if err != nil {
+		return &StackInfo{Error: err.Error()}
+	}
+	if !has && t.Empty() {
+		return nil
+	}
+	si := &StackInfo{Unique: len(t.Stacks), Objects: len(t.Objects), Symbols: len(t.Symbols), Unmapped: len(t.Processes)}
+	for _, st := range t.Stacks {
+		if st.Kernel {
+			si.Kernel++
+		} else {
+			si.User++
+		}
+	}
+	pids := map[uint32]bool{}
+	for _, m := range t.Maps {
+		pids[m.PID] = true
+	}
+	si.Processes = len(pids)
+	return si
+}
+
+// String is info's line: "1 unique (1 user, 0 kernel), 2 objects, 5
+// symbols, 1 process mapped".
+func (si *StackInfo) String() string {
+	if si.Error != "" {
+		return "unreadable: " + si.Error
+	}
+	s := fmt.Sprintf("%d unique (%d user, %d kernel), %s, %s, %s mapped", si.Unique, si.User, si.Kernel,
+		plural(si.Objects, "object"), plural(si.Symbols, "symbol"), plural(si.Processes, "process"))
+	if si.Unmapped > 0 {
+		s += fmt.Sprintf(", %s without mappings", plural(si.Unmapped, "process"))
+	}
+	return s
+}
+
+func plural(n int, what string) string {
+	switch {
+	case n == 1:
+		return "1 " + what
+	case strings.HasSuffix(what, "s"):
+		return fmt.Sprintf("%d %ses", n, what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // Info reads the whole capture and prints what it is and what it holds.
@@ -67,6 +141,7 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 	if p.RecoverErr != nil {
 		res.RecoverNote = p.RecoverErr.Error()
 	}
+	res.Stacks = stackInfo(c)
 	if asJSON {
 		return res, p, json.NewEncoder(out).Encode(res)
 	}
@@ -108,6 +183,9 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 			note += "; dropped " + res.RecoverNote
 		}
 		w("recovered", "%s", note)
+	}
+	if res.Stacks != nil {
+		w("stacks", "%s", res.Stacks.String())
 	}
 	for _, k := range sortedKeys(m.Extra) {
 		w(k, "%s", m.Extra[k])

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -43,6 +44,15 @@ hive layout DuckDB and Spark read as one table with host and probe columns;
 exporting more captures (other hosts) into the same OUT adds part files.
 --compress (arrow, parquet) is zstd (default), lz4 (arrow only) or none.
 
+A stack field (ustack, kstack) is a stack id in the capture, whose frames
+are in its stack table. CSV, JSON lines and Parquet have no place for the
+table, so they write each stack as its frames, root first, separated by
+';', exactly as bpftape stacks prints them ("main;top;mid;leaf";
+unresolved frames as [OBJECT+0xOFFSET] or [0xADDRESS]), in a text column
+(utf8 in Parquet) of the same name, empty/null for an event without a
+stack. --stack-ids writes the uint64 ids instead. arrow always keeps the
+ids and the stack table.
+
 CSV text cells (command names, probe names, string fields) that a
 spreadsheet would run as a formula — starting with =, +, -, @, a tab or a
 carriage return — get a leading single quote, as OWASP recommends;
@@ -77,6 +87,9 @@ Examples:
   bpftape export cap.arrow --format parquet -o cap.parquet
   bpftape export cap.arrow --format arrow --redact -o shareable.arrow
   bpftape export cap.arrow --format csv --redact --from 2s --to 3s -o window.csv
+  bpftape export leaf.arrow -f parquet -o leaf.parquet   # leaf.ustack: main;top;mid;leaf
+  duckdb -c "SELECT \"leaf.ustack\", count(*) FROM 'leaf.parquet' GROUP BY 1"
+  bpftape export prof.arrow -f csv --stack-ids -o prof-ids.csv
   bpftape export host-a.arrow --format parquet --partition -o fleet/
   bpftape export host-b.arrow --format parquet --partition -o fleet/
   duckdb -c "SELECT host, probe, count(*) FROM read_parquet('fleet/*/*/*.parquet', hive_partitioning=true, union_by_name=true) GROUP BY ALL"`, stdout)
@@ -99,6 +112,7 @@ Examples:
 	redact := fs.Bool("redact", false, "leave out comm, string fields and what identifies the host or a command (see above)")
 	formulas := fs.Bool("csv-formulas", false, "CSV: write text cells that start with = + - @ tab or CR as they are (by default they get a leading ' so that a spreadsheet does not run them)")
 	compress := fs.String("compress", "zstd", "arrow and parquet: zstd, lz4 (arrow only) or none")
+	stackIDs := fs.Bool("stack-ids", false, "csv, jsonl, parquet: write stack fields as their uint64 ids, not as folded frames (arrow keeps the ids)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "export", err)
@@ -115,6 +129,7 @@ Examples:
 	}
 	o.Redact = *redact
 	o.CSVFormulas = *formulas
+	o.StackIDs = *stackIDs
 	if o.Compression, err = format.ParseCompression(*compress); err != nil {
 		return fail(stderr, "export", usage.Errorf("--compress: %w", err))
 	}
@@ -164,8 +179,12 @@ Examples:
 		return pass, err
 	})
 	if err != nil {
+		if errors.Is(err, format.ErrStackTable) && !o.StackIDs {
+			err = fmt.Errorf("%w (--stack-ids exports the stack ids without the table)", err)
+		}
 		return fail(stderr, "export", err)
 	}
+	(&replay.StackCounts{Unresolved: res.UnresolvedFrames}).Notes(stderr)
 	if !out.toStdout() {
 		what := fmt.Sprintf("%d events", res.Events)
 		if o.Lost != export.LostDrop {

@@ -97,7 +97,7 @@ each --debug-dir, then each of $BPFTAPE_DEBUG_DIRS (colon-separated), then
 /usr/lib/debug. 'bpftape list BINARY' prints a binary's probes and functions.
 
 FIELD := argN[:TYPE] | retval[:TYPE] | str(argN) | str(retval)
-       | NAME[:TYPE] | str(NAME)
+       | NAME[:TYPE] | str(NAME) | ustack[(N)] | kstack[(N)]
 TYPE  := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
   argN     argument N counted from 0 as bpftrace does: a uprobe's arg2 is
            the third integer argument register (PT_REGS_PARM3), N = 0..5;
@@ -109,6 +109,14 @@ TYPE  := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
            name; user memory for uprobes and USDT, user or kernel memory
            (by the address) for kernel functions
   :TYPE    cuts the value to that integer type, as a C cast would
+  ustack, kstack  the user and kernel stack of each event, as bpftrace's
+           ustack and kstack (at most N frames, default and most 127),
+           walked by frame pointers; they do not count against the 12
+           fields. The capture keeps the processes' mappings and the
+           symbols the frames fall in: 'bpftape stacks' and 'bpftape
+           flamegraph' symbolize from it alone, anywhere, later.
+profile:hz:N samples every CPU N times a second (with -p or -c: only those
+processes), recording kstack and ustack, as BCC's profile -F N does.
 Without a list: uprobe and kprobe arg0..arg5 as u64, uretprobe and kretprobe
 retval as s64, fentry every parameter with its BTF type (fexit also retval),
 usdt every
@@ -131,6 +139,9 @@ Examples:
   bpftape record -o vfs.arrow -d 10s 'f:vfs_read(count)' 'fr:vfs_read(retval)'   # funclatency -u vfs_read
   bpftape record -o open.arrow -c 'ls /etc' 'f:do_sys_openat2(str(filename))'
   bpftape record -o funcs.arrow -d 10s 'k:vfs_*'     # then: bpftape count funcs.arrow
+  bpftape record -o leaf.arrow -c ./app 'u:./app:leaf(arg0,ustack)'   # then: bpftape stacks leaf.arrow
+  bpftape record -o prof.arrow -d 10s profile:hz:49                  # then: bpftape flamegraph prof.arrow -o prof.svg
+  bpftape record -o bio.arrow -d 10s 'k:submit_bio(kstack)'          # stackcount submit_bio
 
 Kernels before 5.15 have no BPF attach cookies: bpftape then loads one
 program per attachment, holding its probe's spec as constants (a few ms

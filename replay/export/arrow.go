@@ -52,6 +52,14 @@ func WriteArrow(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pas
 	if err != nil {
 		return nil, nil, err
 	}
+	stacks, err := c.StackTable()
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.Redact {
+		stacks = RedactStacks(stacks)
+	}
+	fw.AddStacks(stacks)
 	res := &Result{}
 	ev := format.Event{}
 	var ints []uint64

@@ -2,6 +2,11 @@
 // for tools that do not read Arrow IPC, or as a new capture (Arrow), batch
 // by batch, so that memory does not grow with the capture; with
 // Options.Redact it leaves out what identifies the host and its processes.
+//
+// CSV, JSON lines and Parquet have no place for the capture's stack table,
+// so they write a stack field (ustack, kstack) as its frames, folded as
+// `bpftape stacks` prints them ("main;top;mid;leaf"), null for no stack;
+// Options.StackIDs keeps the ids. Arrow keeps the ids and the table.
 package export
 
 import (
@@ -74,6 +79,10 @@ type Options struct {
 	// CSVFormulas writes CSV text cells that start with =, +, -, @, a tab
 	// or a carriage return as they are, instead of prefixing a quote.
 	CSVFormulas bool
+	// StackIDs writes the stack fields of CSV, JSON lines and Parquet as
+	// their uint64 ids, as the capture holds them, rather than as folded
+	// frames (an Arrow export always keeps the ids, and the table).
+	StackIDs bool
 }
 
 // lostMode is o.Lost, LostDrop when unset.
@@ -92,6 +101,9 @@ type Result struct {
 	// OpenParts is the most part files a partitioned export had open at
 	// once (at most MaxOpenParts).
 	OpenParts int `json:"open_parts,omitempty"`
+	// UnresolvedFrames counts, by reason, the frames of the stacks written
+	// as frames that did not resolve (replay.StackCounts.Unresolved).
+	UnresolvedFrames map[string]uint64 `json:"unresolved_frames,omitempty"`
 }
 
 // column is one output column: a fixed one or a field column of the capture.
@@ -100,6 +112,9 @@ type column struct {
 	fixed int // format.ColTime... for fixed columns, -1 for fields
 	index int // schema index of a field column
 	typ   format.Type
+	// names writes a stack field as its folded frames (nameStacks); nil
+	// for other columns, and for stack fields written as ids.
+	names *replay.StackNamer
 }
 
 // columns lists the capture's columns in schema order, without the lost
@@ -126,6 +141,41 @@ func columns(c *replay.Capture, o *Options) []column {
 		}
 	}
 	return cols
+}
+
+// nameStacks has the stack columns of cols written as folded frames, unless
+// o.StackIDs; it returns their namer (shared by the columns, so that a
+// stack is symbolized once), nil when there is none.
+func nameStacks(c *replay.Capture, o *Options, cols []column) (*replay.StackNamer, error) {
+	if o.StackIDs {
+		return nil, nil
+	}
+	var n *replay.StackNamer
+	for k := range cols {
+		if cols[k].fixed >= 0 || !cols[k].typ.IsStack() {
+			continue
+		}
+		if n == nil {
+			var err error
+			if n, err = replay.NewStackNamer(c); err != nil {
+				return nil, fmt.Errorf("stacks as frames: %w", err)
+			}
+		}
+		cols[k].names = n
+	}
+	return n, nil
+}
+
+// stackNotes puts what n found in res.
+func stackNotes(res *Result, n *replay.StackNamer) {
+	if n != nil && len(n.Unresolved()) > 0 {
+		res.UnresolvedFrames = n.Unresolved()
+	}
+}
+
+// folded is a named stack column's row i: its frames, ok false for no stack.
+func (col *column) folded(b *format.Batch, i int) (string, bool) {
+	return col.names.Folded(b.PID[i], b.Time[i], uint64(b.Col(col.index).Int(i)))
 }
 
 // walk calls fn for every row the options select, in file order, with

@@ -33,10 +33,15 @@ const HiveNull = "__HIVE_DEFAULT_PARTITION__"
 // the capture's column names and integer types and its Meta under the
 // footer key "bpftape"; string_view columns (comm, string fields) become
 // utf8, as pqarrow in Arrow Go v15 has no string_view, and probe stays a
-// dictionary of utf8.
+// dictionary of utf8. A stack field is a utf8 column of folded frames,
+// null for no stack, or with Options.StackIDs a uint64 column of ids.
 func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, error) {
 	o.Lost = o.lostMode()
 	cols := columns(c, &o)
+	names, err := nameStacks(c, &o, cols)
+	if err != nil {
+		return nil, nil, err
+	}
 	pw, err := newPQWriter(w, cols, c, &o)
 	if err != nil {
 		return nil, nil, err
@@ -49,6 +54,7 @@ func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.P
 	if cerr := pw.close(); err == nil {
 		err = cerr
 	}
+	stackNotes(res, names)
 	return res, pass, err
 }
 
@@ -63,6 +69,10 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pa
 	o.Lost = o.lostMode()
 	m := c.Meta()
 	all := columns(c, &o)
+	names, err := nameStacks(c, &o, all)
+	if err != nil {
+		return nil, nil, err
+	}
 	type part struct {
 		pw   *pqWriter
 		f    *outfile.File
@@ -78,6 +88,7 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pa
 	var rows uint64
 	res = &Result{}
 	defer func() {
+		stackNotes(res, names)
 		// Every part is finished, then put in place only if all are.
 		for _, p := range order {
 			if cerr := p.pw.close(); err == nil && cerr != nil {
@@ -276,8 +287,8 @@ func arrowType(t format.Type) arrow.DataType {
 		return arrow.PrimitiveTypes.Uint16
 	case format.Uint32:
 		return arrow.PrimitiveTypes.Uint32
-	case format.Uint64:
-		return arrow.PrimitiveTypes.Uint64
+	case format.Uint64, format.UserStack, format.KernelStack:
+		return arrow.PrimitiveTypes.Uint64 // a stack field written as ids
 	}
 	return arrow.BinaryTypes.String
 }
@@ -357,6 +368,13 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 			})
 			p.blds = append(p.blds, bl)
 		default:
+			if col.names != nil {
+				f = arrow.Field{Name: col.name, Type: arrow.BinaryTypes.String, Nullable: true}
+				bl := array.NewStringBuilder(mem)
+				p.apps = append(p.apps, stackAppender(bl, col))
+				p.blds = append(p.blds, bl)
+				break
+			}
 			f = arrow.Field{Name: col.name, Type: arrowType(col.typ), Nullable: true}
 			bl := array.NewBuilder(mem, f.Type)
 			p.apps = append(p.apps, fieldAppender(bl, col.index, col.typ))
@@ -408,6 +426,22 @@ func fieldAppender(bl array.Builder, ci int, t format.Type) func(b *format.Batch
 			bl.Append(uint64(c.Int(i)))
 		case *array.StringBuilder:
 			bl.Append(strings.ToValidUTF8(c.Str(i), "\uFFFD")) // Parquet utf8 must be UTF-8
+		}
+	}
+}
+
+// stackAppender appends a stack field's folded frames (valid UTF-8:
+// textsafe escapes every other byte), or null, to bl.
+func stackAppender(bl *array.StringBuilder, col column) func(b *format.Batch, i int) {
+	return func(b *format.Batch, i int) {
+		if !b.Col(col.index).Valid(i) {
+			bl.AppendNull()
+			return
+		}
+		if s, ok := col.folded(b, i); ok {
+			bl.Append(s)
+		} else {
+			bl.AppendNull()
 		}
 	}
 }

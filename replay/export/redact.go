@@ -27,7 +27,10 @@ import (
 //     process name (Extra "comm"), debug-file paths, the input file names
 //     of a merge, and every other Extra fact not known to be a number or a
 //     tunable (RedactKeepExtra); probed binaries and libraries keep only
-//     their base names, in the probe's target and in its spec as typed.
+//     their base names, in the probe's target and in its spec as typed;
+//   - in the stack table (RedactStacks): the paths of mapped files keep
+//     their base names; build ids, mappings and the functions hit stay,
+//     which the stacks need.
 //
 // The metadata then says so: Extra "redacted" lists what was removed, and
 // "redacted.string_fields" the string fields dropped (probe.field, or
@@ -148,4 +151,26 @@ func exportMeta(m *format.Meta, o *Options) (*format.Meta, error) {
 		return nil, fmt.Errorf("redact metadata: %w", err)
 	}
 	return r, nil
+}
+
+// RedactStacks returns a copy of t whose objects keep only the base names
+// of their paths ("[kernel]" and modules as they are), and whose notes on
+// objects without symbols, which name debug-file paths, are cut to say
+// only that.
+func RedactStacks(t *format.StackTable) *format.StackTable {
+	if t == nil {
+		return nil
+	}
+	r := *t
+	r.Objects = make([]format.Object, len(t.Objects))
+	for i, o := range t.Objects {
+		if !o.Kernel && !strings.HasPrefix(o.Path, "[") {
+			o.Path = filepath.Base(o.Path)
+		}
+		if o.NoSymbols != "" {
+			o.NoSymbols = "no symbols (details redacted)"
+		}
+		r.Objects[i] = o
+	}
+	return &r
 }

@@ -15,10 +15,15 @@ import (
 
 // WriteCSV writes a header and one line per selected row of c: the fixed
 // columns (lost only when loss records are kept) and every field column,
-// empty where the row's probe has no such field.
+// empty where the row's probe has no such field; a stack field is its
+// folded frames, empty for no stack, or with Options.StackIDs its id.
 func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, error) {
 	o.Lost = o.lostMode()
 	cols := columns(c, &o)
+	names, err := nameStacks(c, &o, cols)
+	if err != nil {
+		return nil, nil, err
+	}
 	cw := csv.NewWriter(w)
 	rec := make([]string, len(cols))
 	for i, col := range cols {
@@ -43,6 +48,7 @@ func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass,
 	if err == nil {
 		err = cw.Error()
 	}
+	stackNotes(res, names)
 	return res, pass, err
 }
 
@@ -55,9 +61,9 @@ func count(res *Result, lost bool) {
 }
 
 // text reports whether col holds text from the capture (a command name, a
-// probe name or a string field), as opposed to numbers.
+// probe name, a string field or a stack's frames), as opposed to numbers.
 func (col *column) text() bool {
-	return col.fixed == format.ColComm || col.fixed == format.ColProbe || (col.fixed < 0 && col.typ == format.String)
+	return col.fixed == format.ColComm || col.fixed == format.ColProbe || (col.fixed < 0 && (col.typ == format.String || col.names != nil))
 }
 
 // csvText makes a text cell safe: bytes that are not UTF-8 become U+FFFD
@@ -98,15 +104,25 @@ func textValue(b *format.Batch, i int, col *column, probes []string) string {
 	if !fc.Valid(i) {
 		return ""
 	}
+	if col.names != nil {
+		s, _ := col.folded(b, i) // "" for no stack, as for null
+		return s
+	}
 	return fc.Str(i)
 }
 
 // WriteJSONL writes one JSON object per selected row of c with the CSV's
 // names but only the row's probe's fields; 64-bit integers are written in
-// full (readers that parse numbers as doubles round those above 2^53).
+// full (readers that parse numbers as doubles round those above 2^53). A
+// stack field is a string of folded frames, null for no stack, or with
+// Options.StackIDs its id.
 func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, error) {
 	o.Lost = o.lostMode()
 	cols := columns(c, &o)
+	names, err := nameStacks(c, &o, cols)
+	if err != nil {
+		return nil, nil, err
+	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	res := &Result{}
 	probes := c.Meta().ProbeNames()
@@ -141,6 +157,12 @@ func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pas
 				}
 			case col.fixed >= 0:
 				line = append(line, textValue(b, i, col, probes)...)
+			case col.names != nil:
+				if s, ok := col.folded(b, i); ok {
+					line = appendJSONString(line, s)
+				} else {
+					line = append(line, "null"...)
+				}
 			case fc.Type == format.String:
 				line = appendJSONString(line, fc.Str(i))
 			case fc.Type == format.Uint64:
@@ -157,6 +179,7 @@ func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pas
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
+	stackNotes(res, names)
 	return res, pass, err
 }
 

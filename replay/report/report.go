@@ -1,6 +1,7 @@
 // Package report writes one self-contained HTML page about a capture for a
 // bug report: where and how it was recorded, its losses, per-probe counts,
-// a histogram and a heat map of every numeric field, and the latency,
+// a histogram and a heat map of every numeric field, a flame graph of
+// every stack field, and the latency,
 // request and comparison analyses asked for. The page loads nothing: its
 // CSS and SVG are inline and it uses the system's fonts.
 package report
@@ -21,6 +22,7 @@ import (
 	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/replay"
+	"github.com/bpftape/bpftape/replay/flamegraph"
 	"github.com/bpftape/bpftape/replay/heatmap"
 	"github.com/bpftape/bpftape/replay/hist"
 )
@@ -97,7 +99,52 @@ type view struct {
 	Hists                             []histView
 	Heatmaps                          []template.HTML
 	HeatmapNote                       string
+	Flames                            []flameView
 	Inputs                            []inputView
+}
+
+// flameView is the flame graph of one stack field of one probe.
+type flameView struct {
+	Probe, Field, Command, Note string
+	SVG                         template.HTML
+}
+
+// flames draws a flame graph of every stack field of every probe (a pass
+// each).
+func flames(c *replay.Capture, o *Options) ([]flameView, error) {
+	var out []flameView
+	for _, p := range c.Meta().Probes {
+		for _, f := range p.Fields {
+			mode, flag := replay.StacksUser, "--user"
+			switch f.Type {
+			case format.UserStack:
+			case format.KernelStack:
+				mode, flag = replay.StacksKernel, "--kernel"
+			default:
+				continue
+			}
+			r, _, err := replay.Stacks(c, replay.StacksOptions{Filter: o.Filter, Probe: p.Name, Mode: mode})
+			if err != nil {
+				return nil, fmt.Errorf("stacks of %s %s: %w", p.Name, f.Name, err)
+			}
+			stacks := make([]flamegraph.Stack, len(r.Stacks))
+			for i, s := range r.Stacks {
+				stacks[i] = flamegraph.Stack{Frames: s.Frames, Value: s.Value}
+			}
+			svg, err := flamegraph.Fragment(stacks, flamegraph.Options{Title: p.Name + " " + f.Name, Width: 1100,
+				Unit: flamegraph.UnitEvents}, fmt.Sprintf("f%d", len(out)))
+			if err != nil {
+				return nil, err
+			}
+			fv := flameView{Probe: p.Name, Field: f.Name, SVG: svg,
+				Command: fmt.Sprintf("bpftape flamegraph %s %s %s -o %s.svg", shellQuote(c.Name), shellQuote(p.Name), flag, shellQuote(p.Name+"-"+f.Name))}
+			var notes bytes.Buffer
+			r.Notes(&notes)
+			fv.Note = strings.TrimSpace(notes.String())
+			out = append(out, fv)
+		}
+	}
+	return out, nil
 }
 
 type fact struct {
@@ -437,6 +484,9 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 			return nil, pass, fmt.Errorf("--compare: %w", err)
 		}
 		v.Compares = append(v.Compares, *cv)
+	}
+	if v.Flames, err = flames(c, o); err != nil {
+		return nil, pass, err
 	}
 	for _, in := range m.Inputs {
 		iv := inputView{File: in.Extra["merge.file"], Host: in.Host, Kernel: in.Kernel,

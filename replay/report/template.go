@@ -79,7 +79,7 @@ footer { color: var(--muted); font-size: 12.5px; border-top: 1px solid var(--lin
 <div class="sub">{{.Sub}}{{if .Losses}} · <span class="badge">{{.Losses.Total}} events lost</span>{{end}}</div>
 </header>
 <nav>
-<a href="#summary">Summary</a><a href="#probes">Probes</a><a href="#timeline">Time line</a>{{if .Latencies}}<a href="#latency">Latency</a>{{end}}{{if .Requests}}<a href="#requests">Requests</a>{{end}}{{if .Compares}}<a href="#compare">Compare</a>{{end}}<a href="#histograms">Histograms</a>{{if .Heatmaps}}<a href="#heatmaps">Heat maps</a>{{end}}{{if .Inputs}}<a href="#inputs">Inputs</a>{{end}}
+<a href="#summary">Summary</a><a href="#probes">Probes</a><a href="#timeline">Time line</a>{{if .Latencies}}<a href="#latency">Latency</a>{{end}}{{if .Requests}}<a href="#requests">Requests</a>{{end}}{{if .Compares}}<a href="#compare">Compare</a>{{end}}<a href="#histograms">Histograms</a>{{if .Heatmaps}}<a href="#heatmaps">Heat maps</a>{{end}}{{if .Flames}}<a href="#flamegraphs">Flame graphs</a>{{end}}{{if .Inputs}}<a href="#inputs">Inputs</a>{{end}}
 </nav>
 <main>
 <h2 id="summary">Summary</h2>
@@ -159,6 +159,11 @@ Counts, histograms and heat maps of these probes are too low; the time line belo
 {{range .Heatmaps}}<div class="figure">{{.}}</div>
 {{end}}{{end}}
 
+{{if .Flames}}<h2 id="flamegraphs">Flame graphs</h2>
+<p class="note">One box a function, its width the share of the probe's events whose stack passes through it, callers below. Click a box to zoom, Search to highlight functions matching a regular expression.</p>
+{{range .Flames}}<div class="figure">{{.SVG}}</div>
+<p class="note"><code>{{.Command}}</code>{{with .Note}}<br>{{.}}{{end}}</p>
+{{end}}{{end}}
 {{if .Inputs}}<h2 id="inputs">Inputs of this merged capture</h2>
 <table class="probes"><thead><tr><th>File</th><th>Host</th><th>Kernel</th><th>Started</th><th>Time shift</th><th>Command line</th></tr></thead><tbody>
 {{range .Inputs}}<tr><td><code>{{.File}}</code></td><td>{{.Host}}</td><td>{{.Kernel}}</td><td>{{.Started}}</td><td>{{if .Shift}}{{.Shift}}{{else}}<span class="muted">none</span>{{end}}</td><td class="spec"><code>{{.Command}}</code></td></tr>

@@ -395,6 +395,68 @@ else
 	result module FAIL "no-loop-device:$(errtail mod.err)"
 fi
 
+# Stacks. leaf's user stack on every call of the chain workload
+# (testdata/stacks/chain.c) folds into main;top;mid;leaf exactly: kernels
+# before 6.11 leave mid out of a stack taken by a uprobe on leaf's first
+# instruction, and the recorder puts it back. The capture still reads so
+# once the binary is deleted.
+N_CHAIN=500
+cp /bin/chain $W/chain
+if rec chain -c "$W/chain $N_CHAIN" "leaf=u:$W/chain:leaf(ustack)"; then
+	rm -f $W/chain
+	got=$(bpftape stacks chain.arrow 2>chain.notes)
+	[ "$got" = "main;top;mid;leaf $N_CHAIN" ] && [ ! -s chain.notes ] && result stack-chain PASS "$got,binary-deleted" ||
+		result stack-chain FAIL "got=$got;$(head -c 200 chain.notes)"
+else
+	result stack-chain FAIL "$(errtail chain.err)"
+fi
+
+# Kernel stacks from a tracepoint and from a kprobe: every one of the
+# workload's reads has one, and it holds the syscall entry.
+if rec kstk -c "vmwork read 100 /dev/zero" 't:syscalls:sys_enter_read(kstack)' 'k:vfs_read(kstack)'; then
+	bad=""
+	for p in sys_enter_read vfs_read; do
+		bpftape stacks --comm vmwork kstk.arrow $p >kstk.$p 2>>kstk.err
+		n=$(awk '{s+=$NF}END{print s+0}' kstk.$p)
+		miss=$(grep -vc 'do_syscall_64' kstk.$p)
+		[ "$n" -ge 100 ] && [ "$miss" = 0 ] || bad="$bad,$p:events=$n,without-do_syscall_64=$miss"
+	done
+	grep -q ';vfs_read ' kstk.vfs_read || bad="$bad,vfs_read-not-the-leaf"
+	[ -z "$bad" ] && result kstack PASS "tracepoint,kprobe:$(head -n 1 kstk.vfs_read | cut -c1-120)" || result kstack FAIL "$bad;$(errtail kstk.err)"
+else
+	result kstack FAIL "$(errtail kstk.err)"
+fi
+
+# profile:hz:99 on the CPU-bound chain: most samples are in its loop.
+if rec prof -c "chain 30000000" profile:hz:99; then
+	bpftape stacks --user prof.arrow >prof.folded 2>>prof.err
+	all=$(awk '{s+=$NF}END{print s+0}' prof.folded)
+	hot=$(grep '^main;top' prof.folded | awk '{s+=$NF}END{print s+0}')
+	[ "$all" -ge 20 ] && [ $((hot * 10)) -ge $((all * 8)) ] && result profile PASS "samples=$all,in-main;top=$hot" ||
+		result profile FAIL "samples=$all,in-main;top=$hot;$(head -n 3 prof.folded | cut -c1-100)"
+else
+	result profile FAIL "$(errtail prof.err)"
+fi
+
+# Seed 002's stack examples (testdata/seed002/stacks.sh): stackcount
+# submit_bio from a kprobe while dd reads a loop device.
+if [ -e /bin/seed002-stacks.sh ] && [ -e /dev/loop0 ] && losetup /dev/loop0 $W/loop.img 2>/dev/null; then
+	echo 3 >/proc/sys/vm/drop_caches
+	PROF_CMD="chain 10000000" IO_CMD="dd if=/dev/loop0 of=/dev/null bs=4096 count=256" \
+		sh /bin/seed002-stacks.sh $W/seed002s >seed002s.txt 2>seed002s.err
+	st=$?
+	sed 's/^/VMTEST-SEED002 /' seed002s.txt | head -n 120
+	bio=$(sed -n '/^## stackcount submit_bio/,$p' seed002s.txt)
+	if [ $st = 0 ] && echo "$bio" | grep -q '^  submit_bio$' && echo "$bio" | grep -q 'do_syscall_64'; then
+		result seed002-stacks PASS "profile,stackcount-submit_bio"
+	else
+		result seed002-stacks FAIL "exit=$st;$(echo "$bio" | head -n 4 | cut -c1-80);$(errtail seed002s.err)"
+	fi
+	losetup -d /dev/loop0 2>/dev/null
+else
+	result seed002-stacks FAIL "no-loop-device"
+fi
+
 # fentry and fexit: arguments by their BTF names and types. They read them
 # with bpf_get_func_arg (5.17): older kernels must refuse them saying so.
 if [ -z "$HAVE_FENTRY" ]; then

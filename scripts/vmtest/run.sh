@@ -26,6 +26,8 @@ cflags="-O2 -static -fno-omit-frame-pointer -fcf-protection=none"
 gcc $cflags -o "$out/root/bin/probes" "$root/record/testdata/probes.c"
 gcc $cflags -pthread -o "$out/root/bin/vmwork" "$root/testdata/vmtest/vmwork.c"
 ln -s vmwork "$out/root/bin/vmt-exec"
+# The stack workload at -O0, as its test builds it.
+gcc -O0 -static -fno-omit-frame-pointer -fcf-protection=none -o "$out/root/bin/chain" "$root/testdata/stacks/chain.c"
 # USDT in a shared library: a dynamic workload, its library, and the host's
 # loader and libc at the paths ldd names.
 mkdir -p "$out/root/lib/vmtest"
@@ -40,6 +42,7 @@ cp /bin/busybox "$out/root/bin/busybox"
 cp "$here/init" "$out/root/init"
 cp "$here/guest.sh" "$out/root/bin/guest.sh"
 cp "$root/testdata/seed002/examples.sh" "$out/root/bin/seed002.sh"
+cp "$root/testdata/seed002/stacks.sh" "$out/root/bin/seed002-stacks.sh"
 chmod 755 "$out/root/init" "$out/root/bin/guest.sh"
 (cd "$out/root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$out/initramfs.gz")
 

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/internal/humanfmt"
+	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/replay/replaytest"
+)
+
+// buildChain builds testdata/stacks/chain.c as the issue asks: -O0 with
+// frame pointers (and without CET, so that every function starts with an
+// emulated push %rbp).
+func buildChain(t *testing.T, dir string) string {
+	t.Helper()
+	exe := filepath.Join(dir, "chain")
+	src, err := filepath.Abs(filepath.Join("..", "..", "testdata", "stacks", "chain.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testutils.CompileC(exe, "-O0", "-fno-omit-frame-pointer", "-fcf-protection=none", "-g", src); err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// TestStacksChain records leaf's user stack on every call of the chain
+// workload and checks that `stacks` folds them into exactly
+// "main;top;mid;leaf N", on this kernel, which adds the caller a uprobe on
+// a function's first instruction misses (6.11), and with the recorder's
+// own fix-up. Then the binary is deleted and the capture moved to another
+// directory: the stacks still read the same, from the capture alone.
+func TestStacksChain(t *testing.T) {
+	testutils.RequireBPF(t, bpf.CheckFeatures)
+	dir := t.TempDir()
+	exe := buildChain(t, dir)
+	const n = 5000
+	capPath := filepath.Join(dir, "leaf.arrow")
+	stdout, stderr, code := runCLI(t, "record", "-o", capPath, "-c", fmt.Sprintf("%s %d", exe, n),
+		fmt.Sprintf("leaf=u:%s:leaf(ustack)", exe))
+	if code != 0 {
+		t.Fatalf("record: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, fmt.Sprintf("%s events", humanfmt.Commas(n))) || !strings.Contains(stderr, " 0 lost") {
+		t.Fatalf("record: want %d events, 0 lost:\n%s", n, stderr)
+	}
+	want := fmt.Sprintf("main;top;mid;leaf %d\n", n)
+	check := func(what, path string) {
+		t.Helper()
+		out, errOut, code := runCLI(t, "stacks", path, "leaf")
+		if code != 0 || out != want {
+			t.Fatalf("%s: stacks: exit %d\n got %q\nwant %q\n%s", what, code, out, want, errOut)
+		}
+		if strings.Contains(errOut, "note:") {
+			t.Errorf("%s: notes: %s", what, errOut)
+		}
+	}
+	check("recorded", capPath)
+
+	// The binary gone, the capture elsewhere: the same answer.
+	if err := os.Remove(exe); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "copy.arrow")
+	data, err := os.ReadFile(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(capPath); err != nil {
+		t.Fatal(err)
+	}
+	check("binary deleted, capture copied", other)
+
+	// stackcount's view, and offsets.
+	out, _, code := runCLI(t, "stacks", "--text", other)
+	if code != 0 || out != fmt.Sprintf("  leaf\n  mid\n  top\n  main\n    %d\n\n", n) {
+		t.Errorf("stacks --text: exit %d\n%s", code, out)
+	}
+	out, _, code = runCLI(t, "stacks", "--offsets", "--by", "comm", other)
+	if code != 0 || !strings.HasPrefix(out, "chain;main+0x") || !strings.Contains(out, ";leaf+0x0 ") {
+		t.Errorf("stacks --offsets --by comm: exit %d\n%s", code, out)
+	}
+}
+
+// TestStacksErrors: clear one-line usage errors, exit 2.
+func TestStacksErrors(t *testing.T) {
+	up := filepath.Join(seedCaptures(t), replaytest.UprobesFile)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stacks"}, "want FILE [PROBE]"},
+		{[]string{"stacks", up}, "has no stacks"},
+		{[]string{"stacks", "--user", "--kernel", up}, "exclude each other"},
+	} {
+		_, stderr, code := runCLI(t, tc.args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 1 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestProfile samples a CPU-bound workload at 199 Hz: most samples fall in
+// its hot function.
+func TestProfile(t *testing.T) {
+	testutils.RequireBPF(t, bpf.CheckFeatures)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "spin.c")
+	if err := os.WriteFile(src, []byte(`#include <time.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void hot(void) { for (int i = 0; i < 1000; i++) sink += i; }
+__attribute__((noinline)) void cold(void) { sink++; }
+int main(void) {
+	struct timespec s, n;
+	clock_gettime(CLOCK_MONOTONIC, &s);
+	do { hot(); cold(); clock_gettime(CLOCK_MONOTONIC, &n); } while (n.tv_sec - s.tv_sec < 2);
+	return 0;
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "spin")
+	if err := testutils.CompileC(exe, "-O1", "-fno-omit-frame-pointer", src); err != nil {
+		t.Fatal(err)
+	}
+	capPath := filepath.Join(dir, "prof.arrow")
+	start := time.Now()
+	if _, stderr, code := runCLI(t, "record", "-o", capPath, "-c", exe, "profile:hz:199"); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, stderr)
+	}
+	elapsed := time.Since(start)
+	out, stderr, code := runCLI(t, "stacks", "--user", capPath)
+	if code != 0 {
+		t.Fatalf("stacks: exit %d\n%s", code, stderr)
+	}
+	var total, hot uint64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		var v uint64
+		fmt.Sscan(line[i+1:], &v)
+		total += v
+		if strings.HasSuffix(line[:i], ";hot") {
+			hot += v
+		}
+	}
+	// 2 s of one busy thread at 199 Hz: about 400 samples.
+	if total < 200 || hot*10 < total*8 {
+		t.Errorf("%d samples in %v, %d in hot: want most in hot\n%s", total, elapsed, hot, out)
+	}
+	if !strings.Contains(out, "main;hot ") {
+		t.Errorf("no main;hot stack:\n%s", out)
+	}
+}
+
+// TestOffCPU records sched_switch system-wide while a workload sleeps 20
+// times 50 ms, and checks that its off-CPU time in nanosleep sums to
+// within 5% of the second it slept, and that a flame graph of it renders.
+func TestOffCPU(t *testing.T) {
+	testutils.RequireBPF(t, bpf.CheckFeatures)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "sleeper.c")
+	if err := os.WriteFile(src, []byte(`#include <time.h>
+__attribute__((noinline)) void nap(long ms) { struct timespec ts = {0, ms * 1000000L}; nanosleep(&ts, 0); }
+__attribute__((noinline)) void waiter(int n, long ms) { for (int i = 0; i < n; i++) nap(ms); }
+int main(void) { waiter(20, 50); return 0; }
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "sleeper")
+	if err := testutils.CompileC(exe, "-O1", "-fno-omit-frame-pointer", src); err != nil {
+		t.Fatal(err)
+	}
+	capPath, ready := filepath.Join(dir, "sw.arrow"), filepath.Join(dir, "ready")
+	done := make(chan string, 1)
+	go func() {
+		_, stderr, code := runCLI(t, "record", "-o", capPath, "-d", "5s", "--ready-file", ready,
+			"t:sched:sched_switch(prev_pid,next_pid,prev_state,kstack,ustack)")
+		if code != 0 {
+			stderr = fmt.Sprintf("exit %d: %s", code, stderr)
+		} else {
+			stderr = ""
+		}
+		done <- stderr
+	}()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if i > 300 {
+			t.Fatal("the recorder did not get ready in 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out, err := exec.Command(exe).CombinedOutput(); err != nil {
+		t.Fatalf("sleeper: %v %s", err, out)
+	}
+	if msg := <-done; msg != "" {
+		t.Fatalf("record: %s", msg)
+	}
+	out, stderr, code := runCLI(t, "stacks", "--offcpu", "--comm", "sleeper", capPath)
+	if code != 0 {
+		t.Fatalf("stacks --offcpu: exit %d\n%s", code, stderr)
+	}
+	var slept uint64
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if strings.Contains(line, ";waiter;") && strings.Contains(line, "nanosleep") {
+			var v uint64
+			fmt.Sscan(line[i+1:], &v)
+			slept += v
+		}
+	}
+	const want = 20 * 50 * time.Millisecond
+	if d := time.Duration(slept); d < want || d > want+want/20 {
+		t.Errorf("off-CPU time in nanosleep %v, want %v to %v\n%s", d, want, want+want/20, out)
+	}
+	t.Logf("off-CPU time in nanosleep: %v for %v of sleep", time.Duration(slept), want)
+	svg := filepath.Join(dir, "offcpu.svg")
+	if _, stderr, code := runCLI(t, "flamegraph", "--offcpu", "--comm", "sleeper", capPath, "-o", svg); code != 0 {
+		t.Fatalf("flamegraph: exit %d\n%s", code, stderr)
+	}
+	data, err := os.ReadFile(svg)
+	if err != nil || !strings.Contains(string(data), "waiter") || !strings.Contains(string(data), "Off-CPU") {
+		t.Errorf("flame graph: %v, %d bytes without waiter or its title", err, len(data))
+	}
+}

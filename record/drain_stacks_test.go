@@ -1,0 +1,94 @@
+package record
+
+import (
+	"encoding/binary"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/format"
+)
+
+// stackRecord builds a raw stack record of thread pid+1 at time t for probe.
+func stackRecord(probe uint16, pid uint32, t uint64, flags uint16, retaddr uint64, frames ...uint64) []byte {
+	raw := make([]byte, bpf.StackHeaderSize+8*len(frames))
+	le := binary.LittleEndian
+	le.PutUint64(raw[bpf.OffTime:], t)
+	le.PutUint32(raw[bpf.OffPID:], pid)
+	le.PutUint32(raw[bpf.OffTID:], pid+1)
+	le.PutUint16(raw[bpf.OffProbeID:], bpf.StackProbeID)
+	le.PutUint16(raw[bpf.OffNargs:], uint16(len(frames)))
+	le.PutUint16(raw[bpf.OffFlags:], flags)
+	le.PutUint16(raw[bpf.OffStackProbe:], probe)
+	le.PutUint64(raw[bpf.OffStackRetaddr:], retaddr)
+	for i, f := range frames {
+		le.PutUint64(raw[bpf.OffStackFrames+8*i:], f)
+	}
+	return raw
+}
+
+// fakeStacks records what the drainer hands the stack table.
+type fakeStacks struct {
+	added [][]uint64
+	kinds []bool
+}
+
+func (f *fakeStacks) Add(pid uint32, t int64, kernel bool, frames []uint64) uint64 {
+	f.added = append(f.added, append([]uint64(nil), frames...))
+	f.kinds = append(f.kinds, kernel)
+	return format.StackID(kernel, frames)
+}
+
+func (f *fakeStacks) Take() *format.StackTable { return nil }
+
+// TestDrainerStacks: a sample takes the stack records of its thread and
+// time that came before it; the caller a uprobe at a function's entry
+// misses goes back in unless the kernel put it there; a stack record
+// whose sample never came (the ring was full) is not given to the next
+// sample, which then has no stack.
+func TestDrainerStacks(t *testing.T) {
+	p := &probe{meta: format.Probe{Name: "leaf", Kind: "uprobe", Fields: []format.Field{
+		{Name: "arg0", Type: format.Uint64}, {Name: "ustack", Type: format.UserStack}, {Name: "kstack", Type: format.KernelStack}}},
+		ustack: 2, kstack: 3}
+	if _, err := p.probeSpec(make([]bpf.ArgSpec, 1)); err != nil {
+		t.Fatal(err)
+	}
+	w, err := format.NewWriter(io.Discard, &format.Meta{Probes: []format.Probe{p.meta}}, format.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	fs := &fakeStacks{}
+	d := newDrainer(nil, w, fakeLost{}, []*probe{p}, nil)
+	d.stacks = fs
+	feed := func(raws ...[]byte) {
+		t.Helper()
+		for _, raw := range raws {
+			if err := d.sample(raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const leaf, mid, top, main = 0x1010, 0x1120, 0x1230, 0x1340
+	feed(commRecord(10, 11, "app"),
+		// Before 6.11: mid missing, the record has the return address.
+		stackRecord(0, 10, 100, bpf.StackRecKernel, 0, 0xffff1, 0xffff2),
+		stackRecord(0, 10, 100, bpf.StackRecRetaddr, mid, leaf, top, main),
+		sample(p.class, 0, 0, 10, 100, 0, []uint64{7}, nil),
+		// 6.11 and later: the kernel put mid there itself.
+		stackRecord(0, 10, 200, bpf.StackRecRetaddr, mid, leaf, mid, top, main),
+		stackRecord(0, 10, 200, bpf.StackRecKernel, 0, 0xffff1, 0xffff2),
+		sample(p.class, 0, 0, 10, 200, 0, []uint64{8}, nil),
+		// A stack whose sample was lost, then a sample without stacks.
+		stackRecord(0, 10, 300, 0, 0, leaf),
+		sample(p.class, 0, 0, 10, 400, 0, []uint64{9}, nil),
+	)
+	want := [][]uint64{{leaf, mid, top, main}, {0xffff1, 0xffff2}, {leaf, mid, top, main}, {0xffff1, 0xffff2}}
+	if !reflect.DeepEqual(fs.added, want) || !reflect.DeepEqual(fs.kinds, []bool{false, true, false, true}) {
+		t.Errorf("stacks handed on: %x %v, want %x", fs.added, fs.kinds, want)
+	}
+	if d.entryFixed != 1 || d.noStack != 2 || d.malformed != 0 {
+		t.Errorf("entry fixed %d, samples without a stack %d (want 1, 2), malformed %d", d.entryFixed, d.noStack, d.malformed)
+	}
+}

@@ -1,0 +1,98 @@
+// Package stacktable builds, at record time, a capture's stack table
+// (format.StackTable): what replay needs to turn the stack ids of the
+// UserStack and KernelStack columns into function names later, on another
+// machine, after the processes and their binaries are gone. The recorder
+// hands every stack to a Collector (Add) and writes what it gathered with
+// the next batch (Take, format.Writer.AddStacks).
+//
+// # What goes in
+//
+// Each unique stack once, by its id (format.StackID: a hash of its
+// frames). For a user stack, the executable mappings of its process that
+// its frames fall in (read from /proc/PID/maps), the objects mapped there
+// (path and build id) and, of each object's function symbols, only those
+// that some frame falls in. A binary's full symbol table would make every
+// capture carry megabytes per library; the symbols that frames hit are
+// what replay needs, and they are read while the binary is still there.
+// For a kernel stack, the kallsyms functions that its frames fall in, of
+// the object "[kernel]" (with the build id of /sys/kernel/notes) or
+// "[MODULE]".
+//
+// Every frame but the innermost is a return address, which replay looks
+// up one byte earlier (the call may be the last instruction of its
+// function, as perf does): the symbols of both the address and the byte
+// before it are stored. A function symbol of size 0 (assembly) covers up to
+// the next symbol of its object; since replay sees only the stored
+// symbols, it is stored with that distance as its size.
+//
+// Objects get ids 1, 2, ... in the order they enter the table. An object
+// without any function symbol says why in Object.NoSymbols ("stripped,
+// and no debug file in /usr/lib/debug (build id ...)"); a process whose
+// mappings could not be read gets a ProcessNote, once.
+//
+// # Where symbols come from
+//
+// A mapped file is opened through /proc/PID/map_files/START-END (then
+// /proc/PID/root/PATH, then PATH): that link reaches the very file the
+// process mapped even when its path has since been deleted, replaced by a
+// new build, or lives in another mount namespace (a container). The opened
+// file is kept open (up to maxOpenFiles of them; past that it is opened
+// again by the same paths, if it is still the same file) until a frame
+// needs its symbols: they are read even after the process has exited, and
+// only for the objects that frames fall in. Objects are cached by build id
+// and by file (device, inode, size, mtime), so each is opened and its
+// symbols read once however many processes map it. Symbols come from
+// .symtab and .dynsym; a binary without .symtab (stripped) has its
+// separate debug file looked for by build id and .gnu_debuglink in
+// Options.DebugDirs (elfsym.FindDebugFile, as gdb does). Symbols are read
+// by address rather than through elfsym.Functions, which keeps one
+// function per name (static functions of one name in several files would
+// be lost) for listings. Among aliases of one address, the name is chosen
+// as perf does (see better). The [vdso] is read from the process's memory,
+// once per image.
+//
+// # When maps are read
+//
+// On a process's first stack, or earlier when the recorder calls Snapshot
+// on its first event (a short-lived process may be gone by the time its
+// first stack is drained); then again when a frame falls outside every
+// mapping known for it (an exec or a dlopen): the mappings that are new
+// or changed go in with Since = the time of that stack, the unchanged
+// ones keep theirs. Mappings enter the table when a frame first falls in
+// them. Anonymous executable memory (JIT code) is remembered without an
+// object, so its frames, unresolved, cause no re-read; garbage frames can
+// cause at most maxFruitless re-reads in a row that find nothing new, then
+// one per rereadBackoff.
+//
+// # Cost and limits
+//
+// Add of a stack already seen in the same process (any process, for a
+// kernel stack) is a hash of its frames and a map lookup, with no
+// allocation. A stack id names frames, not a process, and replay resolves
+// user frames with the mappings of the event's pid: so the same frames in
+// another process (forked workers, a non-PIE program run twice) are
+// resolved again for that process (its mappings go in; the stack and the
+// symbols already there do not).
+//
+// Memory: each process keeps a cache of the frame addresses already
+// resolved (maxAddrsPerPID entries, emptied when full; maxAddrs over all
+// processes and the kernel); a process that has exited and had no stack
+// for forgetAfter is forgotten once more than minSweep processes are
+// known. The set of stacks seen (by process) and the table itself grow
+// with the number of unique stacks, stored objects and hit symbols: that
+// is the capture's content. The symbols of an object are kept from the
+// first frame that falls in it to the end (kallsyms: from the first
+// kernel stack). A stack of more than format.MaxFrames frames is stored
+// truncated (its id stays the hash of all of them).
+//
+// Limits: a pid reused by a new process is taken for the old one until a
+// frame falls outside the old mappings. Maps are read again only for a
+// frame outside every known mapping, so an exec into a binary laid out at
+// the same addresses (two non-PIE programs) keeps the first one's
+// mappings, and a stack seen in a process before its exec is not resolved
+// again after it. Code that is only anonymous memory (JIT, text remapped
+// onto huge pages) does not resolve. kallsyms is read once, so BPF
+// programs and modules loaded afterwards do not resolve. Frames may be any
+// values (0, kernel addresses in a user stack, garbage): they resolve to
+// nothing, never to a panic.
+package stacktable

@@ -1,0 +1,159 @@
+package stacktable
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+)
+
+// maxModules bounds the module objects taken from kallsyms.
+const maxModules = 1 << 16
+
+// kernelSyms is the kernel's symbol table, from kallsyms: its functions
+// and those of its modules, by address.
+type kernelSyms struct {
+	tab  symtab
+	mod  []uint32  // per symbol, its object in objs
+	objs []*object // [kernel], then one per module ("[ext4]")
+	err  string    // why there are no symbols
+}
+
+// kernel returns the kernel's symbols, reading kallsyms the first time.
+func (c *Collector) kernel() *kernelSyms {
+	if c.kern == nil {
+		c.kern = readKallsyms(c.kallsyms)
+	}
+	return c.kern
+}
+
+// ksym is a kallsyms line.
+type ksym struct {
+	addr uint64
+	typ  byte
+	name string
+	mod  uint32
+}
+
+// readKallsyms reads the kernel's symbols from path (/proc/kallsyms). A
+// symbol's size is the distance to the next symbol of any type; only
+// functions (types t, T, w, W) are kept, one name per address (see
+// better).
+func readKallsyms(path string) *kernelSyms {
+	k := &kernelSyms{objs: []*object{{path: "[kernel]", kernel: true, loaded: true, buildIDFrom: "/sys/kernel/notes"}}}
+	fail := func(why string) *kernelSyms {
+		k.err, k.objs[0].noSymbols = why, why
+		k.tab, k.mod = symtab{}, nil
+		return k
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fail(fmt.Sprintf("kallsyms could not be read: %v", err))
+	}
+	defer f.Close()
+	mods := map[string]uint32{}
+	var all []ksym
+	lines := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines++
+		// "ffffffff816d5b70 T vfs_read", "ffffffffc0a01000 t f\t[ext4]"
+		fields := bytes.Fields(sc.Bytes())
+		if len(fields) < 3 || len(fields[1]) != 1 {
+			continue
+		}
+		addr, err := strconv.ParseUint(string(fields[0]), 16, 64)
+		typ := fields[1][0]
+		if err != nil || addr == 0 || typ == 'a' || typ == 'A' || typ == 'U' {
+			continue
+		}
+		s := ksym{addr: addr, typ: typ, name: string(fields[2])}
+		if len(fields) > 3 {
+			m := fields[3]
+			if len(m) < 3 || m[0] != '[' || m[len(m)-1] != ']' {
+				continue
+			}
+			name := string(m[1 : len(m)-1])
+			id, ok := mods[name]
+			if !ok {
+				if len(k.objs) >= maxModules {
+					continue
+				}
+				id = uint32(len(k.objs))
+				mods[name] = id
+				o := &object{path: "[" + name + "]", kernel: true, loaded: true}
+				if safeName(name) {
+					o.buildIDFrom = "/sys/module/" + name + "/notes/.note.gnu.build-id"
+				}
+				k.objs = append(k.objs, o)
+			}
+			s.mod = id
+		}
+		all = append(all, s)
+	}
+	if err := sc.Err(); err != nil {
+		return fail(fmt.Sprintf("kallsyms could not be read: %v", err))
+	}
+	if len(all) == 0 {
+		if lines > 0 {
+			return fail("kallsyms shows no addresses (kernel.kptr_restrict: record as root)")
+		}
+		return fail("kallsyms is empty")
+	}
+	slices.SortStableFunc(all, func(a, b ksym) int {
+		switch {
+		case a.addr < b.addr:
+			return -1
+		case a.addr > b.addr:
+			return 1
+		}
+		return 0
+	})
+	for i := 0; i < len(all); {
+		j := i + 1
+		for j < len(all) && all[j].addr == all[i].addr {
+			j++
+		}
+		var size uint64
+		if j < len(all) {
+			size = all[j].addr - all[i].addr
+		}
+		best := -1
+		for n := i; n < j; n++ {
+			if isText(all[n].typ) && (best < 0 || better(kcand(all[n], size), kcand(all[best], size))) {
+				best = n
+			}
+		}
+		if best >= 0 {
+			k.tab.syms = append(k.tab.syms, sym{addr: all[best].addr, size: size, name: all[best].name})
+			k.mod = append(k.mod, all[best].mod)
+		}
+		i = j
+	}
+	if len(k.tab.syms) == 0 {
+		return fail("kallsyms has no function symbols")
+	}
+	return k
+}
+
+func isText(typ byte) bool { return typ == 't' || typ == 'T' || typ == 'w' || typ == 'W' }
+
+func kcand(s ksym, size uint64) cand {
+	return cand{addr: s.addr, size: size, name: s.name, global: s.typ == 'T' || s.typ == 'W', weak: s.typ == 'w' || s.typ == 'W'}
+}
+
+// safeName reports whether a module name may be put in a /sys path.
+func safeName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,497 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/humanfmt"
+	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/internal/usage"
+	"github.com/bpftape/bpftape/replay/symbolize"
+)
+
+// StackMode says which of a probe's stacks a stack analysis uses.
+type StackMode uint8
+
+// Stack modes.
+const (
+	StacksRecorded StackMode = iota // whichever the probe recorded, both if both
+	StacksUser
+	StacksKernel
+	StacksBoth
+)
+
+// StacksOptions configure Stacks and OffCPU.
+type StacksOptions struct {
+	Filter Filter
+	// Probe is the probe whose stacks are counted; "" is the capture's
+	// only probe with stacks.
+	Probe string
+	Mode  StackMode
+	// By puts a frame on top of each stack's root: the event's "comm",
+	// "pid", "tid" or the value of a field of the probe, as BCC's
+	// profile -f puts the process name.
+	By string
+	// Offsets writes function+0xOFF instead of the function alone.
+	Offsets bool
+}
+
+// FoldedStack is one line of folded output: frames root first, and the
+// events counted on that stack (or, for off-CPU time, nanoseconds).
+type FoldedStack struct {
+	Frames []string
+	Value  uint64
+}
+
+// StackCounts is what Stacks and OffCPU found.
+type StackCounts struct {
+	Probe  string
+	Mode   StackMode
+	Unit   string // "events" or "ns"
+	Stacks []FoldedStack
+	Total  uint64
+	// Events is the number of events counted; NoStack those without a
+	// stack (the ring had no room for it, or the table lacks its id).
+	Events, NoStack uint64
+	// Unresolved counts, by reason, the frames that did not resolve
+	// (each unique frame of each stack once).
+	Unresolved map[string]uint64
+}
+
+// stackCols are the columns of a probe's stack fields, -1 when absent.
+type stackCols struct{ user, kernel int }
+
+// stackProbe finds the probe and its stack columns, and settles the mode.
+func stackProbe(c *Capture, o *StacksOptions) (int, stackCols, error) {
+	m := c.Meta()
+	cols := stackCols{-1, -1}
+	pi := -1
+	var withStacks []string
+	for i := range m.Probes {
+		p := &m.Probes[i]
+		has := false
+		for _, f := range p.Fields {
+			has = has || f.Type.IsStack()
+		}
+		if has {
+			withStacks = append(withStacks, p.Name)
+		}
+		if (o.Probe == "" && has && pi < 0) || p.Name == o.Probe {
+			pi = i
+		}
+	}
+	switch {
+	case len(withStacks) == 0:
+		return 0, cols, usage.Errorf("the capture has no stacks: record them with a stack field, e.g. u:./app:leaf(ustack), t:sched:sched_switch(kstack) or profile:hz:49")
+	case o.Probe == "" && len(withStacks) > 1:
+		return 0, cols, usage.Errorf("the capture has stacks of several probes (%s): name one", strings.Join(quoteAll(withStacks), ", "))
+	case pi < 0:
+		return 0, cols, usage.Errorf("no probe %q: the probes with stacks are %s", o.Probe, strings.Join(quoteAll(withStacks), ", "))
+	}
+	p := &m.Probes[pi]
+	for _, f := range p.Fields {
+		switch f.Type {
+		case format.UserStack:
+			cols.user = c.Column(f.Column)
+		case format.KernelStack:
+			cols.kernel = c.Column(f.Column)
+		}
+	}
+	if cols.user < 0 && cols.kernel < 0 {
+		return 0, cols, usage.Errorf("probe %q recorded no stacks: the probes with stacks are %s", p.Name, strings.Join(quoteAll(withStacks), ", "))
+	}
+	switch o.Mode {
+	case StacksRecorded:
+		switch {
+		case cols.user >= 0 && cols.kernel >= 0:
+			o.Mode = StacksBoth
+		case cols.user >= 0:
+			o.Mode = StacksUser
+		default:
+			o.Mode = StacksKernel
+		}
+	case StacksUser, StacksBoth:
+		if cols.user < 0 {
+			return 0, cols, usage.Errorf("probe %q recorded no user stack (ustack): use --kernel", p.Name)
+		}
+	}
+	if (o.Mode == StacksKernel || o.Mode == StacksBoth) && cols.kernel < 0 {
+		return 0, cols, usage.Errorf("probe %q recorded no kernel stack (kstack): use --user", p.Name)
+	}
+	if o.Mode == StacksKernel {
+		cols.user = -1
+	}
+	if o.Mode == StacksUser {
+		cols.kernel = -1
+	}
+	return pi, cols, nil
+}
+
+func quoteAll(s []string) []string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = strconv.Quote(v)
+	}
+	return q
+}
+
+// byKey returns the function that gives an event's By value.
+func byKey(c *Capture, pi int, by string) (func(b *format.Batch, i int) string, error) {
+	switch by {
+	case "":
+		return nil, nil
+	case "comm":
+		return func(b *format.Batch, i int) string { return b.Comm(i) }, nil
+	case "pid":
+		return func(b *format.Batch, i int) string { return strconv.FormatUint(uint64(b.PID[i]), 10) }, nil
+	case "tid":
+		return func(b *format.Batch, i int) string { return strconv.FormatUint(uint64(b.TID[i]), 10) }, nil
+	}
+	p := &c.Meta().Probes[pi]
+	fi := p.Field(by)
+	if fi < 0 || p.Fields[fi].Type.IsStack() {
+		return nil, usage.Errorf("--by %q: want comm, pid, tid or a field of probe %q", by, p.Name)
+	}
+	ci := c.Column(p.Fields[fi].Column)
+	if p.Fields[fi].Type == format.String {
+		return func(b *format.Batch, i int) string { return b.Col(ci).Str(i) }, nil
+	}
+	return func(b *format.Batch, i int) string { return strconv.FormatInt(b.Col(ci).Int(i), 10) }, nil
+}
+
+// stackKey is one stack of one process (a user stack's addresses mean
+// something only in its process) with its By value.
+type stackKey struct {
+	user, kernel uint64
+	pid          uint32
+	by           string
+}
+
+// stackAgg counts events and weights by stack, then folds them.
+type stackAgg struct {
+	res   *StackCounts
+	sym   *symbolize.Symbolizer
+	opts  *StacksOptions
+	when  map[stackKey]int64 // a time the stack was seen, for the mappings of then
+	value map[stackKey]uint64
+}
+
+func newStackAgg(c *Capture, o *StacksOptions, pi int, unit string) (*stackAgg, error) {
+	t, err := c.r.StackTable()
+	if err != nil {
+		return nil, err
+	}
+	return &stackAgg{
+		res:  &StackCounts{Probe: c.Meta().Probes[pi].Name, Mode: o.Mode, Unit: unit, Unresolved: map[string]uint64{}},
+		sym:  symbolize.New(t),
+		opts: o, when: map[stackKey]int64{}, value: map[stackKey]uint64{},
+	}, nil
+}
+
+func (a *stackAgg) add(k stackKey, t int64, v uint64) {
+	if k.user == 0 && k.kernel == 0 {
+		a.res.NoStack++
+		return
+	}
+	if _, ok := a.when[k]; !ok {
+		a.when[k] = t
+	}
+	a.value[k] = format.AddCount(a.value[k], v)
+	a.res.Events++
+}
+
+// fold symbolizes every stack, root first (user frames, then kernel
+// frames, marked "_[k]" when both are shown, as stackcollapse-perf.pl
+// does), and merges the stacks whose frames read the same.
+func (a *stackAgg) fold() *StackCounts {
+	merged := map[string]*FoldedStack{}
+	for k, v := range a.value {
+		var frames []string
+		if k.by != "" {
+			frames = append(frames, k.by)
+		}
+		missing := false
+		add := func(id uint64, kernel bool) {
+			if id == 0 {
+				missing = true
+				return
+			}
+			fs, ok := a.sym.Frames(k.pid, a.when[k], id)
+			if !ok {
+				missing = true
+				return
+			}
+			for i := len(fs) - 1; i >= 0; i-- {
+				f := fs[i]
+				if !f.Resolved {
+					a.res.Unresolved[f.Reason]++
+				}
+				name := f.Name
+				if a.opts.Offsets && f.Resolved {
+					name += fmt.Sprintf("+%#x", f.Offset)
+				}
+				if kernel && a.opts.Mode == StacksBoth {
+					name += "_[k]"
+				}
+				frames = append(frames, name)
+			}
+		}
+		if a.opts.Mode != StacksKernel {
+			add(k.user, false)
+		}
+		if a.opts.Mode != StacksUser {
+			add(k.kernel, true)
+		}
+		if missing && len(frames) == 0 {
+			a.res.NoStack++
+			continue
+		}
+		line := strings.Join(frames, ";")
+		fs := merged[line]
+		if fs == nil {
+			fs = &FoldedStack{Frames: frames}
+			merged[line] = fs
+		}
+		fs.Value = format.AddCount(fs.Value, v)
+		a.res.Total = format.AddCount(a.res.Total, v)
+	}
+	for _, fs := range merged {
+		a.res.Stacks = append(a.res.Stacks, *fs)
+	}
+	sort.Slice(a.res.Stacks, func(i, j int) bool {
+		return strings.Join(a.res.Stacks[i].Frames, ";") < strings.Join(a.res.Stacks[j].Frames, ";")
+	})
+	return a.res
+}
+
+// Stacks counts the events of a probe by stack, as BCC's stackcount and
+// profile and bpftrace's @[ustack] = count() do, symbolized from the
+// capture alone.
+func Stacks(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
+	pi, cols, err := stackProbe(c, &o)
+	if err != nil {
+		return nil, nil, err
+	}
+	by, err := byKey(c, pi, o.By)
+	if err != nil {
+		return nil, nil, err
+	}
+	agg, err := newStackAgg(c, &o, pi, "events")
+	if err != nil {
+		return nil, nil, err
+	}
+	probe := uint16(pi)
+	p, err := c.Scan(&o.Filter, func(b *format.Batch, i int) {
+		if b.Probe[i] != probe {
+			return
+		}
+		var k stackKey
+		if cols.user >= 0 {
+			k.user, k.pid = uint64(b.Col(cols.user).Int(i)), b.PID[i]
+		}
+		if cols.kernel >= 0 {
+			k.kernel = uint64(b.Col(cols.kernel).Int(i))
+		}
+		if by != nil {
+			k.by = by(b, i)
+		}
+		agg.add(k, b.Time[i], 1)
+	})
+	if err != nil {
+		return nil, p, err
+	}
+	return agg.fold(), p, nil
+}
+
+// WriteFolded writes one line per stack, as FlameGraph's stackcollapse
+// scripts do: the frames root first, separated by ';', a space and the
+// value. Frame names are escaped for the terminal; a ';' in a name (C++
+// templates may hold none, but a hostile capture may) becomes ':'.
+func (r *StackCounts) WriteFolded(w io.Writer) error {
+	for _, s := range r.Stacks {
+		names := make([]string, len(s.Frames))
+		for i, f := range s.Frames {
+			names[i] = strings.ReplaceAll(textsafe.Escape(f), ";", ":")
+		}
+		if _, err := fmt.Fprintf(w, "%s %d\n", strings.Join(names, ";"), s.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteText writes stackcount's view: each stack innermost frame first,
+// one frame a line, then its count (or time), the most frequent last.
+func (r *StackCounts) WriteText(w io.Writer) error {
+	stacks := append([]FoldedStack(nil), r.Stacks...)
+	sort.SliceStable(stacks, func(i, j int) bool { return stacks[i].Value < stacks[j].Value })
+	for _, s := range stacks {
+		for i := len(s.Frames) - 1; i >= 0; i-- {
+			if _, err := fmt.Fprintf(w, "  %s\n", textsafe.Escape(s.Frames[i])); err != nil {
+				return err
+			}
+		}
+		v := strconv.FormatUint(s.Value, 10)
+		if r.Unit == "ns" {
+			v = fmt.Sprintf("%d us", s.Value/1000)
+		}
+		if _, err := fmt.Fprintf(w, "    %s\n\n", v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Notes writes what a reader of the stacks should know: events without a
+// stack, and frames that did not resolve, by reason.
+func (r *StackCounts) Notes(w io.Writer) {
+	if r.NoStack > 0 {
+		fmt.Fprintf(w, "note: %s events of %s have no stack (the ring had no room for it, or the capture's stack table lacks it)\n",
+			humanfmt.Commas(r.NoStack), textsafe.Escape(r.Probe))
+	}
+	reasons := make([]string, 0, len(r.Unresolved))
+	for k := range r.Unresolved {
+		reasons = append(reasons, k)
+	}
+	sort.Slice(reasons, func(i, j int) bool { return r.Unresolved[reasons[i]] > r.Unresolved[reasons[j]] })
+	for i, k := range reasons {
+		if i == 5 {
+			fmt.Fprintf(w, "note: and %d more reasons\n", len(reasons)-5)
+			break
+		}
+		fmt.Fprintf(w, "note: %d frames shown as [OBJECT+0xOFFSET] or [0xADDRESS]: %s\n", r.Unresolved[k], textsafe.Escape(k))
+	}
+}
+
+// OffCPU sums the time threads spent off CPU by their stack when they
+// left it, as BCC's offcputime does, from a sched_switch probe with
+// prev_pid, next_pid and stacks. A sched_switch event runs in the thread
+// leaving the CPU (its tid is prev_pid, its stacks are that thread's);
+// the thread's time off CPU ends at the next event whose next_pid is its
+// tid, which runs in another thread. The filter picks the threads whose
+// time is summed (by the switch-out's pid, tid, comm and time), not the
+// events read: every switch-in is needed. Values are nanoseconds.
+func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
+	pi, cols, err := stackProbe(c, &o)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &c.Meta().Probes[pi]
+	next, prev := p.Field("next_pid"), p.Field("prev_pid")
+	if next < 0 || prev < 0 || !p.Fields[next].Type.IsInt() {
+		return nil, nil, usage.Errorf("off-CPU time needs a sched_switch probe with prev_pid and next_pid, e.g. t:sched:sched_switch(prev_pid,next_pid,kstack,ustack); probe %q has no such fields", p.Name)
+	}
+	nextCol := c.Column(p.Fields[next].Column)
+	by, err := byKey(c, pi, o.By)
+	if err != nil {
+		return nil, nil, err
+	}
+	agg, err := newStackAgg(c, &o, pi, "ns")
+	if err != nil {
+		return nil, nil, err
+	}
+	type out struct {
+		t int64
+		k stackKey
+	}
+	away := map[uint32]out{} // by tid: the switch-out not yet matched
+	filter := o.Filter
+	start := c.Meta().StartBoot
+	probe := uint16(pi)
+	pass, err := c.Scan(&Filter{}, func(b *format.Batch, i int) {
+		if b.Probe[i] != probe {
+			return
+		}
+		t := b.Time[i]
+		if in := uint32(b.Col(nextCol).Int(i)); in != 0 {
+			if w, ok := away[in]; ok {
+				delete(away, in)
+				if t > w.t {
+					agg.add(w.k, w.t, uint64(t-w.t))
+				}
+			}
+		}
+		tid := b.TID[i]
+		if tid == 0 || !filter.Match(b, i, start) {
+			return
+		}
+		var k stackKey
+		if cols.user >= 0 {
+			k.user, k.pid = uint64(b.Col(cols.user).Int(i)), b.PID[i]
+		}
+		if cols.kernel >= 0 {
+			k.kernel = uint64(b.Col(cols.kernel).Int(i))
+		}
+		if by != nil {
+			k.by = by(b, i)
+		}
+		away[tid] = out{t, k}
+	})
+	if err != nil {
+		return nil, pass, err
+	}
+	return agg.fold(), pass, nil
+}
+
+// StackDiff is one stack of a comparison: its value in the base profile
+// and in the new one.
+type StackDiff struct {
+	Frames      []string
+	Base, Value uint64
+}
+
+// DiffStacks pairs the stacks of a base profile and a new one, as
+// FlameGraph's difffolded.pl does: every stack of either, with its value
+// in each (0 where it is absent). With normalize, the base values are
+// scaled to the new profile's total (difffolded.pl -n), so that profiles
+// of different lengths compare.
+func DiffStacks(base, cur *StackCounts, normalize bool) []StackDiff {
+	byLine := map[string]*StackDiff{}
+	var order []string
+	add := func(fs []FoldedStack, isBase bool) {
+		for _, s := range fs {
+			line := strings.Join(s.Frames, ";")
+			d := byLine[line]
+			if d == nil {
+				d = &StackDiff{Frames: s.Frames}
+				byLine[line] = d
+				order = append(order, line)
+			}
+			if isBase {
+				d.Base = format.AddCount(d.Base, s.Value)
+			} else {
+				d.Value = format.AddCount(d.Value, s.Value)
+			}
+		}
+	}
+	add(base.Stacks, true)
+	add(cur.Stacks, false)
+	sort.Strings(order)
+	out := make([]StackDiff, len(order))
+	for i, line := range order {
+		out[i] = *byLine[line]
+		if normalize && base.Total > 0 {
+			out[i].Base = uint64(float64(out[i].Base)*float64(cur.Total)/float64(base.Total) + 0.5)
+		}
+	}
+	return out
+}
+
+// WriteFoldedDiff writes difffolded.pl's output: the folded stack, then
+// its value in the base profile and in the new one.
+func WriteFoldedDiff(w io.Writer, d []StackDiff) error {
+	for _, s := range d {
+		names := make([]string, len(s.Frames))
+		for i, f := range s.Frames {
+			names[i] = strings.ReplaceAll(textsafe.Escape(f), ";", ":")
+		}
+		if _, err := fmt.Fprintf(w, "%s %d %d\n", strings.Join(names, ";"), s.Base, s.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}

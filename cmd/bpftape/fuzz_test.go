@@ -12,7 +12,8 @@ import (
 )
 
 // FuzzVerbs runs the analysis verbs — info, events, hist, latency,
-// requests, compare, report, heatmap, export and repair — on a fuzzed
+// requests, compare, report, heatmap, export, repair, stacks and
+// flamegraph — on a fuzzed
 // capture, in process: a panic anywhere fails, and every verb must end
 // with one of its exit statuses. The seeds are a small valid capture and
 // every forged capture of package hostile; `make fuzz` runs it, `make
@@ -61,6 +62,8 @@ func FuzzVerbs(f *testing.F) {
 				{"export", in, "--format", "csv", "-o", out("x.csv"), "--force"},
 				{"export", in, "--format", "parquet", "-o", out("x.parquet"), "--force"},
 				{"repair", in, out("fixed.arrow"), "--force"},
+				{"stacks", in, p[0]}, {"stacks", "--text", in},
+				{"flamegraph", in, p[0], "-o", out("f.svg"), "--force"},
 			} {
 				if code := run(args, io.Discard, io.Discard); code < 0 || code > exitDiffer {
 					t.Errorf("%v: exit %d", args, code)

@@ -43,6 +43,10 @@ func TestHostileCaptures(t *testing.T) {
 				{"export", path, "--format", "parquet", "--partition", "-o", out("parts")},
 				{"export", path, "--format", "arrow", "-o", out("x.arrow")},
 				{"repair", path, out("fixed.arrow")},
+				{"stacks", path, "req"},
+				{"stacks", "--text", "--offsets", path, "req"},
+				{"stacks", "--offcpu", path, "req"},
+				{"flamegraph", path, "req", "-o", out("flame.svg")},
 			}
 			for _, args := range verbs {
 				r := runBin(t, exec.Command(bin, args...))
@@ -59,11 +63,20 @@ func TestHostileCaptures(t *testing.T) {
 					if r.code != exitOK || !strings.Contains(r.stderr, "skipped batch 2") {
 						t.Errorf("%s: repair: exit %d, want 0 and the corrupt batch skipped\n%s", c.Name, r.code, r.stderr)
 					}
+				case c.Name != "stacks-forged" && (args[0] == "stacks" || args[0] == "flamegraph"):
+					// Refused before reading: the capture has no stacks.
+					if r.code != exitUsage || !strings.Contains(r.stderr, "has no stacks") {
+						t.Errorf("%s: %v: exit %d, want %d and no stacks\n%s", c.Name, args, r.code, exitUsage, r.stderr)
+					}
 				case c.Name == "corrupt-batch":
 					// Every verb reads the damaged column: each must stop
 					// there, not go on with changed values.
 					if r.code != exitFailure || !strings.Contains(r.stderr, "batch 2") || !strings.Contains(r.stderr, "CRC") {
 						t.Errorf("%s: %v: exit %d, want 1 and an error naming batch 2's checksum\n%s", c.Name, args, r.code, r.stderr)
+					}
+				case c.Name == "stacks-forged" && (args[0] == "stacks" || args[0] == "flamegraph") && args[1] != "--offcpu":
+					if r.code != exitOK || strings.ContainsAny(r.stdout+r.stderr, "\x1b\a") {
+						t.Errorf("%s: %v: exit %d, want 0 and every name escaped\n%s%s", c.Name, args, r.code, r.stdout, r.stderr)
 					}
 				case c.Name == "loss-wrap" && args[0] != "repair":
 					if !strings.Contains(r.stderr+r.stdout, "18446744073709551615") {

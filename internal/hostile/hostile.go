@@ -48,7 +48,56 @@ func Captures() []Capture {
 		{"corrupt-batch", "400 bytes flipped inside a zstd-compressed batch", writeCorrupt},
 		{"many-hosts", "1000 distinct host values (more than MaxOpenParts, far fewer than the 3000 that took 645 MB)", writeManyHosts},
 		{"injection", "command names, a string field, a probe name and the host that hold terminal escapes, forged lines, spreadsheet formulas and bytes that are not UTF-8", writeInjection},
+		{"stacks-forged", "a stack table whose symbols hold terminal escapes, semicolons and huge sizes, mappings that run backwards or cover everything, an object id twice, stacks of MaxFrames frames, and stack ids the table lacks", writeStacks},
 	}
+}
+
+// writeStacks writes req events with a user and a kernel stack whose table
+// is forged.
+func writeStacks(path string) error {
+	m := meta(format.Field{Name: "ustack", Type: format.UserStack}, format.Field{Name: "kstack", Type: format.KernelStack})
+	long := make([]uint64, format.MaxFrames)
+	for i := range long {
+		long[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	user := [][]uint64{{0x401000, 0x401010, 0}, long, {math.MaxUint64, 1}}
+	kernel := []uint64{0xffffffff81000000, math.MaxUint64}
+	t := &format.StackTable{
+		Objects: []format.Object{{ID: 1, Path: Injections[0]}, {ID: 1, Path: "/bin/other"}, {ID: 2, Path: "[kernel]", Kernel: true}},
+		Maps: []format.Mapping{
+			{PID: 42, Start: 0x402000, End: 0x401000, Object: 1},
+			{PID: 42, Start: 0, End: math.MaxUint64, Object: 1, Bias: 1 << 63},
+			{PID: 42, Since: math.MinInt64, Start: 0x400000, End: 0x500000, Object: 77},
+		},
+		Processes: []format.ProcessNote{{PID: 42, Reason: Injections[1]}},
+	}
+	for i, s := range Injections {
+		t.Symbols = append(t.Symbols, format.Symbol{Object: 1, Addr: 0x401000 + uint64(i), Size: math.MaxUint64, Name: s + ";semi"})
+	}
+	t.Symbols = append(t.Symbols, format.Symbol{Object: 2, Addr: 0, Size: math.MaxUint64, Name: "k;" + Injections[2]})
+	for _, f := range user {
+		t.Stacks = append(t.Stacks, format.Stack{ID: format.StackID(false, f), Frames: f})
+	}
+	kid := format.StackID(true, kernel)
+	t.Stacks = append(t.Stacks, format.Stack{ID: kid, Kernel: true, Frames: kernel})
+	return write(path, m, format.WriterOptions{}, func(w *format.Writer) error {
+		w.AddStacks(t)
+		for i := 0; i < 30; i++ {
+			uid := format.StackID(false, user[i%len(user)])
+			if i%7 == 6 {
+				uid = 0xdeadbeef // not in the table
+			}
+			e := &format.Event{Time: 2e9 + int64(i)*1e6, PID: 42, TID: 42, Comm: []byte("forged"), Probe: 0, Ints: []uint64{uint64(i), uid, kid}, Strs: make([][]byte, 3)}
+			if err := w.Append(e); err != nil {
+				return err
+			}
+			r := &format.Event{Time: 2e9 + int64(i)*1e6 + 1000, PID: 42, TID: 42, Comm: []byte("forged"), Probe: 1, Ints: []uint64{uint64(i), 0, kid}, Strs: make([][]byte, 3)}
+			if err := w.Append(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Injections are the strings writeInjection puts wherever a capture holds

@@ -126,6 +126,9 @@ func (s *Symbolizer) Frames(pid uint32, t int64, id uint64) (frames []Frame, ok 
 		if f.Addr != a {
 			f.Offset += a - look
 			f.Addr = a
+			if !f.Resolved {
+				f.Name = unresolvedName(f)
+			}
 		}
 		frames[i] = f
 	}
@@ -143,7 +146,7 @@ func (s *Symbolizer) Frame(pid uint32, t int64, addr uint64, kernel bool) Frame 
 				return f
 			}
 		}
-		f.Name = fmt.Sprintf("[%#x]", addr)
+		f.Name = unresolvedName(f)
 		f.Reason = "no kernel symbol covers it"
 		return f
 	}
@@ -175,13 +178,22 @@ func (s *Symbolizer) Frame(pid uint32, t int64, addr uint64, kernel bool) Frame 
 		return f
 	}
 	f.Offset = addr - m.Start + m.Offset
-	f.Name = fmt.Sprintf("[%s+%#x]", path.Base(o.Path), f.Offset)
+	f.Name = unresolvedName(f)
 	if o.NoSymbols != "" {
 		f.Reason = fmt.Sprintf("%s has no symbols: %s", o.Path, o.NoSymbols)
 	} else {
 		f.Reason = fmt.Sprintf("no symbol of %s covers it", o.Path)
 	}
 	return f
+}
+
+// unresolvedName is the name of a frame no symbol covers: its object and
+// offset, or its address.
+func unresolvedName(f Frame) string {
+	if f.Object == "" {
+		return fmt.Sprintf("[%#x]", f.Addr)
+	}
+	return fmt.Sprintf("[%s+%#x]", path.Base(f.Object), f.Offset)
 }
 
 // mapping finds the mapping of pid that covers addr: of those, the last

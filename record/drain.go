@@ -76,6 +76,8 @@ func newDrainer(rd *bpf.Ring, w *format.Writer, lost lostMap, probes []*probe, f
 type stackCollector interface {
 	Add(pid uint32, t int64, kernel bool, frames []uint64) uint64
 	Take() *format.StackTable
+	Snapshot(pid uint32, t int64)
+	Exec(pid uint32, t int64)
 }
 
 // pendingStack is a thread's last stack record, for the sample that
@@ -194,7 +196,18 @@ func (d *drainer) sample(raw []byte) error {
 	h := &d.h
 	err := h.Decode(raw)
 	if err == nil && h.Class == bpf.ClassComm {
-		return d.comms.set(h.TID, bpf.Comm(raw))
+		comm := bpf.Comm(raw)
+		if d.stacks != nil {
+			// A thread seen first, or renamed, as an exec renames it:
+			// take the process's mappings now, while it runs.
+			switch prev := d.comms.get(h.TID); {
+			case prev == nil:
+				d.stacks.Snapshot(h.PID, int64(h.Time))
+			case string(prev) != string(comm):
+				d.stacks.Exec(h.PID, int64(h.Time))
+			}
+		}
+		return d.comms.set(h.TID, comm)
 	}
 	if err == nil && h.Class == bpf.ClassStack {
 		if d.stacks == nil {

@@ -32,6 +32,7 @@ func stackRecord(probe uint16, pid uint32, t uint64, flags uint16, retaddr uint6
 type fakeStacks struct {
 	added [][]uint64
 	kinds []bool
+	calls []string
 }
 
 func (f *fakeStacks) Add(pid uint32, t int64, kernel bool, frames []uint64) uint64 {
@@ -41,6 +42,10 @@ func (f *fakeStacks) Add(pid uint32, t int64, kernel bool, frames []uint64) uint
 }
 
 func (f *fakeStacks) Take() *format.StackTable { return nil }
+
+func (f *fakeStacks) Snapshot(pid uint32, t int64) { f.calls = append(f.calls, "snapshot") }
+
+func (f *fakeStacks) Exec(pid uint32, t int64) { f.calls = append(f.calls, "exec") }
 
 // TestDrainerStacks: a sample takes the stack records of its thread and
 // time that came before it; the caller a uprobe at a function's entry
@@ -87,6 +92,11 @@ func TestDrainerStacks(t *testing.T) {
 	want := [][]uint64{{leaf, mid, top, main}, {0xffff1, 0xffff2}, {leaf, mid, top, main}, {0xffff1, 0xffff2}}
 	if !reflect.DeepEqual(fs.added, want) || !reflect.DeepEqual(fs.kinds, []bool{false, true, false, true}) {
 		t.Errorf("stacks handed on: %x %v, want %x", fs.added, fs.kinds, want)
+	}
+	// A new thread, the same comm again, then a new comm (an exec).
+	feed(commRecord(10, 11, "app"), commRecord(10, 11, "newimage"))
+	if !reflect.DeepEqual(fs.calls, []string{"snapshot", "exec"}) {
+		t.Errorf("mapping reads asked for: %v, want a snapshot at the first comm and a re-read at the rename", fs.calls)
 	}
 	if d.entryFixed != 1 || d.noStack != 2 || d.malformed != 0 {
 		t.Errorf("entry fixed %d, samples without a stack %d (want 1, 2), malformed %d", d.entryFixed, d.noStack, d.malformed)

@@ -60,6 +60,20 @@ type StackCounts struct {
 	// Unresolved counts, by reason, the frames that did not resolve
 	// (each unique frame of each stack once).
 	Unresolved map[string]uint64
+	// Empty is the value of the stacks of no frames, shown as
+	// EmptyStackFrame.
+	Empty uint64
+}
+
+// EmptyStackFrame stands for a stack of no frames, so that its events
+// still show (flamegraph.pl drops a line without frames).
+const EmptyStackFrame = "[no frames]"
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // stackCols are the columns of a probe's stack fields, -1 when absent.
@@ -250,6 +264,13 @@ func (a *stackAgg) fold() *StackCounts {
 			a.res.NoStack++
 			continue
 		}
+		if !missing && len(frames) == boolInt(k.by != "") {
+			// Stacks of no frames: a profile sample in user mode has no
+			// kernel stack; syscall tracepoints have none before 6.x
+			// (their perf handler passes the user registers).
+			frames = append(frames, EmptyStackFrame)
+			a.res.Empty = format.AddCount(a.res.Empty, v)
+		}
 		line := strings.Join(frames, ";")
 		fs := merged[line]
 		if fs == nil {
@@ -352,6 +373,14 @@ func (r *StackCounts) Notes(w io.Writer) {
 	if r.NoStack > 0 {
 		fmt.Fprintf(w, "note: %s events of %s have no stack (the ring had no room for it, or the capture's stack table lacks it)\n",
 			humanfmt.Commas(r.NoStack), textsafe.Escape(r.Probe))
+	}
+	if r.Empty > 0 {
+		what := "events"
+		if r.Unit == "ns" {
+			what = "ns off CPU"
+		}
+		fmt.Fprintf(w, "note: %s %s of %s are on stacks of no frames, shown as %s (a sample taken in user mode has no kernel stack; syscall tracepoints give none on kernels whose perf handler passes the user registers, as 5.10 and 6.1 do)\n",
+			humanfmt.Commas(r.Empty), what, textsafe.Escape(r.Probe), EmptyStackFrame)
 	}
 	reasons := make([]string, 0, len(r.Unresolved))
 	for k := range r.Unresolved {

@@ -152,6 +152,20 @@ type seenKey struct {
 	pid uint32 // 0 for a kernel stack
 }
 
+// Exec reads pid's mappings again now, known or not: call it when the
+// process may have exec'd (its comm changed), so that the new image's
+// mappings are taken while it runs. A short command run by -c execs and
+// may exit before its first stack is drained, when its mappings could no
+// longer be read.
+func (c *Collector) Exec(pid uint32, t int64) {
+	p := c.procs[pid]
+	if p == nil || !p.read {
+		c.Snapshot(pid, t)
+		return
+	}
+	c.readMaps(pid, p, t)
+}
+
 // Snapshot reads pid's mappings now (call when a process is first seen,
 // e.g. on its first event, so that a short-lived process's mappings are
 // taken before it exits). Cheap when they are already known.

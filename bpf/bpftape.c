@@ -284,6 +284,13 @@ volatile const __u32 follow = 0;
 volatile const __u32 task_tgid_off = 0;
 volatile const __u64 wakeup_bytes = 0; /* see wakeup_flags() */
 /*
+ * Nonzero: a comm record wakes the reader at once. It goes ahead of a
+ * thread's first sample on a CPU and of its first after an exec: a
+ * recorder of user stacks then reads the process's mappings while it
+ * runs, which a short command may not do for long.
+ */
+volatile const __u32 wake_on_comm = 0;
+/*
  * Byte offsets of thread.fsbase and thread.gsbase in struct task_struct,
  * taken from the kernel's BTF by the loader; 0 = unknown (ADDR_FS and
  * ADDR_GS reads then fail).
@@ -815,8 +822,8 @@ static __always_inline int emit_comm(void *rb, struct cpu_state *st, __u64 now, 
 	r->nargs = 0;
 	r->flags = 0;
 	__builtin_memcpy(r->comm, comm, sizeof(comm));
-	/* The sample that follows decides the wake-up. */
-	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+	/* The sample that follows decides the wake-up, unless wake_on_comm. */
+	bpf_ringbuf_submit(r, wake_on_comm ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	st->unwoken += sizeof(*r);
 	st->pid_tgid = pid_tgid;
 	st->gen = gen;

@@ -164,6 +164,7 @@ const (
 	bpftapeVarTaskTgidOff       = "task_tgid_off"
 	bpftapeVarTracked           = "tracked"
 	bpftapeVarUntracked         = "untracked"
+	bpftapeVarWakeOnComm        = "wake_on_comm"
 	bpftapeVarWakeupBytes       = "wakeup_bytes"
 )
 
@@ -248,6 +249,7 @@ type bpftapeVariableSpecs struct {
 	TaskTgidOff   *ebpf.VariableSpec `ebpf:"task_tgid_off"`
 	Tracked       *ebpf.VariableSpec `ebpf:"tracked"`
 	Untracked     *ebpf.VariableSpec `ebpf:"untracked"`
+	WakeOnComm    *ebpf.VariableSpec `ebpf:"wake_on_comm"`
 	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
@@ -309,6 +311,7 @@ type bpftapeVariables struct {
 	TaskTgidOff   *ebpf.Variable `ebpf:"task_tgid_off"`
 	Tracked       *ebpf.Variable `ebpf:"tracked"`
 	Untracked     *ebpf.Variable `ebpf:"untracked"`
+	WakeOnComm    *ebpf.Variable `ebpf:"wake_on_comm"`
 	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 

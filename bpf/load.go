@@ -58,6 +58,12 @@ type Options struct {
 	// leaves it to the kernel. A quarter of RingSize is a good value.
 	WakeupBytes uint64
 
+	// WakeOnComm makes every comm record wake the reader at once: it
+	// precedes a thread's first sample on a CPU and its first after an
+	// exec, when a recorder of user stacks must read the process's
+	// mappings before a short-lived process exits.
+	WakeOnComm bool
+
 	// ThreadBases lets AddrFS and AddrGS operands read the thread's segment
 	// base, whose place in task_struct Load then takes from the kernel's BTF
 	// (without it such operands record read faults).
@@ -401,6 +407,11 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	}
 	if err := spec.Variables[bpftapeVarWakeupBytes].Set(opts.WakeupBytes); err != nil {
 		return nil, fmt.Errorf("bpf: set wakeup_bytes: %w", err)
+	}
+	if opts.WakeOnComm {
+		if err := spec.Variables[bpftapeVarWakeOnComm].Set(uint32(1)); err != nil {
+			return nil, fmt.Errorf("bpf: set wake_on_comm: %w", err)
+		}
 	}
 	if off, err := TaskCommOffset(); err == nil {
 		if err := spec.Variables[bpftapeVarTaskCommOff].Set(off); err != nil {

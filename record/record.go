@@ -411,8 +411,15 @@ func (r *recorder) setup() error {
 		}
 	}
 
+	// A recorder of user stacks reads a process's mappings when its first
+	// comm record comes (see drainer.sample): at once, so that a short
+	// command is still there.
+	wakeOnComm := false
+	for _, p := range r.probes {
+		wakeOnComm = wakeOnComm || p.ustack > 0
+	}
 	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4,
-		ThreadBases: threadBases, Follow: r.follow, NoCookies: o.NoCookies}); err != nil {
+		ThreadBases: threadBases, Follow: r.follow, NoCookies: o.NoCookies, WakeOnComm: wakeOnComm}); err != nil {
 		return err
 	}
 	if r.rd, err = bpf.NewRing(r.objs.RingMaps...); err != nil {

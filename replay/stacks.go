@@ -379,7 +379,7 @@ func (r *StackCounts) Notes(w io.Writer) {
 		if r.Unit == "ns" {
 			what = "ns off CPU"
 		}
-		fmt.Fprintf(w, "note: %s %s of %s are on stacks of no frames, shown as %s (a sample taken in user mode has no kernel stack; syscall tracepoints give none on kernels whose perf handler passes the user registers, as 5.10 and 6.1 do)\n",
+		fmt.Fprintf(w, "note: %s %s of %s are on stacks of no frames, shown as %s (a sample taken in user mode has no kernel stack; syscall tracepoints give none on kernels whose perf handler passes the user registers, as 5.10 and 6.1 do, not 6.12)\n",
 			humanfmt.Commas(r.Empty), what, textsafe.Escape(r.Probe), EmptyStackFrame)
 	}
 	reasons := make([]string, 0, len(r.Unresolved))

@@ -163,7 +163,19 @@ func (c *Collector) Exec(pid uint32, t int64) {
 		c.Snapshot(pid, t)
 		return
 	}
-	c.readMaps(pid, p, t)
+	if !c.readMaps(pid, p, t) {
+		return
+	}
+	// A new image may put other code at the old addresses (two non-PIE
+	// programs both at 0x400000): what was resolved in the process before
+	// must be again, against the new mappings.
+	c.cached -= len(p.addrs)
+	clear(p.addrs)
+	for k := range c.seen {
+		if k.pid == pid {
+			delete(c.seen, k)
+		}
+	}
 }
 
 // Snapshot reads pid's mappings now (call when a process is first seen,

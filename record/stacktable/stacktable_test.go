@@ -984,3 +984,46 @@ func FuzzAdd(f *testing.F) {
 		checkConsistent(t, c, &all)
 	})
 }
+
+// TestExecSameAddresses: two non-PIE programs put different code at the
+// same addresses; after Exec, an address resolved in the first image is
+// resolved again in the second, with a mapping read at the exec.
+func TestExecSameAddresses(t *testing.T) {
+	testutils.RequireRoot(t, "reading /proc/PID/map_files")
+	first := buildProg(t, "first", "-no-pie", "-fno-pie")
+	second := buildProg(t, "second", "-no-pie", "-fno-pie", "-fno-inline", "-DSECOND")
+	id2, _ := elfsym.BuildID(second)
+	p, a := start(t, first, second)
+	c := New(Options{})
+	c.Add(p.pid, 1000, false, []uint64{a.top})
+	tb := table{c.Take()}
+	tb.resolve(t, p.pid, a.top, "top", "")
+
+	if _, err := p.stdin.Write([]byte("\n")); err != nil {
+		t.Fatal(err)
+	}
+	p.next(t) // the second image runs
+	// What covers the first image's top in the second, by its ELF.
+	f, err := elf.Open(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.Symbols()
+	f.Close()
+	want := ""
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value <= a.top && a.top < s.Value+s.Size {
+			want = s.Name
+		}
+	}
+	if want == "" {
+		t.Skipf("no function of %s covers %#x", second, a.top)
+	}
+	c.Exec(p.pid, 1500)
+	c.Add(p.pid, 2000, false, []uint64{a.top})
+	tb = table{c.Take()}
+	m, _, o := tb.resolve(t, p.pid, a.top, want, id2)
+	if m.Since != 1500 || o.Path != second {
+		t.Errorf("after the exec: mapping %+v of %+v, want since 1500, of %s", m, o, second)
+	}
+}

@@ -414,7 +414,7 @@ fi
 # Kernel stacks from a tracepoint and from a kprobe hold the syscall
 # entry: the exec of the -c command (sched_process_exec, in execve) and
 # every one of its reads (vfs_read). Syscall tracepoints would not do:
-# before 6.x their perf handler passes the user registers, and their
+# on 5.10 and 6.1 their perf handler passes the user registers, and their
 # kernel stacks are empty.
 if rec kstk -c "vmwork read 100 /dev/zero" 't:sched:sched_process_exec(kstack)' 'k:vfs_read(kstack)'; then
 	bad=""

@@ -67,4 +67,4 @@ trap 'exit 130' INT TERM
 rm -rf "$work"
 mkdir -p "$work"
 "$build/driver" run --work "$work" --bpftape bin/bpftape --workload "$build/workload" --launch "$build/launch" \
-	--bcc bench/bcc_hist.py --headers "$dir/headers" "$@" | tee "$dir/last-table.txt"
+	--bcc bench/bcc_hist.py --bcc-profile-wrapper bench/bcc_profile.py --headers "$dir/headers" "$@" | tee "$dir/last-table.txt"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # deps.sh HEADERS_DIR: installs, only when missing, what `make bench` runs
-# (perf, bpftrace, BCC, gcc, sys/sdt.h, objdump) and Debian's kernel headers
+# (perf, bpftrace, BCC and its tools (profile), gcc, sys/sdt.h, objdump) and Debian's kernel headers
 # for BCC, merged from the -amd64 and -common packages into HEADERS_DIR
 # (bench.sh points BCC_KERNEL_SOURCE there: this kernel has no
 # /lib/modules/$(uname -r)/build).
 set -euo pipefail
 headers=${1:?usage: deps.sh HEADERS_DIR}
 hver=6.1.0-56
-pkgs="linux-perf bpftrace python3-bpfcc gcc systemtap-sdt-dev binutils linux-headers-$hver-amd64 linux-headers-$hver-common"
+pkgs="linux-perf bpftrace python3-bpfcc bpfcc-tools gcc systemtap-sdt-dev binutils linux-headers-$hver-amd64 linux-headers-$hver-common"
 
 missing=""
 for p in $pkgs; do

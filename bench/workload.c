@@ -11,8 +11,9 @@
  *
  * Usage: workload [-w] [-T THREADS] MODE N|-t SECONDS
  *
- *   MODE   call   bench_func(size) N times per thread: the uprobe and the
- *                 uretprobe workloads (probe bench_func)
+ *   MODE   call   bench_func(size) N times per thread: the uprobe, the
+ *                 uretprobe and the ustack workloads (probe bench_func);
+ *                 with -t and no probe, the profile row's CPU-bound loop
  *          usdt   the USDT site bpftape_bench:tick(size), a nop, N times
  *          write  write(/dev/null, buf, size) N times: sys_exit_write
  *          all    call bench_func, bench_ret, the USDT site and write
@@ -31,8 +32,11 @@
  * Output (after the -w line), once all threads are done, one line per
  * thread and a total:
  *
- *   thread I cpu C events N ns T
+ *   thread I cpu C events N ns T cpu_ns U
  *   total threads K events N wall_ns T sum S
+ *
+ * T is the thread's loop time (CLOCK_MONOTONIC), U its CPU time over the
+ * loop (CLOCK_THREAD_CPUTIME_ID).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -80,7 +84,7 @@ struct thread {
 	pthread_t th;
 	int index, cpu;
 	long events;
-	int64_t ns;
+	int64_t ns, cpu_ns;
 	uint64_t sum;
 };
 
@@ -88,6 +92,16 @@ static int64_t now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* thread_cpu_ns: the calling thread's CPU time, which (without
+ * CONFIG_IRQ_TIME_ACCOUNTING) includes the interrupts taken while it ran
+ * but not the time other tasks ran on its CPU. */
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
@@ -167,6 +181,7 @@ static void *run(void *arg)
 	pthread_barrier_wait(&start_barrier);
 	uint64_t sum = 0;
 	long i = 0;
+	int64_t c0 = thread_cpu_ns();
 	int64_t t0 = now_ns(), t1;
 	if (seconds > 0) {
 		int64_t end = t0 + (int64_t)(seconds * 1e9);
@@ -180,6 +195,7 @@ static void *run(void *arg)
 		i = iterations;
 	}
 	t1 = now_ns();
+	t->cpu_ns = thread_cpu_ns() - c0;
 	t->events = mode == ALL ? 4 * i : i;
 	t->ns = t1 - t0;
 	t->sum = sum;
@@ -290,7 +306,8 @@ int main(int argc, char **argv)
 	}
 	int64_t wall = now_ns() - t0;
 	for (int i = 0; i < nthreads; i++)
-		printf("thread %d cpu %d events %ld ns %lld\n", i, ts[i].cpu, ts[i].events, (long long)ts[i].ns);
+		printf("thread %d cpu %d events %ld ns %lld cpu_ns %lld\n", i, ts[i].cpu, ts[i].events, (long long)ts[i].ns,
+		       (long long)ts[i].cpu_ns);
 	printf("total threads %d events %ld wall_ns %lld sum %llu\n", nthreads, events, (long long)wall,
 	       (unsigned long long)sum);
 	return 0;

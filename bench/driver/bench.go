@@ -1,7 +1,9 @@
 package main
 
 import (
+	"compress/gzip"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,13 +26,32 @@ type wdef struct {
 	// programs run (and filter) on every write of every process, so an
 	// untraced copy cannot run beside a live session.
 	perRound bool
+	// stacks: a stack row (ustack, profile), which the targets of issue 5
+	// do not cover; the tools' titles say what each records there.
+	stacks bool
+	// sampled: the profile row. The workload runs for profileSecs instead
+	// of a count, the tools sample it (profileHz, pid filter), and the
+	// overhead is per sample the tool recorded (sampledRoundDone).
+	sampled bool
 }
 
+// wdefs are the workloads; soak takes wdefs[0] and wdefs[3].
 var wdefs = []wdef{
-	{"uprobe", "call", func(b string) probe { return probe{kind: "u", bin: b, fn: "bench_func"} }, false},
-	{"uretprobe", "call", func(b string) probe { return probe{kind: "ur", bin: b, fn: "bench_func"} }, false},
-	{"usdt", "usdt", func(b string) probe { return probe{kind: "U", bin: b, provider: "bpftape_bench", name: "tick"} }, false},
-	{"tracepoint", "write", func(string) probe { return probe{kind: "t", category: "syscalls", event: "sys_exit_write"} }, true},
+	{name: "uprobe", mode: "call", probe: func(b string) probe { return probe{kind: "u", bin: b, fn: "bench_func"} }},
+	{name: "uretprobe", mode: "call", probe: func(b string) probe { return probe{kind: "ur", bin: b, fn: "bench_func"} }},
+	{name: "usdt", mode: "usdt", probe: func(b string) probe { return probe{kind: "U", bin: b, provider: "bpftape_bench", name: "tick"} }},
+	{name: "tracepoint", mode: "write", perRound: true,
+		probe: func(string) probe { return probe{kind: "t", category: "syscalls", event: "sys_exit_write"} }},
+	// The uprobe on bench_func, every tool recording the user stack of
+	// every call (the empty program stays empty: the floor).
+	{name: "ustack", mode: "call", stacks: true,
+		probe: func(b string) probe { return probe{kind: "u", bin: b, fn: "bench_func", ustack: true} }},
+	// The call loop with no probe in it, sampled profileHz times a second
+	// with kernel and user stacks: a session per traced run, filtered by
+	// the workload's pid (a profiler on every CPU would also tick beside an
+	// untraced run).
+	{name: "profile", mode: "call", perRound: true, stacks: true, sampled: true,
+		probe: func(string) probe { return probe{kind: "profile"} }},
 }
 
 func readyProbes(b string) []probe {
@@ -50,7 +71,8 @@ type cell struct {
 	cpuEvents int64     // the events cpuNs is for
 	idle      []float64 // recorder CPU ns per second while idle
 	ready     []float64 // seconds
-	generated int64     // events the workload fired in traced runs
+	generated int64     // events the workload fired in traced runs (profile: samples recorded)
+	expected  float64   // profile: samples expected, rate × loop CPU time
 	recorded  int64     // events the tool counted or wrote (-1 unknown)
 	toolLost  int64     // losses the tool reported (-1 unknown)
 	bytes     int64     // output bytes (-1 none)
@@ -117,8 +139,12 @@ func (c *cell) lost() int64 {
 
 type row struct {
 	workload, threads string
-	events            int64 // per thread per run
+	events            int64 // per thread per run (0: the profile row's timed runs)
 	cells             map[string]*cell
+	stacks, sampled   bool    // as its wdef
+	hz                int     // profile: samples per second
+	seconds           float64 // profile: each run's length
+	loopCPU           bool    // profile: loop CPU time, not wall time
 }
 
 type soakResult struct {
@@ -223,6 +249,7 @@ func (d *driver) bench() (*results, error) {
 		return nil, err
 	}
 	res.versions = versions(d)
+	d.loopCPU, d.loopClockWhy = loopClock()
 	c := &d.cfg
 	threadings := []struct {
 		name, cpus string
@@ -244,7 +271,11 @@ func (d *driver) bench() (*results, error) {
 			if w.perRound {
 				events = c.tpEvents
 			}
-			d.logf("%s %s: %d rounds of %d events per thread (load %s)", w.name, th.name, c.rounds, events, loadavg())
+			if w.sampled {
+				d.logf("%s %s: %d rounds of %gs per run, sampled at %d Hz (load %s)", w.name, th.name, c.rounds, c.profileSecs, c.profileHz, loadavg())
+			} else {
+				d.logf("%s %s: %d rounds of %d events per thread (load %s)", w.name, th.name, c.rounds, events, loadavg())
+			}
 			r, err := d.runRow(w, th.name, th.cpus, th.n, events)
 			if err != nil {
 				return nil, err
@@ -281,23 +312,36 @@ func (d *driver) bench() (*results, error) {
 }
 
 func (d *driver) runRow(w wdef, threads, cpus string, n int, events int64) (*row, error) {
-	r := &row{workload: w.name, threads: threads, events: events, cells: map[string]*cell{}}
+	r := &row{workload: w.name, threads: threads, events: events, cells: map[string]*cell{}, stacks: w.stacks, sampled: w.sampled}
 	for _, t := range append([]string{untraced}, tools...) {
 		r.cells[t] = newCell()
+	}
+	probeOf := func(t string) probe {
+		p := w.probe(d.copyOf(t))
+		if p.kind == "profile" {
+			p.hz = d.cfg.profileHz
+		}
+		return p
+	}
+	var seconds float64
+	if w.sampled {
+		events, seconds = 0, d.cfg.profileSecs
+		r.hz, r.seconds, r.loopCPU = d.cfg.profileHz, seconds, d.loopCPU
 	}
 	order := append([]string{untraced}, tools...)
 	if w.perRound {
 		for round := 0; round < d.cfg.rounds; round++ {
 			got := map[string]wlResult{}
+			samples := map[string]float64{}
 			for _, t := range rotate(order, round) {
 				c := r.cells[t]
-				wl, err := d.startWorkload(d.copyOf(t), cpus, n, w.mode, events, 0)
+				wl, err := d.startWorkload(d.copyOf(t), cpus, n, w.mode, events, seconds)
 				if err != nil {
 					return nil, err
 				}
 				var s *session
 				if t != untraced {
-					if s, err = d.startSession(t, []probe{w.probe(d.copyOf(t))}, wl.pid); err != nil {
+					if s, err = d.startSession(t, []probe{probeOf(t)}, wl.pid); err != nil {
 						wl.kill()
 						c.fail("%v", err)
 						d.logf("  %s: %v", t, err)
@@ -316,19 +360,41 @@ func (d *driver) runRow(w wdef, threads, cpus string, n int, events int64) (*row
 						d.logf("  %s: %v", t, err)
 					}
 					c.absorb(s)
-					c.generated += res.events
 					c.ready = append(c.ready, s.ready.Seconds())
-					c.addCPU(s.perRound[0], perRecorded(res.events, s.recorded, res.events))
+					if !w.sampled {
+						c.generated += res.events
+						c.addCPU(s.perRound[0], perRecorded(res.events, s.recorded, res.events))
+						continue
+					}
+					// Samples: what the tool recorded; nothing says how many
+					// it should have, so lost is only what it reports lost.
+					// The empty program counts nothing: its samples are the
+					// expected count, the rate times the loop's CPU time.
+					exp := expectedSamples(res, r.hz)
+					c.expected += exp
+					if s.recorded >= 0 {
+						c.generated += s.recorded
+						samples[t] = float64(s.recorded)
+						if s.recorded > 0 {
+							c.addCPU(s.perRound[0], s.recorded)
+						}
+					} else if t == empty {
+						samples[t] = exp
+					}
 				}
 			}
-			d.roundDone(r, got)
+			if w.sampled {
+				d.sampledRoundDone(r, got, samples)
+			} else {
+				d.roundDone(r, got)
+			}
 		}
 		return r, nil
 	}
 
 	sessions := map[string]*session{}
 	for _, t := range tools {
-		s, err := d.startSession(t, []probe{w.probe(d.copyOf(t))}, 0)
+		s, err := d.startSession(t, []probe{probeOf(t)}, 0)
 		if err != nil {
 			r.cells[t].fail("%v", err)
 			d.logf("  %v", err)
@@ -439,6 +505,88 @@ func (d *driver) roundDone(r *row, got map[string]wlResult) {
 		}
 	}
 	d.logf("%s", msg)
+}
+
+// loopNs is thread i's loop time in ns: CPU time with loopCPU, else wall
+// time.
+func loopNs(t thrResult, loopCPU bool) int64 {
+	if loopCPU && t.cpuNs >= 0 {
+		return t.cpuNs
+	}
+	return t.ns
+}
+
+// expectedSamples is how many samples a CPU-clock event at hz takes of the
+// run's loop threads: hz per second of their CPU time.
+func expectedSamples(res wlResult, hz int) float64 {
+	var ns int64
+	for _, t := range res.thr {
+		ns += max(t.cpuNs, 0)
+	}
+	return float64(hz) * float64(ns) / 1e9
+}
+
+// sampledRoundDone is roundDone for the profile row: the loop ran for a
+// fixed time, so the time the tool took from it is, per thread, its loop
+// time less what its iterations take at the untraced run's rate (thread i
+// against untraced thread i, on the same CPU); the row's overhead is the
+// sum over threads / the samples the tool recorded in that run.
+func (d *driver) sampledRoundDone(r *row, got map[string]wlResult, samples map[string]float64) {
+	u, ok := got[untraced]
+	if !ok {
+		return
+	}
+	var rate float64 // mean over threads of the untraced loop ns/event
+	for _, t := range u.thr {
+		rate += float64(loopNs(t, r.loopCPU)) / float64(t.events)
+	}
+	rate /= float64(len(u.thr))
+	r.cells[untraced].overhead = append(r.cells[untraced].overhead, rate)
+	msg := fmt.Sprintf("  round: untraced loop %.3f ns/event", rate)
+	for _, t := range tools {
+		g, ok := got[t]
+		n := samples[t]
+		if !ok || n <= 0 || len(g.thr) != len(u.thr) {
+			continue
+		}
+		var extra float64
+		for i, th := range g.thr {
+			ut := u.thr[i]
+			extra += float64(loopNs(th, r.loopCPU)) - float64(th.events)*float64(loopNs(ut, r.loopCPU))/float64(ut.events)
+		}
+		r.cells[t].overhead = append(r.cells[t].overhead, extra/n)
+		msg += fmt.Sprintf(", %s %+.0f ns/sample (%.0f samples)", t, extra/n, n)
+	}
+	d.logf("%s", msg)
+}
+
+// loopClock decides which loop time the profile row takes. Its signal is
+// small (some µs per sample at ~1 kHz: well under 1% of the loop) and wall
+// time also counts whatever else ran on the loop's CPU, so it takes the
+// threads' CPU time, which holds the sampling interrupts the thread took
+// only where the kernel charges interrupt time to the interrupted task:
+// without CONFIG_IRQ_TIME_ACCOUNTING (or with it turned off by
+// tsc=noirqtime). Otherwise, or when the config cannot be read, wall time.
+func loopClock() (cpu bool, why string) {
+	rel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	var cfg []byte
+	if f, err := os.Open("/proc/config.gz"); err == nil {
+		if z, err := gzip.NewReader(f); err == nil {
+			cfg, _ = io.ReadAll(z)
+		}
+		f.Close()
+	}
+	if len(cfg) == 0 {
+		cfg, _ = os.ReadFile("/boot/config-" + strings.TrimSpace(string(rel)))
+	}
+	cmdline, _ := os.ReadFile("/proc/cmdline")
+	switch {
+	case len(cfg) == 0:
+		return false, "wall time: the kernel config (/proc/config.gz, /boot/config-*) is not readable, so whether a thread's CPU time holds the interrupts it took is unknown"
+	case strings.Contains(string(cfg), "\nCONFIG_IRQ_TIME_ACCOUNTING=y") && !strings.Contains(" "+string(cmdline)+" ", " tsc=noirqtime "):
+		return false, "wall time: this kernel accounts interrupt time apart (CONFIG_IRQ_TIME_ACCOUNTING), so a thread's CPU time leaves out the sampling interrupts"
+	}
+	return true, "the loop threads' CPU time (CLOCK_THREAD_CPUTIME_ID): this kernel charges interrupt time to the interrupted thread (no CONFIG_IRQ_TIME_ACCOUNTING), and other tasks on its CPU do not count"
 }
 
 func (d *driver) soak(w wdef) soakResult {
@@ -553,6 +701,9 @@ func (d *driver) progTimes() (map[string]map[string]progTime, error) {
 	out := map[string]map[string]progTime{}
 	cpu := fmt.Sprint(d.ncpu - 1)
 	for _, w := range wdefs {
+		if w.sampled {
+			continue // per sample, not per event: not comparable here
+		}
 		out[w.name] = map[string]progTime{}
 		events := d.cfg.events
 		if w.perRound {

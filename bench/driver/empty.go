@@ -9,18 +9,22 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // runEmpty is the empty-program floor: it attaches a BPF program that only
 // returns 0 to each probe (u:BIN:FUNC, ur:BIN:FUNC, U:BIN:PROVIDER:NAME,
-// t:CATEGORY:EVENT), prints READY, and detaches on SIGINT or SIGTERM. What
-// a traced process pays under it is the cost of the probe mechanism itself
-// (breakpoint, uprobe dispatch, BPF program call) with no work in the
-// program: no tool can do less per event.
+// t:CATEGORY:EVENT; profile:hz:N: a CPU-clock perf event sampling N times a
+// second on every CPU, as BCC's profile, bpftrace's profile and bpftape's
+// profile open them), prints READY, and detaches on SIGINT or SIGTERM.
+// What a traced process pays under it is the cost of the probe mechanism
+// itself (breakpoint, uprobe dispatch or timer interrupt, BPF program call)
+// with no work in the program: no tool can do less per event.
 func runEmpty(args []string) error {
 	if len(args) == 0 {
 		return errors.New("usage: driver empty PROBE...")
@@ -36,7 +40,18 @@ func runEmpty(args []string) error {
 		return fmt.Errorf("load empty tracepoint program: %w", err)
 	}
 	defer tp.Close()
+	perfProg, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.PerfEvent, Instructions: insns, License: "GPL"})
+	if err != nil {
+		return fmt.Errorf("load empty perf event program: %w", err)
+	}
+	defer perfProg.Close()
 
+	var perfFDs []int
+	defer func() {
+		for _, fd := range perfFDs {
+			unix.Close(fd)
+		}
+	}()
 	var links []link.Link
 	defer func() {
 		for _, l := range links {
@@ -50,6 +65,13 @@ func runEmpty(args []string) error {
 		}
 		var l link.Link
 		switch p.kind {
+		case "profile":
+			fds, err := attachPerfEvents(perfProg, p.hz)
+			perfFDs = append(perfFDs, fds...)
+			if err != nil {
+				return fmt.Errorf("attach %s: %w", spec, err)
+			}
+			continue
 		case "t":
 			l, err = link.Tracepoint(p.category, p.event, tp, nil)
 		case "u", "ur", "U":
@@ -81,6 +103,43 @@ func runEmpty(args []string) error {
 	fmt.Println("READY")
 	<-sigs
 	return nil
+}
+
+// attachPerfEvents opens a CPU-clock perf event sampling hz times a second
+// on every online CPU (all processes) and attaches prog to each.
+func attachPerfEvents(prog *ebpf.Program, hz int) ([]int, error) {
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, err
+	}
+	var fds []int
+	for cpu := range ncpu {
+		attr := unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_SOFTWARE,
+			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+			Sample: uint64(hz),
+			Bits:   unix.PerfBitFreq | unix.PerfBitDisabled,
+		}
+		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if errors.Is(err, unix.ENODEV) {
+			continue // offline
+		}
+		if err != nil {
+			return fds, fmt.Errorf("perf_event_open cpu-clock on CPU %d: %w", cpu, err)
+		}
+		fds = append(fds, fd)
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, prog.FD()); err != nil {
+			return fds, fmt.Errorf("PERF_EVENT_IOC_SET_BPF on CPU %d: %w", cpu, err)
+		}
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			return fds, fmt.Errorf("PERF_EVENT_IOC_ENABLE on CPU %d: %w", cpu, err)
+		}
+	}
+	if len(fds) == 0 {
+		return nil, errors.New("no CPU is online")
+	}
+	return fds, nil
 }
 
 // usdtOffset returns the file offset of the one USDT site PROVIDER:NAME of

@@ -49,6 +49,8 @@ type config struct {
 	rounds        int     // alternation rounds per workload
 	events        int64   // iterations per thread and traced run (uprobe, uretprobe, USDT)
 	tpEvents      int64   // the same for the tracepoint workload
+	profileHz     int     // the profile row's sampling rate, per CPU
+	profileSecs   float64 // the profile row's traced and untraced runs, seconds
 	soakSeconds   float64 // every core as fast as possible, for the loss target
 	readyRounds   int
 	readyIters    int64
@@ -68,8 +70,14 @@ type driver struct {
 	bpftape   string
 	workload  string // the built workload binary
 	bccScript string
+	bccWrap   string // bench/bcc_profile.py
+	bccProf   string // BCC's profile tool
 	headers   string // BCC_KERNEL_SOURCE
 	ncpu      int
+	// loopCPU: the profile row takes the loop's CPU time, not its wall
+	// time (see loopClock); loopClockWhy says why either.
+	loopCPU      bool
+	loopClockWhy string
 
 	mu    sync.Mutex
 	procs map[*proc]bool
@@ -114,18 +122,24 @@ func runBench(args []string) error {
 	wl := fs.String("workload", "", "built bench/workload.c")
 	launch := fs.String("launch", "", "built bench/launch.c")
 	bccScript := fs.String("bcc", "bench/bcc_hist.py", "the BCC histogram script")
+	bccWrap := fs.String("bcc-profile-wrapper", "bench/bcc_profile.py", "runs BCC's profile tool, printing READY once it is attached")
+	bccProf := fs.String("bcc-profile", "", "BCC's profile tool (default /usr/share/bcc/tools/profile, or else Debian's /usr/sbin/profile-bpfcc)")
+	profileHz := fs.Int("profile-hz", 999, "the profile row's sampling rate (per CPU)")
+	profileSecs := fs.Float64("profile-seconds", 0, "length of each profile run (default 2, 0.5 with --quick)")
 	headers := fs.String("headers", "/var/tmp/bpftape-bench/headers", "kernel headers for BCC (BCC_KERNEL_SOURCE)")
 	rounds := fs.Int("rounds", 0, "rounds (default 5, 2 with --quick)")
 	events := fs.Int64("events", 0, "iterations per thread per run (default 1000000, 100000 with --quick)")
-	only := fs.String("only", "", "comma-separated parts to run: uprobe,uretprobe,usdt,tracepoint,1t,mt,soak,ready,replay (default all)")
+	only := fs.String("only", "", "comma-separated parts to run: uprobe,uretprobe,usdt,tracepoint,ustack,profile,1t,mt,soak,ready,replay,progtime (default all)")
 	skipReplay := fs.Bool("skip-replay", false, "skip the replay benchmark")
 	fs.Parse(args)
 
 	c := config{quick: *quick, rounds: 5, events: 1_000_000, tpEvents: 1_000_000, soakSeconds: 10,
+		profileHz: *profileHz, profileSecs: 2,
 		readyRounds: 5, readyIters: 10_000, replayEvents: 100_000_000, perfEvents: 10_000_000,
 		replayRepeats: 3, skipReplay: *skipReplay, idleWindow: time.Second}
 	if c.quick {
 		c.rounds, c.events, c.tpEvents, c.soakSeconds = 2, 100_000, 100_000, 2
+		c.profileSecs = 0.5
 		c.readyRounds, c.readyIters = 2, 1000
 		c.replayEvents, c.perfEvents, c.replayRepeats = 2_000_000, 300_000, 1
 		c.idleWindow = 300 * time.Millisecond
@@ -135,6 +149,9 @@ func runBench(args []string) error {
 	}
 	if *events > 0 {
 		c.events, c.tpEvents = *events, *events
+	}
+	if *profileSecs > 0 {
+		c.profileSecs = *profileSecs
 	}
 	if *only != "" {
 		c.only = map[string]bool{}
@@ -147,7 +164,14 @@ func runBench(args []string) error {
 		return err
 	}
 	d := &driver{cfg: c, work: *work, self: self, launch: *launch, bpftape: abs(*bpftapeBin), workload: abs(*wl),
-		bccScript: abs(*bccScript), headers: *headers, procs: map[*proc]bool{}, log: os.Stderr, t0: time.Now()}
+		bccScript: abs(*bccScript), bccWrap: abs(*bccWrap), bccProf: *bccProf, headers: *headers, procs: map[*proc]bool{},
+		log: os.Stderr, t0: time.Now()}
+	if d.bccProf == "" {
+		d.bccProf = "/usr/share/bcc/tools/profile"
+		if _, err := os.Stat(d.bccProf); err != nil {
+			d.bccProf = "/usr/sbin/profile-bpfcc"
+		}
+	}
 	if d.workload == "" || d.launch == "" {
 		return fmt.Errorf("--workload and --launch are required")
 	}
@@ -182,7 +206,10 @@ func (c *config) wantRow(w, threads string) bool {
 	if c.only == nil {
 		return true
 	}
-	anyW := c.only["uprobe"] || c.only["uretprobe"] || c.only["usdt"] || c.only["tracepoint"]
+	anyW := false
+	for _, w := range wdefs {
+		anyW = anyW || c.only[w.name]
+	}
 	anyT := c.only["1t"] || c.only["mt"]
 	if !anyW && !anyT {
 		return false

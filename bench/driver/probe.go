@@ -6,12 +6,17 @@ import (
 )
 
 // probe is one probe site, spelled as bpftape spells it without a field
-// list: u:BIN:FUNC, ur:BIN:FUNC, U:BIN:PROVIDER:NAME or t:CATEGORY:EVENT.
+// list: u:BIN:FUNC, ur:BIN:FUNC, U:BIN:PROVIDER:NAME, t:CATEGORY:EVENT or
+// profile:hz:N.
 type probe struct {
-	kind            string // u, ur, U, t
+	kind            string // u, ur, U, t, profile
 	bin, fn         string // u, ur: binary and function
 	provider, name  string // U
 	category, event string // t
+	hz              int    // profile: samples per second per CPU
+	// ustack: each tool records the user stack at every event too (the
+	// ustack row); the empty program, whose floor this is, does not.
+	ustack bool
 }
 
 func parseProbe(s string) (probe, error) {
@@ -39,6 +44,11 @@ func parseProbe(s string) (probe, error) {
 			return probe{}, fmt.Errorf("bad probe %q", s)
 		}
 		p.category, p.event = f[0], f[1]
+	case "profile":
+		hz, ok := strings.CutPrefix(rest, "hz:")
+		if p.hz = int(atoi64(hz)); !ok || p.hz <= 0 {
+			return probe{}, fmt.Errorf("bad probe %q", s)
+		}
 	default:
 		return probe{}, fmt.Errorf("bad probe kind in %q", s)
 	}
@@ -51,6 +61,8 @@ func (p probe) String() string {
 		return p.kind + ":" + p.bin + ":" + p.fn
 	case "U":
 		return "U:" + p.bin + ":" + p.provider + ":" + p.name
+	case "profile":
+		return fmt.Sprintf("profile:hz:%d", p.hz)
 	}
 	return "t:" + p.category + ":" + p.event
 }
@@ -59,7 +71,12 @@ func (p probe) String() string {
 func (p probe) bpftapeSpec() string {
 	switch p.kind {
 	case "u":
+		if p.ustack {
+			return p.String() + "(arg0,ustack)"
+		}
 		return p.String() + "(arg0)"
+	case "profile":
+		return p.String() // kstack and ustack of every sample
 	case "ur":
 		return p.String() + "(retval)"
 	case "U":
@@ -70,17 +87,24 @@ func (p probe) bpftapeSpec() string {
 
 func (p probe) bpftrace(i, pid int) string {
 	m := fmt.Sprintf("@h%d", i)
+	filter := ""
+	if pid != 0 {
+		filter = fmt.Sprintf("/pid == %d/ ", pid)
+	}
 	switch p.kind {
 	case "u":
+		if p.ustack {
+			// A count per user stack, as stackcount does; printed at exit
+			// as multi-line keys ending in "]: N".
+			return fmt.Sprintf("uprobe:%s:%s { @s%d[ustack] = count(); }\n", p.bin, p.fn, i)
+		}
 		return fmt.Sprintf("uprobe:%s:%s { %s = hist(arg0); }\n", p.bin, p.fn, m)
+	case "profile":
+		return fmt.Sprintf("profile:hz:%d %s{ @s%d[ustack, kstack] = count(); }\n", p.hz, filter, i)
 	case "ur":
 		return fmt.Sprintf("uretprobe:%s:%s { %s = hist(retval); }\n", p.bin, p.fn, m)
 	case "U":
 		return fmt.Sprintf("usdt:%s:%s:%s { %s = hist(arg0); }\n", p.bin, p.provider, p.name, m)
-	}
-	filter := ""
-	if pid != 0 {
-		filter = fmt.Sprintf("/pid == %d/ ", pid)
 	}
 	return fmt.Sprintf("tracepoint:%s:%s %s{ %s = hist(args->ret); }\n", p.category, p.event, filter, m)
 }

@@ -216,9 +216,17 @@ type workload struct {
 }
 
 type wlResult struct {
-	events     int64
-	perEventNs float64 // mean over threads of each thread's loop time / its events
-	threads    int
+	events        int64
+	perEventNs    float64 // mean over threads of each thread's loop time / its events
+	cpuPerEventNs float64 // the same with each thread's CPU time (-1 if not printed)
+	threads       int
+	thr           []thrResult // per thread, in the workload's order (thread i on the i-th CPU)
+}
+
+// thrResult is one workload thread's line.
+type thrResult struct {
+	events, ns int64
+	cpuNs      int64 // CLOCK_THREAD_CPUTIME_ID over the loop, -1 if not printed
 }
 
 // startWorkload starts bin pinned to cpus and returns once it waits for
@@ -269,14 +277,24 @@ func (w *workload) run() (wlResult, error) {
 	if err := w.cmd.Wait(); err != nil {
 		return r, fmt.Errorf("workload: %w", err)
 	}
-	var sum float64
+	var sum, cpuSum float64
+	haveCPU := true
 	for _, l := range w.lines {
+		// thread I cpu C events N ns T [cpu_ns T]
 		f := strings.Fields(l)
-		if len(f) == 8 && f[0] == "thread" {
+		if len(f) >= 8 && f[0] == "thread" && f[4] == "events" && f[6] == "ns" {
 			ev, ns := atoi64(f[5]), atoi64(f[7])
 			if ev <= 0 {
 				return r, fmt.Errorf("workload line %q", l)
 			}
+			t := thrResult{events: ev, ns: ns, cpuNs: -1}
+			if len(f) >= 10 && f[8] == "cpu_ns" {
+				t.cpuNs = atoi64(f[9])
+				cpuSum += float64(t.cpuNs) / float64(ev)
+			} else {
+				haveCPU = false
+			}
+			r.thr = append(r.thr, t)
 			r.events += ev
 			r.threads++
 			sum += float64(ns) / float64(ev)
@@ -286,6 +304,10 @@ func (w *workload) run() (wlResult, error) {
 		return r, errors.New("workload printed no thread lines")
 	}
 	r.perEventNs = sum / float64(r.threads)
+	r.cpuPerEventNs = -1
+	if haveCPU {
+		r.cpuPerEventNs = cpuSum / float64(r.threads)
+	}
 	return r, nil
 }
 

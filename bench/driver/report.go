@@ -122,20 +122,46 @@ func (res *results) print(w io.Writer, d *driver) {
 	fmt.Fprintf(w, "values are median [min–max] over rounds. Recorder CPU: the tool's user+sys after it was ready, per event it\n")
 	fmt.Fprintf(w, "recorded, over all rounds [per-round min–max] (deferred work: batches flushed up to 1 s later, perf's build-id\n")
 	fmt.Fprintf(w, "pass at exit); where one session serves every round (uprobe, uretprobe, USDT), its idle CPU rate (measured\n")
-	fmt.Fprintf(w, "before the first round: column idle) is taken out of the time between its runs; tracepoint: a session per run.\n\n")
+	fmt.Fprintf(w, "before the first round: column idle) is taken out of the time between its runs; tracepoint: a session per run.\n")
+	var sampled *row
+	stacks := false
+	for _, r := range res.rows {
+		stacks = stacks || r.stacks
+		if r.sampled && sampled == nil {
+			sampled = r
+		}
+	}
+	if stacks {
+		fmt.Fprintf(w, "ustack: the uprobe on bench_func, every tool (but the empty program) taking the user stack of every call.\n")
+	}
+	if sampled != nil {
+		fmt.Fprintf(w, "profile: the call loop with no probe, %gs runs, sampled at %d Hz with kernel and user stacks by a session per run\n", sampled.seconds, sampled.hz)
+		fmt.Fprintf(w, "filtered by the workload's pid. Its columns are per SAMPLE the tool recorded (events = samples): overhead =\n")
+		fmt.Fprintf(w, "(traced loop time - the traced run's iterations at the untraced loop's ns/event) / samples; its untraced line is\n")
+		fmt.Fprintf(w, "that loop's ns/event. The empty program counts nothing: its samples (~) are the expected %d per second of the\n", sampled.hz)
+		fmt.Fprintf(w, "loop's CPU time. Loop time: %s.\n", d.loopClockWhy)
+	}
+	fmt.Fprintln(w)
 
 	t := &table{head: []string{"workload", "tool", "overhead ns/event", "recorder CPU ns/event", "idle CPU ms/s", "events", "lost", "bytes/event", "ready s", "peak RSS MiB"},
 		left: map[int]bool{0: true, 1: true}}
-	var errs []string
+	var errs, rowNotes []string
 	for _, r := range res.rows {
 		name := fmt.Sprintf("%s %s", r.workload, r.threads)
+		var ratios []string // profile: samples recorded / expected, per tool
 		for _, tool := range append([]string{untraced}, tools...) {
 			cl := r.cells[tool]
 			for _, e := range cl.errs {
 				errs = append(errs, fmt.Sprintf("%s, %s: %s", name, tool, e))
 			}
 			if tool == untraced {
-				t.add(name, "untraced", "loop "+spread(cl.overhead, num), "-", "-", "-", "-", "-", "-", "-")
+				loop := "loop " + spread(cl.overhead, num)
+				if r.sampled && r.loopCPU {
+					loop = "loop CPU " + spread(cl.overhead, func(x float64) string { return fmt.Sprintf("%.3f", x) })
+				} else if r.sampled {
+					loop = "loop " + spread(cl.overhead, func(x float64) string { return fmt.Sprintf("%.3f", x) })
+				}
+				t.add(name, "untraced", loop, "-", "-", "-", "-", "-", "-", "-")
 				continue
 			}
 			bpe := "-"
@@ -151,15 +177,36 @@ func (res *results) print(w io.Writer, d *driver) {
 				}
 			}
 			lost := "-"
-			if cl.recorded >= 0 || cl.toolLost >= 0 {
+			switch {
+			case r.sampled:
+				// No count of samples fired to hold them against: only
+				// what the tool itself reports lost (bpftape).
+				if cl.toolLost >= 0 {
+					lost = count(cl.toolLost)
+				}
+			case cl.recorded >= 0 || cl.toolLost >= 0:
 				lost = count(cl.lost())
 			}
 			idle := spread(cl.idle, func(x float64) string { return fmt.Sprintf("%.2f", x/1e6) })
-			t.add("", toolTitle[tool], spread(cl.overhead, num), cpu, idle, count(cl.recorded), lost, bpe, spread(cl.ready, secs), mib(cl.maxrssKB))
+			events := count(cl.recorded)
+			if r.sampled && cl.recorded < 0 && cl.expected > 0 {
+				events = "~" + count(int64(cl.expected+0.5))
+			}
+			t.add("", title(r.workload, tool), spread(cl.overhead, num), cpu, idle, events, lost, bpe, spread(cl.ready, secs), mib(cl.maxrssKB))
+			if r.sampled && cl.recorded >= 0 && cl.expected > 0 {
+				ratios = append(ratios, fmt.Sprintf("%s %.3f", title(r.workload, tool), float64(cl.recorded)/cl.expected))
+			}
+		}
+		if len(ratios) > 0 {
+			rowNotes = append(rowNotes, fmt.Sprintf("%s: samples recorded / expected (%d per second of the loop's CPU time in that tool's runs): %s",
+				name, r.hz, strings.Join(ratios, ", ")))
 		}
 	}
 	if len(res.rows) > 0 {
 		t.print(w)
+		for _, n := range rowNotes {
+			fmt.Fprintln(w, n)
+		}
 	}
 
 	if len(res.soak) > 0 {
@@ -311,9 +358,16 @@ func (res *results) printTargets(w io.Writer, d *driver) {
 	}
 
 	var bpftapeRSS int64
+	stackRows := false
 	for _, r := range res.rows {
 		name := r.workload + " " + r.threads
 		bt, bc, pf := r.cells[bpftape], r.cells[bcc], r.cells[perf]
+		if r.stacks {
+			// Issue 5's targets are for the rows without stacks; the stack
+			// rows' RSS is in the table.
+			stackRows = true
+			continue
+		}
 		bpftapeRSS = max(bpftapeRSS, bt.maxrssKB)
 		ob, oc, op := median(bt.overhead), median(bc.overhead), median(pf.overhead)
 		limit := 1.15
@@ -397,7 +451,11 @@ func (res *results) printTargets(w io.Writer, d *driver) {
 		}
 	}
 	if bpftapeRSS > 0 {
-		add("recorder peak RSS ≤ 64 MiB (every bpftape record session)", mib(bpftapeRSS)+" MiB", bpftapeRSS <= 64<<10)
+		which := "every bpftape record session"
+		if stackRows {
+			which += " but the ustack and profile rows'"
+		}
+		add("recorder peak RSS ≤ 64 MiB ("+which+")", mib(bpftapeRSS)+" MiB", bpftapeRSS <= 64<<10)
 	}
 	if cl := res.ready[bpftape]; cl != nil && len(cl.ready) > 0 {
 		lo, hi := minMax(cl.ready)

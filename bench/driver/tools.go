@@ -34,6 +34,32 @@ var toolTitle = map[string]string{
 	bpftape:  "bpftape record",
 }
 
+// stackTitle: what each tool runs in the ustack and profile rows.
+var stackTitle = map[string]map[string]string{
+	"ustack": {
+		empty:    "empty prog (no stack)",
+		bcc:      "BCC stack ids",
+		bpftrace: "bpftrace @[ustack]",
+		perf:     "perf record -g",
+		bpftape:  "bpftape ustack",
+	},
+	"profile": {
+		empty:    "empty prog (no stack)",
+		bcc:      "BCC profile -f",
+		bpftrace: "bpftrace profile",
+		perf:     "perf record -F -g",
+		bpftape:  "bpftape profile",
+	},
+}
+
+// title is tool's name in row workload.
+func title(workload, tool string) string {
+	if t, ok := stackTitle[workload][tool]; ok {
+		return t
+	}
+	return toolTitle[tool]
+}
+
 // session is one running tool attached to some probes.
 type session struct {
 	tool   string
@@ -85,14 +111,31 @@ func (d *driver) startSessionKeep(tool string, probes []probe, pid int, keep boo
 			err = s.p.waitOutput(s.p.stdout, "READY\n", readyTimeout)
 		}
 	case bcc:
+		env := []string{"BCC_KERNEL_SOURCE=" + d.headers}
+		if s.profile() {
+			// BCC's own profile tool, folded output (a count per stack,
+			// printed at SIGINT); the wrapper prints READY once attached.
+			p := probes[0]
+			if pid == 0 {
+				err = fmt.Errorf("the BCC profile session needs a pid")
+				break
+			}
+			args := []string{"/usr/bin/python3", d.bccWrap, d.bccProf, "-F", strconv.Itoa(p.hz), "-p", strconv.Itoa(pid), "-f"}
+			if s.p, err = d.startProc(tool, env, nil, args...); err == nil {
+				err = s.p.waitOutput(s.p.stderr, "READY\n", readyTimeout)
+			}
+			break
+		}
 		args := []string{"/usr/bin/python3", d.bccScript}
 		if pid != 0 {
 			args = append(args, "--pid", strconv.Itoa(pid))
 		}
+		if s.ustack() {
+			args = append(args, "--ustack")
+		}
 		for _, p := range probes {
 			args = append(args, p.String())
 		}
-		env := []string{"BCC_KERNEL_SOURCE=" + d.headers}
 		if s.p, err = d.startProc(tool, env, nil, args...); err == nil {
 			err = s.p.waitOutput(s.p.stdout, "READY\n", readyTimeout)
 		}
@@ -135,6 +178,19 @@ func (d *driver) startSessionKeep(tool string, probes []probe, pid int, keep boo
 	return s, nil
 }
 
+// ustack: the session's probes record user stacks (the ustack row).
+func (s *session) ustack() bool {
+	for _, p := range s.probes {
+		if p.ustack {
+			return true
+		}
+	}
+	return false
+}
+
+// profile: the session samples (the profile row: one profile:hz:N probe).
+func (s *session) profile() bool { return len(s.probes) == 1 && s.probes[0].kind == "profile" }
+
 // waitFile polls for path every millisecond (bpftape's --ready-file).
 func waitFile(p *proc, path string, timeout time.Duration) error {
 	end := time.Now().Add(timeout)
@@ -156,9 +212,21 @@ func waitFile(p *proc, path string, timeout time.Duration) error {
 // disabled (-D -1) and enables them through its control FIFO: the "ack"
 // comes once they are on.
 func (d *driver) startPerf(s *session) error {
-	var events []string
+	var events, opts []string
+	if s.ustack() {
+		// A user callchain per sample (frame pointers, as the others walk
+		// them), no kernel one: what ustack records.
+		opts = append(opts, "-g", "--user-callchains")
+	}
 	for _, p := range s.probes {
 		switch p.kind {
+		case "profile":
+			// The CPU clock, as BCC's, bpftrace's and bpftape's profile
+			// sample (perf's default, cycles, is another event), with
+			// kernel and user callchains. With -p perf opens it per thread
+			// of the process (no filter to run elsewhere).
+			events = append(events, "cpu-clock")
+			opts = append(opts, "-F", strconv.Itoa(p.hz), "-g")
 		case "u", "ur":
 			name := "bench_entry"
 			def := fmt.Sprintf("bpftapebench:%s=%s size=%%di:u64", name, p.fn)
@@ -204,6 +272,7 @@ func (d *driver) startPerf(s *session) error {
 	for _, e := range events {
 		args = append(args, "-e", e)
 	}
+	args = append(args, opts...)
 	if s.pid != 0 {
 		args = append(args, "-p", strconv.Itoa(s.pid))
 	} else {
@@ -286,6 +355,12 @@ var (
 	perfSamples    = regexp.MustCompile(`\((\d+) samples\)`)
 	bccCount       = regexp.MustCompile(`(?m)^count \S+ (\d+)$`)
 	bpftraceBucket = regexp.MustCompile(`(?m)^[\[(][^\])]*[\])]\s+(\d+)\s+\|`)
+	// bpftrace prints a map keyed by stacks as "@s0[\n    frame\n...\n]: N",
+	// with an empty stack last as "...\n, ]: N" (@s0[ustack, kstack] of a
+	// sample in user mode) and an empty one alone as "@s0[]: N".
+	bpftraceStackCount = regexp.MustCompile(`(?m)^(?:@s\d+\[|, )?\]: (\d+)$`)
+	// BCC profile -f: "comm;frame;...;frame N" per stack.
+	foldedCount = regexp.MustCompile(`(?m)^\S.* (\d+)$`)
 )
 
 func commaInt(s string) int64 { return atoi64(strings.ReplaceAll(s, ",", "")) }
@@ -326,14 +401,21 @@ func (d *driver) stopSession(s *session) error {
 	out, errOut := s.p.stdout.String(), s.p.stderr.String()
 	switch s.tool {
 	case bcc:
+		re := bccCount
+		if s.profile() {
+			re = foldedCount
+		}
 		var n int64
-		for _, m := range bccCount.FindAllStringSubmatch(out, -1) {
+		for _, m := range re.FindAllStringSubmatch(out, -1) {
 			n += atoi64(m[1])
 		}
 		s.recorded = n
 	case bpftrace:
 		var n int64
 		for _, m := range bpftraceBucket.FindAllStringSubmatch(out, -1) {
+			n += atoi64(m[1])
+		}
+		for _, m := range bpftraceStackCount.FindAllStringSubmatch(out, -1) {
 			n += atoi64(m[1])
 		}
 		s.recorded = n

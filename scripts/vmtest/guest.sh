@@ -439,7 +439,7 @@ if rec prof -c "chain 30000000" profile:hz:99; then
 	all=$(awk '{s+=$NF}END{print s+0}' prof.folded)
 	hot=$(grep '^main;top' prof.folded | awk '{s+=$NF}END{print s+0}')
 	[ "$all" -ge 20 ] && [ $((hot * 10)) -ge $((all * 8)) ] && result profile PASS "samples=$all,in-main;top=$hot" ||
-		result profile FAIL "samples=$all,in-main;top=$hot;$(head -n 3 prof.folded | cut -c1-100)"
+		result profile FAIL "samples=$all,in-main;top=$hot;$(head -n 3 prof.folded | cut -c1-100);$(bpftape info prof.arrow | grep stacks:);$(cat prof.err | grep note | head -n 3)"
 else
 	result profile FAIL "$(errtail prof.err)"
 fi

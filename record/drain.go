@@ -198,13 +198,19 @@ func (d *drainer) sample(raw []byte) error {
 	if err == nil && h.Class == bpf.ClassComm {
 		comm := bpf.Comm(raw)
 		if d.stacks != nil {
-			// A thread seen first, or renamed, as an exec renames it:
-			// take the process's mappings now, while it runs.
-			switch prev := d.comms.get(h.TID); {
+			// Take the process's mappings now, while it runs: at a
+			// thread's first comm record, and again when an exec may
+			// have replaced them. An exec leaves one thread, the
+			// leader (tid == pid), under the new name: its first
+			// record, or a new name of it, re-reads them. (Its other
+			// threads may have been seen before it: a -c command's
+			// gate, a Go program, runs several.)
+			prev := d.comms.get(h.TID)
+			switch {
+			case h.TID == h.PID && (prev == nil || string(prev) != string(comm)):
+				d.stacks.Exec(h.PID, int64(h.Time))
 			case prev == nil:
 				d.stacks.Snapshot(h.PID, int64(h.Time))
-			case string(prev) != string(comm):
-				d.stacks.Exec(h.PID, int64(h.Time))
 			}
 		}
 		return d.comms.set(h.TID, comm)

@@ -93,10 +93,13 @@ func TestDrainerStacks(t *testing.T) {
 	if !reflect.DeepEqual(fs.added, want) || !reflect.DeepEqual(fs.kinds, []bool{false, true, false, true}) {
 		t.Errorf("stacks handed on: %x %v, want %x", fs.added, fs.kinds, want)
 	}
-	// A new thread, the same comm again, then a new comm (an exec).
-	feed(commRecord(10, 11, "app"), commRecord(10, 11, "newimage"))
-	if !reflect.DeepEqual(fs.calls, []string{"snapshot", "exec"}) {
-		t.Errorf("mapping reads asked for: %v, want a snapshot at the first comm and a re-read at the rename", fs.calls)
+	// A thread (the first comm record, before the samples above): a
+	// snapshot; its comm again, or renamed: nothing. The leader's first
+	// record (an exec leaves only the leader), then the leader renamed
+	// (an exec): re-reads.
+	feed(commRecord(10, 11, "app"), commRecord(10, 11, "worker"), commRecord(10, 10, "app"), commRecord(10, 10, "app"), commRecord(10, 10, "newimage"))
+	if want := []string{"snapshot", "exec", "exec"}; !reflect.DeepEqual(fs.calls, want) {
+		t.Errorf("mapping reads asked for: %v, want %v", fs.calls, want)
 	}
 	if d.entryFixed != 1 || d.noStack != 2 || d.malformed != 0 {
 		t.Errorf("entry fixed %d, samples without a stack %d (want 1, 2), malformed %d", d.entryFixed, d.noStack, d.malformed)

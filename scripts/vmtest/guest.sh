@@ -433,10 +433,11 @@ else
 	result kstack FAIL "$(errtail kstk.err)"
 fi
 
-# profile:hz:99 on the CPU-bound chain, already running (-p): most
+# profile:hz:99 for 3 s on the CPU-bound chain, already running (-p; long
+# enough to outlast the recorder's setup, killed after): most
 # samples are in its loop. (Under -c the chain is exec'd from bpftape's
 # gate at the same addresses, which stack-chain covers.)
-chain 60000000 >/dev/null &
+chain 3000000000 >/dev/null &
 cp=$!
 if rec prof -p $cp -d 3s profile:hz:99; then
 	bpftape stacks --user prof.arrow >prof.folded 2>>prof.err

@@ -34,8 +34,11 @@ func TestLayoutMatchesC(t *testing.T) {
 		{"args", unsafe.Offsetof(s.Args), OffArgs},
 		{"strs", unsafe.Offsetof(s.Strs), OffStrs},
 		{"sizeof(sample)", unsafe.Sizeof(s), uintptr(SampleSize(ClassArgs12Str4))},
-		{"sizeof(probe_spec)", unsafe.Sizeof(ProbeSpec{}), 8 + 16*MaxArgs},
-		{"sizeof(arg_spec)", unsafe.Sizeof(ArgSpec{}), 16},
+		{"sizeof(probe_spec)", unsafe.Sizeof(ProbeSpec{}), 16 + 40*MaxArgs + 24*MaxPred},
+		{"sizeof(arg_spec)", unsafe.Sizeof(ArgSpec{}), 40},
+		{"sizeof(pred_op)", unsafe.Sizeof(PredOp{}), 24},
+		{"len(read_off)", uintptr(len(ArgSpec{}.ReadOff)), MaxReads},
+		{"len(pred)", uintptr(len(ProbeSpec{}.Pred)), MaxPred},
 		{"len(args)", uintptr(len(s.Args)), MaxArgs},
 		{"len(strs)", uintptr(len(s.Strs)), MaxStrs},
 		{"len(strs[0])", uintptr(len(s.Strs[0])), StrSlotSize},
@@ -71,6 +74,17 @@ func TestLayoutMatchesC(t *testing.T) {
 		},
 		"sample_flag": {"SAMPLE_STR_TRUNCATED": FlagStrTruncated, "SAMPLE_READ_FAULT": FlagReadFault},
 		"addr_flag":   {"ADDR_NO_BASE": uint64(AddrNoBase), "ADDR_FS": uint64(AddrFS), "ADDR_GS": uint64(AddrGS)},
+		"leaf_kind":   {"LEAF_NONE": uint64(LeafNone), "LEAF_READ": uint64(LeafRead), "LEAF_ADDR": uint64(LeafAddr)},
+		"leaf_flag":   {"LEAF_SIGNED": uint64(LeafSigned), "LEAF_STR": uint64(LeafStr)},
+		"pred_kind": {
+			"PRED_EQ": uint64(PredEq), "PRED_NE": uint64(PredNe), "PRED_LT": uint64(PredLt), "PRED_LE": uint64(PredLe),
+			"PRED_GT": uint64(PredGt), "PRED_GE": uint64(PredGe), "PRED_AND": uint64(PredAnd), "PRED_OR": uint64(PredOr),
+			"PRED_NOT": uint64(PredNot),
+		},
+		"pred_operand": {
+			"OPND_FIELD": uint64(OperandField), "OPND_PID": uint64(OperandPID), "OPND_TID": uint64(OperandTID),
+			"OPND_CPU": uint64(OperandCPU), "OPND_COMM": uint64(OperandComm),
+		},
 	}
 	for name, want := range enums {
 		var e *btf.Enum

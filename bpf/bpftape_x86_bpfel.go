@@ -14,16 +14,22 @@ import (
 )
 
 type bpftapeArgSpec struct {
-	_        structs.HostLayout
-	Kind     uint8
-	Reg      uint8
-	IndexReg uint8
-	Scale    uint8
-	Size     uint8
-	IsSigned uint8
-	StrSlot  uint8
-	Flags    uint8
-	Off      int64
+	_         structs.HostLayout
+	Kind      uint8
+	Reg       uint8
+	IndexReg  uint8
+	Scale     uint8
+	Size      uint8
+	IsSigned  uint8
+	StrSlot   uint8
+	Flags     uint8
+	Off       int64
+	Leaf      uint8
+	Nread     uint8
+	LeafSize  uint8
+	LeafFlags uint8
+	LeafOff   int32
+	ReadOff   [4]int32
 }
 
 type bpftapeBtfAnchor struct {
@@ -65,12 +71,27 @@ type bpftapeBtfAnchor struct {
 		Retaddr uint64
 		Frames  [127]uint64
 	}
+	PredOp struct {
+		_        structs.HostLayout
+		Op       uint8
+		Operand  uint8
+		Field    uint8
+		IsSigned uint8
+		Len      uint8
+		Pad      [3]uint8
+		Val      uint64
+		Val2     uint64
+	}
 	SpecFlag     uint32
 	StackRecFlag uint32
 	Kind         uint32
 	SizeClass    uint32
 	Flag         uint32
 	AddrFlag     uint32
+	LeafKind     uint32
+	LeafFlag     uint32
+	PredKind     uint32
+	PredOperand  uint32
 }
 
 type bpftapeCommRecord struct {
@@ -93,6 +114,18 @@ type bpftapeCpuState struct {
 	Comm    [2]uint64
 }
 
+type bpftapePredOp struct {
+	_        structs.HostLayout
+	Op       uint8
+	Operand  uint8
+	Field    uint8
+	IsSigned uint8
+	Len      uint8
+	Pad      [3]uint8
+	Val      uint64
+	Val2     uint64
+}
+
 type bpftapeProbeSpec struct {
 	_         structs.HostLayout
 	ProbeId   uint16
@@ -102,7 +135,10 @@ type bpftapeProbeSpec struct {
 	Ustack    uint8
 	Kstack    uint8
 	Flags     uint8
+	Npred     uint8
+	Pad       [7]uint8
 	Args      [12]bpftapeArgSpec
+	Pred      [16]bpftapePredOp
 }
 
 type bpftapeSample struct {
@@ -139,9 +175,11 @@ type bpftapeStackRecord struct {
 const (
 	bpftapeMapCommGen           = "comm_gen"
 	bpftapeMapCpuState          = "cpu_state"
+	bpftapeMapFiltered          = "filtered"
 	bpftapeMapLost              = "lost"
 	bpftapeMapProbeSpecs        = "probe_specs"
 	bpftapeMapRings             = "rings"
+	bpftapeMapSampleScratch     = "sample_scratch"
 	bpftapeMapStackScratch      = "stack_scratch"
 	bpftapeMapTraced            = "traced"
 	bpftapeProgProbeFentry      = "probe_fentry"
@@ -223,13 +261,15 @@ type bpftapeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeMapSpecs struct {
-	CommGen      *ebpf.MapSpec `ebpf:"comm_gen"`
-	CpuState     *ebpf.MapSpec `ebpf:"cpu_state"`
-	Lost         *ebpf.MapSpec `ebpf:"lost"`
-	ProbeSpecs   *ebpf.MapSpec `ebpf:"probe_specs"`
-	Rings        *ebpf.MapSpec `ebpf:"rings"`
-	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
-	Traced       *ebpf.MapSpec `ebpf:"traced"`
+	CommGen       *ebpf.MapSpec `ebpf:"comm_gen"`
+	CpuState      *ebpf.MapSpec `ebpf:"cpu_state"`
+	Filtered      *ebpf.MapSpec `ebpf:"filtered"`
+	Lost          *ebpf.MapSpec `ebpf:"lost"`
+	ProbeSpecs    *ebpf.MapSpec `ebpf:"probe_specs"`
+	Rings         *ebpf.MapSpec `ebpf:"rings"`
+	SampleScratch *ebpf.MapSpec `ebpf:"sample_scratch"`
+	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
+	Traced        *ebpf.MapSpec `ebpf:"traced"`
 }
 
 // bpftapeVariableSpecs contains global variables before they are loaded into the kernel.
@@ -273,22 +313,26 @@ func (o *bpftapeObjects) Close() error {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeMaps struct {
-	CommGen      *ebpf.Map `ebpf:"comm_gen"`
-	CpuState     *ebpf.Map `ebpf:"cpu_state"`
-	Lost         *ebpf.Map `ebpf:"lost"`
-	ProbeSpecs   *ebpf.Map `ebpf:"probe_specs"`
-	Rings        *ebpf.Map `ebpf:"rings"`
-	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
-	Traced       *ebpf.Map `ebpf:"traced"`
+	CommGen       *ebpf.Map `ebpf:"comm_gen"`
+	CpuState      *ebpf.Map `ebpf:"cpu_state"`
+	Filtered      *ebpf.Map `ebpf:"filtered"`
+	Lost          *ebpf.Map `ebpf:"lost"`
+	ProbeSpecs    *ebpf.Map `ebpf:"probe_specs"`
+	Rings         *ebpf.Map `ebpf:"rings"`
+	SampleScratch *ebpf.Map `ebpf:"sample_scratch"`
+	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
+	Traced        *ebpf.Map `ebpf:"traced"`
 }
 
 func (m *bpftapeMaps) Close() error {
 	return _BpftapeClose(
 		m.CommGen,
 		m.CpuState,
+		m.Filtered,
 		m.Lost,
 		m.ProbeSpecs,
 		m.Rings,
+		m.SampleScratch,
 		m.StackScratch,
 		m.Traced,
 	)

@@ -4,4 +4,4 @@ package bpf
 // bindings (bpftape_x86_bpfel.{o,go}) with `go generate ./bpf/`; this needs
 // clang, llvm-strip and libbpf's bpf_helpers.h (Debian: clang llvm libbpf-dev).
 
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target amd64 -type sample -type comm_record -type probe_spec -type arg_spec -type stack_record bpftape bpftape.c
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target amd64 -type sample -type comm_record -type probe_spec -type arg_spec -type stack_record -type pred_op bpftape bpftape.c

@@ -108,6 +108,9 @@ type Objects struct {
 	// Lost counts, per CPU and by probe id, samples dropped because the
 	// ring was full; see LostSamples.
 	Lost *ebpf.Map
+	// Filtered counts, per CPU and by probe id, events a probe's filter
+	// rejected; see FilteredSamples.
+	Filtered *ebpf.Map
 	// CommGen is the generation of the comms the CPUs have recorded; see
 	// ForgetComms.
 	CommGen *ebpf.Map
@@ -344,7 +347,7 @@ func (o *Objects) Close() error {
 			errs = append(errs, c.Close())
 		}
 	}
-	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.CommGen, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
+	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.Filtered, o.CommGen, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -452,6 +455,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		Rings      *ebpf.Map      `ebpf:"rings"`
 		ProbeSpecs *ebpf.Map      `ebpf:"probe_specs"`
 		Lost       *ebpf.Map      `ebpf:"lost"`
+		Filtered   *ebpf.Map      `ebpf:"filtered"`
+		Samples    *ebpf.Map      `ebpf:"sample_scratch"`
 		CommGen    *ebpf.Map      `ebpf:"comm_gen"`
 		CPUState   *ebpf.Map      `ebpf:"cpu_state"`
 		Traced     *ebpf.Map      `ebpf:"traced"`
@@ -467,10 +472,10 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		return nil, loadError(err)
 	}
 	objs := &Objects{
-		Rings: loaded.Rings, ProbeSpecs: loaded.ProbeSpecs, Lost: loaded.Lost, CommGen: loaded.CommGen,
+		Rings: loaded.Rings, ProbeSpecs: loaded.ProbeSpecs, Lost: loaded.Lost, Filtered: loaded.Filtered, CommGen: loaded.CommGen,
 		CPUState: loaded.CPUState, Traced: loaded.Traced, TrackFork: loaded.TrackFork,
 		Armed: loaded.Armed, Tracked: loaded.Tracked, Untracked: loaded.Untracked,
-		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch},
+		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples},
 	}
 	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
 	btfCache := btf.NewCache()
@@ -478,7 +483,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		shared := map[string]*ebpf.Map{
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
 			bpftapeMapCommGen: objs.CommGen, bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
-			bpftapeMapStackScratch: loaded.Scratch, ".bss": loaded.Bss, ".rodata": loaded.Rodata,
+			bpftapeMapStackScratch: loaded.Scratch, bpftapeMapFiltered: objs.Filtered,
+			bpftapeMapSampleScratch: loaded.Samples, ".bss": loaded.Bss, ".rodata": loaded.Rodata,
 		}
 		cs := spec
 		if fixed != fixedSpecCookie {
@@ -583,9 +589,19 @@ func (o *Objects) PutSpec(cookie uint32, s *ProbeSpec) error {
 // LostSamples returns how many samples of probe probeID were dropped because
 // the ring buffer was full, summed over CPUs.
 func (o *Objects) LostSamples(probeID uint16) (uint64, error) {
+	return sumPerCPU(o.Lost, "lost", probeID)
+}
+
+// FilteredSamples returns how many events of probe probeID its filter
+// rejected (ProbeSpec.Pred), summed over CPUs.
+func (o *Objects) FilteredSamples(probeID uint16) (uint64, error) {
+	return sumPerCPU(o.Filtered, "filtered", probeID)
+}
+
+func sumPerCPU(m *ebpf.Map, name string, probeID uint16) (uint64, error) {
 	var perCPU []uint64
-	if err := o.Lost.Lookup(uint32(probeID), &perCPU); err != nil {
-		return 0, fmt.Errorf("bpf: lookup lost[%d]: %w", probeID, err)
+	if err := m.Lookup(uint32(probeID), &perCPU); err != nil {
+		return 0, fmt.Errorf("bpf: lookup %s[%d]: %w", name, probeID, err)
 	}
 	var sum uint64
 	for _, n := range perCPU {

@@ -172,11 +172,23 @@ type Field struct {
 	// ustack, and the most frames it records (ustack(16)).
 	Kernel bool
 	Depth  int
+	// Steps is an expression's path from its base (the argument, retval
+	// or parameter named by Source, Arg and Name): arg0->len has the
+	// steps ->len. Nil for a plain field.
+	Steps []Step
 }
 
 // FieldName is the name the field gets in the capture: "argN", "retval" or
 // the tracepoint field's name, also for str(X).
 func (f *Field) FieldName() string {
+	if f.Steps != nil {
+		return exprText(f.baseName(), f.Steps)
+	}
+	return f.baseName()
+}
+
+// baseName is the name of the value an expression starts from.
+func (f *Field) baseName() string {
 	switch f.Source {
 	case Arg:
 		return "arg" + strconv.Itoa(f.Arg)
@@ -240,6 +252,8 @@ type Spec struct {
 	// Fields is the field list, nil when none was given (record the
 	// defaults). A given list is never empty.
 	Fields []Field
+	// Filter is the /FILTER/ that ends the probe, nil for none.
+	Filter *Filter
 }
 
 // Target returns the spec without NAME= and field list, in long form:
@@ -371,6 +385,17 @@ func parse(text string) (*Spec, error) {
 			return nil, fmt.Errorf("probe name %q: names cannot hold spaces, commas or parentheses", s.Name)
 		}
 	}
+	rest, ftext, hasFilter, err := cutFilter(rest)
+	if err != nil {
+		return nil, err
+	}
+	if hasFilter {
+		f, err := ParseFilter(ftext)
+		if err != nil {
+			return nil, err
+		}
+		s.Filter = f
+	}
 	typ, target, ok := strings.Cut(rest, ":")
 	if !ok {
 		return nil, errors.New("want TYPE:TARGET, e.g. uprobe:BINARY:SYMBOL, usdt:BINARY:PROVIDER:PROBE or tracepoint:CATEGORY:EVENT")
@@ -423,6 +448,13 @@ func parse(text string) (*Spec, error) {
 		}
 		s.Category, s.Event = parts[0], parts[1]
 	case Profile:
+		if s.Filter != nil {
+			for _, o := range s.Filter.Operands() {
+				if !filterBuiltins[o] {
+					return nil, fmt.Errorf("filter operand %q: a profile probe's filter compares pid, tid, cpu or comm", o)
+				}
+			}
+		}
 		if len(parts) != 2 || parts[0] != "hz" {
 			return nil, errors.New("want profile:hz:N, sampling every CPU N times a second (profile:hz:49)")
 		}
@@ -512,7 +544,7 @@ func parseField(kind Kind, text string) (Field, error) {
 	body := text
 	if strings.HasPrefix(body, "str(") {
 		if !strings.HasSuffix(body, ")") {
-			return f, fmt.Errorf("field %q: want str(argN)", text)
+			return f, fmt.Errorf("field %q: want str(argN) or str(EXPR)", text)
 		}
 		f.Str = true
 		body = strings.TrimSpace(body[len("str(") : len(body)-1])
@@ -529,8 +561,15 @@ func parseField(kind Kind, text string) (Field, error) {
 		}
 		f.Type = t
 	}
+	if strings.ContainsAny(name, "-.[*&(") {
+		base, steps, err := parseExpr(name)
+		if err != nil {
+			return f, fmt.Errorf("field %q: %w", text, err)
+		}
+		name, f.Steps = base, steps
+	}
 	if name == "" || strings.ContainsAny(name, "() \t") {
-		return f, fmt.Errorf("field %q: want argN[:TYPE], retval[:TYPE], str(argN) or a tracepoint field name", text)
+		return f, fmt.Errorf("field %q: want argN[:TYPE], retval[:TYPE], str(argN), a parameter or tracepoint field name, or an expression (arg0->len)", text)
 	}
 
 	switch {
@@ -552,7 +591,12 @@ func parseField(kind Kind, text string) (Field, error) {
 		case f.Source == Retval:
 			return f, fmt.Errorf("field %q: a %s fires on entry and has no retval: use a %s", text, kind, map[Kind]string{Uprobe: "uretprobe (ur:)", Kprobe: "kretprobe (kr:)"}[kind])
 		case f.Source == TPField:
-			return f, fmt.Errorf("field %q: a %s records argN (N = 0..%d), str(argN)", text, kind, MaxRegArgs-1)
+			// A parameter by name: the binary's DWARF or the kernel's
+			// BTF says where it is and its type.
+			if !isIdent(f.Name) || isDigits(f.Name[:1]) {
+				return f, fmt.Errorf("field %q: want argN (N = 0..%d), a parameter name or an expression", text, MaxRegArgs-1)
+			}
+			f.Source = Param
 		case f.Arg >= MaxRegArgs:
 			return f, fmt.Errorf("field %q: only arg0..arg%d are passed in registers (x86-64 ABI)", text, MaxRegArgs-1)
 		}
@@ -573,6 +617,9 @@ func parseField(kind Kind, text string) (Field, error) {
 			return f, fmt.Errorf("field %q: a function's arguments are arg0..arg%d", text, MaxFields-1)
 		}
 	case USDT:
+		if f.Steps != nil {
+			return f, fmt.Errorf("field %q: a USDT argument has no type to follow; use a uprobe on the function", text)
+		}
 		if f.Source != Arg {
 			return f, fmt.Errorf("field %q: a USDT probe records argN[:TYPE] or str(argN)", text)
 		}
@@ -587,6 +634,9 @@ func parseField(kind Kind, text string) (Field, error) {
 		}
 		if !isIdent(f.Name) {
 			return f, fmt.Errorf("field %q: %q is not a tracepoint field name", text, f.Name)
+		}
+		if f.Steps != nil {
+			return f, fmt.Errorf("field %q: tracepoint fields take no expression; use a kprobe or fentry on the function", text)
 		}
 	default:
 		return f, fmt.Errorf("field %q: %s probes take no field list", text, kind)

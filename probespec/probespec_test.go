@@ -86,7 +86,21 @@ func TestParseErrors(t *testing.T) {
 		{"u:a:b(arg0,)", "empty field"},
 		{"u:a:b(arg6)", "only arg0..arg5"},
 		{"u:a:b(retval)", "has no retval"},
-		{"u:a:b(foo)", "a uprobe records argN"},
+		{"u:a:b(9foo)", "want argN (N = 0..5), a parameter name"},
+		{"u:a:b(x->)", "want a member name after ->"},
+		{"u:a:b(x[-1])", "want an integer"},
+		{"u:a:b(*(u32 *)(arg1 + ))", "want an integer"},
+		{"U:a:b(arg0->x)", "a USDT argument has no type"},
+		{"t:a:b(c->d)", "tracepoint fields take no expression"},
+		{"u:a:b(x)/x >/", "missing operand"},
+		{"u:a:b(x)/x/", "want a comparison"},
+		{"u:a:b(x)/x > y/", "compare one field"},
+		{"u:a:b(x)/comm < \"a\"/", "compares with == or != only"},
+		{"u:a:b(x)/x == \"a\"/", "only comm compares with a string"},
+		{"u:a:b(x)/comm == 3/", "compare comm with a"},
+		{"u:a:b(x)/(x == 1/", "missing"},
+		{"u:a:b(x)x == 1/", "has no opening one"},
+		{"profile:hz:99/size > 1/", "a profile probe's filter compares pid"},
 		{"u:a:b(arg01)", "bad argument number"},
 		{"u:a:b(arg0:i32)", `unknown type "i32"`},
 		{"u:a:b(arg0:u32,arg0)", `both record arg0`},
@@ -162,6 +176,61 @@ func TestNames(t *testing.T) {
 	}
 }
 
+// TestExpressions checks expression fields: their steps and the name
+// they get in the capture.
+func TestExpressions(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		field string
+		name  string
+		steps []Step
+		str   bool
+	}{
+		{"u:./a:f", "size", "size", nil, false},
+		{"u:./a:f", "req->hdr.size", "req->hdr.size", []Step{{Op: StepArrow, Name: "hdr"}, {Op: StepMember, Name: "size"}}, false},
+		{"u:./a:f", "arg0->len", "arg0->len", []Step{{Op: StepArrow, Name: "len"}}, false},
+		{"u:./a:f", "*(u32 *)(arg1 + 16)", "*(u32 *)(arg1 + 16)", []Step{{Op: StepAdd, N: 16}, {Op: StepCast, Name: "u32 *"}, {Op: StepDeref}}, false},
+		{"u:./a:f", "*(u32*)(arg1-0x10)", "*(u32 *)(arg1 - 16)", []Step{{Op: StepAdd, N: -16}, {Op: StepCast, Name: "u32 *"}, {Op: StepDeref}}, false},
+		{"u:./a:f", "((struct foo *)arg0)->x[3]", "((struct foo *)arg0)->x[3]", []Step{{Op: StepCast, Name: "struct foo *"}, {Op: StepArrow, Name: "x"}, {Op: StepIndex, N: 3}}, false},
+		{"k:vfs_read", "str(file->f_path.dentry->d_name.name)", "file->f_path.dentry->d_name.name", []Step{
+			{Op: StepArrow, Name: "f_path"}, {Op: StepMember, Name: "dentry"}, {Op: StepArrow, Name: "d_name"}, {Op: StepMember, Name: "name"}}, true},
+		{"f:do_nanosleep", "t->task", "t->task", []Step{{Op: StepArrow, Name: "task"}}, false},
+		{"ur:./a:f", "retval->len", "retval->len", []Step{{Op: StepArrow, Name: "len"}}, false},
+	} {
+		s, err := Parse(tc.kind + "(" + tc.field + ")")
+		if err != nil {
+			t.Errorf("%s(%s): %v", tc.kind, tc.field, err)
+			continue
+		}
+		f := s.Fields[0]
+		if f.FieldName() != tc.name || !reflect.DeepEqual(f.Steps, tc.steps) || f.Str != tc.str {
+			t.Errorf("%s(%s): name %q steps %+v str %v, want %q %+v %v", tc.kind, tc.field, f.FieldName(), f.Steps, f.Str, tc.name, tc.steps, tc.str)
+		}
+	}
+}
+
+// TestFilters checks filter parsing: precedence, constants on either
+// side, and slashes inside a comm.
+func TestFilters(t *testing.T) {
+	for in, want := range map[string]string{
+		"big=u:./vnet:rx(size)/size >= 8192/":                                 "size >= 8192",
+		"u:./a:f(x,y)/x > 1 && y < 2 || !(x == -3)/":                          "((x > 1 && y < 2) || !x == -3)",
+		"u:./a:f(x)/ 10 <= x /":                                               "x >= 10",
+		"t:sched:sched_switch(prev_pid)/comm == \"kworker/0:1\" && cpu != 0/": "(comm == \"kworker/0:1\" && cpu != 0)",
+		"u:./a:f(arg0->len)/arg0->len > 0x10/":                                "arg0->len > 16",
+		"profile:hz:99/pid == 42/":                                            "pid == 42",
+	} {
+		s, err := Parse(in)
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if s.Filter == nil || s.Filter.String() != want {
+			t.Errorf("%s: filter %v, want %s", in, s.Filter, want)
+		}
+	}
+}
+
 func TestTargetAndFieldName(t *testing.T) {
 	s, err := Parse("n=U:./e:usdt2(arg0,str(arg1))")
 	if err != nil {
@@ -180,7 +249,9 @@ func TestTargetAndFieldName(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"u:/a:b(arg0:s8,str(arg1))", "t:a:b(c)", "rx=U:x:p:n", "ur:a:b(retval:u64)"} {
+	for _, s := range []string{"u:/a:b(arg0:s8,str(arg1))", "t:a:b(c)", "rx=U:x:p:n", "ur:a:b(retval:u64)",
+		"u:./a:f(req->hdr.size, *(u32 *)(arg1 + 16), str(x->name), v[2])/size >= 8192 && !(comm == \"a/b\") || pid == 3/",
+		"f:do_nanosleep(t->task)", "k:vfs_read(str(file->f_path.dentry->d_name.name))/cpu == 0/"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -193,6 +264,23 @@ func FuzzParse(f *testing.F) {
 		}
 		if s.Fields != nil && len(s.Fields) == 0 {
 			t.Fatalf("Parse(%q): empty non-nil field list", in)
+		}
+		if s.Filter != nil {
+			// The filter writes back into a filter that parses the same.
+			again, err := ParseFilter(s.Filter.String())
+			if err != nil || again.String() != s.Filter.String() {
+				t.Fatalf("Parse(%q): filter %q reparses as %v, %v", in, s.Filter, again, err)
+			}
+		}
+		for _, fd := range s.Fields {
+			// An expression's name parses back into the same steps.
+			if fd.Steps == nil {
+				continue
+			}
+			base, steps, err := parseExpr(fd.FieldName())
+			if err != nil || base != fd.baseName() || !reflect.DeepEqual(steps, fd.Steps) {
+				t.Fatalf("Parse(%q): field %q reparses as %q %+v, %v (had %+v)", in, fd.FieldName(), base, steps, err, fd.Steps)
+			}
 		}
 	})
 }

@@ -58,6 +58,7 @@ type drainer struct {
 	sinceCheck                   int
 	stopping                     atomic.Bool
 	limit                        func() error // checks Options.MaxSize between batches, if set
+	live                         Live         // Options.Live, if set
 }
 
 // newDrainer returns a drainer of rd into w; forget, if not nil, makes the
@@ -143,7 +144,14 @@ func (d *drainer) run() error {
 		// Drain returns every interval, so that each cycle ends here,
 		// and when stop flushes the ring.
 		before := d.records
+		var mark int64 // every record reserved before is read by Drain's first pass
+		if d.live != nil {
+			mark = bootNow()
+		}
 		err := d.rd.Drain(interval, d.sample)
+		if err == nil && d.live != nil {
+			d.live.Seen(mark)
+		}
 		if d.records != before {
 			interval = bpf.DrainInterval
 		} else {
@@ -269,6 +277,9 @@ func (d *drainer) sample(raw []byte) error {
 	if err := d.w.Append(ev); err != nil {
 		return err
 	}
+	if d.live != nil {
+		d.live.Event(ev)
+	}
 	// Under a load the reader never catches up with, Drain would not
 	// return for the ticker: check the clock every few thousand samples.
 	if d.sinceCheck++; d.sinceCheck >= 4096 {
@@ -295,6 +306,9 @@ func (d *drainer) readLost() error {
 			if n > prev[cpu] {
 				if err := d.w.Lost(uint16(id), uint16(cpu), now, n-prev[cpu]); err != nil {
 					return err
+				}
+				if d.live != nil {
+					d.live.Lost(uint16(id), uint16(cpu), now, n-prev[cpu])
 				}
 				d.lostN[id] += n - prev[cpu]
 				prev[cpu] = n

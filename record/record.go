@@ -52,6 +52,13 @@ type Options struct {
 	// lets the program drop other processes' events: a uprobe in a shared
 	// library (libc) then traps in every process of the host that runs it.
 	Follow, NoFollow bool
+	// PIDs (--pid) and Comms (--comm) record only the events of these
+	// processes and of threads with these names, with every probe's
+	// filter in the BPF program: (pid == A || ...) && (comm == "x" || ...).
+	// Unlike PID, they attach nothing differently and never end the
+	// recording.
+	PIDs  []int
+	Comms []string
 	// Command (-c) is started with the probes attached before it runs and
 	// recorded, with every process it starts, until it exits; its exit
 	// status is Summary.ExitCode.
@@ -115,6 +122,11 @@ type Options struct {
 	// even where the kernel has kprobe_multi links (which attach them all
 	// with one): for tests and for comparing the two.
 	NoKprobeMulti bool
+
+	// Live, if not nil, checks the probes before anything is attached and
+	// is shown the recording as the capture gets it (see Live): the
+	// capture is written as without it.
+	Live Live
 }
 
 // ProbeStats are one probe's totals.
@@ -125,6 +137,10 @@ type ProbeStats struct {
 	Events     uint64
 	Lost       uint64
 	SampleSize int // ring buffer bytes per event
+	// Filter is the probe's filter ("" for none) and Filtered the events
+	// it rejected, which were not recorded.
+	Filter   string
+	Filtered uint64
 }
 
 // Summary is what a recording did.
@@ -192,6 +208,9 @@ type recorder struct {
 	outFile *outfile.File // the capture file, from setup
 	objs    *bpf.Objects
 	links   []link.Link
+	// filtered is, by probe id, the events each probe's filter rejected
+	// (countFiltered).
+	filtered []uint64
 	// stacks builds the capture's stack table, when a probe records stacks.
 	stacks *stacktable.Collector
 	// perfLinks are the profile probes' perf events, one per CPU.
@@ -277,6 +296,25 @@ func (r *recorder) disarm() {
 	}
 }
 
+// countFiltered puts in the capture's footer how many events each
+// filtered probe's filter rejected; the probes are detached.
+func (r *recorder) countFiltered() {
+	m := r.w.Meta()
+	r.filtered = make([]uint64, len(r.probes))
+	for i, p := range r.probes {
+		if p.meta.Filter == "" || i >= len(m.Probes) {
+			continue
+		}
+		n, err := r.objs.FilteredSamples(uint16(i))
+		if err != nil {
+			r.warn(err.Error())
+			continue
+		}
+		m.Probes[i].Filtered = n
+		r.filtered[i] = n
+	}
+}
+
 func (r *recorder) warn(msg string) { fmt.Fprintf(r.opts.Log, "bpftape record: warning: %s\n", msg) }
 
 func (r *recorder) setup() error {
@@ -318,7 +356,11 @@ func (r *recorder) setup() error {
 		}
 		specs[i] = s
 	}
-	res := &resolver{pid: o.PID, warn: r.warn, debugDirs: elfsym.DebugDirs(o.DebugDirs)}
+	procFilter, err := processFilter(o.PIDs, o.Comms)
+	if err != nil {
+		return usage.Wrap(err)
+	}
+	res := &resolver{pid: o.PID, warn: r.warn, debugDirs: elfsym.DebugDirs(o.DebugDirs), procFilter: procFilter}
 	if specs, err = expandWildcards(specs, res.tracefsDir); err != nil {
 		return err
 	}
@@ -362,6 +404,11 @@ func (r *recorder) setup() error {
 	}
 	if natt > bpf.MaxSpecs {
 		return fmt.Errorf("%d attachments (USDT sites count one each): at most %d", natt, bpf.MaxSpecs)
+	}
+	if o.Live != nil {
+		if err := o.Live.Check(liveProbes(r.probes)); err != nil {
+			return err
+		}
 	}
 
 	// The command's process exists from here on, blocked in its gate, so
@@ -445,6 +492,10 @@ func (r *recorder) setup() error {
 	}
 	if r.limit != nil {
 		r.d.limit = r.limit.check
+	}
+	if o.Live != nil {
+		o.Live.Start(r.w.Meta())
+		r.d.live = o.Live
 	}
 	return r.arm()
 }
@@ -778,6 +829,7 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 	stopStatus()
 	r.rd.Close()
 	r.rd = nil
+	r.countFiltered()
 	r.objs.Close()
 	r.objs = nil
 	werr := r.w.Close()
@@ -800,7 +852,10 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 			events -= min(events, unwritten[i])
 		}
 		ps := ProbeStats{Name: p.meta.Name, Kind: p.meta.Kind, Sites: len(p.atts), Events: events,
-			Lost: r.d.lostN[i], SampleSize: bpf.SampleSize(p.class)}
+			Lost: r.d.lostN[i], SampleSize: bpf.SampleSize(p.class), Filter: p.meta.Filter}
+		if r.filtered != nil {
+			ps.Filtered = r.filtered[i]
+		}
 		s.Probes = append(s.Probes, ps)
 		s.Events += ps.Events
 		s.Lost = format.AddCount(s.Lost, ps.Lost)

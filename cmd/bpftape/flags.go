@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bpftape/bpftape/internal/usage"
@@ -19,10 +20,12 @@ func newFlags(name, synopsis, help string, stdout io.Writer) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	// flag calls Usage on every parse error; only --help should print it.
 	fs.Usage = func() {}
+	helpsMu.Lock()
 	helps[fs] = func() {
 		fmt.Fprintf(stdout, "Usage: bpftape %s %s\n\n%s\nFlags:\n", name, synopsis, strings.TrimSpace(help)+"\n")
 		printFlags(stdout, fs)
 	}
+	helpsMu.Unlock()
 	return fs
 }
 
@@ -47,17 +50,26 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 }
 
 // helps holds each FlagSet's --help text printer.
-var helps = map[*flag.FlagSet]func(){}
+// parseArgs forgets it: record --print runs verbs every interval, from
+// the goroutine that prints them.
+var (
+	helps   = map[*flag.FlagSet]func(){}
+	helpsMu sync.Mutex
+)
 
 // parseArgs parses flags that may come before, between or after positional
 // arguments, as users of perf and bpftrace expect; "--" ends flags.
 // It returns flag.ErrHelp for -h/--help, already printed.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	helpsMu.Lock()
+	help := helps[fs]
+	delete(helps, fs)
+	helpsMu.Unlock()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if err == flag.ErrHelp {
-				helps[fs]()
+				help()
 				return nil, err
 			}
 			msg := err.Error()

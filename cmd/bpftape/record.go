@@ -33,7 +33,7 @@ func init() {
 const DefaultOutput = "bpftape.arrow"
 
 const recordSynopsis = `[-o FILE [--force]] [-p PID [--follow] | -c 'CMD ARGS'] [-d DURATION] [--max-size SIZE [--rotate N]] [--ringbuf-size BYTES]
-                      [--compress zstd|lz4|none] [--ready-file PATH] [--debug-dir DIR] PROBE...`
+                      [--compress zstd|lz4|none] [--ready-file PATH] [--debug-dir DIR] [--print 'VERB ARGS'... [--interval D]] PROBE...`
 
 const recordHelp = `
 Records every event of the PROBEs into FILE (default ` + DefaultOutput + `), an
@@ -142,6 +142,23 @@ Examples:
   bpftape record -o leaf.arrow -c ./app 'u:./app:leaf(arg0,ustack)'   # then: bpftape stacks leaf.arrow
   bpftape record -o prof.arrow -d 10s profile:hz:49                  # then: bpftape flamegraph prof.arrow -o prof.svg
   bpftape record -o bio.arrow -d 10s 'k:submit_bio(kstack)'          # stackcount submit_bio
+  bpftape record -o rd.arrow -d 10s --interval 1s --print 'hist rd retval --label bytes' \
+      --print 'count --by comm' 'rd=fr:vfs_read(retval)'            # a histogram a second, live
+
+While it records, --print 'VERB ARGS' prints every --interval (default 1s)
+what the analysis verb VERB prints of that interval's events, as bpftrace's
+interval:s:1 { print(@); clear(@); } does. VERB is hist, count, latency,
+requests, events or compare, with its arguments and flags as for a capture
+but without the FILE; --print may be repeated. Each interval comes under a
+header with its wall-clock end and the --from and --to that select it from
+the capture: it is what 'bpftape VERB FILE ARGS --from A --to B' prints of
+the finished capture (the same code reads it, and the capture is written
+as without --print). Intervals count from the capture's start, by event
+time; the last, partial one is printed when the recording stops. A --print
+that names a probe or field the recording lacks is refused before anything
+is attached. With --print on a terminal there is no status line.
+  bpftape record -c ./server --print 'latency req req_ret -u' --print 'hist req arg1 --by comm' \
+      'req=u:./server:handle(arg1)' 'req_ret=ur:./server:handle'
 
 Kernels before 5.15 have no BPF attach cookies: bpftape then loads one
 program per attachment, holding its probe's spec as constants (a few ms
@@ -168,8 +185,14 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		"default: 8M split over the CPUs, 256K to 4M each)")
 	compress := fs.String("compress", "zstd", "batch compression: zstd, lz4 or none")
 	ready := fs.String("ready-file", "", "write `PATH` once every probe is attached (for scripts and tests)")
+	var pidList, commList stringList
+	fs.Var(&pidList, "pid", "record only events of processes `PID[,PID...]`, filtered in the kernel; unlike -p, attaches nothing differently (repeatable)")
+	fs.Var(&commList, "comm", "record only events of threads named `NAME[,NAME...]`, filtered in the kernel (repeatable)")
 	var debugDirs stringList
 	fs.Var(&debugDirs, "debug-dir", "look for separate debug files of stripped binaries in `DIR` (repeatable; before $BPFTAPE_DEBUG_DIRS and /usr/lib/debug)")
+	var prints stringList
+	fs.Var(&prints, "print", "every --interval, print what `'VERB ARGS'` prints of the interval's events, e.g. 'hist PROBE FIELD' (repeatable; see above)")
+	interval := fs.String("interval", "", "with --print, the `DURATION` of an interval (default 1s)")
 	probes, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -177,11 +200,21 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "record", err)
 	}
+	live, err := newLiveFlags(prints, *interval, *output, stdout, stderr)
+	if err != nil {
+		return fail(stderr, "record", err)
+	}
 
+	pids, comms, err := processLists(pidList, commList)
+	if err != nil {
+		return fail(stderr, "record", err)
+	}
 	opts := record.Options{
 		Output:      *output,
 		Probes:      probes,
 		PID:         *pid,
+		PIDs:        pids,
+		Comms:       comms,
 		Follow:      *follow,
 		NoFollow:    flagSet(fs, "follow") && !*follow,
 		Compression: format.Compression(*compress),
@@ -216,7 +249,15 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, "record", usage.Errorf("-c: %w", err))
 		}
 	}
-	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+	if live != nil {
+		opts.Live = live
+	}
+	// With --print on a terminal the intervals are the progress, as in
+	// bpftrace, which prints nothing but what its script prints: a status
+	// line redrawn 4 times a second on that screen would be cut into the
+	// histograms or left among them, and scrolled-back or copied intervals
+	// would hold its remains. On stdout piped elsewhere it stays.
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) && !(live != nil && isTerminalWriter(stdout)) {
 		opts.Status = stderr
 	}
 
@@ -254,6 +295,11 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	}()
 
 	sum, err := record.Record(ctx, opts)
+	if live != nil && sum != nil {
+		live.Finish(sum.Window.End) // the last, partial interval, before the summary
+	} else if live != nil {
+		live.Discard()
+	}
 	if sum != nil {
 		sum.Print(stderr)
 		if err != nil {
@@ -325,4 +371,26 @@ func (l *stringList) String() string { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error {
 	*l = append(*l, s)
 	return nil
+}
+
+// processLists splits the --pid and --comm lists at commas.
+func processLists(pidList, commList []string) (pids []int, comms []string, err error) {
+	for _, l := range pidList {
+		for _, f := range strings.Split(l, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return nil, nil, usage.Errorf("--pid %q: want process ids above 0, separated by commas", l)
+			}
+			pids = append(pids, n)
+		}
+	}
+	for _, l := range commList {
+		for _, f := range strings.Split(l, ",") {
+			if f == "" {
+				return nil, nil, usage.Errorf("--comm %q: an empty name", l)
+			}
+			comms = append(comms, f)
+		}
+	}
+	return pids, comms, nil
 }

@@ -301,7 +301,9 @@ func SampleSize(class uint8) int {
 
 // IsStr reports whether a records a string: a string kind, or an
 // expression whose leaf is a string.
-func (a *ArgSpec) IsStr() bool { return isStrKind(a.Kind) || a.Leaf != LeafNone && a.LeafFlags&LeafStr != 0 }
+func (a *ArgSpec) IsStr() bool {
+	return isStrKind(a.Kind) || a.Leaf != LeafNone && a.LeafFlags&LeafStr != 0
+}
 
 func isStrKind(k uint8) bool {
 	switch k {

@@ -169,6 +169,14 @@ type Probe struct {
 	Target  string  `json:"target,omitempty"` // binary or library path
 	BuildID string  `json:"build_id,omitempty"`
 	Fields  []Field `json:"fields"`
+	// Filter is the filter the BPF program ran before recording an event
+	// of this probe ("size >= 8192", with --pid and --comm), "" for none:
+	// the probe's events are then a subset.
+	Filter string `json:"filter,omitempty"`
+	// Filtered is how many events the filter rejected, known when the
+	// capture window closed: the footer's metadata has it, the schema's
+	// (and a killed recorder's file) has not.
+	Filtered uint64 `json:"filtered,omitempty"`
 }
 
 // Field returns the index of the field called name, or -1.

@@ -70,6 +70,8 @@ type resolver struct {
 	tracefs   string   // found on first use
 	usdtMemo  map[string][]usdt.Probe
 	ksyms     map[string]bool // kernel function names (kallsyms), read on first use
+	// procFilter is the --pid/--comm filter every probe gets, nil for none.
+	procFilter *probespec.Filter
 }
 
 func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
@@ -102,6 +104,9 @@ func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
 		err = fmt.Errorf("unknown probe kind %v", s.Kind)
 	}
 	if err == nil {
+		err = p.addFilter(both(s.Filter, r.procFilter))
+	}
+	if err == nil {
 		p.addStacks(stacks)
 		if s.Kind == probespec.Tracepoint && s.Category == "sched" && s.Event == "sched_switch" {
 			// The switch-in of a traced thread may be the recorder's
@@ -115,6 +120,23 @@ func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
 		return nil, fmt.Errorf("probe %s: %w", s.Text, err)
 	}
 	return p, nil
+}
+
+// addFilter compiles the probe's filter into every attachment's spec and
+// names it in the capture. It runs before the stack fields are added: a
+// filter compares the argument fields only.
+func (p *probe) addFilter(f *probespec.Filter) error {
+	if f == nil {
+		return nil
+	}
+	for i := range p.atts {
+		a := &p.atts[i]
+		if err := compileFilter(f, p.meta.Fields, int(a.spec.Nargs), &a.spec); err != nil {
+			return err
+		}
+	}
+	p.meta.Filter = filterText(f)
+	return nil
 }
 
 // splitStacks separates a spec's stack fields from the others; a profile

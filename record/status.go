@@ -103,6 +103,12 @@ func (s *Summary) Print(w io.Writer) {
 	for i, p := range s.Probes {
 		fmt.Fprintf(w, "  %-*s  %-*s  %12d  %10d  %11d\n", nameW, p.Name, kindW, kinds[i], p.Events, p.Lost, p.SampleSize)
 	}
+	for _, p := range s.Probes {
+		if p.Filter != "" {
+			fmt.Fprintf(w, "[ bpftape record: %s kept only events where %s: %s more were filtered out in the kernel ]\n",
+				p.Name, p.Filter, count(p.Filtered))
+		}
+	}
 }
 
 // count formats n with thousands separators.

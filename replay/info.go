@@ -174,6 +174,9 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 		w("events", "0")
 	}
 	w("lost", "%d", res.Losses.Total)
+	if n := filteredProbes(m); n > 0 {
+		w("filtered", "a subset: %d of %d probes recorded only the events their filter passed (see below)", n, len(m.Probes))
+	}
 	w("captured", "%s", res.Captured)
 	w("file size", "%d bytes, %d batches, %s compression, %.1f bytes/event, %.1fx smaller than uncompressed Arrow (%d bytes)",
 		res.FileBytes, res.Batches, m.Compression, res.BytesPerEvt, res.Ratio, res.RawBytes)
@@ -212,6 +215,28 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 		if len(fs) > 0 {
 			fmt.Fprintf(out, "%-*s fields %s\n", width, "", strings.Join(fs, ", "))
 		}
+		if p.Filter != "" {
+			fmt.Fprintf(out, "%-*s filter %s: %s\n", width, "", esc(p.Filter), filteredNote(m, &p))
+		}
 	}
 	return res, p, nil
+}
+
+// filteredProbes counts the probes with a filter.
+func filteredProbes(m *format.Meta) int {
+	n := 0
+	for _, p := range m.Probes {
+		if p.Filter != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// filteredNote says how many events a probe's filter rejected.
+func filteredNote(m *format.Meta, p *format.Probe) string {
+	if m.Window != nil && m.Window.End == 0 {
+		return "how many events it rejected is not recorded (the file has no footer)"
+	}
+	return fmt.Sprintf("%d more events were filtered out in the kernel", p.Filtered)
 }

@@ -1,0 +1,217 @@
+package record
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/probespec"
+)
+
+// ErrFilter is the error of a filter that cannot be compiled for its probe.
+var ErrFilter = errors.New("bad filter")
+
+// processFilter is the filter that --pid and --comm put on every probe:
+// (pid == A || pid == B ...) && (comm == "x" || ...), nil for none.
+func processFilter(pids []int, comms []string) (*probespec.Filter, error) {
+	anyOf := func(cmps []*probespec.Filter) *probespec.Filter {
+		var f *probespec.Filter
+		for _, c := range cmps {
+			if f == nil {
+				f = c
+			} else {
+				f = &probespec.Filter{Op: probespec.FilterOr, L: f, R: c}
+			}
+		}
+		return f
+	}
+	var byPID, byComm []*probespec.Filter
+	for _, p := range pids {
+		if p <= 0 {
+			return nil, fmt.Errorf("%w: --pid %d: want a process id above 0", ErrFilter, p)
+		}
+		byPID = append(byPID, &probespec.Filter{Op: probespec.FilterCmp, Operand: "pid", Cmp: "==", Int: int64(p)})
+	}
+	for _, c := range comms {
+		if c == "" || len(c) >= bpf.CommLen || strings.IndexByte(c, 0) >= 0 {
+			return nil, fmt.Errorf("%w: --comm %q: a comm is 1 to %d bytes (the kernel cuts longer names)", ErrFilter, c, bpf.CommLen-1)
+		}
+		byComm = append(byComm, &probespec.Filter{Op: probespec.FilterCmp, Operand: "comm", Cmp: "==", Str: c, IsStr: true})
+	}
+	p, c := anyOf(byPID), anyOf(byComm)
+	switch {
+	case p == nil:
+		return c, nil
+	case c == nil:
+		return p, nil
+	}
+	return &probespec.Filter{Op: probespec.FilterAnd, L: p, R: c}, nil
+}
+
+// both joins a probe's own filter and the process filter with &&.
+func both(a, b *probespec.Filter) *probespec.Filter {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return &probespec.Filter{Op: probespec.FilterAnd, L: a, R: b}
+}
+
+var cmpOps = map[string]uint8{"==": bpf.PredEq, "!=": bpf.PredNe, "<": bpf.PredLt, "<=": bpf.PredLe, ">": bpf.PredGt, ">=": bpf.PredGe}
+
+// compileFilter turns a filter into the postfix operations of a probe's
+// spec, whose fields (nargs of them, in the capture's order) it compares.
+// It sets the spec's Pred, Npred and SpecFilterComm.
+func compileFilter(f *probespec.Filter, fields []format.Field, nargs int, spec *bpf.ProbeSpec) error {
+	if f == nil {
+		return nil
+	}
+	var ops []bpf.PredOp
+	var emit func(f *probespec.Filter) error
+	emit = func(f *probespec.Filter) error {
+		switch f.Op {
+		case probespec.FilterAnd, probespec.FilterOr:
+			if err := emit(f.L); err != nil {
+				return err
+			}
+			if err := emit(f.R); err != nil {
+				return err
+			}
+			op := bpf.PredAnd
+			if f.Op == probespec.FilterOr {
+				op = bpf.PredOr
+			}
+			ops = append(ops, bpf.PredOp{Op: op})
+			return nil
+		case probespec.FilterNot:
+			if err := emit(f.L); err != nil {
+				return err
+			}
+			ops = append(ops, bpf.PredOp{Op: bpf.PredNot})
+			return nil
+		}
+		op, err := compileCmp(f, fields, nargs)
+		if err != nil {
+			return err
+		}
+		if op.Operand == bpf.OperandComm {
+			spec.Flags |= bpf.SpecFilterComm
+		}
+		ops = append(ops, op)
+		return nil
+	}
+	if err := emit(f); err != nil {
+		return err
+	}
+	if len(ops) > bpf.MaxPred {
+		return fmt.Errorf("%w: %s compiles into %d operations; a probe's filter holds %d (with --pid and --comm)", ErrFilter, f, len(ops), bpf.MaxPred)
+	}
+	spec.Npred = uint8(len(ops))
+	copy(spec.Pred[:], ops)
+	return nil
+}
+
+// compileCmp compiles one comparison.
+func compileCmp(f *probespec.Filter, fields []format.Field, nargs int) (bpf.PredOp, error) {
+	op := bpf.PredOp{Op: cmpOps[f.Cmp]}
+	switch f.Operand {
+	case "pid":
+		op.Operand = bpf.OperandPID
+	case "tid":
+		op.Operand = bpf.OperandTID
+	case "cpu":
+		op.Operand = bpf.OperandCPU
+	case "comm":
+		var b [bpf.CommLen]byte
+		copy(b[:], f.Str)
+		op.Operand, op.Len = bpf.OperandComm, uint8(len(f.Str)+1)
+		op.Val, op.Val2 = binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])
+		return op, nil
+	default:
+		i := -1
+		var names []string
+		for k := range nargs {
+			names = append(names, fields[k].Name)
+			if fields[k].Name == f.Operand {
+				i = k
+			}
+		}
+		if i < 0 {
+			return op, fmt.Errorf("%w: %s: the probe records no field %q; a filter compares recorded fields (%s), pid, tid, cpu or comm",
+				ErrFilter, f, f.Operand, strings.Join(names, ", "))
+		}
+		t := fields[i].Type
+		if !t.IsInt() {
+			return op, fmt.Errorf("%w: %s: field %s is a %s; a filter compares integers, and comm with a string", ErrFilter, f, f.Operand, probespec.TypeName(t))
+		}
+		op.Operand, op.Field = bpf.OperandField, uint8(i)
+		if t.Signed() {
+			op.IsSigned = 1
+		} else if f.Int < 0 {
+			return op, fmt.Errorf("%w: %s: field %s is unsigned (%s); compare it with a constant of 0 or more", ErrFilter, f, f.Operand, probespec.TypeName(t))
+		}
+		op.Val = uint64(f.Int)
+		// The program compares the recorded value, extended to 64 bits.
+		if t.Size() < 8 {
+			lo, hi := intRange(t)
+			if f.Int < lo || f.Int > hi {
+				return op, fmt.Errorf("%w: %s: %s holds %d..%d (%s)", ErrFilter, f, f.Operand, lo, hi, probespec.TypeName(t))
+			}
+		}
+	}
+	if f.IsStr {
+		return op, fmt.Errorf("%w: %s: only comm compares with a string", ErrFilter, f)
+	}
+	op.Val = uint64(f.Int)
+	if op.Operand != bpf.OperandField && f.Int < 0 {
+		return op, fmt.Errorf("%w: %s: %s is never negative", ErrFilter, f, f.Operand)
+	}
+	return op, nil
+}
+
+// intRange is the range of a narrow integer type.
+func intRange(t format.Type) (lo, hi int64) {
+	bits := uint(t.Size() * 8)
+	if t.Signed() {
+		return -1 << (bits - 1), 1<<(bits-1) - 1
+	}
+	return 0, 1<<bits - 1
+}
+
+// filterText is how the capture names a probe's filter.
+func filterText(f *probespec.Filter) string {
+	if f == nil {
+		return ""
+	}
+	s := f.String()
+	// Drop the outermost parentheses String puts around && and ||.
+	if strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") && balanced(s[1:len(s)-1]) {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+// balanced reports whether the parentheses of s pair up outside strings.
+func balanced(s string) bool {
+	depth, inStr := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' && (i == 0 || s[i-1] != '\\'):
+			inStr = !inStr
+		case inStr:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+			if depth < 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
+}

@@ -1,0 +1,174 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/probespec"
+)
+
+// TestProbeFilter records the demo with a filtered and an unfiltered probe on
+// the same function in one run: the filtered one holds exactly the
+// unfiltered events that pass its filter, in order, and the capture says
+// how many it left out.
+func TestProbeFilter(t *testing.T) {
+	testutils.RequireBPF(t, bpf.CheckFeatures)
+	exe := buildDemo(t)
+	s, _ := mustRecord(t, Options{
+		RingSize: 32 << 20,
+		Command:  []string{exe, "5000"},
+		Probes: []string{
+			"all=u:" + exe + ":virtio_net_receive_rcu(arg2)",
+			"big=u:" + exe + ":virtio_net_receive_rcu(arg2)/arg2 >= 1024 && comm == \"virtnet\"/",
+			"mid=u:" + exe + ":virtio_net_receive_rcu(arg2:s32)/!(arg2 < 256 || arg2 > 4096)/",
+			"none=u:" + exe + ":virtio_net_receive_rcu(arg2)/comm == \"nobody\"/",
+		},
+	})
+	c := readCapture(t, s.Output)
+	all := c.rows["all"]
+	if len(all) != 5000 {
+		t.Fatalf("all: %d events, want 5000", len(all))
+	}
+	for _, tc := range []struct {
+		name   string
+		filter string
+		keep   func(v int64) bool
+	}{
+		{"big", `arg2 >= 1024 && comm == "virtnet"`, func(v int64) bool { return v >= 1024 }},
+		{"mid", "!(arg2 < 256 || arg2 > 4096)", func(v int64) bool { return !(v < 256 || v > 4096) }},
+		{"none", `comm == "nobody"`, func(int64) bool { return false }},
+	} {
+		var want []int64
+		for _, r := range all {
+			if tc.keep(r.ints["arg2"]) {
+				want = append(want, r.ints["arg2"])
+			}
+		}
+		got := c.rows[tc.name]
+		p := c.probe(t, tc.name)
+		t.Logf("%s: %d of %d events kept, %d filtered out", tc.name, len(got), len(all), p.Filtered)
+		if len(got) != len(want) || int(p.Filtered) != len(all)-len(want) || p.Filter != tc.filter {
+			t.Errorf("%s: %d events, %d filtered out, filter %q; want %d, %d, %q", tc.name, len(got), p.Filtered, p.Filter,
+				len(want), len(all)-len(want), tc.filter)
+			continue
+		}
+		for i := range got {
+			if got[i].ints["arg2"] != want[i] {
+				t.Fatalf("%s: event %d has arg2 %d, want %d", tc.name, i, got[i].ints["arg2"], want[i])
+			}
+		}
+		for _, ps := range s.Probes {
+			if ps.Name == tc.name && (ps.Filter != tc.filter || ps.Filtered != p.Filtered) {
+				t.Errorf("%s: summary says %q, %d filtered out", tc.name, ps.Filter, ps.Filtered)
+			}
+		}
+	}
+	if p := c.probe(t, "all"); p.Filter != "" || p.Filtered != 0 {
+		t.Errorf("all: filter %q, %d filtered", p.Filter, p.Filtered)
+	}
+	if n := len(c.rows["big"]); n == 0 || n == len(all) {
+		t.Errorf("big kept %d of %d: the workload should have packets both sides of 1024", n, len(all))
+	}
+}
+
+// TestProbeFilterComm records a tracepoint system-wide with --pid and
+// --comm while two shells write: only the named one's events are kept,
+// and the other's are counted as filtered out.
+func TestProbeFilterComm(t *testing.T) {
+	testutils.RequireBPF(t, bpf.CheckFeatures)
+	dir := t.TempDir()
+	start := func(name string) int {
+		// A link named name to bash: the comm is the name it was run as.
+		// Its builtin echo writes from the shell itself.
+		sh, err := exec.LookPath("bash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(sh, dir+"/"+name); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(dir+"/"+name, "-c", "while :; do echo x; sleep 0.01; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd.Process.Pid
+	}
+	kept, other := start("keepme"), start("dropme")
+	s, _ := mustRecord(t, Options{
+		RingSize: 16 << 20,
+		Duration: 2e9,
+		PIDs:     []int{kept, other},
+		Comms:    []string{"keepme"},
+		Probes:   []string{"t:syscalls:sys_enter_write(count)"},
+	})
+	c := readCapture(t, s.Output)
+	rows := c.rows["sys_enter_write"]
+	p := c.probe(t, "sys_enter_write")
+	want := fmt.Sprintf(`(pid == %d || pid == %d) && comm == "keepme"`, kept, other)
+	if p.Filter != want {
+		t.Errorf("filter %q, want %q", p.Filter, want)
+	}
+	t.Logf("%d writes kept, %d filtered out", len(rows), p.Filtered)
+	if len(rows) < 50 || p.Filtered < 50 {
+		t.Errorf("%d writes kept, %d filtered out: want 50 or more of each in 2 s", len(rows), p.Filtered)
+	}
+	for _, r := range rows {
+		if r.pid != uint32(kept) || r.comm != "keepme" {
+			t.Fatalf("event of pid %d comm %q kept", r.pid, r.comm)
+		}
+	}
+}
+
+// TestProbeFilterErrors checks that a filter naming what the probe does not
+// record, or a constant its field cannot hold, is refused before anything
+// is attached.
+func TestProbeFilterErrors(t *testing.T) {
+	exe := buildDemo(t)
+	for probe, want := range map[string]string{
+		"u:" + exe + ":virtio_net_receive_rcu(arg2)/arg1 > 3/":      `the probe records no field "arg1"`,
+		"u:" + exe + ":virtio_net_receive_rcu(arg2:u8)/arg2 > 300/": "arg2 holds 0..255 (u8)",
+		"u:" + exe + ":virtio_net_receive_rcu(arg2)/arg2 > -1/":     "is unsigned",
+		"u:" + exe + ":virtio_net_receive_rcu(str(arg2))/arg2 > 1/": "a filter compares integers",
+		"u:" + exe + ":virtio_net_receive_rcu(arg2)/pid < -1/":      "is never negative",
+		"t:syscalls:sys_enter_write(count)/count > 1 && cpu != 9/":  "",
+	} {
+		_, err, _ := record(t, Options{Probes: []string{probe}, Duration: 1, Command: []string{"true"}})
+		if want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", probe, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrFilter) {
+			t.Errorf("%s: error %v, want ErrFilter saying %q", probe, err, want)
+		}
+	}
+	if _, err := processFilter([]int{0}, nil); !errors.Is(err, ErrFilter) {
+		t.Errorf("--pid 0: %v", err)
+	}
+	if _, err := processFilter(nil, []string{"a-name-that-is-too-long"}); !errors.Is(err, ErrFilter) {
+		t.Errorf("--comm too long: %v", err)
+	}
+	// Sixteen comparisons joined by || make 31 operations.
+	var many []string
+	for i := range 16 {
+		many = append(many, fmt.Sprintf("arg2 == %d", i))
+	}
+	f, err := probespec.ParseFilter(strings.Join(many[:8], " || "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec bpf.ProbeSpec
+	fields := []format.Field{{Name: "arg2", Type: format.Uint64}}
+	if err := compileFilter(both(f, f), fields, 1, &spec); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "31 operations") {
+		t.Errorf("too long a filter: %v", err)
+	}
+}

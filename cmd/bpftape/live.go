@@ -325,7 +325,11 @@ func (v *liveView) printer() {
 			b.WriteByte('\n')
 		}
 		first = false
-		fmt.Fprintf(&b, "--- %s (%s) ---\n", v.meta.WallTime(iv.end).Format("15:04:05"), v.span(iv))
+		layout := "15:04:05"
+		if v.interval%time.Second != 0 {
+			layout = "15:04:05.000"
+		}
+		fmt.Fprintf(&b, "--- %s (%s) ---\n", v.meta.WallTime(iv.end).Format(layout), v.span(iv))
 		var notes strings.Builder
 		seen := map[string]bool{} // each --print warns of the interval's losses
 		for _, p := range v.prints {

@@ -22,7 +22,7 @@ type printedInterval struct {
 	sections map[string]string // by --print text: what it printed
 }
 
-var liveHeader = regexp.MustCompile(`(?m)^--- \d\d:\d\d:\d\d \((--from \S+(?: --to \S+)?)\) ---\n`)
+var liveHeader = regexp.MustCompile(`(?m)^--- \d\d:\d\d:\d\d(?:\.\d{3})? \((--from \S+(?: --to \S+)?)\) ---\n`)
 
 // parseLive splits record --print's output into its intervals and each
 // into the output of each --print (prints, in order).

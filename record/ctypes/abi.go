@@ -311,7 +311,8 @@ func classify(t *Type) ([]class, error) {
 			return nil, nil
 		}
 		cls := make([]class, (t.Size+7)/8)
-		if err := classifyInto(cls, t, 0, 0); err != nil {
+		budget := walkBudget
+		if err := classifyInto(cls, t, 0, 0, &budget); err != nil {
 			return nil, err
 		}
 		for _, c := range cls {
@@ -326,9 +327,9 @@ func classify(t *Type) ([]class, error) {
 
 // classifyInto merges the classes of the scalars of t, at byte off of the
 // outer aggregate, into cls.
-func classifyInto(cls []class, t *Type, off int64, depth int) error {
-	if depth > maxNesting {
-		return errorf(ErrBadDWARF, "types nest deeper than %d", maxNesting)
+func classifyInto(cls []class, t *Type, off int64, depth int, budget *int) error {
+	if *budget--; depth > maxNesting || *budget < 0 {
+		return errorf(ErrBadDWARF, "%s nests too deep", t)
 	}
 	switch t.Kind {
 	case Struct, Union:
@@ -340,7 +341,7 @@ func classifyInto(cls []class, t *Type, off int64, depth int) error {
 				}
 				continue
 			}
-			if err := classifyInto(cls, m.Type, off+m.Offset, depth+1); err != nil {
+			if err := classifyInto(cls, m.Type, off+m.Offset, depth+1, budget); err != nil {
 				return err
 			}
 		}
@@ -350,8 +351,9 @@ func classifyInto(cls []class, t *Type, off int64, depth int) error {
 		if e.Size <= 0 || t.Len <= 0 {
 			return nil
 		}
-		for i := int64(0); i < t.Len && i*e.Size < t.Size; i++ {
-			if err := classifyInto(cls, e, off+i*e.Size, depth+1); err != nil {
+		end := int64(len(cls)) * 8 // an array longer than its struct is malformed
+		for i := int64(0); i < t.Len && off+i*e.Size < end; i++ {
+			if err := classifyInto(cls, e, off+i*e.Size, depth+1, budget); err != nil {
 				return err
 			}
 		}

@@ -12,6 +12,9 @@ import (
 // four): each is a probe-read helper call in the BPF program.
 const MaxReads = 4
 
+// maxIndex bounds an index, so that offsets cannot overflow.
+const maxIndex = 1<<31 - 1
+
 // StepKind says what a Step does.
 type StepKind uint8
 
@@ -209,8 +212,8 @@ func (c *cursor) step(st Step) error {
 		}
 		return c.member(st.Name)
 	case StepIndex:
-		if st.Index < 0 {
-			return errorf(ErrIndex, "%snegative index %d", c.prefix(), st.Index)
+		if st.Index < 0 || st.Index > maxIndex {
+			return errorf(ErrIndex, "%sindex %d is out of range (0 to %d)", c.prefix(), st.Index, maxIndex)
 		}
 		switch c.t.Kind {
 		case Array:

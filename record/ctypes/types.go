@@ -186,11 +186,12 @@ func (t *Type) IsCharArray() bool {
 // the largest of a struct's members'. A packed struct's members may sit at
 // offsets their alignment does not divide (see the ABI's classification).
 func (t *Type) Align() int64 {
-	return t.align(0)
+	budget := walkBudget
+	return t.align(0, &budget)
 }
 
-func (t *Type) align(depth int) int64 {
-	if depth > maxNesting {
+func (t *Type) align(depth int, budget *int) int64 {
+	if *budget--; depth > maxNesting || *budget < 0 {
 		return 1
 	}
 	switch t.Kind {
@@ -210,11 +211,11 @@ func (t *Type) align(depth int) int64 {
 			return a
 		}
 	case Array:
-		return t.Elem().align(depth + 1)
+		return t.Elem().align(depth+1, budget)
 	case Struct, Union:
 		a := int64(1)
 		for _, m := range t.Members {
-			a = max(a, m.Type.align(depth+1))
+			a = max(a, m.Type.align(depth+1, budget))
 		}
 		return a
 	}
@@ -222,8 +223,14 @@ func (t *Type) align(depth int) int64 {
 }
 
 // maxNesting bounds recursion through structs and arrays held by value,
-// which well-formed types cannot make cyclic but hostile debug info can.
-const maxNesting = 64
+// which well-formed types cannot make cyclic but hostile debug info can;
+// walkBudget bounds the types one walk visits, which hostile debug info
+// could make exponential by sharing (a struct of two copies of a struct
+// of two copies of ...).
+const (
+	maxNesting = 64
+	walkBudget = 1 << 16
+)
 
 // memberPath is a member found by name, possibly inside anonymous struct
 // or union members: its offset from the start of the outer struct.
@@ -235,11 +242,12 @@ type memberPath struct {
 // findMember looks name up in a struct or union, seeing through anonymous
 // struct and union members as C does.
 func (t *Type) findMember(name string) (memberPath, bool) {
-	return t.findMemberDepth(name, 0)
+	budget := walkBudget
+	return t.findMemberDepth(name, 0, &budget)
 }
 
-func (t *Type) findMemberDepth(name string, depth int) (memberPath, bool) {
-	if depth > maxNesting || (t.Kind != Struct && t.Kind != Union) {
+func (t *Type) findMemberDepth(name string, depth int, budget *int) (memberPath, bool) {
+	if *budget--; depth > maxNesting || *budget < 0 || (t.Kind != Struct && t.Kind != Union) {
 		return memberPath{}, false
 	}
 	for _, m := range t.Members {
@@ -251,7 +259,7 @@ func (t *Type) findMemberDepth(name string, depth int) (memberPath, bool) {
 		if m.Name != "" {
 			continue
 		}
-		if p, ok := m.Type.findMemberDepth(name, depth+1); ok {
+		if p, ok := m.Type.findMemberDepth(name, depth+1, budget); ok {
 			p.m.Offset += m.Offset
 			p.through++
 			return p, true
@@ -264,17 +272,18 @@ func (t *Type) findMemberDepth(name string, depth int) (memberPath, bool) {
 // members' names and, in place of an anonymous member, that member's.
 func (t *Type) MemberNames() []string {
 	var names []string
-	t.memberNames(&names, 0)
+	budget := walkBudget
+	t.memberNames(&names, 0, &budget)
 	return names
 }
 
-func (t *Type) memberNames(names *[]string, depth int) {
-	if depth > maxNesting {
+func (t *Type) memberNames(names *[]string, depth int, budget *int) {
+	if *budget--; depth > maxNesting || *budget < 0 {
 		return
 	}
 	for _, m := range t.Members {
 		if m.Name == "" {
-			m.Type.memberNames(names, depth+1)
+			m.Type.memberNames(names, depth+1, budget)
 			continue
 		}
 		*names = append(*names, m.Name)

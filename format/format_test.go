@@ -224,7 +224,8 @@ func TestColumnNames(t *testing.T) {
 		{Probes: []Probe{{Name: ""}}},
 		{Probes: []Probe{{Name: "x", Fields: []Field{{Name: "f", Type: Int8}, {Name: "f", Type: Int8}}}}},
 		{Probes: []Probe{{Name: "x", Fields: []Field{{Name: "f"}}}}},
-		{Probes: []Probe{{Name: "x", Fields: []Field{{Name: "f.g", Type: Int8}}}}},
+		// x's field f.g and x.f's field g would share the column x.f.g.
+		{Probes: []Probe{{Name: "x", Fields: []Field{{Name: "f.g", Type: Int8}}}, {Name: "x.f", Fields: []Field{{Name: "g", Type: Int8}}}}},
 	} {
 		if _, err := bad.assignColumns(); err == nil {
 			t.Errorf("%+v: no error", bad.Probes)

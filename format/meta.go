@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -277,7 +276,9 @@ const MaxProbes = 1 << 16
 // ColumnName is the column of field of probe in a capture of format
 // version 2: "probe.field". It depends on nothing but the probe and the
 // field, so a query on a probe's field reads the same whichever probes
-// share the capture, and it is unique because field names hold no dot.
+// share the capture. Probe names (k:foo.isra.0) and field names
+// (req->hdr.size) may both hold dots: the writer refuses a capture in
+// which two fields would get the same column.
 func ColumnName(probe, field string) string { return probe + "." + field }
 
 // assignColumns validates the probe table and fills in each field's column
@@ -291,6 +292,7 @@ func (m *Meta) assignColumns() ([]Field, error) {
 	}
 	var cols []Field
 	seenProbe := map[string]bool{}
+	seenCol := map[string]string{}
 	for pi := range m.Probes {
 		p := &m.Probes[pi]
 		if p.Name == "" {
@@ -306,10 +308,12 @@ func (m *Meta) assignColumns() ([]Field, error) {
 			if f.Name == "" || seenField[f.Name] {
 				return nil, fmt.Errorf("probe %s: field %d has an empty or repeated name %q", p.Name, fi, f.Name)
 			}
-			if strings.Contains(f.Name, ".") {
-				return nil, fmt.Errorf("probe %s: field name %q has a dot", p.Name, f.Name)
-			}
 			seenField[f.Name] = true
+			col := ColumnName(p.Name, f.Name)
+			if prev, ok := seenCol[col]; ok {
+				return nil, fmt.Errorf("probe %s: field %s and %s would share the column %q: rename a probe with NAME=", p.Name, f.Name, prev, col)
+			}
+			seenCol[col] = p.Name + " field " + f.Name
 			if f.Type.arrow() == nil {
 				return nil, fmt.Errorf("probe %s: field %s has invalid type %v", p.Name, f.Name, f.Type)
 			}

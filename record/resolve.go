@@ -9,6 +9,7 @@ import (
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/probespec"
+	"github.com/bpftape/bpftape/record/ctypes"
 	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/tracefs"
 	"github.com/bpftape/bpftape/record/usdt"
@@ -244,7 +245,15 @@ func (r *resolver) uprobe(p *probe) error {
 		r.warn(fmt.Sprintf("%s: cannot check that %#x (file offset %#x) starts an instruction: %s; a breakpoint inside an instruction corrupts the traced program",
 			s.Text, loc.Addr, loc.Offset, loc.Unverified))
 	}
-	args, err := p.regArgs(fields, ret)
+	var fn *ctypes.Func
+	var src ctypes.Source
+	if needsTypes(fields) {
+		fn, src, err = r.userFunc(path, *loc, fields)
+		if err != nil {
+			return err
+		}
+	}
+	args, err := p.regArgs(fields, ret, fn, src, func(m string) { r.warn(s.Text + ": " + m) })
 	if err != nil {
 		return err
 	}
@@ -269,7 +278,14 @@ func (r *resolver) uprobe(p *probe) error {
 // regArgs turns the fields of a uprobe or kprobe (registers at entry,
 // retval at return) into argument specs and the probe's fields; without
 // fields, arg0..arg5 at entry and retval at return.
-func (p *probe) regArgs(fields []probespec.Field, ret bool) ([]bpf.ArgSpec, error) {
+//
+// With the function's types (fn, from DWARF or BTF; nil without), fields
+// may name parameters and follow pointers, and the defaults are the
+// parameters, named and typed, or retval typed by the return type.
+func (p *probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source, warn func(string)) ([]bpf.ArgSpec, error) {
+	if fields == nil && fn != nil {
+		fields = typedDefaults(fn, ret, warn)
+	}
 	if fields == nil {
 		if ret {
 			fields = []probespec.Field{{Text: "retval", Source: probespec.Retval, Type: format.Int64}}
@@ -281,6 +297,15 @@ func (p *probe) regArgs(fields []probespec.Field, ret bool) ([]bpf.ArgSpec, erro
 	}
 	var args []bpf.ArgSpec
 	for _, f := range fields {
+		if f.Source == probespec.Param || f.Steps != nil || f.Source == probespec.Retval && f.Type == format.TypeInvalid && fn != nil {
+			a, t, err := typedArg(&f, ret, fn, src)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, a)
+			p.addField(f.FieldName(), t)
+			continue
+		}
 		var a bpf.ArgSpec
 		reg := bpf.RegAX
 		if f.Source == probespec.Arg {
@@ -320,7 +345,17 @@ func (r *resolver) kprobe(p *probe) error {
 		return err
 	}
 	ret := s.Kind == probespec.Kretprobe
-	args, err := p.regArgs(s.Fields, ret)
+	var fn *ctypes.Func
+	var src ctypes.Source
+	// Only fields that ask for types get them: a kprobe's defaults stay
+	// arg0..arg5 and retval, as in BCC and bpftrace.
+	if s.Fields != nil && needsTypes(s.Fields) {
+		var err error
+		if fn, src, err = kernelFuncTypes(s.Symbol); err != nil {
+			return err
+		}
+	}
+	args, err := p.regArgs(s.Fields, ret, fn, src, func(m string) { r.warn(s.Text + ": " + m) })
 	if err != nil {
 		return err
 	}

@@ -401,3 +401,41 @@ func kernelFuncTypes(name string) (*ctypes.Func, ctypes.Source, error) {
 	}
 	return fn, b, nil
 }
+
+// funcExpr resolves an expression of a fentry or fexit probe, whose
+// program reads its function's arguments by position (bpf_get_func_arg),
+// so the base is the parameter's value whatever the ABI does with it.
+func funcExpr(f *probespec.Field, kf *KernelFunc) (bpf.ArgSpec, format.Type, error) {
+	fn, src, err := kernelFuncTypes(kf.Name)
+	if err != nil {
+		return bpf.ArgSpec{}, 0, err
+	}
+	var base exprBase
+	switch f.Source {
+	case probespec.Retval:
+		if fn.Return == nil || fn.Return.Kind == ctypes.Void {
+			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %s returns nothing", ErrExpr, fn.Name)
+		}
+		base.arg, base.typ = bpf.ArgSpec{Kind: bpf.KindFuncRet}, fn.Return
+	default:
+		i := f.Arg
+		if f.Source == probespec.Param {
+			p, err := fn.Param(f.Name)
+			if p == nil {
+				return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %w", ErrExpr, err)
+			}
+			i = p.Index
+		}
+		if i >= len(fn.Params) || i >= bpf.MaxFuncArgs {
+			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %s takes %d arguments: %s", ErrExpr, fn.Name, len(fn.Params), fn.Signature())
+		}
+		base.arg = bpf.ArgSpec{Kind: bpf.KindFuncArg, Reg: uint8(i)}
+		if f.Source == probespec.Param || !hasLeadingCast(f) {
+			base.typ = fn.Params[i].Type // argN + 12 adds bytes, as for uprobes
+		}
+	}
+	if f.Str && base.arg.Kind == bpf.KindFuncRet {
+		return bpf.ArgSpec{}, 0, fmt.Errorf("%w: str() of a fexit's retval is not supported", ErrExpr)
+	}
+	return resolveExpr(f, base, src)
+}

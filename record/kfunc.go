@@ -248,6 +248,15 @@ func (r *resolver) fentry(p *probe) error {
 	}
 	var args []bpf.ArgSpec
 	for _, f := range fields {
+		if f.Steps != nil {
+			a, t, err := funcExpr(&f, fn)
+			if err != nil {
+				return err
+			}
+			args = append(args, a)
+			p.addField(f.FieldName(), t)
+			continue
+		}
 		var v Value
 		var what string
 		a := bpf.ArgSpec{Kind: bpf.KindFuncArg}

@@ -57,6 +57,10 @@ type HistOptions struct {
 	// Now stamps BCC-style JSON, as print_json_hist does at the moment it
 	// prints; zero means the capture's (Capture.EndWall), not the replay's.
 	Now time.Time
+	// Interval, if not 0, prints one histogram (or one per key) per
+	// interval of the capture, each after the wall-clock time of its
+	// end, as BCC's tools print with -T and an interval.
+	Interval time.Duration
 }
 
 // accum is one histogram and its statistics.
@@ -162,6 +166,9 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 		}
 		byRef = &r
 	}
+	if o.Interval != 0 {
+		return c.histIntervals(&o, &ref, byRef, out)
+	}
 	r := c.reader()
 	// Without a comm filter or key, only integer columns are needed: read
 	// just those, straight from the file.
@@ -195,21 +202,7 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 		v = o.Cast.Apply(v)
 		a := all
 		if a == nil {
-			switch o.By {
-			case "comm":
-				a = groups.str(b.Comm(i))
-			case "pid":
-				a = groups.int(int64(b.PID[i]))
-			case "tid":
-				a = groups.int(int64(b.TID[i]))
-			default:
-				col := b.Col(byRef.col)
-				if byRef.IsInt() {
-					a = groups.int(col.Int(i))
-				} else {
-					a = groups.str(col.Str(i))
-				}
-			}
+			a = groups.pick(o.By, byRef, b, i)
 		}
 		a.add(v, &o)
 		return nil
@@ -221,6 +214,26 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 	// projected read does: not Scan's note too.
 	p.unmatched = unmatched{}
 	return p, printHist(out, &o, groups.entries(), o.By != "")
+}
+
+// pick returns the accumulator of the key by (comm, pid, tid, or the
+// field byRef) of event row i of b; by "" is key 0, the one histogram.
+func (k *keyed) pick(by string, byRef *Ref, b *format.Batch, i int) *accum {
+	switch by {
+	case "":
+		return k.int(0)
+	case "comm":
+		return k.str(b.Comm(i))
+	case "pid":
+		return k.int(int64(b.PID[i]))
+	case "tid":
+		return k.int(int64(b.TID[i]))
+	}
+	col := b.Col(byRef.col)
+	if byRef.IsInt() {
+		return k.int(col.Int(i))
+	}
+	return k.str(col.Str(i))
 }
 
 // count is how many values a has counted.
@@ -239,6 +252,12 @@ func printHist(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool
 	for _, e := range entries {
 		n += e.acc.count(o)
 	}
+	noteEmpty(o, n)
+	return printHistBody(out, o, entries, isKeyed, o.Now)
+}
+
+// noteEmpty says on o.Notes that the histogram counted nothing, if n is 0.
+func noteEmpty(o *HistOptions, n uint64) {
 	if n == 0 && o.Notes != nil {
 		fmt.Fprintf(o.Notes, "NOTE: no event of probe %s has a value of %s", textsafe.Escape(o.Probe), textsafe.Escape(o.Field))
 		if f := &o.Filter; len(f.PIDs)+len(f.TIDs)+len(f.Comms) > 0 || f.From != 0 || f.To != 0 {
@@ -246,7 +265,11 @@ func printHist(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool
 		}
 		fmt.Fprintln(o.Notes, ": the histogram is empty.")
 	}
-	now := o.Now
+}
+
+// printHistBody prints the histograms of entries as o's style prints
+// them, JSON stamped with now.
+func printHistBody(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool, now time.Time) error {
 	var err error
 	switch {
 	case o.JSON:

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,13 +13,23 @@ import (
 )
 
 // LatencyOptions pair entry and return events of one function on the same
-// thread, like funclatency, offline.
+// thread, like funclatency, offline; or, with Key, start and end events
+// with equal values of the Key fields, like biolatency.
 type LatencyOptions struct {
 	Filter        Filter
 	Entry, Return string
 	Unit          string // ns (default), us or ms
 	JSON          bool
 	Now           time.Time
+	// Key names fields that both probes have: an end pairs with the
+	// latest start whose values of them are equal, whatever the threads.
+	Key []string
+	// By splits the histogram per key of the return event: "comm",
+	// "pid", "tid" or a field of the return probe (biolatency -D).
+	By string
+	// Interval, if not 0, prints one histogram per interval of the
+	// capture, by the return's time (funclatency -i with -T).
+	Interval time.Duration
 }
 
 // LatencyResult is what Latency counted.
@@ -31,8 +42,12 @@ type LatencyResult struct {
 	UnmatchedReturns uint64 `json:"unmatched_returns"`
 	UnmatchedEntries uint64 `json:"unmatched_entries"`
 	Overflows        uint64 `json:"overflows"`
-	Hist             hist.Log2
-	Stats            hist.Stats
+	// Restarted counts, with a Key, the starts replaced by a later start
+	// of the same key before any end: the later one is kept, as
+	// bpftrace's @start[key] = nsecs keeps it.
+	Restarted uint64 `json:"restarted"`
+	Hist      hist.Log2
+	Stats     hist.Stats
 }
 
 // MaxDepth bounds each thread's stack of open calls.
@@ -56,6 +71,14 @@ type Latencies struct {
 	stacks     map[uint64][]int64
 	threads    *threadKeys
 	res        LatencyResult
+	// With a Key: the open starts, by key.
+	keys *pairKeys
+	open map[pairKey]int64
+	// With By or Interval: the histograms by interval and key.
+	ho     HistOptions
+	byRef  *Ref
+	grid   *intervalGrid
+	slices *histSlices
 }
 
 // NewLatencies resolves o's probes against c. o.Filter is the pass's to apply.
@@ -78,11 +101,47 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 	if entry == ret {
 		return nil, usage.Errorf("entry and return are the same probe %q", o.Entry)
 	}
-	return &Latencies{o: o, u: u, entry: entry, ret: ret, stacks: map[uint64][]int64{}, threads: newThreadKeys(c)}, nil
+	l := &Latencies{o: o, u: u, entry: entry, ret: ret, stacks: map[uint64][]int64{}, threads: newThreadKeys(c)}
+	if len(o.Key) > 0 {
+		if l.keys, err = newPairKeys(c, o.Key, o.Entry, o.Return); err != nil {
+			return nil, err
+		}
+		l.open = map[pairKey]int64{}
+	}
+	if o.By == "" && o.Interval == 0 {
+		return l, nil
+	}
+	l.ho = HistOptions{Filter: o.Filter, Probe: o.Return, Label: u.label, By: o.By, JSON: o.JSON, Now: o.Now}
+	switch o.By {
+	case "", "comm", "pid", "tid":
+	default:
+		r, err := c.Resolve(o.Return, o.By)
+		if err != nil {
+			return nil, fmt.Errorf("--by: %w", err)
+		}
+		l.byRef = &r
+	}
+	if o.Interval != 0 {
+		if l.grid, err = newIntervalGrid(c.Meta(), &l.o.Filter, o.Interval); err != nil {
+			return nil, err
+		}
+	}
+	if l.ho.Now.IsZero() {
+		l.ho.Now = c.EndWall()
+	}
+	l.slices = newSlices(&l.ho, l.grid)
+	return l, nil
 }
 
 // Add pairs event row i of b, if it is an entry or a return.
 func (l *Latencies) Add(b *format.Batch, i int) {
+	if l.grid != nil {
+		l.grid.see(b.Time[i])
+	}
+	if l.keys != nil {
+		l.addKeyed(b, i)
+		return
+	}
 	switch b.Probe[i] {
 	case l.entry:
 		t := l.threads.key(b, i)
@@ -99,11 +158,41 @@ func (l *Latencies) Add(b *format.Batch, i int) {
 			l.res.UnmatchedReturns++
 			return
 		}
-		d := (b.Time[i] - s[len(s)-1]) / l.u.div
+		start := s[len(s)-1]
 		l.stacks[t] = s[:len(s)-1]
-		l.res.Calls++
-		l.res.Hist.Add(uint64(d))
-		l.res.Stats.Add(d)
+		l.record(b, i, start)
+	}
+}
+
+// addKeyed pairs event row i of b by the values of its Key fields.
+func (l *Latencies) addKeyed(b *format.Batch, i int) {
+	switch b.Probe[i] {
+	case l.entry:
+		k := l.keys.key(b, i)
+		if _, ok := l.open[k]; ok {
+			l.res.Restarted++
+		}
+		l.open[k] = b.Time[i]
+	case l.ret:
+		k := l.keys.key(b, i)
+		start, ok := l.open[k]
+		if !ok {
+			l.res.UnmatchedReturns++
+			return
+		}
+		delete(l.open, k)
+		l.record(b, i, start)
+	}
+}
+
+// record counts the call that return row i of b ends, begun at start.
+func (l *Latencies) record(b *format.Batch, i int, start int64) {
+	d := (b.Time[i] - start) / l.u.div
+	l.res.Calls++
+	l.res.Hist.Add(uint64(d))
+	l.res.Stats.Add(d)
+	if l.slices != nil {
+		l.slices.at(b.Time[i]).pick(l.o.By, l.byRef, b, i).add(d, &l.ho)
 	}
 }
 
@@ -114,6 +203,7 @@ func (l *Latencies) Result() *LatencyResult {
 	for _, s := range l.stacks {
 		res.UnmatchedEntries += uint64(len(s))
 	}
+	res.UnmatchedEntries += uint64(len(l.open))
 	return &res
 }
 
@@ -145,14 +235,32 @@ func (l *Latencies) write(out io.Writer, res *LatencyResult) error {
 		if now.IsZero() {
 			now = time.Now()
 		}
-		return json.NewEncoder(out).Encode(map[string]any{
+		doc := map[string]any{
 			"calls": res.Calls, "unit": o.Unit, "unmatched_returns": res.UnmatchedReturns,
 			"unmatched_entries": res.UnmatchedEntries, "overflows": res.Overflows,
 			"hist": histJSON(&res.Hist, u.label, now), "stats": statsJSON(&res.Stats),
-		})
+		}
+		if len(o.Key) > 0 {
+			doc["key"], doc["restarted"] = o.Key, res.Restarted
+		}
+		if err := l.slicesJSON(doc); err != nil {
+			return err
+		}
+		return json.NewEncoder(out).Encode(doc)
 	}
-	if err := res.Hist.WriteBCC(out, u.label); err != nil {
-		return err
+	switch {
+	case l.grid != nil:
+		if err := l.slices.writeIntervals(out, o.By != ""); err != nil {
+			return err
+		}
+	case o.By != "":
+		if err := printHistBody(out, &l.ho, l.slices.entries(0), true, l.ho.Now); err != nil {
+			return err
+		}
+	default:
+		if err := res.Hist.WriteBCC(out, u.label); err != nil {
+			return err
+		}
 	}
 	if res.Calls > 0 {
 		fmt.Fprintf(out, "\navg = %.0f %s, total: %s %s, count: %d\n", res.Stats.Mean(), u.label, res.Stats.Sum(), u.label, res.Calls)
@@ -162,6 +270,37 @@ func (l *Latencies) write(out io.Writer, res *LatencyResult) error {
 	if res.Overflows > 0 {
 		fmt.Fprintf(out, ", %d entries beyond depth %d", res.Overflows, MaxDepth)
 	}
+	if len(o.Key) > 0 {
+		fmt.Fprintf(out, ", %d entries restarted before a return (the later kept)", res.Restarted)
+	}
 	fmt.Fprintln(out)
 	return nil
+}
+
+// slicesJSON adds the histograms by key ("hists", BCC's JSON sections)
+// or by interval ("intervals", IntervalJSON) to doc.
+func (l *Latencies) slicesJSON(doc map[string]any) error {
+	if l.slices == nil {
+		return nil
+	}
+	var buf bytes.Buffer
+	if l.grid == nil {
+		if err := printHistBody(&buf, &l.ho, l.slices.entries(0), true, l.ho.Now); err != nil {
+			return err
+		}
+		doc["hists"] = nonNil(jsonLines(buf.Bytes()))
+		return nil
+	}
+	if err := l.slices.writeIntervals(&buf, l.o.By != ""); err != nil {
+		return err
+	}
+	doc["intervals"] = json.RawMessage(bytes.TrimSpace(buf.Bytes()))
+	return nil
+}
+
+func nonNil(v []json.RawMessage) []json.RawMessage {
+	if v == nil {
+		return []json.RawMessage{}
+	}
+	return v
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay/hist"
 )
 
@@ -22,6 +23,9 @@ type RequestsOptions struct {
 	// Global keys every item and end to one sum, like the seed's constant
 	// hash key; by default each thread has its own.
 	Global bool
+	// Key names fields that both probes have: items and ends with equal
+	// values of them make one request, whatever their threads.
+	Key []string
 	// EndLabel and TotalLabel label the two histograms (BCC's val_type).
 	EndLabel, TotalLabel string
 	List                 bool // print every request
@@ -57,6 +61,8 @@ type RequestTotals struct {
 	item, end Ref
 	open      map[uint64]*pending
 	threads   *threadKeys
+	keys      *pairKeys // with Key: open holds nothing, openKeyed the requests
+	openKeyed map[pairKey]*pending
 	list      io.Writer // where each request is printed, with o.List
 	m         *format.Meta
 	res       RequestsResult
@@ -84,6 +90,15 @@ func NewRequestTotals(c *Capture, o RequestsOptions, out io.Writer) (*RequestTot
 		o.TotalLabel = o.ItemField
 	}
 	r := &RequestTotals{o: o, item: item, end: end, open: map[uint64]*pending{}, threads: newThreadKeys(c), m: c.Meta()}
+	if len(o.Key) > 0 {
+		if o.Global {
+			return nil, usage.Errorf("--key and --global exclude each other")
+		}
+		if r.keys, err = newPairKeys(c, o.Key, o.ItemProbe, o.EndProbe); err != nil {
+			return nil, err
+		}
+		r.openKeyed = map[pairKey]*pending{}
+	}
 	if o.List && !o.JSON {
 		r.list = out
 		fmt.Fprintf(out, "%-14s %-7s %-7s %-16s %12s %8s %14s\n", "TIME", "PID", "TID", "COMM", o.EndLabel, "ITEMS", o.TotalLabel)
@@ -94,15 +109,31 @@ func NewRequestTotals(c *Capture, o RequestsOptions, out io.Writer) (*RequestTot
 // Add counts event row i of b, if it is an item or an end.
 func (r *RequestTotals) Add(b *format.Batch, i int) {
 	o, res := &r.o, &r.res
+	pr := b.Probe[i]
+	if pr != r.item.probe && pr != r.end.probe {
+		return
+	}
 	var key uint64
-	if !o.Global {
+	var kkey pairKey
+	var p *pending
+	switch {
+	case r.keys != nil:
+		kkey = r.keys.key(b, i)
+		p = r.openKeyed[kkey]
+	case !o.Global:
 		key = r.threads.key(b, i)
+		fallthrough
+	default:
+		p = r.open[key]
 	}
 	if v, ok := r.item.Int(b, i); ok {
-		p := r.open[key]
 		if p == nil {
 			p = &pending{}
-			r.open[key] = p
+			if r.keys != nil {
+				r.openKeyed[kkey] = p
+			} else {
+				r.open[key] = p
+			}
 		}
 		p.sum += v
 		p.items++
@@ -112,7 +143,6 @@ func (r *RequestTotals) Add(b *format.Batch, i int) {
 	if !ok {
 		return
 	}
-	p := r.open[key]
 	if p == nil || p.items == 0 {
 		res.EndsWithoutItems++
 		return
@@ -126,7 +156,11 @@ func (r *RequestTotals) Add(b *format.Batch, i int) {
 	if r.list != nil {
 		fmt.Fprintf(r.list, "%-14.6f %-7d %-7d %-16s %12d %8d %14d\n", float64(b.Time[i]-r.m.StartBoot)/1e9, b.PID[i], b.TID[i], textsafe.Escape(b.Comm(i)), v, p.items, p.sum)
 	}
-	delete(r.open, key)
+	if r.keys != nil {
+		delete(r.openKeyed, kkey)
+	} else {
+		delete(r.open, key)
+	}
 }
 
 // Result is what the events added so far count, the items of requests
@@ -134,6 +168,10 @@ func (r *RequestTotals) Add(b *format.Batch, i int) {
 func (r *RequestTotals) Result() *RequestsResult {
 	res := r.res
 	for _, p := range r.open {
+		res.Incomplete++
+		res.IncompleteItems += p.items
+	}
+	for _, p := range r.openKeyed {
 		res.Incomplete++
 		res.IncompleteItems += p.items
 	}

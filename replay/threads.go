@@ -4,7 +4,8 @@ import "github.com/bpftape/bpftape/format"
 
 // threadKeys keys events by thread for the verbs that pair events of one
 // thread (latency, requests): the tid, and in a merged capture also the
-// host, so that equal tids of two hosts never pair.
+// host, so that equal tids of two hosts never pair (nor, with --key,
+// equal key values).
 type threadKeys struct {
 	cols  []int             // per probe, its host field's column; nil if the capture has none
 	hosts map[string]uint64 // host -> number, from 1
@@ -30,12 +31,21 @@ func newThreadKeys(c *Capture) *threadKeys {
 // key returns the thread key of event row i of b.
 func (k *threadKeys) key(b *format.Batch, i int) uint64 {
 	tid := uint64(b.TID[i])
-	if k.cols == nil || k.cols[b.Probe[i]] < 0 {
+	if k.cols == nil {
 		return tid
+	}
+	return k.host(b, i)<<32 | tid
+}
+
+// host returns the number of the host of event row i of b in a merged
+// capture, from 1; 0 in a capture of one host.
+func (k *threadKeys) host(b *format.Batch, i int) uint64 {
+	if k.cols == nil || k.cols[b.Probe[i]] < 0 {
+		return 0
 	}
 	col := b.Col(k.cols[b.Probe[i]])
 	if !col.Valid(i) {
-		return tid
+		return 0
 	}
 	h := col.Str(i)
 	n, ok := k.hosts[h]
@@ -43,5 +53,5 @@ func (k *threadKeys) key(b *format.Batch, i int) uint64 {
 		n = uint64(len(k.hosts) + 1)
 		k.hosts[h] = n
 	}
-	return n<<32 | tid
+	return n
 }

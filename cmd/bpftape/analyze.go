@@ -14,8 +14,8 @@ import (
 
 func init() {
 	register("hist", "log2 or linear histogram of a probe field, printed as BCC or bpftrace print it", runHist)
-	register("requests", "per-request totals: sum item events on a thread until its end event", runRequests)
-	register("latency", "durations between entry and return events on the same thread", runLatency)
+	register("requests", "per-request totals: sum item events on a thread (or of a key) until its end event", runRequests)
+	register("latency", "durations between entry and return events on the same thread, or of the same key", runLatency)
 	register("compare", "two histograms side by side with deltas and the KS distance", runCompare)
 	register("events", "list events like BCC's trace", runEvents)
 	register("info", "host, kernel, probes, counts, losses and size of a capture", runInfo)
@@ -41,11 +41,22 @@ Prints the log2 histogram of FIELD of PROBE's events exactly as BCC's
 print_log2_hist(label) prints a BPF_HISTOGRAM filled with bpf_log2l(), or
 as bpftrace prints hist() with --style bpftrace.
 
+With --interval D, prints one histogram per D of the capture instead, as
+BCC's tools print with an interval and -T: each after a blank line and the
+wall-clock time (HH:MM:SS, the capture's clock) at which its interval
+ended; intervals start at the start of the capture's window, and empty
+ones print their time alone. It combines with --by, --style, --linear and
+--stats; with --json it prints one array of intervals, each with its start
+and end (wall clock and offset from the capture start), its count, and
+its histograms as --json prints them without --interval.
+
 Examples:
   bpftape hist cap.arrow rx arg2 --label size
   bpftape hist cap.arrow tx_done retval --cast s32 --label "num packets"
   bpftape hist cap.arrow exit_read ret --by comm --style bpftrace
-  bpftape hist cap.arrow exit_read ret --linear 0,2000,200 --stats`, stdout)
+  bpftape hist cap.arrow exit_read ret --linear 0,2000,200 --stats
+  bpftape hist cap.arrow issue nr_sector --interval 1s --by dev   # per second and disk
+  bpftape hist cap.arrow issue nr_sector --interval 10s --json | jq '.[].count'`, stdout)
 	filter := filterFlags(fs)
 	label := fs.String("label", "", "label of the value column (default: the field name)")
 	style := fs.String("style", "bcc", "output style: bcc or bpftrace")
@@ -55,6 +66,7 @@ Examples:
 	stats := fs.Bool("stats", false, "print count, sum, min, mean, p50, p90, p99 and max after the histogram")
 	asJSON := fs.Bool("json", false, "print JSON (BCC's print_json_hist shape for log2 histograms)")
 	btVersion := fs.String("bpftrace-version", "", "mimic this bpftrace release's output (default: the newest)")
+	interval := fs.Duration("interval", 0, "one histogram per `DURATION` of the capture (e.g. 1s), each after its end time")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "hist", err)
@@ -62,7 +74,10 @@ Examples:
 	if len(pos) != 3 {
 		return fail(stderr, "hist", usage.Errorf("want FILE PROBE FIELD, got %d arguments", len(pos)))
 	}
-	o := replay.HistOptions{Probe: pos[1], Field: pos[2], Label: *label, Style: *style, By: *by, Stats: *stats, JSON: *asJSON}
+	o := replay.HistOptions{Probe: pos[1], Field: pos[2], Label: *label, Style: *style, By: *by, Stats: *stats, JSON: *asJSON, Interval: *interval}
+	if flagSet(fs, "interval") && *interval <= 0 {
+		return fail(stderr, "hist", usage.Errorf("--interval %v: must be more than 0", *interval))
+	}
 	if o.Filter, err = filter(); err != nil {
 		return fail(stderr, "hist", err)
 	}
@@ -99,13 +114,20 @@ TX analysis (per-packet lengths summed until virtio_net_flush_tx returns the
 packets sent), done offline. End events with no items are skipped, as that
 BPF program skips them; items never followed by an end are reported.
 
-Example:
-  bpftape requests cap.arrow tx_len arg0 tx_flush retval --end-label "sent pkts" --total-label len`, stdout)
+With --key FIELD[,FIELD...], items and ends make one request when their
+values of those fields are equal, instead of when they are on one thread:
+both probes must have the fields (a request handed between threads, keyed
+by its id or a pointer).
+
+Examples:
+  bpftape requests cap.arrow tx_len arg0 tx_flush retval --end-label "sent pkts" --total-label len
+  bpftape requests cap.arrow chunk len done status --key req_id`, stdout)
 	filter := filterFlags(fs)
 	endLabel := fs.String("end-label", "", "label of the end value histogram (default: END_FIELD)")
 	totalLabel := fs.String("total-label", "", "label of the totals histogram (default: ITEM_FIELD)")
 	endCast := fs.String("end-cast", "", "reinterpret end values as s8|u8|s16|u16|s32|u32|s64|u64")
 	global := fs.Bool("global", false, "one running sum for all threads (the seed's constant hash key)")
+	key := fs.String("key", "", "pair items and ends by the values of these `FIELD[,FIELD...]` of both probes, not by thread")
 	list := fs.Bool("list", false, "also print every request")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseArgs(fs, args)
@@ -122,6 +144,11 @@ Example:
 	}
 	if o.EndCast, err = replay.ParseCast(*endCast); err != nil {
 		return fail(stderr, "requests", usage.Wrap(err))
+	}
+	if flagSet(fs, "key") {
+		if o.Key, err = replay.ParseKeyFields(*key); err != nil {
+			return fail(stderr, "requests", err)
+		}
 	}
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
 		_, p, err := replay.Requests(c, o, stdout)
@@ -140,12 +167,34 @@ of the same thread (a stack per thread, so recursion pairs correctly) and
 prints the histogram of durations like BCC's funclatency. Unmatched entries
 and returns are counted and reported.
 
-Example:
-  bpftape latency cap.arrow rx rx_ret -u`, stdout)
+With --key FIELD[,FIELD...], an end pairs instead with the latest start
+whose values of those fields are equal, on any thread, as biolatency pairs
+block:block_rq_issue with block:block_rq_complete by dev and sector: both
+probes must have the fields. A start whose key is already open replaces
+it, as bpftrace's @start[key] = nsecs does, and is counted as restarted.
+
+--by splits the histogram per comm, pid, tid or field of RETURN_PROBE's
+events (biolatency -D is --by dev). --interval D prints one histogram per D
+of the capture, by the return's time, each after a blank line and the
+wall-clock time its interval ended (biolatency -T; the capture's clock),
+empty intervals too; the totals and unmatched counts follow. With --json,
+"hists" holds the --by histograms and "intervals" the intervals (each with
+its start, end, count and histograms).
+
+Examples:
+  bpftape latency cap.arrow rx rx_ret -u
+  bpftape record -o bio.arrow -d 10s 'issue=t:block:block_rq_issue(dev,sector)' \
+      'complete=t:block:block_rq_complete(dev,sector,error)'
+  bpftape latency -m bio.arrow issue complete --key dev,sector              # biolatency -m
+  bpftape latency -m bio.arrow issue complete --key dev,sector --interval 1s   # biolatency -mT 1
+  bpftape latency bio.arrow issue complete --key dev,sector --by dev -u    # biolatency -D`, stdout)
 	filter := filterFlags(fs)
 	us := fs.Bool("u", false, "microsecond histogram")
 	ms := fs.Bool("m", false, "millisecond histogram")
 	asJSON := fs.Bool("json", false, "print JSON")
+	key := fs.String("key", "", "pair starts and ends by the values of these `FIELD[,FIELD...]` of both probes, not by thread")
+	by := fs.String("by", "", "one histogram per key of the return event: comm, pid, tid or a field of RETURN_PROBE")
+	interval := fs.Duration("interval", 0, "one histogram per `DURATION` of the capture (e.g. 1s), by the return's time")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "latency", err)
@@ -153,7 +202,15 @@ Example:
 	if len(pos) != 3 {
 		return fail(stderr, "latency", usage.Errorf("want FILE ENTRY_PROBE RETURN_PROBE, got %d arguments", len(pos)))
 	}
-	o := replay.LatencyOptions{Entry: pos[1], Return: pos[2], JSON: *asJSON}
+	o := replay.LatencyOptions{Entry: pos[1], Return: pos[2], JSON: *asJSON, By: *by, Interval: *interval}
+	if flagSet(fs, "key") {
+		if o.Key, err = replay.ParseKeyFields(*key); err != nil {
+			return fail(stderr, "latency", err)
+		}
+	}
+	if flagSet(fs, "interval") && *interval <= 0 {
+		return fail(stderr, "latency", usage.Errorf("--interval %v: must be more than 0", *interval))
+	}
 	switch {
 	case *us && *ms:
 		return fail(stderr, "latency", usage.Errorf("-u and -m exclude each other"))

@@ -1166,7 +1166,6 @@ static __always_inline int record(void *ctx, const int ctx_kind)
 	self = wanted(pid_tgid);
 	if (!self)
 		return 0;
-	now = bpf_ktime_get_boot_ns();
 	if (fixed_spec != FIXED_SPEC_COOKIE) {
 		key = FIXED_SPEC_COOKIE;
 		spec = (const struct probe_spec *)&fixed_spec_data;
@@ -1190,7 +1189,7 @@ static __always_inline int record(void *ctx, const int ctx_kind)
 		s = bpf_map_lookup_elem(&sample_scratch, &zero);
 		if (!s)
 			return 0;
-		fill(ctx, spec, s, now, pid_tgid, cpu, MAX_ARGS, 1, ctx_kind);
+		fill(ctx, spec, s, 0, pid_tgid, cpu, MAX_ARGS, 1, ctx_kind);
 		if (!filter_pass(key)) {
 			key = spec->probe_id;
 			cnt = bpf_map_lookup_elem(&filtered, &key);
@@ -1199,6 +1198,10 @@ static __always_inline int record(void *ctx, const int ctx_kind)
 			return 0;
 		}
 	}
+	/* The clock only for what is sent: a rejected event does not read it. */
+	now = bpf_ktime_get_boot_ns();
+	if (s)
+		s->time = now;
 	rb = bpf_map_lookup_elem(&rings, &cpu);
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!rb || !st || emit_comm(rb, st, now, pid_tgid, cpu))

@@ -306,6 +306,19 @@ else
 	result k-string FAIL "$(errtail kopen.err)"
 fi
 
+# A pointer chain through BTF and a filter in the kernel: the name of the
+# file each vfs_read reads (biosnoop's and opensnoop's way to a name), and
+# only the reads of at least 1 byte, which are all of the workload's.
+if rec kexpr -c "vmwork read $N_READ /dev/zero" 'kx=k:vfs_read(count, str(file->f_path.dentry->d_name.name))/count > 0 && comm == "vmwork"/'; then
+	e=$(bpftape events --time none kexpr.arrow kx | grep -c 'file->f_path.dentry->d_name.name="zero"')
+	other=$(bpftape events --time none kexpr.arrow kx | grep -vc 'comm=vmwork')
+	filt=$(bpftape info kexpr.arrow | grep -c 'filter count > 0 && comm == "vmwork"')
+	[ "$e" = "$N_READ" ] && [ "$other" = 0 ] && [ "$filt" = 1 ] && result k-expr PASS "zero=$e/$N_READ" ||
+		result k-expr FAIL "zero=$e/$N_READ,other=$other,filter-in-info=$filt"
+else
+	result k-expr FAIL "$(errtail kexpr.err)"
+fi
+
 # A wildcard: k:vfs_rea* attaches one kprobe per matching function (vfs_read,
 # vfs_readv...), each its own probe; count is funccount's table.
 if rec kwild -c "vmwork read $N_READ /dev/zero" 'k:vfs_rea*'; then
@@ -498,6 +511,13 @@ else
 		[ "$e" = "$N_OPEN" ] && result f-string PASS "events=$e/$N_OPEN" || result f-string FAIL "events=$e/$N_OPEN"
 	else
 		result f-string FAIL "$(errtail fopen.err)"
+	fi
+	# Seed 002: trace 'do_nanosleep(struct hrtimer_sleeper *t, ...) "task: %x", t->task'.
+	if rec fexpr -c "sh -c 'sleep 0.1; sleep 0.1; sleep 0.1'" 'f:do_nanosleep(t->task)'; then
+		tasks=$(bpftape events --time none --comm sleep fexpr.arrow | grep -c 't->task=[1-9]')
+		[ "$tasks" = 3 ] && result f-expr PASS "sleeps=$tasks/3" || result f-expr FAIL "sleeps=$tasks/3:$(bpftape events --time none fexpr.arrow | head -n 3 | tr '\n' ' ')"
+	else
+		result f-expr FAIL "$(errtail fexpr.err)"
 	fi
 	if rec fwild -c "vmwork read $N_READ /dev/zero" 'fr:vfs_rea*'; then
 		n=$(grep -o '"kind":"fexit"' fwild.json | wc -l)

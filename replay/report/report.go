@@ -90,17 +90,20 @@ type view struct {
 	Facts                             []fact
 	Losses                            *lossView
 	Recovered                         string
-	Filter                            string
-	Probes                            []probeView
-	Timeline                          template.HTML
-	Latencies                         []latencyView
-	Requests                          []requestsView
-	Compares                          []compareView
-	Hists                             []histView
-	Heatmaps                          []template.HTML
-	HeatmapNote                       string
-	Flames                            []flameView
-	Inputs                            []inputView
+	// Filtered is set when a probe had an in-kernel filter: the capture
+	// is a subset of the events.
+	Filtered    bool
+	Filter      string
+	Probes      []probeView
+	Timeline    template.HTML
+	Latencies   []latencyView
+	Requests    []requestsView
+	Compares    []compareView
+	Hists       []histView
+	Heatmaps    []template.HTML
+	HeatmapNote string
+	Flames      []flameView
+	Inputs      []inputView
 }
 
 // flameView is the flame graph of one stack field of one probe.
@@ -163,6 +166,9 @@ type probeView struct {
 	Name, Kind, Spec, Target, BuildID, Events, Lost string
 	Fields                                          []string
 	HasLoss                                         bool
+	// Filter is the probe's in-kernel filter and Filtered what it
+	// rejected ("" for a probe without one).
+	Filter, Filtered string
 }
 
 type histView struct {
@@ -444,6 +450,14 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 			Events: commas(counts[i]), Lost: commas(pass.Losses.ByProbe[p.Name]), HasLoss: pass.Losses.ByProbe[p.Name] > 0}
 		for _, f := range p.Fields {
 			pv.Fields = append(pv.Fields, f.Name+" "+f.Type.String())
+		}
+		if p.Filter != "" {
+			pv.Filter = p.Filter
+			pv.Filtered = "how many events it rejected is not recorded (the file has no footer)"
+			if m.Window == nil || m.Window.End != 0 {
+				pv.Filtered = commas(p.Filtered) + " events rejected in the kernel"
+			}
+			v.Filtered = true
 		}
 		v.Probes = append(v.Probes, pv)
 	}

@@ -201,3 +201,60 @@ func TestReportOneOpen(t *testing.T) {
 		t.Error("the report is not of the capture opened")
 	}
 }
+
+// TestReportFiltered checks that a capture of filtered probes says so: the
+// note that it is a subset, each filter, and what it rejected (from the
+// footer), or that the count is unknown without one.
+func TestReportFiltered(t *testing.T) {
+	for _, footer := range []bool{true, false} {
+		path := filepath.Join(t.TempDir(), "c.arrow")
+		m := &format.Meta{Host: "h", StartBoot: 5, StartWall: time.Unix(0, 0), Window: &format.Window{Start: 5},
+			Probes: []format.Probe{{Name: "p", Kind: "uprobe", Spec: "u:./a:f(x)/x > 1/", Filter: "x > 1",
+				Fields: []format.Field{{Name: "x", Type: format.Uint64}}}, {Name: "q", Kind: "tracepoint", Spec: "t:a:b"}}}
+		w, err := format.Create(path, m, format.WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if footer {
+			w.Meta().Window.End = 10
+			w.Meta().Probes[0].Filtered = 1234
+		}
+		w.Close()
+		if !footer {
+			// A killed recorder's file: the schema's metadata only.
+			cut := filepath.Join(t.TempDir(), "cut.arrow")
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(cut, data[:len(data)-16], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			path = cut
+		}
+		c, err := replay.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if _, err := Write(c, &b, Options{MaxHeatmaps: -1}); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		html := b.String()
+		want := []string{"A filtered subset", "<code>x &gt; 1</code>"}
+		if footer {
+			want = append(want, "1,234 events rejected in the kernel")
+		} else {
+			want = append(want, "is not recorded (the file has no footer)")
+		}
+		for _, w := range want {
+			if !strings.Contains(html, w) {
+				t.Errorf("footer %v: report lacks %q", footer, w)
+			}
+		}
+		if n := strings.Count(html, "<span class=\"muted\">filter</span>"); n != 1 {
+			t.Errorf("footer %v: %d filter lines, want 1 (probe q has none)", footer, n)
+		}
+	}
+}

@@ -14,21 +14,21 @@ import (
 	"github.com/bpftape/bpftape/internal/usage"
 )
 
-// intervalCapture has a window from 0.5 s to 4 s after the capture start,
+// intervalCapture has a window from 1 µs to 4 s after the capture start,
 // at 03:04:05 UTC, and events of p (v, dev) at random times in it, none
-// from 2.5 s to 3.5 s: with 1 s intervals, the third is empty and the
-// fourth half as long.
+// from 2 s to 3 s: with 1 s intervals, aligned to the capture's start, the
+// third is empty.
 func intervalCapture(t *testing.T) (*Capture, *format.Meta) {
 	const sb = 1_000_000
 	m := &format.Meta{Host: "h", StartBoot: sb, StartWall: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Window: &format.Window{Start: sb + 500e6}, Probes: []format.Probe{
+		Window: &format.Window{Start: sb + 1000}, Probes: []format.Probe{
 			{Name: "p", Fields: []format.Field{{Name: "v", Type: format.Uint64}, {Name: "dev", Type: format.Uint32}}},
 			{Name: "q", Fields: []format.Field{{Name: "v", Type: format.Uint64}}},
 		}}
 	rng := rand.New(rand.NewSource(5))
 	var rows []row
-	for tm := int64(sb + 500e6); tm < sb+4e9; tm += 1 + rng.Int63n(20e6) {
-		if tm >= sb+2.5e9 && tm < sb+3.5e9 {
+	for tm := int64(sb + 1000); tm < sb+4e9; tm += 1 + rng.Int63n(20e6) {
+		if tm >= sb+2e9 && tm < sb+3e9 {
 			continue
 		}
 		rows = append(rows, row{probe: uint16(rng.Intn(2)), tid: 1, t: tm, ints: []uint64{uint64(rng.Int63n(1 << uint(rng.Intn(20)))), uint64(1 + rng.Intn(2))}})
@@ -39,7 +39,7 @@ func intervalCapture(t *testing.T) (*Capture, *format.Meta) {
 // TestHistInterval: with --interval, each interval's histogram is the one
 // the same hist prints for that interval alone (--from and --to, read by
 // the projected path), in every style and with --by; intervals start at
-// the window's start, the empty one prints its time alone, each time is
+// the capture's start, the empty one prints its time alone, each time is
 // when its interval ended (the last clipped at the window's end).
 func TestHistInterval(t *testing.T) {
 	c, _ := intervalCapture(t)
@@ -73,7 +73,7 @@ func TestHistInterval(t *testing.T) {
 				}
 				alone := o
 				alone.Interval = 0
-				alone.Filter = Filter{From: time.Duration(500e6 + int64(k)*1e9), To: time.Duration(1500e6 + int64(k)*1e9)}
+				alone.Filter = Filter{From: time.Duration(int64(k) * 1e9), To: time.Duration(int64(k+1) * 1e9)}
 				if _, err := Hist(c, alone, &want); err != nil {
 					t.Fatal(err)
 				}
@@ -116,7 +116,7 @@ func TestHistIntervalJSON(t *testing.T) {
 	sum := map[uint64]uint64{}
 	var n uint64
 	for k, iv := range ivs {
-		wantStart := int64(500e6 + int64(k)*1e9)
+		wantStart := int64(k) * 1e9
 		wantEnd := min(wantStart+1e9, 4e9)
 		if iv.StartOffset != wantStart || iv.EndOffset != wantEnd || !iv.Start.Equal(m.WallTime(m.StartBoot+wantStart)) || !iv.End.Equal(m.WallTime(m.StartBoot+wantEnd)) {
 			t.Errorf("interval %d: %+v, want offsets %d to %d", k, iv, wantStart, wantEnd)
@@ -161,8 +161,8 @@ func TestHistIntervalJSON(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &ivs); err != nil {
 		t.Fatal(err)
 	}
-	if len(ivs) != 2 || ivs[0].StartOffset != 1500e6 || ivs[1].Count != 0 {
-		t.Errorf("--from 1.6s --to 3s: %+v, want the intervals from 1.5 s and 2.5 s, the second empty", ivs)
+	if len(ivs) != 2 || ivs[0].StartOffset != 1e9 || ivs[1].Count != 0 {
+		t.Errorf("--from 1.6s --to 3s: %+v, want the intervals from 1 s and 2 s, the second empty", ivs)
 	}
 }
 

@@ -22,8 +22,10 @@ const MaxIntervals = 1_000_000
 var ErrTooManyIntervals = errors.New("too many intervals")
 
 // intervalGrid cuts the capture's time into intervals of d, aligned to the
-// start of its window (where every probe was recording; the capture's
-// start if it has none), as BCC's -i/-T tools cut theirs at each sleep.
+// capture's start, as BCC's -i/-T tools cut theirs at each sleep: the
+// origin of --from and --to, so that interval k is --from k*d --to
+// (k+1)*d, and of record --print, whose live intervals are these. (The
+// window opens microseconds later; no event is before it.)
 type intervalGrid struct {
 	m    *format.Meta
 	d    int64
@@ -43,11 +45,7 @@ func newIntervalGrid(m *format.Meta, f *Filter, d time.Duration) (*intervalGrid,
 	if d <= 0 {
 		return nil, usage.Errorf("--interval %v: must be more than 0", d)
 	}
-	g := &intervalGrid{m: m, d: int64(d), base: m.StartBoot, f: f}
-	if m.Window != nil && m.Window.Start != 0 {
-		g.base = m.Window.Start
-	}
-	return g, nil
+	return &intervalGrid{m: m, d: int64(d), base: m.StartBoot, f: f}, nil
 }
 
 // see notes the time of an event of the pass (of any probe).

@@ -44,7 +44,8 @@ as bpftrace prints hist() with --style bpftrace.
 With --interval D, prints one histogram per D of the capture instead, as
 BCC's tools print with an interval and -T: each after a blank line and the
 wall-clock time (HH:MM:SS, the capture's clock) at which its interval
-ended; intervals start at the start of the capture's window, and empty
+ended; intervals count from the capture's start, as --from and --to and
+record --print do (interval k is --from k*D --to (k+1)*D), and empty
 ones print their time alone. It combines with --by, --style, --linear and
 --stats; with --json it prints one array of intervals, each with its start
 and end (wall clock and offset from the capture start), its count, and

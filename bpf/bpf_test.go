@@ -75,7 +75,7 @@ func TestLayoutMatchesC(t *testing.T) {
 		"sample_flag": {"SAMPLE_STR_TRUNCATED": FlagStrTruncated, "SAMPLE_READ_FAULT": FlagReadFault},
 		"addr_flag":   {"ADDR_NO_BASE": uint64(AddrNoBase), "ADDR_FS": uint64(AddrFS), "ADDR_GS": uint64(AddrGS)},
 		"leaf_kind":   {"LEAF_NONE": uint64(LeafNone), "LEAF_READ": uint64(LeafRead), "LEAF_ADDR": uint64(LeafAddr)},
-		"leaf_flag":   {"LEAF_SIGNED": uint64(LeafSigned), "LEAF_STR": uint64(LeafStr)},
+		"leaf_flag":   {"LEAF_SIGNED": uint64(LeafSigned), "LEAF_STR": uint64(LeafStr), "LEAF_USER": uint64(LeafUser)},
 		"pred_kind": {
 			"PRED_EQ": uint64(PredEq), "PRED_NE": uint64(PredNe), "PRED_LT": uint64(PredLt), "PRED_LE": uint64(PredLe),
 			"PRED_GT": uint64(PredGt), "PRED_GE": uint64(PredGe), "PRED_AND": uint64(PredAnd), "PRED_OR": uint64(PredOr),

@@ -75,6 +75,13 @@ struct pt_regs {
 #define MAX_SPECS 4096
 #define MAX_PROBES 4096
 #define MAX_TRACED 65536
+/*
+ * Programs that may run inside one another on a CPU: a fentry program in an
+ * interrupt that came during a uprobe program, for one. Each level of
+ * nesting has its own scratch buffers (sample_scratch, stack_scratch,
+ * expr_out), indexed by the depth the nesting map counts.
+ */
+#define SCRATCH_DEPTH 4
 
 /* How one recorded value is obtained. Mirrored by Kind* in spec.go. */
 enum arg_kind {
@@ -147,6 +154,11 @@ enum leaf_kind {
 enum leaf_flag {
 	LEAF_SIGNED = 1, /* sign-extend a LEAF_READ value */
 	LEAF_STR = 2,	 /* the value is the address of a C string to copy into str_slot */
+	/*
+	 * Read user memory only (uprobes): the traced program sets the
+	 * pointers, and must not make the recorder copy kernel memory.
+	 */
+	LEAF_USER = 4,
 };
 
 struct arg_spec {
@@ -449,15 +461,23 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SCRATCH_DEPTH);
 	__type(key, __u32);
 	__type(value, struct sample);
 } sample_scratch SEC(".maps");
 
-/* Where a stack record is built (see struct stack_record). */
+/* How deep programs are nested on this CPU: the scratch buffers' index. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} nesting SEC(".maps");
+
+/* Where a stack record is built (see struct stack_record). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCRATCH_DEPTH);
 	__type(key, __u32);
 	__type(value, struct stack_record);
 } stack_scratch SEC(".maps");
@@ -684,34 +704,92 @@ static __always_inline int user_addr(__u64 addr)
 	return addr < (1ULL << 47);
 }
 
-/*
- * Apply an arg's expression to v, the value its kind gave: nread pointer
- * loads, then the leaf. Memory is user or kernel memory by its address. A
- * LEAF_STR copies the C string at the result into the arg's string slot and
- * returns its length.
- */
-static __always_inline __u64 expr(const struct arg_spec *a, __u64 v, struct sample *s, const int with_strs,
-				  __u16 *flags)
-{
-	__u32 n = a->nread;
+/* The result of expr_eval: a per-CPU word, as a global function returns only an int. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCRATCH_DEPTH);
+	__type(key, __u32);
+	__type(value, __u64);
+} expr_out SEC(".maps");
 
-	for (__u32 i = 0; i < MAX_READS; i++) {
-		if (i >= n)
+/*
+ * Run the expression of arg i of the spec at key (fixed_spec_data when the
+ * program has a fixed spec) on v, the value its kind gave: nread pointer
+ * loads, then the leaf; for a LEAF_STR, the string's address. The result
+ * goes to expr_out; nonzero on a fault. Memory is user or kernel memory by
+ * its address.
+ *
+ * A global function, which the verifier checks once, on its own: inlined
+ * into every argument slot of every size class it doubled the uprobe
+ * program's verified instructions (173k to 331k) and the time to ready in
+ * the 6.1 guests (1.4 s to 3.0 s for 4 probes).
+ */
+__noinline int expr_eval(__u64 v, __u32 key, __u64 i, __u32 depth)
+{
+	const struct arg_spec *a;
+	const struct probe_spec *spec;
+	__u32 n;
+	__u64 *out;
+	int user;
+
+	if (fixed_spec != FIXED_SPEC_COOKIE) {
+		spec = (const struct probe_spec *)&fixed_spec_data;
+		asm volatile("" : "+r"(spec));
+	} else {
+		spec = bpf_map_lookup_elem(&probe_specs, &key);
+	}
+	out = bpf_map_lookup_elem(&expr_out, &depth);
+	if (!spec || !out || i >= MAX_ARGS)
+		return -1;
+	/* i is 64 bits wide: a global function's arguments are, to the verifier. */
+	a = &spec->args[i];
+	n = a->nread;
+	user = a->leaf_flags & LEAF_USER;
+	for (__u32 k = 0; k < MAX_READS; k++) {
+		if (k >= n)
 			break;
-		v += a->read_off[i];
-		if (read_int(&v, 8, v, user_addr(v)))
-			goto fault;
+		v += a->read_off[k];
+		if (read_int(&v, 8, v, user || user_addr(v)))
+			return -1;
 	}
 	v += a->leaf_off;
-	if (a->leaf == LEAF_READ && read_int(&v, a->leaf_size, v, user_addr(v)))
+	if (a->leaf == LEAF_READ) {
+		if (a->leaf_flags & LEAF_STR) {
+			/* A char *: the string's address. */
+			if (read_int(&v, 8, v, user || user_addr(v)))
+				return -1;
+		} else {
+			if (read_int(&v, a->leaf_size, v, user || user_addr(v)))
+				return -1;
+			v = extend(v, a->leaf_size, a->leaf_flags & LEAF_SIGNED);
+		}
+	}
+	*out = v;
+	return 0;
+}
+
+/*
+ * The value of arg i's expression on v (see expr_eval); a LEAF_STR copies
+ * the C string at the result into the arg's string slot and returns its
+ * length.
+ */
+static __always_inline __u64 expr(const struct arg_spec *a, __u64 v, struct sample *s, const int with_strs,
+				  __u16 *flags, __u32 key, __u32 i, __u32 depth)
+{
+	__u64 *out;
+
+	if (expr_eval(v, key, i, depth))
 		goto fault;
+	out = bpf_map_lookup_elem(&expr_out, &depth);
+	if (!out)
+		goto fault;
+	v = *out;
 	if (a->leaf_flags & LEAF_STR) {
 		if (!with_strs)
 			return 0;
-		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], v, STR_LEN, user_addr(v), flags);
+		return read_str(s->strs[a->str_slot & (MAX_STRS - 1)], v, STR_LEN,
+				(a->leaf_flags & LEAF_USER) || user_addr(v), flags);
 	}
-	if (a->leaf == LEAF_READ)
-		v = extend(v, a->leaf_size, a->leaf_flags & LEAF_SIGNED);
 	return v;
 fault:
 	if (with_strs && (a->leaf_flags & LEAF_STR))
@@ -722,7 +800,7 @@ fault:
 
 /* Value of one uprobe/uretprobe/USDT/kprobe/kretprobe arg; string kinds write into strs. */
 static __always_inline __u64 uprobe_arg(void *ctx, const struct arg_spec *a, struct sample *s,
-					const int with_strs, __u16 *flags)
+					const int with_strs, __u16 *flags, __u32 key, __u32 i, __u32 depth)
 {
 	__u64 v = 0, base = 0;
 	long err = 0;
@@ -777,7 +855,7 @@ static __always_inline __u64 uprobe_arg(void *ctx, const struct arg_spec *a, str
 		return 0;
 	}
 	if (a->leaf)
-		return expr(a, v, s, with_strs, flags);
+		return expr(a, v, s, with_strs, flags, key, i, depth);
 	return v;
 }
 
@@ -846,7 +924,7 @@ static __always_inline __u64 tp_arg(void *ctx, const struct arg_spec *a, struct 
  * the verifier inlines it and bpf_get_func_ret.
  */
 static __always_inline __u64 func_arg(void *ctx, const struct arg_spec *a, struct sample *s,
-				      const int with_strs, __u16 *flags)
+				      const int with_strs, __u16 *flags, __u32 key, __u32 i, __u32 depth)
 {
 	__u64 v = 0;
 	long err = 0;
@@ -880,13 +958,14 @@ static __always_inline __u64 func_arg(void *ctx, const struct arg_spec *a, struc
 		return 0;
 	}
 	if (a->leaf)
-		return expr(a, v, s, with_strs, flags);
+		return expr(a, v, s, with_strs, flags, key, i, depth);
 	return v;
 }
 
 /* Fill a reserved record that has room for cap args (and strings if with_strs). */
 static __always_inline void fill(void *ctx, const struct probe_spec *spec, struct sample *s, __u64 now,
-				 __u64 pid_tgid, __u32 cpu, const __u32 cap, const int with_strs, const int ctx_kind)
+				 __u64 pid_tgid, __u32 cpu, const __u32 cap, const int with_strs, const int ctx_kind,
+				 __u32 key, __u32 depth)
 {
 	__u32 n = spec->nargs;
 	__u16 flags = 0;
@@ -911,9 +990,9 @@ static __always_inline void fill(void *ctx, const struct probe_spec *spec, struc
 			if (ctx_kind == CTX_TP)
 				v = tp_arg(ctx, &spec->args[i], s, with_strs, &flags);
 			else if (ctx_kind == CTX_FUNC)
-				v = func_arg(ctx, &spec->args[i], s, with_strs, &flags);
+				v = func_arg(ctx, &spec->args[i], s, with_strs, &flags, key, i, depth);
 			else
-				v = uprobe_arg(ctx, &spec->args[i], s, with_strs, &flags);
+				v = uprobe_arg(ctx, &spec->args[i], s, with_strs, &flags, key, i, depth);
 		}
 		s->args[i] = v;
 	}
@@ -976,10 +1055,11 @@ static __always_inline int emit_comm(void *rb, struct cpu_state *st, __u64 now, 
  * its sample. Returns nonzero if the ring is full.
  */
 static __always_inline int emit_stack(void *ctx, void *rb, struct cpu_state *st, __u64 now, __u64 pid_tgid,
-				      __u32 cpu, const struct probe_spec *spec, const int user, const int ctx_kind)
+				      __u32 cpu, const struct probe_spec *spec, const int user, const int ctx_kind,
+				      __u32 nest)
 {
-	__u32 zero = 0, depth = user ? spec->ustack : spec->kstack;
-	struct stack_record *r = bpf_map_lookup_elem(&stack_scratch, &zero);
+	__u32 depth = user ? spec->ustack : spec->kstack;
+	struct stack_record *r = bpf_map_lookup_elem(&stack_scratch, &nest);
 	__u64 sp = 0;
 	long n;
 
@@ -1062,11 +1142,11 @@ static __always_inline __u64 low_bytes(__u64 w, __u32 len)
  * functions take only scalars and the context on older kernels, hence the
  * key and the lookups here.
  */
-__noinline int filter_pass(__u32 key)
+__noinline int filter_pass(__u32 key, __u32 depth)
 {
 	const struct probe_spec *spec;
 	struct sample *s;
-	__u32 n, zero = 0;
+	__u32 n;
 	__u64 stack = 0, comm[2] = {}, x, b;
 
 	if (fixed_spec != FIXED_SPEC_COOKIE) {
@@ -1075,7 +1155,7 @@ __noinline int filter_pass(__u32 key)
 	} else {
 		spec = bpf_map_lookup_elem(&probe_specs, &key);
 	}
-	s = bpf_map_lookup_elem(&sample_scratch, &zero);
+	s = bpf_map_lookup_elem(&sample_scratch, &depth);
 	if (!spec || !s)
 		return 0;
 	n = spec->npred;
@@ -1148,7 +1228,7 @@ static __always_inline int wanted(__u64 pid_tgid)
 	return !filter_tgid || tgid == filter_tgid;
 }
 
-static __always_inline int record(void *ctx, const int ctx_kind)
+static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 {
 	int self;
 	__u64 now, pid_tgid;
@@ -1186,11 +1266,11 @@ static __always_inline int record(void *ctx, const int ctx_kind)
 		 * and send nothing, not even the comm or the stacks, unless
 		 * it passes.
 		 */
-		s = bpf_map_lookup_elem(&sample_scratch, &zero);
+		s = bpf_map_lookup_elem(&sample_scratch, &depth);
 		if (!s)
 			return 0;
-		fill(ctx, spec, s, 0, pid_tgid, cpu, MAX_ARGS, 1, ctx_kind);
-		if (!filter_pass(key)) {
+		fill(ctx, spec, s, 0, pid_tgid, cpu, MAX_ARGS, 1, ctx_kind, key, depth);
+		if (!filter_pass(key, depth)) {
 			key = spec->probe_id;
 			cnt = bpf_map_lookup_elem(&filtered, &key);
 			if (cnt)
@@ -1206,9 +1286,9 @@ static __always_inline int record(void *ctx, const int ctx_kind)
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!rb || !st || emit_comm(rb, st, now, pid_tgid, cpu))
 		goto lost;
-	if (spec->kstack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 0, ctx_kind))
+	if (spec->kstack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 0, ctx_kind, depth))
 		goto lost;
-	if (spec->ustack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 1, ctx_kind))
+	if (spec->ustack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 1, ctx_kind, depth))
 		goto lost;
 	if (s) {
 		/* The class's prefix of the scratch sample: a copy into the ring. */
@@ -1245,7 +1325,7 @@ static __always_inline int record(void *ctx, const int ctx_kind)
 	s = bpf_ringbuf_reserve(rb, (bytes), 0);                                 \
 	if (!s)                                                                  \
 		goto lost;                                                       \
-	fill(ctx, spec, s, now, pid_tgid, cpu, (cap), (with_strs), ctx_kind);    \
+	fill(ctx, spec, s, now, pid_tgid, cpu, (cap), (with_strs), ctx_kind, key, depth); \
 	break;
 
 	switch (spec->size_class) {
@@ -1273,6 +1353,32 @@ lost:
 	cnt = bpf_map_lookup_elem(&lost, &key);
 	if (cnt)
 		*cnt += 1;
+	return 0;
+}
+
+/*
+ * Record one event at this CPU's next nesting depth (see SCRATCH_DEPTH). The
+ * depth map is looked up again at the end rather than kept live across
+ * record_at, which the verifier would otherwise carry through every path.
+ */
+static __always_inline int record(void *ctx, const int ctx_kind)
+{
+	__u32 zero = 0, d;
+	__u32 *nest;
+
+	if (!armed)
+		return 0;
+	nest = bpf_map_lookup_elem(&nesting, &zero);
+	if (!nest)
+		return 0;
+	d = *nest;
+	if (d >= SCRATCH_DEPTH)
+		return 0;
+	*nest = d + 1;
+	record_at(ctx, ctx_kind, d);
+	nest = bpf_map_lookup_elem(&nesting, &zero);
+	if (nest)
+		*nest = d;
 	return 0;
 }
 

@@ -175,8 +175,10 @@ type bpftapeStackRecord struct {
 const (
 	bpftapeMapCommGen           = "comm_gen"
 	bpftapeMapCpuState          = "cpu_state"
+	bpftapeMapExprOut           = "expr_out"
 	bpftapeMapFiltered          = "filtered"
 	bpftapeMapLost              = "lost"
+	bpftapeMapNesting           = "nesting"
 	bpftapeMapProbeSpecs        = "probe_specs"
 	bpftapeMapRings             = "rings"
 	bpftapeMapSampleScratch     = "sample_scratch"
@@ -263,8 +265,10 @@ type bpftapeProgramSpecs struct {
 type bpftapeMapSpecs struct {
 	CommGen       *ebpf.MapSpec `ebpf:"comm_gen"`
 	CpuState      *ebpf.MapSpec `ebpf:"cpu_state"`
+	ExprOut       *ebpf.MapSpec `ebpf:"expr_out"`
 	Filtered      *ebpf.MapSpec `ebpf:"filtered"`
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
+	Nesting       *ebpf.MapSpec `ebpf:"nesting"`
 	ProbeSpecs    *ebpf.MapSpec `ebpf:"probe_specs"`
 	Rings         *ebpf.MapSpec `ebpf:"rings"`
 	SampleScratch *ebpf.MapSpec `ebpf:"sample_scratch"`
@@ -315,8 +319,10 @@ func (o *bpftapeObjects) Close() error {
 type bpftapeMaps struct {
 	CommGen       *ebpf.Map `ebpf:"comm_gen"`
 	CpuState      *ebpf.Map `ebpf:"cpu_state"`
+	ExprOut       *ebpf.Map `ebpf:"expr_out"`
 	Filtered      *ebpf.Map `ebpf:"filtered"`
 	Lost          *ebpf.Map `ebpf:"lost"`
+	Nesting       *ebpf.Map `ebpf:"nesting"`
 	ProbeSpecs    *ebpf.Map `ebpf:"probe_specs"`
 	Rings         *ebpf.Map `ebpf:"rings"`
 	SampleScratch *ebpf.Map `ebpf:"sample_scratch"`
@@ -328,8 +334,10 @@ func (m *bpftapeMaps) Close() error {
 	return _BpftapeClose(
 		m.CommGen,
 		m.CpuState,
+		m.ExprOut,
 		m.Filtered,
 		m.Lost,
+		m.Nesting,
 		m.ProbeSpecs,
 		m.Rings,
 		m.SampleScratch,

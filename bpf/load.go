@@ -457,6 +457,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		Lost       *ebpf.Map      `ebpf:"lost"`
 		Filtered   *ebpf.Map      `ebpf:"filtered"`
 		Samples    *ebpf.Map      `ebpf:"sample_scratch"`
+		ExprOut    *ebpf.Map      `ebpf:"expr_out"`
+		Nesting    *ebpf.Map      `ebpf:"nesting"`
 		CommGen    *ebpf.Map      `ebpf:"comm_gen"`
 		CPUState   *ebpf.Map      `ebpf:"cpu_state"`
 		Traced     *ebpf.Map      `ebpf:"traced"`
@@ -475,7 +477,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		Rings: loaded.Rings, ProbeSpecs: loaded.ProbeSpecs, Lost: loaded.Lost, Filtered: loaded.Filtered, CommGen: loaded.CommGen,
 		CPUState: loaded.CPUState, Traced: loaded.Traced, TrackFork: loaded.TrackFork,
 		Armed: loaded.Armed, Tracked: loaded.Tracked, Untracked: loaded.Untracked,
-		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples},
+		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut, loaded.Nesting},
 	}
 	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
 	btfCache := btf.NewCache()
@@ -484,7 +486,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
 			bpftapeMapCommGen: objs.CommGen, bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
 			bpftapeMapStackScratch: loaded.Scratch, bpftapeMapFiltered: objs.Filtered,
-			bpftapeMapSampleScratch: loaded.Samples, ".bss": loaded.Bss, ".rodata": loaded.Rodata,
+			bpftapeMapSampleScratch: loaded.Samples, bpftapeMapExprOut: loaded.ExprOut,
+			bpftapeMapNesting: loaded.Nesting, ".bss": loaded.Bss, ".rodata": loaded.Rodata,
 		}
 		cs := spec
 		if fixed != fixedSpecCookie {

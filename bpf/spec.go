@@ -190,6 +190,10 @@ const (
 
 	LeafSigned uint8 = 1
 	LeafStr    uint8 = 2
+	// LeafUser reads user memory only, whatever the address: a uprobe's
+	// pointers are the traced program's, which must not make the
+	// recorder copy kernel memory.
+	LeafUser uint8 = 4
 
 	// MaxReads is how many pointer loads one expression makes.
 	MaxReads = 4
@@ -518,7 +522,7 @@ func (a *ArgSpec) validateExpr() error {
 		return fmt.Errorf("an expression's base is %d bytes wide, want 8", a.Size)
 	case a.Nread > MaxReads:
 		return fmt.Errorf("%d pointer loads: at most %d", a.Nread, MaxReads)
-	case a.LeafFlags&^(LeafSigned|LeafStr) != 0:
+	case a.LeafFlags&^(LeafSigned|LeafStr|LeafUser) != 0:
 		return fmt.Errorf("unknown expression leaf flags %#x", a.LeafFlags)
 	case a.Leaf == LeafRead && a.LeafFlags&LeafStr == 0 && !validSize(a.LeafSize):
 		return fmt.Errorf("leaf size %d is not 1, 2, 4 or 8", a.LeafSize)

@@ -161,6 +161,13 @@ func resolveExpr(f *probespec.Field, base exprBase, src ctypes.Source) (bpf.ArgS
 		if leaf != nil && acc.Leaf != ctypes.LeafAddr && leaf.Kind != ctypes.Pointer {
 			return a, 0, fmt.Errorf("%w: str(%s): %s is not a pointer", ErrExpr, f.FieldName(), leaf)
 		}
+		// A char * (or a void *, or an untyped value): not a pointer to
+		// a struct, whose bytes are no string.
+		if leaf != nil && leaf.Kind == ctypes.Pointer && !leaf.IsCharPointer() {
+			if e := leaf.Elem(); e != nil && e.Kind != ctypes.Void {
+				return a, 0, fmt.Errorf("%w: str(%s): %s does not point to chars: name a char * or char array member, or cast", ErrExpr, f.FieldName(), leaf)
+			}
+		}
 		return a, format.String, nil
 	case acc.Leaf == ctypes.LeafAddr:
 		return a, 0, fmt.Errorf("%w: %s is %s: name an element, or record it as a string with str()", ErrExpr, f.FieldName(), leaf)
@@ -174,12 +181,20 @@ func resolveExpr(f *probespec.Field, base exprBase, src ctypes.Source) (bpf.ArgS
 	if f.Type != format.TypeInvalid {
 		t = f.Type // the user's :TYPE: the value cut to its width
 	}
+	// What to read, and how to extend it, as a C conversion from the
+	// source type to the recorded one does: a narrower :TYPE cuts the
+	// value (the low bytes come first, little-endian) and extends by its
+	// own sign; a wider one extends the source by the source's sign.
+	srcSize, srcSigned := uint8(acc.Size), acc.Signed
+	if srcSize == 0 || srcSize > 8 {
+		srcSize = 8
+	}
 	size, signed := uint8(t.Size()), t.Signed()
+	if size > srcSize {
+		size, signed = srcSize, srcSigned
+	}
 	if acc.Leaf == ctypes.LeafRead {
-		a.Leaf, a.LeafSize = bpf.LeafRead, uint8(acc.Size)
-		if f.Type != format.TypeInvalid {
-			a.LeafSize = min(uint8(acc.Size), size) // little-endian: the low bytes come first
-		}
+		a.Leaf, a.LeafSize = bpf.LeafRead, size
 		if signed {
 			a.LeafFlags = bpf.LeafSigned
 		}
@@ -256,13 +271,17 @@ func typedArg(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source) 
 	default:
 		name := f.Name
 		if f.Source == probespec.Arg {
-			// argN is a 64-bit integer, as in bpftrace: argN + 12 adds
-			// bytes, whatever the parameter's type.
-			if fn == nil || f.Arg >= len(fn.Params) || hasLeadingCast(f) {
+			// argN is the Nth integer argument register, as a plain argN
+			// reads it, and a 64-bit integer, as in bpftrace: argN + 12
+			// adds bytes. Its type is that of the parameter in that
+			// register, if one is there whole (a float or a two-register
+			// struct before it shifts the parameters).
+			p := paramInReg(fn, f.Arg)
+			if p == nil || hasLeadingCast(f) {
 				base.arg = bpf.ArgSpec{Kind: bpf.KindReg, Reg: bpf.ArgRegs[f.Arg]}
 				break
 			}
-			name = fn.Params[f.Arg].ArgName()
+			name = p.ArgName()
 		}
 		if fn == nil {
 			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %s: no debug info names the function's parameters: use argN", ErrExpr, f.FieldName())
@@ -438,4 +457,22 @@ func funcExpr(f *probespec.Field, kf *KernelFunc) (bpf.ArgSpec, format.Type, err
 		return bpf.ArgSpec{}, 0, fmt.Errorf("%w: str() of a fexit's retval is not supported", ErrExpr)
 	}
 	return resolveExpr(f, base, src)
+}
+
+// argRegNames are ctypes' names of the registers of arg0..arg5.
+var argRegNames = [...]string{"di", "si", "dx", "cx", "r8", "r9"}
+
+// paramInReg returns the parameter of fn that is, whole, in the register of
+// argN at the entry, or nil.
+func paramInReg(fn *ctypes.Func, n int) *ctypes.Param {
+	if fn == nil || n < 0 || n >= len(argRegNames) {
+		return nil
+	}
+	for i := range fn.Params {
+		p := &fn.Params[i]
+		if p.Err == nil && p.Loc.Reg == argRegNames[n] && p.Loc.Reg2 == "" && !p.Loc.Indirect {
+			return p
+		}
+	}
+	return nil
 }

@@ -73,7 +73,7 @@ func testExpressions(t *testing.T, b exprsBuild) {
 		Command:  []string{b.exe, "30"},
 		Probes: []string{
 			"dflt=u:" + b.exe + ":rx",
-			"e=u:" + b.exe + ":rx(size, delta, req->id, req->hdr.kind, req->hdr.size, req->next->id, str(req->name), str(req->tag), req->vals[1], str(label), *(u32 *)(arg0 + 12))",
+			"e=u:" + b.exe + ":rx(size, delta:s64, req->id, req->hdr.kind, req->hdr.size, req->next->id, str(req->name), str(req->tag), req->vals[1], str(label), *(u32 *)(arg0 + 12))",
 			"ur:" + b.exe + ":rx",
 			"big=u:" + b.exe + ":rx(size, req->hdr.size)/size >= 4096 && req->hdr.size != 901/",
 		},
@@ -94,7 +94,7 @@ func testExpressions(t *testing.T, b exprsBuild) {
 	}
 	for probe, fields := range map[string]map[string]format.Type{
 		"dflt": {"req": format.Uint64, "size": format.Uint32, "delta": format.Int16, "label": format.Uint64},
-		"e": {"size": format.Uint32, "delta": format.Int16, "req->id": format.Int64, "req->hdr.kind": format.Uint16,
+		"e": {"size": format.Uint32, "delta": format.Int64, "req->id": format.Int64, "req->hdr.kind": format.Uint16,
 			"req->hdr.size": format.Uint32, "req->next->id": format.Int64, "req->name": format.String, "req->tag": format.String,
 			"req->vals[1]": format.Int32, "label": format.String, "*(u32 *)(arg0 + 12)": format.Uint32},
 		"rx:return": {"retval": format.Int64},
@@ -166,6 +166,7 @@ func TestExpressionErrors(t *testing.T) {
 		"u:" + exe + ":rx(req->hdr)":                              "name one of its members",
 		"u:" + exe + ":rx(size->x)":                               "",
 		"u:" + exe + ":rx(str(size))":                             "not a",
+		"u:" + exe + ":rx(str(req))":                              "does not point to chars",
 		"u:" + exe + ":rx(req.id)":                                "",
 		"u:" + exe + ":rx+4(size)":                                "only at the function's entry",
 		"u:" + exe + ":rx(req->next->next->next->next->next->id)": "",
@@ -265,4 +266,33 @@ func TestKernelExpressions(t *testing.T) {
 		t.Errorf("str(file->f_path.dentry->d_name.name): %+v %v, want %+v string", a, typ, want)
 	}
 	t.Logf("t->task: read 8 at +%d; file name: load at +%d, string pointer at +%d", taskOff, want.ReadOff[0], want.LeafOff)
+}
+
+// TestUprobeExprUserMemory checks that a uprobe's expressions read user
+// memory only (bpf.LeafUser): the traced program sets the pointers, and a
+// kernel address in one must fault, not be copied into the capture. A
+// kprobe's read either memory, by address.
+func TestUprobeExprUserMemory(t *testing.T) {
+	exe := buildExprs(t)["O2"].exe
+	spec, err := probespec.Parse("u:" + exe + ":rx(size, req->id, str(req->name))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &resolver{warn: func(string) {}}
+	p, err := r.resolve(spec, "rx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := p.atts[0].spec.Args
+	if args[0].Leaf != bpf.LeafNone || args[0].LeafFlags != 0 {
+		t.Errorf("size: %+v, want a plain register", args[0])
+	}
+	for i := 1; i <= 2; i++ {
+		if args[i].Leaf == bpf.LeafNone || args[i].LeafFlags&bpf.LeafUser == 0 {
+			t.Errorf("field %d: %+v, want an expression with LeafUser", i, args[i])
+		}
+	}
+	if err := p.atts[0].spec.Validate(); err != nil {
+		t.Error(err)
+	}
 }

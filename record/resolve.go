@@ -276,6 +276,12 @@ func (r *resolver) uprobe(p *probe) error {
 	if err != nil {
 		return err
 	}
+	for i := range args {
+		if args[i].Leaf != bpf.LeafNone {
+			// The traced program sets the pointers: user memory only.
+			args[i].LeafFlags |= bpf.LeafUser
+		}
+	}
 	if isGo(path) {
 		if ret {
 			r.warn(fmt.Sprintf("%s: %s is a Go program: Go moves goroutine stacks, which breaks uretprobes (the kernel "+
@@ -369,6 +375,10 @@ func (r *resolver) kprobe(p *probe) error {
 	// Only fields that ask for types get them: a kprobe's defaults stay
 	// arg0..arg5 and retval, as in BCC and bpftrace.
 	if s.Fields != nil && needsTypes(s.Fields) {
+		if s.Offset != 0 {
+			return fmt.Errorf("%w: parameters are where the ABI puts them only at the function's entry, and the probe is at %s+%#x: use argN",
+				ErrExpr, s.Symbol, s.Offset)
+		}
 		var err error
 		if fn, src, err = kernelFuncTypes(s.Symbol); err != nil {
 			return err

@@ -2,6 +2,7 @@ package probespec
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -40,11 +41,17 @@ type Filter struct {
 	L, R *Filter
 	// A comparison (FilterCmp): Operand Cmp the constant, with the
 	// operand always on the left (5 < x is read as x > 5).
-	Operand string // a field name, "pid", "tid", "cpu" or "comm"
+	Operand string // a field name, "pid", "tid", "cpu" or "comm"; args.NAME is the field NAME
 	Cmp     string // ==, !=, <, <=, >, >=
-	Int     int64
-	Str     string // for comm
-	IsStr   bool
+	// Int is the constant's 64 bits: negative when Neg, else read as
+	// unsigned (0xffff888000000000 has them all).
+	Int   int64
+	Neg   bool
+	Str   string // for comm
+	IsStr bool
+	// Builtin says that pid, tid, cpu or comm is the event's, even if the
+	// probe records a field of that name (--pid and --comm).
+	Builtin bool
 }
 
 // MaxFilterCmps bounds a filter's comparisons: the BPF program runs at
@@ -66,6 +73,9 @@ func (f *Filter) String() string {
 	}
 	if f.IsStr {
 		return f.Operand + " " + f.Cmp + " " + strconv.Quote(f.Str)
+	}
+	if !f.Neg {
+		return f.Operand + " " + f.Cmp + " " + strconv.FormatUint(uint64(f.Int), 10)
 	}
 	return f.Operand + " " + f.Cmp + " " + strconv.FormatInt(f.Int, 10)
 }
@@ -215,14 +225,19 @@ func (p *exprParser) cmp() (*Filter, error) {
 	if operand == "comm" {
 		return nil, exprErrorf("comm %s %s: compare comm with a \"string\"", op, constant)
 	}
-	n, err := parseInt(strings.TrimPrefix(constant, "-"))
+	if rest, neg := strings.CutPrefix(constant, "-"); neg {
+		u, err := strconv.ParseUint(rest, 0, 64)
+		if err != nil || u > 1<<63 {
+			return nil, exprErrorf("%s: want an integer from %d", constant, int64(math.MinInt64))
+		}
+		f.Int, f.Neg = -int64(u), u != 0
+		return f, nil
+	}
+	u, err := strconv.ParseUint(constant, 0, 64)
 	if err != nil {
-		return nil, err
+		return nil, exprErrorf("want an integer, got %q", constant)
 	}
-	if strings.HasPrefix(constant, "-") {
-		n = -n
-	}
-	f.Int = n
+	f.Int = int64(u)
 	return f, nil
 }
 
@@ -249,11 +264,12 @@ func (p *exprParser) term() (string, error) {
 		for p.peek() == "->" || p.peek() == "." || p.peek() == "[" {
 			op := p.next()
 			if op == "[" {
-				n := p.next()
-				if err := p.expect("]"); err != nil || !isDigits(n) {
+				// The index as the field's name has it: decimal.
+				n, err := strconv.ParseUint(p.next(), 0, 63)
+				if err != nil || p.expect("]") != nil {
 					return "", exprErrorf("want [N] in %s", name)
 				}
-				name += "[" + n + "]"
+				name += "[" + strconv.FormatUint(n, 10) + "]"
 				continue
 			}
 			m := p.next()
@@ -284,7 +300,12 @@ func cutFilter(text string) (probe, filter string, ok bool, err error) {
 	for i := len(t) - 2; i >= 0; i-- {
 		switch t[i] {
 		case '"':
-			if i == 0 || t[i-1] != '\\' {
+			// Escaped by an odd run of backslashes before it.
+			bs := 0
+			for k := i - 1; k >= 0 && t[k] == '\\'; k-- {
+				bs++
+			}
+			if bs%2 == 0 {
 				inStr = !inStr
 			}
 		case '/':

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/bpftape/bpftape/bpf"
@@ -33,13 +34,13 @@ func processFilter(pids []int, comms []string) (*probespec.Filter, error) {
 		if p <= 0 {
 			return nil, fmt.Errorf("%w: --pid %d: want a process id above 0", ErrFilter, p)
 		}
-		byPID = append(byPID, &probespec.Filter{Op: probespec.FilterCmp, Operand: "pid", Cmp: "==", Int: int64(p)})
+		byPID = append(byPID, &probespec.Filter{Op: probespec.FilterCmp, Operand: "pid", Cmp: "==", Int: int64(p), Builtin: true})
 	}
 	for _, c := range comms {
 		if c == "" || len(c) >= bpf.CommLen || strings.IndexByte(c, 0) >= 0 {
 			return nil, fmt.Errorf("%w: --comm %q: a comm is 1 to %d bytes (the kernel cuts longer names)", ErrFilter, c, bpf.CommLen-1)
 		}
-		byComm = append(byComm, &probespec.Filter{Op: probespec.FilterCmp, Operand: "comm", Cmp: "==", Str: c, IsStr: true})
+		byComm = append(byComm, &probespec.Filter{Op: probespec.FilterCmp, Operand: "comm", Cmp: "==", Str: c, IsStr: true, Builtin: true})
 	}
 	p, c := anyOf(byPID), anyOf(byComm)
 	switch {
@@ -116,67 +117,97 @@ func compileFilter(f *probespec.Filter, fields []format.Field, nargs int, spec *
 	return nil
 }
 
-// compileCmp compiles one comparison.
+// compileCmp compiles one comparison. pid, tid, cpu and comm are the
+// event's; a probe that records a field of one of those names must name
+// the field args.NAME, and the builtin alone is refused as ambiguous
+// (--pid and --comm, Builtin, always mean the event's).
 func compileCmp(f *probespec.Filter, fields []format.Field, nargs int) (bpf.PredOp, error) {
 	op := bpf.PredOp{Op: cmpOps[f.Cmp]}
-	switch f.Operand {
-	case "pid":
-		op.Operand = bpf.OperandPID
-	case "tid":
-		op.Operand = bpf.OperandTID
-	case "cpu":
-		op.Operand = bpf.OperandCPU
-	case "comm":
-		var b [bpf.CommLen]byte
-		copy(b[:], f.Str)
-		op.Operand, op.Len = bpf.OperandComm, uint8(len(f.Str)+1)
-		op.Val, op.Val2 = binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])
+	field := func(name string) int {
+		for k := range nargs {
+			if fields[k].Name == name {
+				return k
+			}
+		}
+		return -1
+	}
+	name, isArg := strings.CutPrefix(f.Operand, "args.")
+	if builtinOperands[name] && !isArg {
+		if !f.Builtin && field(name) >= 0 {
+			return op, fmt.Errorf("%w: %s: the probe records a field %s too: write args.%s for the field (%s alone would be the event's)",
+				ErrFilter, f, name, name, name)
+		}
+		if f.IsStr != (name == "comm") {
+			if f.IsStr {
+				return op, fmt.Errorf("%w: %s: only comm compares with a string", ErrFilter, f)
+			}
+			return op, fmt.Errorf("%w: %s: compare comm with a \"string\"", ErrFilter, f)
+		}
+		switch name {
+		case "pid":
+			op.Operand = bpf.OperandPID
+		case "tid":
+			op.Operand = bpf.OperandTID
+		case "cpu":
+			op.Operand = bpf.OperandCPU
+		case "comm":
+			var b [bpf.CommLen]byte
+			copy(b[:], f.Str)
+			op.Operand, op.Len = bpf.OperandComm, uint8(len(f.Str)+1)
+			op.Val, op.Val2 = binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])
+			return op, nil
+		}
+		if f.Neg || uint64(f.Int) > math.MaxUint32 {
+			return op, fmt.Errorf("%w: %s: %s holds 0..%d", ErrFilter, f, name, uint64(math.MaxUint32))
+		}
+		op.Val = uint64(f.Int)
 		return op, nil
-	default:
-		i := -1
+	}
+	i := field(name)
+	if i < 0 {
 		var names []string
 		for k := range nargs {
 			names = append(names, fields[k].Name)
-			if fields[k].Name == f.Operand {
-				i = k
-			}
 		}
-		if i < 0 {
-			return op, fmt.Errorf("%w: %s: the probe records no field %q; a filter compares recorded fields (%s), pid, tid, cpu or comm",
-				ErrFilter, f, f.Operand, strings.Join(names, ", "))
-		}
-		t := fields[i].Type
-		if !t.IsInt() {
-			return op, fmt.Errorf("%w: %s: field %s is a %s; a filter compares integers, and comm with a string", ErrFilter, f, f.Operand, probespec.TypeName(t))
-		}
-		op.Operand, op.Field = bpf.OperandField, uint8(i)
-		if t.Signed() {
-			op.IsSigned = 1
-		} else if f.Int < 0 {
-			return op, fmt.Errorf("%w: %s: field %s is unsigned (%s); compare it with a constant of 0 or more", ErrFilter, f, f.Operand, probespec.TypeName(t))
-		}
-		op.Val = uint64(f.Int)
-		// The program compares the recorded value, extended to 64 bits.
-		if t.Size() < 8 {
-			lo, hi := intRange(t)
-			if f.Int < lo || f.Int > hi {
-				return op, fmt.Errorf("%w: %s: %s holds %d..%d (%s)", ErrFilter, f, f.Operand, lo, hi, probespec.TypeName(t))
-			}
-		}
+		return op, fmt.Errorf("%w: %s: the probe records no field %q; a filter compares recorded fields (%s), pid, tid, cpu or comm",
+			ErrFilter, f, name, strings.Join(names, ", "))
 	}
-	if f.IsStr {
-		return op, fmt.Errorf("%w: %s: only comm compares with a string", ErrFilter, f)
+	t := fields[i].Type
+	if !t.IsInt() || f.IsStr {
+		return op, fmt.Errorf("%w: %s: field %s is a %s; a filter compares integer fields with integers, and comm with a string",
+			ErrFilter, f, name, probespec.TypeName(t))
 	}
-	op.Val = uint64(f.Int)
-	if op.Operand != bpf.OperandField && f.Int < 0 {
-		return op, fmt.Errorf("%w: %s: %s is never negative", ErrFilter, f, f.Operand)
+	op.Operand, op.Field, op.Val = bpf.OperandField, uint8(i), uint64(f.Int)
+	// The program compares the recorded value, extended to 64 bits.
+	lo, hi := intRange(t)
+	switch {
+	case t.Signed():
+		op.IsSigned = 1
+		if !f.Neg && f.Int < 0 || f.Int < lo || f.Int > hi {
+			return op, fmt.Errorf("%w: %s: %s holds %d..%d (%s)", ErrFilter, f, name, lo, hi, probespec.TypeName(t))
+		}
+	case f.Neg:
+		return op, fmt.Errorf("%w: %s: field %s is unsigned (%s); compare it with a constant of 0 or more", ErrFilter, f, name, probespec.TypeName(t))
+	case t.Size() < 8 && uint64(f.Int) > uint64(hi):
+		return op, fmt.Errorf("%w: %s: %s holds 0..%d (%s)", ErrFilter, f, name, hi, probespec.TypeName(t))
 	}
 	return op, nil
 }
 
-// intRange is the range of a narrow integer type.
+// builtinOperands are what every event has: a filter compares them
+// without recording them.
+var builtinOperands = map[string]bool{"pid": true, "tid": true, "cpu": true, "comm": true}
+
+// intRange is the range of an integer type (of a u64: 0..MaxInt64, the
+// upper half being checked apart).
 func intRange(t format.Type) (lo, hi int64) {
 	bits := uint(t.Size() * 8)
+	if bits == 64 {
+		if t.Signed() {
+			return math.MinInt64, math.MaxInt64
+		}
+		return 0, math.MaxInt64
+	}
 	if t.Signed() {
 		return -1 << (bits - 1), 1<<(bits-1) - 1
 	}

@@ -16,6 +16,20 @@ import (
 // ordinary string field, so every reader and verb sees it ("hist --by host").
 const HostField = "host"
 
+// HostFieldIndex returns the index in p's fields of the host field a
+// merge added, or -1: only a merged capture (one with Inputs) has one, and
+// a field a probe recorded under that name (a parameter called host) is
+// not it.
+func (m *Meta) HostFieldIndex(p *Probe) int {
+	if len(m.Inputs) == 0 {
+		return -1
+	}
+	if fi := p.Field(HostField); fi >= 0 && p.Fields[fi].Type == String {
+		return fi
+	}
+	return -1
+}
+
 // MergeOptions describe the merged capture; Writer.Compression defaults to
 // the first input's.
 type MergeOptions struct {

@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand"
 	"path/filepath"
 	"slices"
@@ -318,5 +319,33 @@ func BenchmarkLatencyPairing(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/400_000, "ns/event")
 		})
+	}
+}
+
+// TestRecordedHostField: a field a probe recorded under the name host (a
+// parameter called host) is not a merged capture's host: events pair by
+// thread as in any capture, and nothing treats it as a host name.
+func TestRecordedHostField(t *testing.T) {
+	const sb = 1_000_000
+	m := &format.Meta{Host: "h", StartBoot: sb, StartWall: time.Unix(0, 0), Window: &format.Window{Start: sb},
+		Probes: []format.Probe{
+			{Name: "in", Fields: []format.Field{{Name: "host", Type: format.Uint64}, {Name: "port", Type: format.Uint64}}},
+			{Name: "out"},
+		}}
+	var rows []row
+	for i := range 5 {
+		ts := int64(sb + 1000*(i+1))
+		rows = append(rows, row{probe: 0, tid: 7, t: ts, ints: []uint64{uint64(100 + i), 80}}, row{probe: 1, tid: 7, t: ts + 10})
+	}
+	c := writeCaptureMeta(t, m, rows, sb+10_000)
+	res, _, err := Latency(c, LatencyOptions{Entry: "in", Return: "out"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Calls != 5 || res.UnmatchedReturns != 0 || res.UnmatchedEntries != 0 {
+		t.Errorf("calls %d, unmatched returns %d, entries %d; want 5, 0, 0", res.Calls, res.UnmatchedReturns, res.UnmatchedEntries)
+	}
+	if fi := c.Meta().HostFieldIndex(&c.Meta().Probes[0]); fi != -1 {
+		t.Errorf("HostFieldIndex = %d in a capture that was not merged", fi)
 	}
 }

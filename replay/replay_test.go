@@ -26,6 +26,12 @@ func writeCapture(t *testing.T, probes []format.Probe, rows []row) *Capture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "c.arrow")
 	m := &format.Meta{Host: "h", StartBoot: 1000, StartWall: time.Unix(0, 0), Probes: probes}
+	for _, p := range probes {
+		if fi := p.Field(format.HostField); fi >= 0 && p.Fields[fi].Type == format.String {
+			// A merged capture's host field: Merge lists its inputs.
+			m.Inputs = []format.Meta{{Host: "a"}, {Host: "b"}}
+		}
+	}
 	w, err := format.Create(path, m, format.WriterOptions{BatchRows: 3})
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ func newThreadKeys(c *Capture) *threadKeys {
 	k := &threadKeys{hosts: map[string]uint64{}}
 	for pi := range c.Meta().Probes {
 		p := &c.Meta().Probes[pi]
-		if fi := p.Field(format.HostField); fi >= 0 {
+		if fi := c.Meta().HostFieldIndex(p); fi >= 0 {
 			if k.cols == nil {
 				k.cols = make([]int, len(c.Meta().Probes))
 				for i := range k.cols {

@@ -226,6 +226,8 @@ func writeCorrupt(path string) error {
 // field with 1000 distinct values.
 func writeManyHosts(path string) error {
 	m := meta(format.Field{Name: "host", Type: format.String})
+	// A merged capture's: the host field is the merge's only with inputs.
+	m.Inputs = []format.Meta{{Host: "host-0000"}, {Host: "host-0001"}}
 	return write(path, m, format.WriterOptions{}, func(w *format.Writer) error {
 		var host bytes.Buffer
 		for i := 0; i < 1000; i++ {

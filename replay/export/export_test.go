@@ -425,6 +425,7 @@ func TestPartitionedBounded(t *testing.T) {
 	m := testMeta("h")
 	m.Probes = m.Probes[:1]
 	m.Probes[0].Fields = append(m.Probes[0].Fields, format.Field{Name: "host", Type: format.String})
+	m.Inputs = []format.Meta{{Host: "h0"}, {Host: "h1"}} // merged: the host field is the merge's
 	w, err := format.Create(rr, m, format.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -119,8 +119,9 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pa
 	for pi, p := range m.Probes {
 		hostCol[pi] = -1
 		own := map[string]bool{}
-		for _, f := range p.Fields {
-			if f.Name == "host" && f.Type == format.String && !o.Redact {
+		hi := m.HostFieldIndex(&m.Probes[pi])
+		for fi, f := range p.Fields {
+			if fi == hi && !o.Redact {
 				hostCol[pi] = c.Column(f.Column)
 				merged = true
 				continue

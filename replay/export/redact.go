@@ -115,7 +115,9 @@ func redactOne(m *format.Meta) (dropped []string) {
 			kept = append(kept, f)
 		}
 		p.Fields = kept
-		p.Spec = redactSpec(p.Spec)
+		// A filter's strings are comms: names of the host's programs.
+		p.Spec = redactQuoted(redactSpec(p.Spec))
+		p.Filter = redactQuoted(p.Filter)
 		if p.Target != "" {
 			p.Target = filepath.Base(p.Target)
 		}
@@ -139,6 +141,33 @@ func redactSpec(spec string) string {
 		return spec[:i+1] + base + spec[i+1+len(s.Binary):]
 	}
 	return ""
+}
+
+// redactQuoted replaces the content of every "string" in s (a filter's
+// comms) with "?".
+func redactQuoted(s string) string {
+	if !strings.Contains(s, `"`) {
+		return s
+	}
+	var b strings.Builder
+	in := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case in && c == '\\':
+			i++ // the escaped byte goes too
+		case c == '"':
+			if in {
+				b.WriteString(`?"`)
+			} else {
+				b.WriteByte('"')
+			}
+			in = !in
+		case !in:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // exportMeta is the metadata an export writes: c's, redacted if asked.

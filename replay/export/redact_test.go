@@ -59,3 +59,21 @@ func TestRedactMetaMerged(t *testing.T) {
 		t.Errorf("redacted probes: %s", js)
 	}
 }
+
+// TestRedactFilters: the comms a filter names (in the probe's filter and
+// in its spec) are redacted; the rest of the filter stays.
+func TestRedactFilters(t *testing.T) {
+	in := &format.Meta{Probes: []format.Probe{{Name: "rx", Spec: `rx=u:/opt/x/bin/srv:f(arg1)/arg1 > 4 && comm == "secret-build" || comm != "a\"b"/`,
+		Filter: `arg1 > 4 && comm == "secret-build" || comm != "a\"b"`, Fields: []format.Field{{Name: "arg1", Type: format.Uint64}}}}}
+	r, err := RedactMeta(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Probes[0]
+	if want := `arg1 > 4 && comm == "?" || comm != "?"`; p.Filter != want {
+		t.Errorf("filter %q, want %q", p.Filter, want)
+	}
+	if want := `rx=u:srv:f(arg1)/arg1 > 4 && comm == "?" || comm != "?"/`; p.Spec != want {
+		t.Errorf("spec %q, want %q", p.Spec, want)
+	}
+}

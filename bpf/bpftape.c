@@ -1228,11 +1228,36 @@ static __always_inline int wanted(__u64 pid_tgid)
 	return !filter_tgid || tgid == filter_tgid;
 }
 
+/*
+ * What goes ahead of a sample in the CPU's ring: its thread's comm record
+ * when needed, and its stacks. Returns nonzero if the ring is full; sets
+ * *rbp and *stp to the ring and the CPU's state.
+ */
+static __always_inline int prelude(void *ctx, const struct probe_spec *spec, __u64 now, __u64 pid_tgid, __u32 cpu,
+				   const int ctx_kind, __u32 depth, void **rbp, struct cpu_state **stp)
+{
+	__u32 zero = 0;
+	struct cpu_state *st;
+	void *rb;
+
+	rb = bpf_map_lookup_elem(&rings, &cpu);
+	st = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (!rb || !st || emit_comm(rb, st, now, pid_tgid, cpu))
+		return -1;
+	if (spec->kstack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 0, ctx_kind, depth))
+		return -1;
+	if (spec->ustack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 1, ctx_kind, depth))
+		return -1;
+	*rbp = rb;
+	*stp = st;
+	return 0;
+}
+
 static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 {
 	int self;
 	__u64 now, pid_tgid;
-	__u32 key, cpu, zero = 0, size;
+	__u32 key, cpu, size;
 	const struct probe_spec *spec;
 	struct cpu_state *st;
 	struct sample *s = 0;
@@ -1277,21 +1302,17 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 				*cnt += 1;
 			return 0;
 		}
-	}
-	/* The clock only for what is sent: a rejected event does not read it. */
-	now = bpf_ktime_get_boot_ns();
-	if (s)
+		/* The clock only for what is sent: a rejected event does not read it. */
+		now = bpf_ktime_get_boot_ns();
 		s->time = now;
-	rb = bpf_map_lookup_elem(&rings, &cpu);
-	st = bpf_map_lookup_elem(&cpu_state, &zero);
-	if (!rb || !st || emit_comm(rb, st, now, pid_tgid, cpu))
-		goto lost;
-	if (spec->kstack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 0, ctx_kind, depth))
-		goto lost;
-	if (spec->ustack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 1, ctx_kind, depth))
-		goto lost;
-	if (s) {
-		/* The class's prefix of the scratch sample: a copy into the ring. */
+		if (prelude(ctx, spec, now, pid_tgid, cpu, ctx_kind, depth, &rb, &st))
+			goto lost;
+		/*
+		 * The class's prefix of the scratch sample: a copy into the
+		 * ring. (This branch sends and returns: testing the sample
+		 * again after a common part, clang tested the saved npred,
+		 * which 6.1's verifier did not know agrees with it.)
+		 */
 		switch (spec->size_class) {
 		case CLASS_ARGS0:
 			size = CLASS_SIZE(0);
@@ -1315,6 +1336,9 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 			goto lost;
 		return 0;
 	}
+	now = bpf_ktime_get_boot_ns();
+	if (prelude(ctx, spec, now, pid_tgid, cpu, ctx_kind, depth, &rb, &st))
+		goto lost;
 
 	/*
 	 * One constant-size reserve per class: the verifier checks fill's

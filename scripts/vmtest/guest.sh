@@ -163,6 +163,9 @@ if rec pair -c "probes burst $N_BURST" 'u:/bin/probes:tick(arg0)' 'ur:/bin/probe
 		result window FAIL "start=$ws,end=$we,first=$fe,last=$le,u=$u,ur=$r"
 	fi
 else
+	# The first recording: when it fails, the whole error (a verifier
+	# log ends with the instruction it refused) goes to the console log.
+	tail -n 60 pair.err | sed 's/^/VMTEST-ERR /'
 	for c in uprobe uretprobe window; do result $c FAIL "$(errtail pair.err)"; done
 fi
 

@@ -112,6 +112,8 @@ type bpftapeCpuState struct {
 	Gen     uint64
 	Unwoken uint64
 	Comm    [2]uint64
+	Nest    uint32
+	Pad     uint32
 }
 
 type bpftapePredOp struct {
@@ -173,12 +175,10 @@ type bpftapeStackRecord struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	bpftapeMapCommGen           = "comm_gen"
 	bpftapeMapCpuState          = "cpu_state"
 	bpftapeMapExprOut           = "expr_out"
 	bpftapeMapFiltered          = "filtered"
 	bpftapeMapLost              = "lost"
-	bpftapeMapNesting           = "nesting"
 	bpftapeMapProbeSpecs        = "probe_specs"
 	bpftapeMapRings             = "rings"
 	bpftapeMapSampleScratch     = "sample_scratch"
@@ -193,11 +193,13 @@ const (
 	bpftapeProgTrackFork        = "track_fork"
 	bpftapeVarArmed             = "armed"
 	bpftapeVarBtfAnchor         = "btf_anchor"
+	bpftapeVarCommGen           = "comm_gen"
 	bpftapeVarFilterTgid        = "filter_tgid"
 	bpftapeVarFixedSpec         = "fixed_spec"
 	bpftapeVarFixedSpecData     = "fixed_spec_data"
 	bpftapeVarFollow            = "follow"
 	bpftapeVarSelfTgid          = "self_tgid"
+	bpftapeVarTaskBtf           = "task_btf"
 	bpftapeVarTaskCommOff       = "task_comm_off"
 	bpftapeVarTaskFsbaseOff     = "task_fsbase_off"
 	bpftapeVarTaskGsbaseOff     = "task_gsbase_off"
@@ -263,12 +265,10 @@ type bpftapeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeMapSpecs struct {
-	CommGen       *ebpf.MapSpec `ebpf:"comm_gen"`
 	CpuState      *ebpf.MapSpec `ebpf:"cpu_state"`
 	ExprOut       *ebpf.MapSpec `ebpf:"expr_out"`
 	Filtered      *ebpf.MapSpec `ebpf:"filtered"`
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
-	Nesting       *ebpf.MapSpec `ebpf:"nesting"`
 	ProbeSpecs    *ebpf.MapSpec `ebpf:"probe_specs"`
 	Rings         *ebpf.MapSpec `ebpf:"rings"`
 	SampleScratch *ebpf.MapSpec `ebpf:"sample_scratch"`
@@ -282,11 +282,13 @@ type bpftapeMapSpecs struct {
 type bpftapeVariableSpecs struct {
 	Armed         *ebpf.VariableSpec `ebpf:"armed"`
 	BtfAnchor     *ebpf.VariableSpec `ebpf:"btf_anchor"`
+	CommGen       *ebpf.VariableSpec `ebpf:"comm_gen"`
 	FilterTgid    *ebpf.VariableSpec `ebpf:"filter_tgid"`
 	FixedSpec     *ebpf.VariableSpec `ebpf:"fixed_spec"`
 	FixedSpecData *ebpf.VariableSpec `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.VariableSpec `ebpf:"follow"`
 	SelfTgid      *ebpf.VariableSpec `ebpf:"self_tgid"`
+	TaskBtf       *ebpf.VariableSpec `ebpf:"task_btf"`
 	TaskCommOff   *ebpf.VariableSpec `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.VariableSpec `ebpf:"task_gsbase_off"`
@@ -317,12 +319,10 @@ func (o *bpftapeObjects) Close() error {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeMaps struct {
-	CommGen       *ebpf.Map `ebpf:"comm_gen"`
 	CpuState      *ebpf.Map `ebpf:"cpu_state"`
 	ExprOut       *ebpf.Map `ebpf:"expr_out"`
 	Filtered      *ebpf.Map `ebpf:"filtered"`
 	Lost          *ebpf.Map `ebpf:"lost"`
-	Nesting       *ebpf.Map `ebpf:"nesting"`
 	ProbeSpecs    *ebpf.Map `ebpf:"probe_specs"`
 	Rings         *ebpf.Map `ebpf:"rings"`
 	SampleScratch *ebpf.Map `ebpf:"sample_scratch"`
@@ -332,12 +332,10 @@ type bpftapeMaps struct {
 
 func (m *bpftapeMaps) Close() error {
 	return _BpftapeClose(
-		m.CommGen,
 		m.CpuState,
 		m.ExprOut,
 		m.Filtered,
 		m.Lost,
-		m.Nesting,
 		m.ProbeSpecs,
 		m.Rings,
 		m.SampleScratch,
@@ -352,11 +350,13 @@ func (m *bpftapeMaps) Close() error {
 type bpftapeVariables struct {
 	Armed         *ebpf.Variable `ebpf:"armed"`
 	BtfAnchor     *ebpf.Variable `ebpf:"btf_anchor"`
+	CommGen       *ebpf.Variable `ebpf:"comm_gen"`
 	FilterTgid    *ebpf.Variable `ebpf:"filter_tgid"`
 	FixedSpec     *ebpf.Variable `ebpf:"fixed_spec"`
 	FixedSpecData *ebpf.Variable `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.Variable `ebpf:"follow"`
 	SelfTgid      *ebpf.Variable `ebpf:"self_tgid"`
+	TaskBtf       *ebpf.Variable `ebpf:"task_btf"`
 	TaskCommOff   *ebpf.Variable `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.Variable `ebpf:"task_gsbase_off"`

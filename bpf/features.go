@@ -43,14 +43,7 @@ var probedTypes = []ebpf.ProgramType{ebpf.Kprobe, ebpf.TracePoint}
 
 // haveHelper probes fn in every program type of probedTypes.
 func haveHelper(fn asm.BuiltinFunc) func() error {
-	return func() error {
-		for _, pt := range probedTypes {
-			if err := features.HaveProgramHelper(pt, fn); err != nil {
-				return fmt.Errorf("%v in %v programs: %w", fn, pt, err)
-			}
-		}
-		return nil
-	}
+	return func() error { return haveHelperIn(fn, probedTypes...) }
 }
 
 func haveProgramType(pt ebpf.ProgramType) func() error {
@@ -154,6 +147,32 @@ func checkFeatures(table []Feature) error {
 func HaveAttachCookies() (bool, error) {
 	cookiesOnce.Do(func() { haveCookies, cookiesErr = supported(haveHelper(asm.FnGetAttachCookie)()) })
 	return haveCookies, cookiesErr
+}
+
+// HaveTaskBTF reports whether every program type bpftape loads can call
+// bpf_get_current_task_btf (Linux 5.11) and load from its pointer: the
+// comm is then read without a helper call. Probed once.
+func HaveTaskBTF() (bool, error) {
+	taskBTFOnce.Do(func() {
+		taskBTF, taskBTFErr = supported(haveHelperIn(asm.FnGetCurrentTaskBtf, ebpf.Kprobe, ebpf.TracePoint, ebpf.PerfEvent))
+	})
+	return taskBTF, taskBTFErr
+}
+
+var (
+	taskBTFOnce sync.Once
+	taskBTF     bool
+	taskBTFErr  error
+)
+
+// haveHelperIn probes fn in each of the program types.
+func haveHelperIn(fn asm.BuiltinFunc, types ...ebpf.ProgramType) error {
+	for _, pt := range types {
+		if err := features.HaveProgramHelper(pt, fn); err != nil {
+			return fmt.Errorf("%v in %v programs: %w", fn, pt, err)
+		}
+	}
+	return nil
 }
 
 var (

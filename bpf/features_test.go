@@ -221,7 +221,7 @@ func TestNoCookiesVerifier(t *testing.T) {
 	}
 	a, b := ids(progs[0]), ids(progs[1])
 	var shared []string
-	for _, m := range []*ebpf.Map{objs.Rings, objs.ProbeSpecs, objs.Lost, objs.CPUState, objs.CommGen, objs.globals[0]} {
+	for _, m := range []*ebpf.Map{objs.Rings, objs.ProbeSpecs, objs.Lost, objs.CPUState, objs.globals[0]} {
 		info, err := m.Info()
 		if err != nil {
 			t.Fatal(err)

@@ -111,9 +111,9 @@ type Objects struct {
 	// Filtered counts, per CPU and by probe id, events a probe's filter
 	// rejected; see FilteredSamples.
 	Filtered *ebpf.Map
-	// CommGen is the generation of the comms the CPUs have recorded; see
-	// ForgetComms.
-	CommGen *ebpf.Map
+	// CommGen is the generation of the comms the CPUs have recorded (a
+	// global in .bss); see ForgetComms.
+	CommGen *ebpf.Variable
 	// CPUState is, per CPU, the thread, comm and generation of the last
 	// comm record, and the bytes submitted since the last forced wake-up.
 	CPUState *ebpf.Map
@@ -347,7 +347,7 @@ func (o *Objects) Close() error {
 			errs = append(errs, c.Close())
 		}
 	}
-	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.Filtered, o.CommGen, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
+	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.Filtered, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -359,10 +359,10 @@ func (o *Objects) Close() error {
 // before its next sample, so that user space may forget the comms it holds.
 func (o *Objects) ForgetComms() error {
 	var gen uint64
-	if err := o.CommGen.Lookup(uint32(0), &gen); err != nil {
-		return fmt.Errorf("bpf: lookup comm_gen: %w", err)
+	if err := o.CommGen.Get(&gen); err != nil {
+		return fmt.Errorf("bpf: read comm_gen: %w", err)
 	}
-	if err := o.CommGen.Put(uint32(0), gen+1); err != nil {
+	if err := o.CommGen.Set(gen + 1); err != nil {
 		return fmt.Errorf("bpf: update comm_gen: %w", err)
 	}
 	return nil
@@ -420,6 +420,11 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		if err := spec.Variables[bpftapeVarTaskCommOff].Set(off); err != nil {
 			return nil, fmt.Errorf("bpf: set task_comm_off: %w", err)
 		}
+		if ok, _ := HaveTaskBTF(); ok && os.Getenv("BPFTAPE_NO_TASK_BTF") == "" {
+			if err := spec.Variables[bpftapeVarTaskBtf].Set(uint32(1)); err != nil {
+				return nil, fmt.Errorf("bpf: set task_btf: %w", err)
+			}
+		}
 	}
 	traced := spec.Maps[bpftapeMapTraced]
 	traced.MaxEntries = 1 // unused
@@ -458,8 +463,6 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		Filtered   *ebpf.Map      `ebpf:"filtered"`
 		Samples    *ebpf.Map      `ebpf:"sample_scratch"`
 		ExprOut    *ebpf.Map      `ebpf:"expr_out"`
-		Nesting    *ebpf.Map      `ebpf:"nesting"`
-		CommGen    *ebpf.Map      `ebpf:"comm_gen"`
 		CPUState   *ebpf.Map      `ebpf:"cpu_state"`
 		Traced     *ebpf.Map      `ebpf:"traced"`
 		Scratch    *ebpf.Map      `ebpf:"stack_scratch"`
@@ -467,6 +470,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		Rodata     *ebpf.Map      `ebpf:".rodata"`
 		TrackFork  *ebpf.Program  `ebpf:"track_fork"`
 		Armed      *ebpf.Variable `ebpf:"armed"`
+		CommGen    *ebpf.Variable `ebpf:"comm_gen"`
 		Tracked    *ebpf.Variable `ebpf:"tracked"`
 		Untracked  *ebpf.Variable `ebpf:"untracked"`
 	}
@@ -477,17 +481,17 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		Rings: loaded.Rings, ProbeSpecs: loaded.ProbeSpecs, Lost: loaded.Lost, Filtered: loaded.Filtered, CommGen: loaded.CommGen,
 		CPUState: loaded.CPUState, Traced: loaded.Traced, TrackFork: loaded.TrackFork,
 		Armed: loaded.Armed, Tracked: loaded.Tracked, Untracked: loaded.Untracked,
-		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut, loaded.Nesting},
+		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut},
 	}
 	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
 	btfCache := btf.NewCache()
 	objs.loadCopy = func(name string, fixed uint32, ps *ProbeSpec, attachTo string) (*ebpf.Program, error) {
 		shared := map[string]*ebpf.Map{
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
-			bpftapeMapCommGen: objs.CommGen, bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
+			bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
 			bpftapeMapStackScratch: loaded.Scratch, bpftapeMapFiltered: objs.Filtered,
 			bpftapeMapSampleScratch: loaded.Samples, bpftapeMapExprOut: loaded.ExprOut,
-			bpftapeMapNesting: loaded.Nesting, ".bss": loaded.Bss, ".rodata": loaded.Rodata,
+			".bss": loaded.Bss, ".rodata": loaded.Rodata,
 		}
 		cs := spec
 		if fixed != fixedSpecCookie {

@@ -371,8 +371,10 @@ func (o *Objects) ForgetComms() error {
 // Load checks the kernel features bpftape needs, then loads the programs
 // and maps configured by opts. Samples carry no comm: a CPU sends a comm
 // record only when the thread it records or that thread's comm changed; the
-// comm is read at its offset in task_struct, taken from the kernel's BTF
-// (without BTF, with the slower bpf_get_current_comm). On a kernel without
+// comm is read at its offset in task_struct, taken from the kernel's BTF,
+// with plain loads from bpf_get_current_task_btf's pointer (5.11; before
+// it, or with BPFTAPE_NO_TASK_BTF=1 for benchmarks, with
+// bpf_probe_read_kernel; without BTF, with bpf_get_current_comm). On a kernel without
 // attach cookies, or with opts.NoCookies, the uprobe and tracepoint
 // programs are loaded per attachment instead (see Objects.Cookies).
 func Load(opts Options) (*Objects, error) { return loadFrom(loadBpftape, opts) }

@@ -1,5 +1,7 @@
 // chain: the stack workload. main calls top, top calls mid N times (argv[1],
-// default 1000), mid calls leaf; it prints its ground truth, "leaf N".
+// default 1000), mid calls leaf; it prints its ground truth, "leaf N", and
+// then lingers argv[2] milliseconds (default 0) before it exits, so that a
+// recorder on a busy one-CPU guest has read its mappings by then.
 // Built -O0 -fno-omit-frame-pointer -fcf-protection=none: every function
 // keeps a frame pointer and starts with `push %rbp`, which the kernel
 // emulates for a uprobe (~0.7 µs) instead of single-stepping it.
@@ -11,6 +13,7 @@
 // held). The stack of every leaf call is then main;top;mid;leaf exactly.
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 volatile unsigned long sink;
 
@@ -40,5 +43,12 @@ int main(int argc, char **argv)
 		     :
 		     : "rax", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "memory", "cc");
 	printf("leaf %lu\n", n);
+	fflush(stdout);
+	if (argc > 2) {
+		unsigned long ms = strtoul(argv[2], 0, 0);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+
+		nanosleep(&ts, 0);
+	}
 	return 0;
 }

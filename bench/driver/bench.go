@@ -687,6 +687,10 @@ func versions(d *driver) []string {
 // on each workload (one thread), from the kernel's BPF statistics
 // (BPF_ENABLE_STATS, on only while this runs: it adds two clock reads to
 // every program run), next to the overhead measured in the same run.
+// bpftapeRejecting is the progtime column of bpftape with a filter that
+// rejects every event (probe.rejectAll).
+const bpftapeRejecting = "bpftape-rejecting"
+
 type progTime struct {
 	runNs    float64 // program run time per run
 	overhead float64 // traced - untraced loop ns/event in this run
@@ -709,7 +713,11 @@ func (d *driver) progTimes() (map[string]map[string]progTime, error) {
 		if w.perRound {
 			events = d.cfg.tpEvents
 		}
-		for _, t := range []string{empty, bcc, bpftrace, bpftape} {
+		ts := []string{empty, bcc, bpftrace, bpftape}
+		if !w.stacks {
+			ts = append(ts, bpftapeRejecting)
+		}
+		for _, t := range ts {
 			u, err := d.startWorkload(d.copyOf(untraced), cpu, 1, w.mode, events, 0)
 			if err != nil {
 				return nil, err
@@ -718,7 +726,11 @@ func (d *driver) progTimes() (map[string]map[string]progTime, error) {
 			if err != nil {
 				return nil, err
 			}
-			wl, err := d.startWorkload(d.copyOf(t), cpu, 1, w.mode, events, 0)
+			tool := t
+			if t == bpftapeRejecting {
+				tool = bpftape
+			}
+			wl, err := d.startWorkload(d.copyOf(tool), cpu, 1, w.mode, events, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -726,7 +738,9 @@ func (d *driver) progTimes() (map[string]map[string]progTime, error) {
 			if w.perRound {
 				pid = wl.pid
 			}
-			s, err := d.startSession(t, []probe{w.probe(d.copyOf(t))}, pid)
+			pr := w.probe(d.copyOf(tool))
+			pr.rejectAll = t == bpftapeRejecting
+			s, err := d.startSession(tool, []probe{pr}, pid)
 			if err != nil {
 				wl.kill()
 				d.logf("  %s: %v", t, err)

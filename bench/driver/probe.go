@@ -17,6 +17,10 @@ type probe struct {
 	// ustack: each tool records the user stack at every event too (the
 	// ustack row); the empty program, whose floor this is, does not.
 	ustack bool
+	// rejectAll: bpftape's probe ends in a filter that no event passes
+	// (the progtime diagnostic's filtered-out column): what a rejected
+	// event costs against the empty program.
+	rejectAll bool
 }
 
 func parseProbe(s string) (probe, error) {
@@ -69,6 +73,19 @@ func (p probe) String() string {
 
 // value is the recorded field: what each tool puts in its histogram.
 func (p probe) bpftapeSpec() string {
+	s := p.bpftapeFields()
+	if p.rejectAll {
+		// No size in the workload's table is this large, no write returns this.
+		if p.kind == "t" {
+			s += "/ret == -999999/"
+		} else {
+			s += "/" + strings.TrimSuffix(strings.SplitN(s, "(", 2)[1], ")") + " == 0xffffffffffff/"
+		}
+	}
+	return s
+}
+
+func (p probe) bpftapeFields() string {
 	switch p.kind {
 	case "u":
 		if p.ustack {

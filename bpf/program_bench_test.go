@@ -37,8 +37,11 @@ type variant struct {
 // one runs on colder caches: an empty program cost 25 ns per run when it
 // ran last of 15 programs and 75 ns when it ran first (6.18, this VM).
 // BenchmarkFilter's filter-passed probe, attached last, seemed to cost 2.4
-// times a recorded one for that reason alone. So an empty program is
-// attached after the variants, to run first and take that cost.
+// times a recorded one, 1.17 times once rotated. So an empty program is
+// attached after the variants, to run first and take the breakpoint's
+// share of that; the first variant still touches the maps first, which
+// the rotation spreads over all of them. A single variant runs alone, as
+// recording runs (BenchmarkRecord).
 func benchVariants(b *testing.B, vs []variant) []float64 {
 	return benchVariantsWarm(b, vs, len(vs) > 1)
 }

@@ -30,13 +30,7 @@ import (
 func BenchmarkWakeup(b *testing.B) {
 	testutils.RequireBPF(b, CheckFeatures)
 	exe := buildWorkload(b)
-	events := 1_000_000
-	if s := os.Getenv("BPFTAPE_BENCH_EVENTS"); s != "" {
-		var err error
-		if events, err = strconv.Atoi(s); err != nil {
-			b.Fatal(err)
-		}
-	}
+	events := benchEvents(b)
 	const ring = 1 << 20
 	for _, m := range []struct {
 		name   string

@@ -1,13 +1,11 @@
 package bpf
 
 import (
-	"os"
 	"strconv"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/internal/testutils"
 )
@@ -30,18 +28,8 @@ import (
 func BenchmarkHelperCost(b *testing.B) {
 	testutils.RequireBPF(b, CheckFeatures)
 	exe := buildWorkload(b)
-	events := 1_000_000
-	if s := os.Getenv("BPFTAPE_BENCH_EVENTS"); s != "" {
-		var err error
-		if events, err = strconv.Atoi(s); err != nil {
-			b.Fatal(err)
-		}
-	}
-	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	events := benchEvents(b)
+	enableRunTimeStats(b)
 	ring, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 64 << 20})
 	if err != nil {
 		b.Fatal(err)

@@ -277,3 +277,29 @@ func (c *collector) count() int {
 }
 
 func fields(line string, n int) []string { return strings.SplitN(line, " ", n) }
+
+// benchEvents is the number of workload calls a benchmark makes:
+// BPFTAPE_BENCH_EVENTS, default 1M.
+func benchEvents(tb testing.TB) int {
+	tb.Helper()
+	s := os.Getenv("BPFTAPE_BENCH_EVENTS")
+	if s == "" {
+		return 1_000_000
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		tb.Fatalf("BPFTAPE_BENCH_EVENTS=%q: want a positive number", s)
+	}
+	return n
+}
+
+// enableRunTimeStats turns on the kernel's BPF run time statistics
+// (kernel.bpf_stats_enabled) until the test ends.
+func enableRunTimeStats(tb testing.TB) {
+	tb.Helper()
+	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+}

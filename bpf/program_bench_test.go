@@ -8,7 +8,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/internal/testutils"
 )
@@ -43,26 +42,10 @@ type variant struct {
 // the rotation spreads over all of them. A single variant runs alone, as
 // recording runs (BenchmarkRecord).
 func benchVariants(b *testing.B, vs []variant) []float64 {
-	return benchVariantsWarm(b, vs, len(vs) > 1)
-}
-
-// benchVariantsWarm is benchVariants, with the empty program that runs
-// first only if warm.
-func benchVariantsWarm(b *testing.B, vs []variant, warm bool) []float64 {
 	testutils.RequireBPF(b, CheckFeatures)
 	exe := buildWorkload(b)
-	events := 1_000_000
-	if s := os.Getenv("BPFTAPE_BENCH_EVENTS"); s != "" {
-		var err error
-		if events, err = strconv.Atoi(s); err != nil {
-			b.Fatal(err)
-		}
-	}
-	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	events := benchEvents(b)
+	enableRunTimeStats(b)
 	runtime, runs := make([]float64, len(vs)), make([]float64, len(vs))
 	for round := range b.N {
 		b.StopTimer()
@@ -122,7 +105,7 @@ func benchVariantsWarm(b *testing.B, vs []variant, warm bool) []float64 {
 				}
 			}()
 		}
-		if warm {
+		if len(vs) > 1 { // the warm-up program
 			p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Kprobe, License: "GPL",
 				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
 			if err != nil {

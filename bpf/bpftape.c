@@ -479,7 +479,6 @@ struct {
 	__type(value, struct sample);
 } sample_scratch SEC(".maps");
 
-
 /* Where a stack record is built (see struct stack_record). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -709,8 +708,9 @@ static __always_inline int user_addr(__u64 addr)
 /*
  * The current thread's comm, as two words. With task_btf, from the task's
  * BTF pointer: two loads the JIT guards against faults, no helper call
- * (BenchmarkCommRead: a bpf_probe_read_kernel of the 16 bytes cost about
- * twice as much as the pointer loads on 6.18).
+ * (BenchmarkHelperCost on 6.18, warm: 27 ns over an empty program, against
+ * 60 for a bpf_probe_read_kernel of the 16 bytes; on cold caches, with one
+ * program as recording runs, BenchmarkCommRead showed no difference).
  */
 static __always_inline void current_comm(__u64 comm[2])
 {

@@ -683,14 +683,14 @@ func versions(d *driver) []string {
 	return v
 }
 
-// progTimes is a diagnostic: BPF program run time per event of each tool
-// on each workload (one thread), from the kernel's BPF statistics
-// (BPF_ENABLE_STATS, on only while this runs: it adds two clock reads to
-// every program run), next to the overhead measured in the same run.
 // bpftapeRejecting is the progtime column of bpftape with a filter that
 // rejects every event (probe.rejectAll).
 const bpftapeRejecting = "bpftape-rejecting"
 
+// progTimes is a diagnostic: BPF program run time per event of each tool
+// on each workload (one thread), from the kernel's BPF statistics
+// (BPF_ENABLE_STATS, on only while this runs: it adds two clock reads to
+// every program run), next to the overhead measured in the same run.
 type progTime struct {
 	runNs    float64 // program run time per run
 	overhead float64 // traced - untraced loop ns/event in this run

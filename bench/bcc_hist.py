@@ -3,7 +3,7 @@
 # the virtio-net case study) aggregate: one BPF_HISTOGRAM per probe filled
 # with bpf_log2l(value) in the probe, nothing sent to user space per event.
 #
-#   /usr/bin/python3 bench/bcc_hist.py [--pid PID] [--ustack] PROBE...
+#   /usr/bin/python3 bench/bcc_hist.py [--pid PID] [--ustack] [--deref OFFS] PROBE...
 #
 # PROBE is as bpftape spells it, without field lists:
 #   u:BINARY:FUNC            value = arg0 (PT_REGS_PARM1)
@@ -11,6 +11,9 @@
 #   U:BINARY:PROVIDER:NAME   value = the USDT probe's first argument
 #   t:CATEGORY:EVENT         value = args->ret (sys_exit_* tracepoints)
 # --pid keeps only that process's events (checked in the program).
+# --deref 8,8: a uprobe's value is not arg0 but what it points to through
+# these offsets, each a bpf_probe_read_user of 8 bytes at value + offset
+# (the pointer-chain row: arg0->hdr->size).
 # --ustack: the stack mode, as BCC's stackcount counts stacks: instead of
 # the histogram, each uprobe, uretprobe or USDT probe counts its events by
 # user stack, in a BPF_HASH keyed by the stack id that
@@ -34,6 +37,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pid", type=int, default=0)
     ap.add_argument("--ustack", action="store_true")
+    ap.add_argument("--deref", default="")
     ap.add_argument("probes", nargs="+")
     a = ap.parse_args()
 
@@ -56,7 +60,10 @@ def main():
             binary, func = rest.rsplit(":", 1)
             if not a.ustack:
                 val = "PT_REGS_PARM1(ctx)" if kind == "u" else "PT_REGS_RC(ctx)"
-                body = "u64 v = %s; hist%d.increment(bpf_log2l(v));" % (val, i)
+                reads = ""
+                if kind == "u" and a.deref:
+                    reads = "".join("bpf_probe_read_user(&v, 8, (void *)(v + %d)); " % int(o) for o in a.deref.split(","))
+                body = "u64 v = %s; %shist%d.increment(bpf_log2l(v));" % (val, reads, i)
             text.append("int probe%d(struct pt_regs *ctx) { %s %s return 0; }\n" % (i, filt, body))
             attach.append((kind, binary, func, "probe%d" % i))
         elif kind == "U":

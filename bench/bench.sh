@@ -26,13 +26,13 @@ bash bench/deps.sh "$dir/headers"
 
 go build -o bin/bpftape ./cmd/bpftape
 go build -o "$build/driver" ./bench/driver
-gcc -O2 -fno-omit-frame-pointer -fcf-protection=none -pthread -Wall -Werror -o "$build/workload" bench/workload.c
+gcc -O2 -g -fno-omit-frame-pointer -fcf-protection=none -pthread -Wall -Werror -o "$build/workload" bench/workload.c
 gcc -O2 -Wall -Werror -o "$build/launch" bench/launch.c
 
 # uprobes emulate push %rbp; any other first instruction is single-stepped
 # out of line and would make the uprobe numbers meaningless.
 disasm=$(objdump -d --no-show-raw-insn "$build/workload")
-for f in bench_func bench_ret; do
+for f in bench_func bench_ret bench_req; do
 	first=$(printf '%s\n' "$disasm" | awk -v f="<$f>:" 'found == 1 { sub(/^[ \t]*[0-9a-f]+:[ \t]*/, ""); print; found = 2 } $2 == f { found = 1 }')
 	if ! printf '%s\n' "$first" | grep -Eq '^push +%rbp$'; then
 		echo "bench: FATAL: $f in $build/workload starts with '$first', not 'push %rbp': uprobes would single-step it" >&2

@@ -3,11 +3,13 @@
  * fast as it can on one thread per CPU of its affinity mask (or on -T
  * threads) and times its own loop with clock_gettime(CLOCK_MONOTONIC).
  *
- * Build (bench/bench.sh does, and checks with objdump that bench_func and
- * bench_ret start with push %rbp, which uprobes emulate instead of
+ * Build (bench/bench.sh does, and checks with objdump that bench_func,
+ * bench_ret and bench_req start with push %rbp, which uprobes emulate instead of
  * single-stepping):
  *
- *   gcc -O2 -fno-omit-frame-pointer -fcf-protection=none -pthread -o workload workload.c
+ *   gcc -O2 -g -fno-omit-frame-pointer -fcf-protection=none -pthread -o workload workload.c
+ *
+ * (-g: bpftape types bench_req's parameter from DWARF.)
  *
  * Usage: workload [-w] [-T THREADS] MODE N|-t SECONDS
  *
@@ -16,6 +18,10 @@
  *                 with -t and no probe, the profile row's CPU-bound loop
  *          usdt   the USDT site bpftape_bench:tick(size), a nop, N times
  *          write  write(/dev/null, buf, size) N times: sys_exit_write
+ *          chain  bench_req(req) N times, where req->hdr->size is the
+ *                 size: the pointer-chain row (probe bench_req), which
+ *                 reads through two pointers what the uprobe row reads
+ *                 from a register
  *          all    call bench_func, bench_ret, the USDT site and write
  *                 once each per iteration (the time-to-ready probe set)
  *   N      iterations per thread; with -t, loop for SECONDS instead
@@ -71,7 +77,27 @@ PROBED uint64_t bench_ret(uint64_t size)
 	return size + 1;
 }
 
-enum mode { CALL, USDT, WRITE, ALL };
+/* A request whose size is two pointers away, as a server's often is. */
+struct hdr {
+	uint64_t flags;
+	uint64_t size;
+};
+
+struct req {
+	uint64_t id;
+	struct hdr *hdr;
+};
+
+static struct hdr hdrs[TABLE];
+static struct req reqs[TABLE];
+
+PROBED uint64_t bench_req(struct req *req)
+{
+	FRAME;
+	return req->hdr->size;
+}
+
+enum mode { CALL, USDT, WRITE, ALL, CHAIN };
 
 static enum mode mode;
 static long iterations;
@@ -147,6 +173,14 @@ PROBED uint64_t loop_write(long i, long n)
 	return sum;
 }
 
+PROBED uint64_t loop_chain(long i, long n)
+{
+	uint64_t sum = 0;
+	for (long end = i + n; i < end; i++)
+		sum += bench_req(&reqs[i & (TABLE - 1)]);
+	return sum;
+}
+
 PROBED uint64_t loop_all(long i, long n)
 {
 	uint64_t sum = 0;
@@ -166,6 +200,8 @@ static uint64_t loop(long i, long n)
 		return loop_write(i, n);
 	case ALL:
 		return loop_all(i, n);
+	case CHAIN:
+		return loop_chain(i, n);
 	}
 	return 0;
 }
@@ -185,7 +221,7 @@ static void *run(void *arg)
 	int64_t t0 = now_ns(), t1;
 	if (seconds > 0) {
 		int64_t end = t0 + (int64_t)(seconds * 1e9);
-		const long chunk = mode == CALL || mode == USDT ? 65536 : 1024;
+		const long chunk = mode == CALL || mode == USDT || mode == CHAIN ? 65536 : 1024;
 		do {
 			sum += loop(i, chunk);
 			i += chunk;
@@ -217,12 +253,15 @@ static void fill_sizes(void)
 		}
 		burst--;
 		sizes[i] = (x >> 40) % 20 == 0 ? 64 + (x >> 24) % 1500 : size;
+		hdrs[i].size = sizes[i];
+		reqs[i].id = (uint64_t)i;
+		reqs[i].hdr = &hdrs[i];
 	}
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: workload [-w] [-T THREADS] call|usdt|write|all N|-t SECONDS\n");
+	fprintf(stderr, "usage: workload [-w] [-T THREADS] call|usdt|write|chain|all N|-t SECONDS\n");
 	exit(2);
 }
 
@@ -253,6 +292,8 @@ int main(int argc, char **argv)
 		mode = USDT;
 	else if (!strcmp(m, "write"))
 		mode = WRITE;
+	else if (!strcmp(m, "chain"))
+		mode = CHAIN;
 	else if (!strcmp(m, "all"))
 		mode = ALL;
 	else

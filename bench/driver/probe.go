@@ -17,6 +17,9 @@ type probe struct {
 	// ustack: each tool records the user stack at every event too (the
 	// ustack row); the empty program, whose floor this is, does not.
 	ustack bool
+	// chain: the uprobe's value is arg0->hdr->size, two pointer loads
+	// away (bench_req: the chain row), not arg0.
+	chain bool
 	// rejectAll: bpftape's probe ends in a filter that no event passes
 	// (the progtime diagnostic's filtered-out column): what a rejected
 	// event costs against the empty program.
@@ -91,6 +94,9 @@ func (p probe) bpftapeFields() string {
 		if p.ustack {
 			return p.String() + "(arg0,ustack)"
 		}
+		if p.chain {
+			return p.String() + "(req->hdr->size)" // typed from the workload's DWARF
+		}
 		return p.String() + "(arg0)"
 	case "profile":
 		return p.String() // kstack and ustack of every sample
@@ -114,6 +120,10 @@ func (p probe) bpftrace(i, pid int) string {
 			// A count per user stack, as stackcount does; printed at exit
 			// as multi-line keys ending in "]: N".
 			return fmt.Sprintf("uprobe:%s:%s { @s%d[ustack] = count(); }\n", p.bin, p.fn, i)
+		}
+		if p.chain {
+			// struct req { u64 id; struct hdr *hdr; }, struct hdr { u64 flags; u64 size; }
+			return fmt.Sprintf("uprobe:%s:%s { %s = hist(*(uint64 *)(*(uint64 *)(arg0 + 8) + 8)); }\n", p.bin, p.fn, m)
 		}
 		return fmt.Sprintf("uprobe:%s:%s { %s = hist(arg0); }\n", p.bin, p.fn, m)
 	case "profile":

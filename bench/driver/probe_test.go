@@ -14,6 +14,7 @@ func TestRejectAllSpec(t *testing.T) {
 		{probe{kind: "ur", bin: "/w", fn: "f", rejectAll: true}, "ur:/w:f(retval)/retval == 0xffffffffffff/"},
 		{probe{kind: "t", category: "syscalls", event: "sys_exit_write", rejectAll: true}, "t:syscalls:sys_exit_write(ret)/ret == -999999/"},
 		{probe{kind: "u", bin: "/w", fn: "bench_func"}, "u:/w:bench_func(arg0)"},
+		{probe{kind: "u", bin: "/w", fn: "bench_req", chain: true, rejectAll: true}, "u:/w:bench_req(req->hdr->size)/req->hdr->size == 0xffffffffffff/"},
 	} {
 		if got := c.p.bpftapeSpec(); got != c.want {
 			t.Errorf("%v: got %q, want %q", c.p, got, c.want)

@@ -134,6 +134,10 @@ func (res *results) print(w io.Writer, d *driver) {
 	if stacks {
 		fmt.Fprintf(w, "ustack: the uprobe on bench_func, every tool (but the empty program) taking the user stack of every call.\n")
 	}
+	if chainRow(res.rows) != nil {
+		fmt.Fprintf(w, "chain: bench_req(req), every tool recording or counting req->hdr->size, two user-memory loads away, where the\n")
+		fmt.Fprintf(w, "uprobe row reads arg0 from a register; set against the uprobe row below, not in the targets.\n")
+	}
 	if sampled != nil {
 		fmt.Fprintf(w, "profile: the call loop with no probe, %gs runs, sampled at %d Hz with kernel and user stacks by a session per run\n", sampled.seconds, sampled.hz)
 		fmt.Fprintf(w, "filtered by the workload's pid. Its columns are per SAMPLE the tool recorded (events = samples): overhead =\n")
@@ -201,6 +205,9 @@ func (res *results) print(w io.Writer, d *driver) {
 			rowNotes = append(rowNotes, fmt.Sprintf("%s: samples recorded / expected (%d per second of the loop's CPU time in that tool's runs): %s",
 				name, r.hz, strings.Join(ratios, ", ")))
 		}
+	}
+	if n := chainNote(res.rows); n != "" {
+		rowNotes = append(rowNotes, n)
 	}
 	if len(res.rows) > 0 {
 		t.print(w)
@@ -303,6 +310,10 @@ func (res *results) print(w io.Writer, d *driver) {
 			pt.add(cols...)
 		}
 		pt.print(w)
+		c, u := res.progTimes["chain"][bpftape], res.progTimes["uprobe"][bpftape]
+		if c.runNs > 0 && u.runNs > 0 {
+			fmt.Fprintf(w, "bpftape's program: pointer chain %s ns/run against a flat argument %s (%.2f×)\n", num(c.runNs), num(u.runNs), c.runNs/u.runNs)
+		}
 	}
 	for _, n := range res.notes {
 		errs = append(errs, n)
@@ -371,6 +382,9 @@ func (res *results) printTargets(w io.Writer, d *driver) {
 			// rows' RSS is in the table.
 			stackRows = true
 			continue
+		}
+		if r.chain {
+			continue // set against the uprobe row (chainNote)
 		}
 		bpftapeRSS = max(bpftapeRSS, bt.maxrssKB)
 		ob, oc, op := median(bt.overhead), median(bc.overhead), median(pf.overhead)
@@ -508,4 +522,47 @@ func (res *results) printTargets(w io.Writer, d *driver) {
 	}
 	tt.print(w)
 	fmt.Fprintf(w, "targets: %d PASS, %d FAIL\n", pass, fail)
+}
+
+// chainRow is the pointer-chain row of rows, nil if it did not run.
+func chainRow(rows []*row) *row {
+	for _, r := range rows {
+		if r.chain {
+			return r
+		}
+	}
+	return nil
+}
+
+// chainNote sets each tool's overhead on the chain row against its
+// overhead on the uprobe row of the same threading: what reading the
+// value through two pointers adds.
+func chainNote(rows []*row) string {
+	c := chainRow(rows)
+	if c == nil {
+		return ""
+	}
+	var flat *row
+	for _, r := range rows {
+		if r.workload == "uprobe" && r.threads == c.threads {
+			flat = r
+		}
+	}
+	if flat == nil {
+		return ""
+	}
+	var parts []string
+	for _, tool := range tools {
+		oc, of := c.cells[tool].overhead, flat.cells[tool].overhead
+		if len(oc) == 0 || len(of) == 0 {
+			continue
+		}
+		mc, mf := median(oc), median(of)
+		parts = append(parts, fmt.Sprintf("%s %s vs %s (%+.0f)", toolTitle[tool], num(mc), num(mf), mc-mf))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("chain %s against uprobe %s, overhead ns/event, medians (the two rows ran minutes apart): %s",
+		c.threads, flat.threads, strings.Join(parts, ", "))
 }

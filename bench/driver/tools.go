@@ -133,6 +133,9 @@ func (d *driver) startSessionKeep(tool string, probes []probe, pid int, keep boo
 		if s.ustack() {
 			args = append(args, "--ustack")
 		}
+		if s.chain() {
+			args = append(args, "--deref", "8,8")
+		}
 		for _, p := range probes {
 			args = append(args, p.String())
 		}
@@ -188,6 +191,16 @@ func (s *session) ustack() bool {
 	return false
 }
 
+// chain: the session's uprobes read arg0->hdr->size (the chain row).
+func (s *session) chain() bool {
+	for _, p := range s.probes {
+		if p.chain {
+			return true
+		}
+	}
+	return false
+}
+
 // profile: the session samples (the profile row: one profile:hz:N probe).
 func (s *session) profile() bool { return len(s.probes) == 1 && s.probes[0].kind == "profile" }
 
@@ -230,6 +243,9 @@ func (d *driver) startPerf(s *session) error {
 		case "u", "ur":
 			name := "bench_entry"
 			def := fmt.Sprintf("bpftapebench:%s=%s size=%%di:u64", name, p.fn)
+			if p.chain {
+				def = fmt.Sprintf("bpftapebench:%s=%s size=+8(+8(%%di)):u64", name, p.fn)
+			}
 			if p.kind == "ur" {
 				name = "bench_exit"
 				def = fmt.Sprintf("bpftapebench:%s=%s%%return ret=$retval:u64", name, p.fn)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -165,7 +166,8 @@ program per attachment, holding its probe's spec as constants (a few ms
 each to load). BPFTAPE_NO_COOKIES=1 does so on any kernel, for tests and
 comparisons. On kernels with kprobe_multi links (5.18, CONFIG_FPROBE), the
 kprobes of a pattern (k:vfs_*) share one link; BPFTAPE_NO_KPROBE_MULTI=1
-attaches one per function instead.
+attaches one per function instead. BPFTAPE_CPUPROFILE=FILE writes a Go
+CPU profile of the recorder to FILE, a new file (go tool pprof reads it).
 
 Exit status: with -c the command's (128+N if signal N killed it); otherwise
 0, 1 on failure, 2 on a usage error.
@@ -294,6 +296,13 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 
+	if path := os.Getenv("BPFTAPE_CPUPROFILE"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return fail(stderr, "record", err)
+		}
+		defer stop()
+	}
 	sum, err := record.Record(ctx, opts)
 	if live != nil && sum != nil {
 		live.Finish(sum.Window.End) // the last, partial interval, before the summary
@@ -393,4 +402,18 @@ func processLists(pidList, commList []string) (pids []int, comms []string, err e
 		}
 	}
 	return pids, comms, nil
+}
+
+// startCPUProfile profiles the recorder into path, which must not exist:
+// for measuring where its CPU per event goes (bench/README.md).
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("BPFTAPE_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("BPFTAPE_CPUPROFILE: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

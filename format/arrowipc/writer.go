@@ -41,8 +41,12 @@ type Option func(*config)
 type config struct {
 	zstdLevel zstd.EncoderLevel
 	colLevel  map[int]zstd.EncoderLevel
+	colFrame  map[int]FrameEncoder
 	zstdMore  []zstd.EOption // for benchmarks
 }
+
+// FrameEncoder appends to dst one zstd frame whose content is src.
+type FrameEncoder func(dst, src []byte) []byte
 
 // WithZstdLevel sets the level of the zstd encoder (default zstd.SpeedFastest).
 func WithZstdLevel(l zstd.EncoderLevel) Option { return func(c *config) { c.zstdLevel = l } }
@@ -57,6 +61,19 @@ func WithColumnZstdLevel(col int, l zstd.EncoderLevel) Option {
 			c.colLevel = map[int]zstd.EncoderLevel{}
 		}
 		c.colLevel[col] = l
+	}
+}
+
+// WithColumnZstdEncoder has enc write the zstd frames of column col's
+// values (not its validity bitmap), instead of klauspost's encoder at a
+// level: for a column whose layout a dedicated encoder knows (format's
+// time column). A writer calls enc from one goroutine at a time.
+func WithColumnZstdEncoder(col int, enc FrameEncoder) Option {
+	return func(c *config) {
+		if c.colFrame == nil {
+			c.colFrame = map[int]FrameEncoder{}
+		}
+		c.colFrame[col] = enc
 	}
 }
 
@@ -133,11 +150,13 @@ type Writer struct {
 	dicts    []block
 	recs     []block
 
-	zenc    *zstd.Encoder   // the encoder of the column being added
-	colEnc  []*zstd.Encoder // each column's encoder
-	lz      lz4.Compressor
-	colSize []int64 // body bytes of each column over all record batches
-	valSize []int64 // of which validity bitmaps
+	zenc     *zstd.Encoder   // the encoder of the column being added
+	colEnc   []*zstd.Encoder // each column's encoder
+	frameEnc FrameEncoder    // if not nil, zenc's stand-in for the buffer being added
+	colFrame map[int]FrameEncoder
+	lz       lz4.Compressor
+	colSize  []int64 // body bytes of each column over all record batches
+	valSize  []int64 // of which validity bitmaps
 }
 
 var (
@@ -163,6 +182,9 @@ func NewWriter(w io.Writer, schema *arrow.Schema, dict []string, codec Codec, op
 		o(&cfg)
 	}
 	wr := &Writer{w: w, schema: schema, dict: dict, codec: codec, fb: flatbuffers.NewBuilder(4096)}
+	if codec == Zstd {
+		wr.colFrame = cfg.colFrame
+	}
 	ndict := 0
 	for i, f := range schema.Fields() {
 		c := column{name: f.Name, nullable: f.Nullable}
@@ -302,7 +324,9 @@ func (w *Writer) WriteBatch(rows int, cols []ColumnData) error {
 			w.addEmpty() // readers skip the validity of a column without nulls
 		}
 		w.valSize[i] += int64(w.bodyLen + len(w.body) - start)
+		w.frameEnc = w.colFrame[i]
 		w.addBuffer(d.Buffers[1][:rows*c.width])
+		w.frameEnc = nil
 		if c.kind == kindView {
 			for _, b := range d.Buffers[2:] {
 				w.addBuffer(b)
@@ -497,7 +521,11 @@ func (w *Writer) compress(b []byte) bool {
 	start := len(w.body)
 	switch w.codec {
 	case Zstd:
-		w.body = w.zenc.EncodeAll(b, w.body)
+		if w.frameEnc != nil {
+			w.body = w.frameEnc(w.body, b)
+		} else {
+			w.body = w.zenc.EncodeAll(b, w.body)
+		}
 	case LZ4:
 		var ok bool
 		if w.body, ok = w.lz4Frame(w.body, b); !ok {

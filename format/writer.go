@@ -18,6 +18,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/bpftape/bpftape/format/arrowipc"
+	"github.com/bpftape/bpftape/format/internal/zstdtime"
 )
 
 // Compression is the body compression of a capture's record batches.
@@ -53,25 +54,24 @@ const (
 )
 
 // zstdLevels are the zstd levels of a capture's columns: klauspost's
-// SpeedDefault (zstd level 3) for all but time, SpeedFastest (level 1) for
-// time. On the seed-like stream (format/formattest) the default level makes
-// the other columns 0.34 bytes an event smaller than the fastest and is no
-// slower on them (arg2 0.36 -> 0.17, retval 0.78 -> 0.72, probe 0.40 ->
-// 0.35), while time is incompressible low bytes either way (2.15 bytes an
-// event) and takes longer at the default level: arrowipc's BenchmarkWrite
-// spends 80 ns an event with this choice, 90 with the default level for
-// every column and 86 with the fastest for every column (4.22 bytes).
+// SpeedDefault (zstd level 3) for all but time. On the seed-like stream
+// (format/formattest) the default level makes the other columns 0.34 bytes
+// an event smaller than the fastest and is no slower on them (arg2 0.36 ->
+// 0.17, retval 0.78 -> 0.72, probe 0.40 -> 0.35). The time column has an
+// encoder of its own (ipcCodec).
 var zstdLevels = []arrowipc.Option{
 	arrowipc.WithZstdLevel(zstd.SpeedDefault),
-	arrowipc.WithColumnZstdLevel(ColTime, zstd.SpeedFastest),
 }
 
 // ipcCodec returns the body compression of a capture compressed with c, and
-// its options: zstd at zstdLevels.
+// its options: zstd at zstdLevels, and the time column's frames written by
+// zstdtime, which knows that a time shares its high bytes with the one
+// before (format/internal/zstdtime/doc.go has the measurements).
 func ipcCodec(c Compression) (arrowipc.Codec, []arrowipc.Option) {
 	switch c {
 	case Zstd:
-		return arrowipc.Zstd, zstdLevels
+		return arrowipc.Zstd, append(zstdLevels[:len(zstdLevels):len(zstdLevels)],
+			arrowipc.WithColumnZstdEncoder(ColTime, new(zstdtime.Encoder).Encode))
 	case LZ4:
 		return arrowipc.LZ4, nil
 	}

@@ -7,14 +7,16 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/replaytest"
 )
 
 // TestPolarsReadsCapture opens a bpftape capture with nodejs-polars, an
 // Arrow reader that shares no code with bpftape, and checks that its event
-// counts and its per-bucket log2 histogram (computed in polars expressions)
-// equal bpftape's.
+// counts, its per-bucket log2 histogram (computed in polars expressions)
+// and the sum of its times (the time column's zstd frames come from
+// bpftape's own encoder, format/internal/zstdtime) equal bpftape's.
 func TestPolarsReadsCapture(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -34,6 +36,7 @@ func TestPolarsReadsCapture(t *testing.T) {
 		PerProbe map[string]uint64            `json:"per_probe"`
 		Hist     map[string]map[string]uint64 `json:"hist"`
 		Lost     uint64                       `json:"lost"`
+		TimeSum  string                       `json:"time_sum"`
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("read.js output %q: %v", out, err)
@@ -65,6 +68,30 @@ func TestPolarsReadsCapture(t *testing.T) {
 	if len(got.Hist["rx_end"]) == 0 {
 		t.Error("polars computed no histogram")
 	}
+	if want := timeSum(t, path); got.TimeSum != want {
+		t.Errorf("sum of times: polars %s, bpftape %s", got.TimeSum, want)
+	}
+}
+
+// timeSum is the sum of the capture's times, every row's, as a u64 that
+// wraps, in decimal.
+func timeSum(t *testing.T, path string) string {
+	t.Helper()
+	r, err := format.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var sum uint64
+	for r.Next() {
+		for _, v := range r.Batch().Time {
+			sum += uint64(v)
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strconv.FormatUint(sum, 10)
 }
 
 type discard struct{}

@@ -7,7 +7,13 @@
 // with nodejs-polars and prints one JSON object on stdout:
 //
 //   {"rows": N, "columns": [...], "dtypes": {name: dtype},
-//    "per_probe": {probe: rows}, "hist": {probe: {slot: count}}, "lost": N}
+//    "per_probe": {probe: rows}, "hist": {probe: {slot: count}}, "lost": N,
+//    "time_sum": "S"}
+//
+// time_sum (only for a file with a "time" column) is the sum of every
+// row's time, as a u64 that wraps, in decimal:
+// a check that polars decodes the time column's zstd frames, which bpftape
+// writes with an encoder of its own, to the same values.
 //
 // Loss records (rows whose nullable `lost` column is non-null) are excluded
 // from per_probe and hist; "lost" is the sum of `lost` over them. "rows"
@@ -177,7 +183,13 @@ function main(argv) {
     values[c] = col.toArray().map((v) => (v === null || v === undefined ? null : String(v)));
   }
 
-  const out = { rows: df.height, columns, dtypes, per_probe, hist, lost, values };
+  // Computed and printed as strings in polars: Series.get truncates an
+  // Int64 to 32 bits in nodejs-polars.
+  const time_sum = columns.includes("time")
+    ? df.select(pl.col("time").cast(pl.UInt64).sum().cast(pl.String)).getColumn("time").toArray()[0]
+    : undefined;
+
+  const out = { rows: df.height, columns, dtypes, per_probe, hist, lost, values, time_sum };
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
 

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestRejectAllSpec checks the filters that the progtime diagnostic's
 // filtered-out column puts on bpftape's probes.
@@ -19,5 +22,29 @@ func TestRejectAllSpec(t *testing.T) {
 		if got := c.p.bpftapeSpec(); got != c.want {
 			t.Errorf("%v: got %q, want %q", c.p, got, c.want)
 		}
+	}
+}
+
+// TestChainNote checks that the chain row is set against the uprobe row
+// with each row's empty program taken out.
+func TestChainNote(t *testing.T) {
+	mk := func(name string, empty0, bcc0, bpftape0 float64) *row {
+		r := &row{workload: name, threads: "1T", chain: name == "chain", cells: map[string]*cell{}}
+		for _, tool := range tools {
+			r.cells[tool] = newCell()
+		}
+		r.cells[empty].overhead = []float64{empty0}
+		r.cells[bcc].overhead = []float64{bcc0}
+		r.cells[bpftape].overhead = []float64{bpftape0}
+		return r
+	}
+	got := chainNote([]*row{mk("uprobe", 6000, 6100, 6400), mk("chain", 5000, 5150, 5500)})
+	for _, want := range []string{"BCC hist 150 vs 100", "bpftape record 500 vs 400"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("chainNote: %q lacks %q", got, want)
+		}
+	}
+	if chainNote([]*row{mk("uprobe", 1, 2, 3)}) != "" {
+		t.Error("a note without a chain row")
 	}
 }

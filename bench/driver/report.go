@@ -534,9 +534,11 @@ func chainRow(rows []*row) *row {
 	return nil
 }
 
-// chainNote sets each tool's overhead on the chain row against its
-// overhead on the uprobe row of the same threading: what reading the
-// value through two pointers adds.
+// chainNote sets each tool's overhead above its row's empty program on the
+// chain row against the same on the uprobe row of the same threading: what
+// reading the value through two pointers adds. The rows run minutes apart
+// and a uprobe's own cost drifts between them, hence the empty program
+// taken out; the program run times (progtime) compare the two without it.
 func chainNote(rows []*row) string {
 	c := chainRow(rows)
 	if c == nil {
@@ -548,21 +550,22 @@ func chainNote(rows []*row) string {
 			flat = r
 		}
 	}
-	if flat == nil {
+	if flat == nil || len(c.cells[empty].overhead) == 0 || len(flat.cells[empty].overhead) == 0 {
 		return ""
 	}
+	ec, ef := median(c.cells[empty].overhead), median(flat.cells[empty].overhead)
 	var parts []string
 	for _, tool := range tools {
 		oc, of := c.cells[tool].overhead, flat.cells[tool].overhead
-		if len(oc) == 0 || len(of) == 0 {
+		if tool == empty || len(oc) == 0 || len(of) == 0 {
 			continue
 		}
-		mc, mf := median(oc), median(of)
-		parts = append(parts, fmt.Sprintf("%s %s vs %s (%+.0f)", toolTitle[tool], num(mc), num(mf), mc-mf))
+		mc, mf := median(oc)-ec, median(of)-ef
+		parts = append(parts, fmt.Sprintf("%s %s vs %s", toolTitle[tool], num(mc), num(mf)))
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("chain %s against uprobe %s, overhead ns/event, medians (the two rows ran minutes apart): %s",
+	return fmt.Sprintf("chain %s against uprobe %s, overhead above the row's empty program, ns/event, medians (rows minutes apart: see\nthe program run times for a like-for-like comparison): %s",
 		c.threads, flat.threads, strings.Join(parts, ", "))
 }

@@ -60,75 +60,64 @@ func BenchmarkHelperCost(b *testing.B) {
 
 	ret := asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
 	call := func(fn asm.BuiltinFunc) asm.Instructions { return append(asm.Instructions{fn.Call()}, ret...) }
-	// reserve n bytes, store one word, submit with BPF_RB_NO_WAKEUP
-	reserve := func(n int32) asm.Instructions {
-		return append(asm.Instructions{
+	// program joins blocks and ends with the "out" label that they jump to.
+	program := func(blocks ...asm.Instructions) asm.Instructions {
+		var p asm.Instructions
+		for _, b := range blocks {
+			p = append(p, b...)
+		}
+		return append(p, asm.Mov.Imm(asm.R0, 0).WithSymbol("out"), asm.Return())
+	}
+	// lookupValue: key 0 of the per-CPU array m into R0, or to out
+	lookupValue := func(m *ebpf.Map) asm.Instructions {
+		return asm.Instructions{
+			asm.StoreImm(asm.R10, -4, 0, asm.Word),
+			asm.LoadMapPtr(asm.R1, m.FD()),
+			asm.Mov.Reg(asm.R2, asm.R10),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "out"),
+		}
+	}
+	// storeWords: R1 into the first words words at base
+	storeWords := func(base asm.Register, words int) asm.Instructions {
+		var p asm.Instructions
+		for i := range words {
+			p = append(p, asm.StoreMem(base, int16(8*i), asm.R1, asm.DWord))
+		}
+		return p
+	}
+	// reserve n bytes, store words words, submit with BPF_RB_NO_WAKEUP
+	reserve := func(n int32, words int) asm.Instructions {
+		return append(append(asm.Instructions{
 			asm.LoadMapPtr(asm.R1, 0).WithReference("ring"),
 			asm.Mov.Imm(asm.R2, n),
 			asm.Mov.Imm(asm.R3, 0),
 			asm.FnRingbufReserve.Call(),
 			asm.JEq.Imm(asm.R0, 0, "out"),
 			asm.Mov.Imm(asm.R1, 1),
-			asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		}, storeWords(asm.R0, words)...),
 			asm.Mov.Reg(asm.R1, asm.R0),
 			asm.Mov.Imm(asm.R2, 1),
 			asm.FnRingbufSubmit.Call(),
-			asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-		}, asm.Return())
+		)
 	}
 	// bpf_ringbuf_output of n bytes of a per-CPU array value
 	output := func(n int32) asm.Instructions {
-		return append(asm.Instructions{
-			asm.StoreImm(asm.R10, -4, 0, asm.Word),
-			asm.LoadMapPtr(asm.R1, percpu.FD()),
-			asm.Mov.Reg(asm.R2, asm.R10),
-			asm.Add.Imm(asm.R2, -4),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, "out"),
+		return program(lookupValue(percpu), asm.Instructions{
 			asm.LoadMapPtr(asm.R1, 0).WithReference("ring"),
 			asm.Mov.Reg(asm.R2, asm.R0),
 			asm.Mov.Imm(asm.R3, n),
 			asm.Mov.Imm(asm.R4, 1),
 			asm.FnRingbufOutput.Call(),
-			asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-		}, asm.Return())
+		})
 	}
-	// a per-CPU array lookup (as the recorder does for its per-CPU state),
-	// then reserve 32 bytes, store 4 words, submit with BPF_RB_NO_WAKEUP
-	lookupReserve := append(asm.Instructions{
-		asm.StoreImm(asm.R10, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, percpu.FD()),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.LoadMapPtr(asm.R1, 0).WithReference("ring"),
-		asm.Mov.Imm(asm.R2, 32),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRingbufReserve.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-		asm.StoreMem(asm.R0, 8, asm.R1, asm.DWord),
-		asm.StoreMem(asm.R0, 16, asm.R1, asm.DWord),
-		asm.StoreMem(asm.R0, 24, asm.R1, asm.DWord),
-		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.Mov.Imm(asm.R2, 1),
-		asm.FnRingbufSubmit.Call(),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-	}, asm.Return())
 	// append a 32-byte sample (4 words) to a per-CPU buffer of n bytes
 	// whose count is at offset n; when it is full, bpf_ringbuf_output the
 	// whole buffer with BPF_RB_NO_WAKEUP and store the sample at offset 0,
 	// so one output in n/32 events
 	stage := func(n int32) asm.Instructions {
-		return append(asm.Instructions{
-			asm.StoreImm(asm.R10, -4, 0, asm.Word),
-			asm.LoadMapPtr(asm.R1, staged[n].FD()),
-			asm.Mov.Reg(asm.R2, asm.R10),
-			asm.Add.Imm(asm.R2, -4),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, "out"),
+		return program(lookupValue(staged[n]), asm.Instructions{
 			asm.Mov.Reg(asm.R6, asm.R0),
 			asm.LoadMem(asm.R1, asm.R6, int16(n), asm.DWord),
 			asm.JLE.Imm(asm.R1, n-32, "store"), // bounds the offset for the verifier
@@ -140,14 +129,10 @@ func BenchmarkHelperCost(b *testing.B) {
 			asm.Mov.Imm(asm.R1, 0),
 			asm.Mov.Reg(asm.R2, asm.R6).WithSymbol("store"),
 			asm.Add.Reg(asm.R2, asm.R1),
-			asm.StoreMem(asm.R2, 0, asm.R1, asm.DWord),
-			asm.StoreMem(asm.R2, 8, asm.R1, asm.DWord),
-			asm.StoreMem(asm.R2, 16, asm.R1, asm.DWord),
-			asm.StoreMem(asm.R2, 24, asm.R1, asm.DWord),
+		}, storeWords(asm.R2, 4), asm.Instructions{
 			asm.Add.Imm(asm.R1, 32),
 			asm.StoreMem(asm.R6, int16(n), asm.R1, asm.DWord),
-			asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
-		}, asm.Return())
+		})
 	}
 	comm := append(asm.Instructions{
 		asm.FnGetCurrentTask.Call(),
@@ -173,13 +158,6 @@ func BenchmarkHelperCost(b *testing.B) {
 		asm.LoadMem(asm.R1, asm.R0, int16(commOff), asm.DWord),
 		asm.LoadMem(asm.R2, asm.R0, int16(commOff+8), asm.DWord),
 	}, ret...)
-	lookup := append(asm.Instructions{
-		asm.StoreImm(asm.R10, -4, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, percpu.FD()),
-		asm.Mov.Reg(asm.R2, asm.R10),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-	}, ret...)
 	cases := []struct {
 		name  string
 		insns asm.Instructions
@@ -194,12 +172,14 @@ func BenchmarkHelperCost(b *testing.B) {
 		{"task_comm_read", comm},
 		{"get_current_comm", getComm},
 		{"task_btf_comm", taskBTF},
-		{"percpu_lookup", lookup},
-		{"reserve_submit_32", reserve(32)},
-		{"reserve_submit_64", reserve(64)},
+		{"percpu_lookup", program(lookupValue(percpu))},
+		{"reserve_submit_32", program(reserve(32, 1))},
+		{"reserve_submit_64", program(reserve(64, 1))},
 		{"output_32", output(32)},
 		{"output_4096", output(4096)},
-		{"lookup_reserve_submit_32", lookupReserve},
+		// a per-CPU array lookup (as the recorder does for its per-CPU
+		// state), then a whole 32-byte sample reserved, stored, submitted
+		{"lookup_reserve_submit_32", program(lookupValue(percpu), reserve(32, 4))},
 		{"stage_32_flush_4096", stage(4096)},
 		{"stage_32_flush_1024", stage(1024)},
 	}

@@ -36,9 +36,6 @@ type wdef struct {
 	// oneThread: the row runs on one thread only (the chain row, whose
 	// question is what two pointer loads add to the uprobe row).
 	oneThread bool
-	// chain: the pointer-chain row, set against the uprobe row instead of
-	// issue 17's targets.
-	chain bool
 }
 
 // wdefs are the workloads; soak takes wdefs[0] and wdefs[3].
@@ -60,7 +57,7 @@ var wdefs = []wdef{
 		probe: func(string) probe { return probe{kind: "profile"} }},
 	// The uprobe row's value read through two pointers (bench_req's
 	// req->hdr->size): every tool reads the same chain.
-	{name: "chain", mode: "chain", oneThread: true, chain: true,
+	{name: "chain", mode: "chain", oneThread: true,
 		probe: func(b string) probe { return probe{kind: "u", bin: b, fn: "bench_req", chain: true} }},
 }
 
@@ -152,7 +149,7 @@ type row struct {
 	events            int64 // per thread per run (0: the profile row's timed runs)
 	cells             map[string]*cell
 	stacks, sampled   bool    // as its wdef
-	chain             bool    // as its wdef
+	chain             bool    // its probe reads a pointer chain: set against the uprobe row, not the targets
 	hz                int     // profile: samples per second
 	seconds           float64 // profile: each run's length
 	loopCPU           bool    // profile: loop CPU time, not wall time
@@ -323,7 +320,7 @@ func (d *driver) bench() (*results, error) {
 }
 
 func (d *driver) runRow(w wdef, threads, cpus string, n int, events int64) (*row, error) {
-	r := &row{workload: w.name, threads: threads, events: events, cells: map[string]*cell{}, stacks: w.stacks, sampled: w.sampled, chain: w.chain}
+	r := &row{workload: w.name, threads: threads, events: events, cells: map[string]*cell{}, stacks: w.stacks, sampled: w.sampled, chain: w.probe("").chain}
 	for _, t := range append([]string{untraced}, tools...) {
 		r.cells[t] = newCell()
 	}

@@ -6,7 +6,7 @@ BIN     := bin
 BPFTAPE := $(BIN)/bpftape
 DEMO    := out/demo
 
-.PHONY: all build test vmtest demo generate check-generate bench bench-quick bench-ab bench-go soak fuzz clean root deps
+.PHONY: all build test vmtest vmbench demo generate check-generate bench bench-quick bench-ab bench-go soak fuzz clean root deps
 
 all: build
 
@@ -32,6 +32,14 @@ test: root deps
 vmtest: root
 	@sh scripts/deps.sh vmtest
 	@sh scripts/vmtest/run.sh $(VMTEST_KERNELS)
+
+# vmbench times the kernel-function rows of issue 17 (kprobe, kretprobe,
+# fentry, fexit on vfs_read: bpftape against bpftrace's hist and the empty
+# program) in one QEMU TCG guest, VMBENCH_KERNEL (default 6.12); ratios
+# only, as TCG inflates absolute times (bench/vmbench.sh).
+vmbench: root
+	@sh scripts/deps.sh vmbench
+	@sh bench/vmbench.sh $(VMBENCH_KERNEL)
 
 demo: root build
 	@sh scripts/deps.sh demo

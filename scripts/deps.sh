@@ -1,5 +1,5 @@
 #!/bin/sh
-# deps.sh [clang|demo|vmtest]: installs, only when missing, the Debian packages and npm
+# deps.sh [clang|demo|vmtest|vmbench]: installs, only when missing, the Debian packages and npm
 # modules bpftape's tests use: gcc, clang, binutils and sys/sdt.h to build
 # the workloads (the USDT torture test compares gcc's and clang's operands;
 # objcopy and strip make stripped binaries with debug files), BCC and
@@ -10,7 +10,8 @@
 # `make generate` needs; with "demo", what `make demo` builds its workload
 # with (gcc and sys/sdt.h); with "vmtest", what `make vmtest` boots its
 # guests with (QEMU, a static busybox, gcc for the static workloads, xz and
-# zstd for compressed kernel modules).
+# zstd for compressed kernel modules); with "vmbench", those and bpftrace,
+# which `make vmbench` copies into its guest.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,7 @@ case "${1:-}" in
 clang) pkgs="clang llvm libbpf-dev" ;;
 demo) pkgs="gcc libc6-dev systemtap-sdt-dev" ;;
 vmtest) pkgs="qemu-system-x86 busybox-static gcc libc6-dev systemtap-sdt-dev xz-utils zstd" ;;
+vmbench) pkgs="qemu-system-x86 busybox-static gcc libc6-dev xz-utils zstd bpftrace" ;;
 esac
 
 missing=""

@@ -21,7 +21,9 @@ import (
 // returns 0 to each probe (u:BIN:FUNC, ur:BIN:FUNC, U:BIN:PROVIDER:NAME,
 // t:CATEGORY:EVENT; profile:hz:N: a CPU-clock perf event sampling N times a
 // second on every CPU, as BCC's profile, bpftrace's profile and bpftape's
-// profile open them), prints READY, and detaches on SIGINT or SIGTERM.
+// profile open them; k:FUNC, kr:FUNC, f:FUNC, fr:FUNC: a kernel function's
+// kprobe, kretprobe, fentry, fexit), prints READY, and detaches on SIGINT
+// or SIGTERM.
 // What a traced process pays under it is the cost of the probe mechanism
 // itself (breakpoint, uprobe dispatch or timer interrupt, BPF program call)
 // with no work in the program: no tool can do less per event.
@@ -74,6 +76,16 @@ func runEmpty(args []string) error {
 			continue
 		case "t":
 			l, err = link.Tracepoint(p.category, p.event, tp, nil)
+		case "k":
+			l, err = link.Kprobe(p.fn, kprobe, nil)
+		case "kr":
+			l, err = link.Kretprobe(p.fn, kprobe, nil)
+		case "f", "fr":
+			var prog *ebpf.Program
+			l, prog, err = attachTracing(p, insns)
+			if prog != nil {
+				defer prog.Close()
+			}
 		case "u", "ur", "U":
 			ex, err2 := link.OpenExecutable(p.bin)
 			if err2 != nil {
@@ -198,4 +210,20 @@ func usdtOffset(bin, provider, name string) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s: USDT site %#x is in no executable segment", bin, found[0])
+}
+
+// attachTracing loads an empty fentry (f:) or fexit (fr:) program for the
+// probe's kernel function and attaches it. The caller keeps the program open
+// until it detaches: its fdinfo is where make vmbench reads its run time.
+func attachTracing(p probe, insns asm.Instructions) (link.Link, *ebpf.Program, error) {
+	at := ebpf.AttachTraceFEntry
+	if p.kind == "fr" {
+		at = ebpf.AttachTraceFExit
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: at, AttachTo: p.fn, Instructions: insns, License: "GPL"})
+	if err != nil {
+		return nil, nil, fmt.Errorf("load empty %s program: %w", p.kind, err)
+	}
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+	return l, prog, err
 }

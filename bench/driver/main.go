@@ -7,6 +7,7 @@
 //	driver run [flags]         the benchmark (bench/bench.sh passes the paths)
 //	driver empty PROBE...      the empty-program floor tool (used by run)
 //	driver synth -o FILE -n N  a seed-like capture written with format.Writer
+//	driver vmtable             make vmbench's table, from the guest's VMBENCH lines on stdin
 package main
 
 import (
@@ -23,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: driver run|empty|synth ...")
+		fmt.Fprintln(os.Stderr, "usage: driver run|empty|synth|vmtable ...")
 		os.Exit(2)
 	}
 	var err error
@@ -34,6 +35,8 @@ func main() {
 		err = runEmpty(os.Args[2:])
 	case "synth":
 		err = runSynth(os.Args[2:])
+	case "vmtable":
+		err = runVMTable(os.Stdin, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown verb %q", os.Args[1])
 	}

@@ -6,11 +6,13 @@ import (
 )
 
 // probe is one probe site, spelled as bpftape spells it without a field
-// list: u:BIN:FUNC, ur:BIN:FUNC, U:BIN:PROVIDER:NAME, t:CATEGORY:EVENT or
-// profile:hz:N.
+// list: u:BIN:FUNC, ur:BIN:FUNC, U:BIN:PROVIDER:NAME, t:CATEGORY:EVENT,
+// profile:hz:N, or a kernel function's k:FUNC, kr:FUNC, f:FUNC, fr:FUNC
+// (kprobe, kretprobe, fentry, fexit: the empty program of the guest's
+// kernel-function rows, bench/vmbench.sh).
 type probe struct {
-	kind            string // u, ur, U, t, profile
-	bin, fn         string // u, ur: binary and function
+	kind            string // u, ur, U, t, profile, k, kr, f, fr
+	bin, fn         string // u, ur: binary and function; k, kr, f, fr: function
 	provider, name  string // U
 	category, event string // t
 	hz              int    // profile: samples per second per CPU
@@ -51,6 +53,11 @@ func parseProbe(s string) (probe, error) {
 			return probe{}, fmt.Errorf("bad probe %q", s)
 		}
 		p.category, p.event = f[0], f[1]
+	case "k", "kr", "f", "fr":
+		if rest == "" || strings.Contains(rest, ":") {
+			return probe{}, fmt.Errorf("bad probe %q", s)
+		}
+		p.fn = rest
 	case "profile":
 		hz, ok := strings.CutPrefix(rest, "hz:")
 		if p.hz = int(atoi64(hz)); !ok || p.hz <= 0 {
@@ -70,6 +77,8 @@ func (p probe) String() string {
 		return "U:" + p.bin + ":" + p.provider + ":" + p.name
 	case "profile":
 		return fmt.Sprintf("profile:hz:%d", p.hz)
+	case "k", "kr", "f", "fr":
+		return p.kind + ":" + p.fn
 	}
 	return "t:" + p.category + ":" + p.event
 }

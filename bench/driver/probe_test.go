@@ -48,3 +48,22 @@ func TestChainNote(t *testing.T) {
 		t.Error("a note without a chain row")
 	}
 }
+
+// TestParseProbe checks that every kind the empty program takes parses and
+// prints back as it was spelled, and that malformed ones are refused.
+func TestParseProbe(t *testing.T) {
+	for _, s := range []string{"u:/w:bench_func", "ur:/w:bench_ret", "U:/w:p:tick", "t:syscalls:sys_exit_write",
+		"profile:hz:99", "k:vfs_read", "kr:vfs_read", "f:vfs_read", "fr:vfs_read"} {
+		p, err := parseProbe(s)
+		if err != nil {
+			t.Errorf("%s: %v", s, err)
+		} else if p.String() != s {
+			t.Errorf("%s prints as %s", s, p)
+		}
+	}
+	for _, s := range []string{"k:", "f:a:b", "x:vfs_read", "vfs_read", "profile:hz:0", "U:/w:p"} {
+		if _, err := parseProbe(s); err == nil {
+			t.Errorf("%s: parsed", s)
+		}
+	}
+}

@@ -11,6 +11,11 @@
  *                        i % 4096 + 1 bytes; prints "read N BYTES NS" (the
  *                        bytes read in all, and the loop's CLOCK_MONOTONIC
  *                        nanoseconds, for the probes' overhead)
+ *   vmwork hold N PATH   read's loop between two bytes read from stdin: it
+ *                        starts on the first, prints read's line, and exits
+ *                        on the second, so that a tracer can attach before
+ *                        the loop and read its BPF statistics after it,
+ *                        with the process still there (make vmbench)
  *   vmwork tcp N         a loopback TCP connection (127.0.0.1, lo must be
  *                        up) over which it sends N messages, the i-th of
  *                        i % 1000 + 1 bytes, with send(2), and reads them
@@ -72,6 +77,31 @@ static void *rt_thread(void *arg)
 	return NULL;
 }
 
+/* read(2) PATH n times, the i-th read asking for i % 4096 + 1 bytes; prints "read N BYTES NS". */
+static int read_loop(long n, const char *path)
+{
+	static char buf[4096];
+	long total = 0;
+	int fd = open(path, O_RDONLY);
+	struct timespec t0, t1;
+
+	if (fd < 0)
+		return 3;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (long i = 0; i < n; i++) {
+		ssize_t got = read(fd, buf, i % 4096 + 1);
+
+		if (got < 0)
+			return 4;
+		total += got;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	close(fd);
+	printf("read %ld %ld %lld\n", n, total,
+	       (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -88,28 +118,19 @@ int main(int argc, char **argv)
 		printf("open %ld %s\n", n, argv[3]);
 		return 0;
 	}
-	if (argc == 4 && !strcmp(argv[1], "read")) {
-		static char buf[4096];
-		long n = atol(argv[2]), total = 0;
-		int fd = open(argv[3], O_RDONLY);
-		struct timespec t0, t1;
+	if (argc == 4 && !strcmp(argv[1], "hold")) {
+		char c;
+		int st;
 
-		if (fd < 0)
-			return 3;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		for (long i = 0; i < n; i++) {
-			ssize_t got = read(fd, buf, i % 4096 + 1);
-
-			if (got < 0)
-				return 4;
-			total += got;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		close(fd);
-		printf("read %ld %ld %lld\n", n, total,
-		       (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
-		return 0;
+		if (read(0, &c, 1) != 1)
+			return 5;
+		st = read_loop(atol(argv[2]), argv[3]);
+		if (read(0, &c, 1) != 1)
+			return 5;
+		return st;
 	}
+	if (argc == 4 && !strcmp(argv[1], "read"))
+		return read_loop(atol(argv[2]), argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "tcp")) {
 		static char buf[1000];
 		long n = atol(argv[2]), total = 0;

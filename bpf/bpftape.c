@@ -404,6 +404,17 @@ volatile const __u32 task_comm_off = 0;
  */
 volatile const __u32 task_btf = 0;
 /*
+ * What the recording's specs need, set from user space before loading: the
+ * largest size class, whether any has a filter, whether any records a
+ * stack. The verifier reads them as constants and does not visit the code
+ * of a class, the filter or the stacks that no spec takes (a spec that
+ * needs it anyway is counted lost, never recorded wrong). The defaults
+ * keep all of it.
+ */
+volatile const __u32 max_class = CLASS_ARGS12_STR4;
+volatile const __u32 use_filters = 1;
+volatile const __u32 use_stacks = 1;
+/*
  * The spec index of the attachment, for kernels without attach cookies
  * (before 5.15): one copy of the program is loaded per attachment with this
  * and fixed_spec_data set, and the verifier, which reads a frozen .rodata as
@@ -1255,6 +1266,8 @@ static __always_inline int prelude(void *ctx, const struct probe_spec *spec, __u
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!rb || !st || emit_comm(rb, st, now, pid_tgid, cpu))
 		return -1;
+	if ((spec->kstack || spec->ustack) && !use_stacks)
+		return -1;
 	if (spec->kstack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 0, ctx_kind, depth))
 		return -1;
 	if (spec->ustack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 1, ctx_kind, depth))
@@ -1297,6 +1310,8 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 		return 0;
 	cpu = bpf_get_smp_processor_id();
 	if (spec->npred) {
+		if (!use_filters)
+			goto lost;
 		/*
 		 * A filter needs the values first: fill the scratch sample,
 		 * and send nothing, not even the comm or the stacks, unless
@@ -1355,7 +1370,9 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 	 * One constant-size reserve per class: the verifier checks fill's
 	 * writes against it.
 	 */
-#define RESERVE_FILL(bytes, cap, with_strs)                                      \
+#define RESERVE_FILL(class, bytes, cap, with_strs)                               \
+	if (max_class < (class))                                                 \
+		goto lost;                                                       \
 	size = (bytes);                                                          \
 	s = bpf_ringbuf_reserve(rb, (bytes), 0);                                 \
 	if (!s)                                                                  \
@@ -1365,17 +1382,17 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 
 	switch (spec->size_class) {
 	case CLASS_ARGS0:
-		RESERVE_FILL(CLASS_SIZE(0), 0, 0)
+		RESERVE_FILL(CLASS_ARGS0, CLASS_SIZE(0), 0, 0)
 	case CLASS_ARGS1:
-		RESERVE_FILL(CLASS_SIZE(1), 1, 0)
+		RESERVE_FILL(CLASS_ARGS1, CLASS_SIZE(1), 1, 0)
 	case CLASS_ARGS2:
-		RESERVE_FILL(CLASS_SIZE(2), 2, 0)
+		RESERVE_FILL(CLASS_ARGS2, CLASS_SIZE(2), 2, 0)
 	case CLASS_ARGS6:
-		RESERVE_FILL(CLASS_SIZE(6), 6, 0)
+		RESERVE_FILL(CLASS_ARGS6, CLASS_SIZE(6), 6, 0)
 	case CLASS_ARGS12:
-		RESERVE_FILL(CLASS_SIZE(12), 12, 0)
+		RESERVE_FILL(CLASS_ARGS12, CLASS_SIZE(12), 12, 0)
 	case CLASS_ARGS12_STR4:
-		RESERVE_FILL(sizeof(struct sample), 12, 1)
+		RESERVE_FILL(CLASS_ARGS12_STR4, sizeof(struct sample), 12, 1)
 	default:
 		return 0;
 	}

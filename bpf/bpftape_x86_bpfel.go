@@ -198,6 +198,7 @@ const (
 	bpftapeVarFixedSpec         = "fixed_spec"
 	bpftapeVarFixedSpecData     = "fixed_spec_data"
 	bpftapeVarFollow            = "follow"
+	bpftapeVarMaxClass          = "max_class"
 	bpftapeVarSelfTgid          = "self_tgid"
 	bpftapeVarTaskBtf           = "task_btf"
 	bpftapeVarTaskCommOff       = "task_comm_off"
@@ -206,6 +207,8 @@ const (
 	bpftapeVarTaskTgidOff       = "task_tgid_off"
 	bpftapeVarTracked           = "tracked"
 	bpftapeVarUntracked         = "untracked"
+	bpftapeVarUseFilters        = "use_filters"
+	bpftapeVarUseStacks         = "use_stacks"
 	bpftapeVarWakeOnComm        = "wake_on_comm"
 	bpftapeVarWakeupBytes       = "wakeup_bytes"
 )
@@ -287,6 +290,7 @@ type bpftapeVariableSpecs struct {
 	FixedSpec     *ebpf.VariableSpec `ebpf:"fixed_spec"`
 	FixedSpecData *ebpf.VariableSpec `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.VariableSpec `ebpf:"follow"`
+	MaxClass      *ebpf.VariableSpec `ebpf:"max_class"`
 	SelfTgid      *ebpf.VariableSpec `ebpf:"self_tgid"`
 	TaskBtf       *ebpf.VariableSpec `ebpf:"task_btf"`
 	TaskCommOff   *ebpf.VariableSpec `ebpf:"task_comm_off"`
@@ -295,6 +299,8 @@ type bpftapeVariableSpecs struct {
 	TaskTgidOff   *ebpf.VariableSpec `ebpf:"task_tgid_off"`
 	Tracked       *ebpf.VariableSpec `ebpf:"tracked"`
 	Untracked     *ebpf.VariableSpec `ebpf:"untracked"`
+	UseFilters    *ebpf.VariableSpec `ebpf:"use_filters"`
+	UseStacks     *ebpf.VariableSpec `ebpf:"use_stacks"`
 	WakeOnComm    *ebpf.VariableSpec `ebpf:"wake_on_comm"`
 	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
@@ -355,6 +361,7 @@ type bpftapeVariables struct {
 	FixedSpec     *ebpf.Variable `ebpf:"fixed_spec"`
 	FixedSpecData *ebpf.Variable `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.Variable `ebpf:"follow"`
+	MaxClass      *ebpf.Variable `ebpf:"max_class"`
 	SelfTgid      *ebpf.Variable `ebpf:"self_tgid"`
 	TaskBtf       *ebpf.Variable `ebpf:"task_btf"`
 	TaskCommOff   *ebpf.Variable `ebpf:"task_comm_off"`
@@ -363,6 +370,8 @@ type bpftapeVariables struct {
 	TaskTgidOff   *ebpf.Variable `ebpf:"task_tgid_off"`
 	Tracked       *ebpf.Variable `ebpf:"tracked"`
 	Untracked     *ebpf.Variable `ebpf:"untracked"`
+	UseFilters    *ebpf.Variable `ebpf:"use_filters"`
+	UseStacks     *ebpf.Variable `ebpf:"use_stacks"`
 	WakeOnComm    *ebpf.Variable `ebpf:"wake_on_comm"`
 	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
 }

@@ -76,6 +76,12 @@ type Options struct {
 	// kernel's BTF (the place of tgid in task_struct).
 	Follow bool
 
+	// Uses, if not nil, is what the recording's specs need (UsesOf): the
+	// verifier then skips the code of size classes above Uses.MaxClass,
+	// of filters and of stacks that no spec takes, which shortens the
+	// load. A spec that needs more is counted lost. nil keeps all of it.
+	Uses *Uses
+
 	// NoCookies loads the fallback for kernels without attach cookies
 	// (before 5.15) even if this one has them: one copy of the uprobe or
 	// tracepoint program per attachment, which holds its spec as load-time
@@ -413,6 +419,15 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	if err := spec.Variables[bpftapeVarWakeupBytes].Set(opts.WakeupBytes); err != nil {
 		return nil, fmt.Errorf("bpf: set wakeup_bytes: %w", err)
 	}
+	if u := opts.Uses; u != nil {
+		for name, v := range map[string]uint32{
+			bpftapeVarMaxClass: uint32(u.MaxClass), bpftapeVarUseFilters: b2u(u.Filters), bpftapeVarUseStacks: b2u(u.Stacks),
+		} {
+			if err := spec.Variables[name].Set(v); err != nil {
+				return nil, fmt.Errorf("bpf: set %s: %w", name, err)
+			}
+		}
+	}
 	if opts.WakeOnComm {
 		if err := spec.Variables[bpftapeVarWakeOnComm].Set(uint32(1)); err != nil {
 			return nil, fmt.Errorf("bpf: set wake_on_comm: %w", err)
@@ -617,4 +632,29 @@ func sumPerCPU(m *ebpf.Map, name string, probeID uint16) (uint64, error) {
 		sum += n
 	}
 	return sum, nil
+}
+
+// Uses is what a recording's specs need of the program (Options.Uses).
+type Uses struct {
+	MaxClass uint8 // the largest SizeClass
+	Filters  bool  // a spec has a filter (Npred > 0)
+	Stacks   bool  // a spec records a kernel or user stack
+}
+
+// UsesOf is what specs need.
+func UsesOf(specs ...*ProbeSpec) Uses {
+	var u Uses
+	for _, s := range specs {
+		u.MaxClass = max(u.MaxClass, s.SizeClass)
+		u.Filters = u.Filters || s.Npred > 0
+		u.Stacks = u.Stacks || s.Kstack > 0 || s.Ustack > 0
+	}
+	return u
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }

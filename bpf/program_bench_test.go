@@ -21,6 +21,9 @@ type variant struct {
 	// noCookies loads a copy of the program with the spec as constants
 	// (Options.NoCookies), as on kernels before 5.15.
 	noCookies bool
+	// uses loads the program with only the code the spec needs
+	// (Options.Uses = UsesOf(spec)), as recording does; else all of it.
+	uses bool
 	// rejects: the spec's filter rejects every event (none is recorded,
 	// every one is counted as filtered); else every event is recorded.
 	rejects bool
@@ -64,7 +67,12 @@ func benchVariants(b *testing.B, vs []variant) []float64 {
 			for name, val := range v.env {
 				b.Setenv(name, val)
 			}
-			objs, err := Load(Options{RingSize: 16 << 20, WakeupBytes: 1 << 20, NoCookies: v.noCookies})
+			var uses *Uses
+			if v.uses {
+				u := UsesOf(&v.spec)
+				uses = &u
+			}
+			objs, err := Load(Options{RingSize: 16 << 20, WakeupBytes: 1 << 20, NoCookies: v.noCookies, Uses: uses})
 			for name := range v.env {
 				os.Unsetenv(name)
 			}
@@ -178,6 +186,20 @@ func BenchmarkCookies(b *testing.B) {
 		{name: "cookie", spec: flat},
 		{name: "fixed-spec", spec: flat, noCookies: true},
 	})
+}
+
+// BenchmarkUses compares the program with the code of every size class,
+// the filters and the stacks with one that holds only what its spec needs
+// (Options.Uses), recording the same two registers. Run it with
+//
+//	go test -run '^$' -bench Uses -benchtime 6x ./bpf/
+func BenchmarkUses(b *testing.B) {
+	flat := spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true))
+	ns := benchVariants(b, []variant{
+		{name: "all-code", spec: flat},
+		{name: "spec-code", spec: flat, uses: true},
+	})
+	b.ReportMetric(ns[1]/ns[0], "spec-code/all-code")
 }
 
 // BenchmarkRecord is what recording pays per event, as it records: one

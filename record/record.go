@@ -465,8 +465,16 @@ func (r *recorder) setup() error {
 	for _, p := range r.probes {
 		wakeOnComm = wakeOnComm || p.ustack > 0
 	}
+	// The programs hold only the code that these probes' specs run.
+	var bpfSpecs []*bpf.ProbeSpec
+	for _, p := range r.probes {
+		for i := range p.atts {
+			bpfSpecs = append(bpfSpecs, &p.atts[i].spec)
+		}
+	}
+	uses := bpf.UsesOf(bpfSpecs...)
 	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4,
-		ThreadBases: threadBases, Follow: r.follow, NoCookies: o.NoCookies, WakeOnComm: wakeOnComm}); err != nil {
+		ThreadBases: threadBases, Follow: r.follow, NoCookies: o.NoCookies, WakeOnComm: wakeOnComm, Uses: &uses}); err != nil {
 		return err
 	}
 	if r.rd, err = bpf.NewRing(r.objs.RingMaps...); err != nil {

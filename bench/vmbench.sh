@@ -60,7 +60,7 @@ t0=$(date +%s)
 		-append "console=ttyS0 panic=-1 quiet loglevel=3 vmbench.kernel=$kernel vmbench.n=$n vmbench.rounds=$rounds" \
 		-nographic -no-reboot -monitor none -nic none </dev/null 2>&1 || st=$?
 	echo $st >"$out/qemu-status"
-} | tee "$log" | tr -d '\r' | grep --line-buffered '^VMBENCH' | sed 's/^/vmbench: /' >&2 || true
+} | tee "$log" | tr -d '\r' | grep --line-buffered '^VMBENCH' | sed -u 's/^/vmbench: /' >&2 || true
 st=$(cat "$out/qemu-status")
 echo "vmbench: guest ran $(($(date +%s) - t0)) s" >&2
 if ! tr -d '\r' <"$log" | grep -q "^VMBENCH kernel=$kernel done"; then

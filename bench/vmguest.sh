@@ -19,6 +19,7 @@ export PATH
 K=unknown
 N=100000
 ROUNDS=5
+RUN_TIMEOUT=300
 for a in $(cat /proc/cmdline); do
 	case "$a" in
 	vmbench.kernel=*) K=${a#vmbench.kernel=} ;;
@@ -30,6 +31,8 @@ W=/tmp/vmbench
 mkdir -p $W
 cd $W || exit 1
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
+# A write to a workload that a timeout killed fails instead of ending the script.
+trap "" PIPE
 # With more than one vCPU the workload runs on the last one and the tools
 # where the scheduler puts them, as make bench's 1T rows run; with one,
 # the recorder's own CPU comes out of the workload's, as in the 2T rows.
@@ -83,27 +86,35 @@ prog_ns() {
 # run ROW KIND ROUND TOOL: one timed run of the workload under TOOL.
 run() {
 	row=$1 kind=$2 round=$3 tool=$4
-	rm -f in out tool.out tool.err ready cap.arrow
+	rm -f in out tool.out tool.err tool.pid ready cap.arrow
 	mkfifo in out
 	$PIN vmwork hold $N /dev/zero <in >out &
 	P=$!
 	exec 3>in 4<out
 	T=""
 	ok=1
+	# A run that has not ended after RUN_TIMEOUT seconds is killed (one
+	# bpftrace run once stopped the whole guest), and reported failed.
+	rm -f hung
+	(sleep $RUN_TIMEOUT && touch hung && kill -KILL $P $(cat tool.pid 2>/dev/null) 2>/dev/null) &
+	wd=$!
 	case $tool in
 	empty)
 		driver empty "$(empty_probe $kind)" >tool.out 2>tool.err &
 		T=$!
+		echo $T >tool.pid
 		wait_for tool.out READY $T || ok=0
 		;;
 	bpftrace)
 		__BPFTRACE_NOTIFY_PROBES_ATTACHED=1 bpftrace -e "$(bpftrace_prog $kind $P)" >tool.out 2>tool.err &
 		T=$!
+		echo $T >tool.pid
 		wait_for tool.err __BPFTRACE_NOTIFY_PROBES_ATTACHED $T || ok=0
 		;;
 	bpftape)
 		bpftape record -o cap.arrow --ready-file ready -p $P "$(bpftape_probe $kind)" >tool.out 2>tool.err &
 		T=$!
+		echo $T >tool.pid
 		wait_for ready setup_ms $T || ok=0
 		;;
 	esac
@@ -122,7 +133,13 @@ run() {
 		[ $tool = bpftape ] || kill -INT $T 2>/dev/null
 		wait $T
 	fi
-	if [ $ok = 1 ] && [ -n "$line" ]; then
+	kill $wd 2>/dev/null
+	wait $wd 2>/dev/null
+	rm -f tool.pid
+	[ ! -e hung ] || ok=0
+	if [ -e hung ]; then
+		echo "VMBENCH kernel=$K row=$row round=$round tool=$tool error=killed-after-${RUN_TIMEOUT}s;$(tail -n 3 tool.err | tr ' \n' ',;')"
+	elif [ $ok = 1 ] && [ -n "$line" ]; then
 		set -- $line
 		echo "VMBENCH kernel=$K row=$row round=$round tool=$tool events=$2 loop_ns=$4 prog_ns=$pn tool_cpu_ns=$cn"
 	else

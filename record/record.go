@@ -461,10 +461,23 @@ func (r *recorder) setup() error {
 	// A recorder of user stacks reads a process's mappings when its first
 	// comm record comes (see drainer.sample): at once, so that a short
 	// command is still there.
-	wakeOnComm := false
+	wakeOnComm, kstacks := false, false
 	for _, p := range r.probes {
 		wakeOnComm = wakeOnComm || p.ustack > 0
+		kstacks = kstacks || p.kstack > 0
+		if (p.ustack > 0 || p.kstack > 0) && r.stacks == nil {
+			r.stacks = stacktable.New(stacktable.Options{DebugDirs: elfsym.DebugDirs(o.DebugDirs)})
+		}
 	}
+	// kallsyms is read while the programs load, not in the drain loop at
+	// the first kernel stack: the stall filled the rings of a loaded host.
+	kernelRead := make(chan struct{})
+	if kstacks {
+		go func() { r.stacks.ReadKernelSymbols(); close(kernelRead) }()
+	} else {
+		close(kernelRead)
+	}
+	defer func() { <-kernelRead }()
 	// The programs hold only the code that these probes' specs run.
 	var bpfSpecs []*bpf.ProbeSpec
 	for _, p := range r.probes {
@@ -491,12 +504,9 @@ func (r *recorder) setup() error {
 	}
 	r.limit = newSizeLimit(r.w, o, base)
 	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes, r.objs.ForgetComms)
-	for _, p := range r.probes {
-		if p.ustack > 0 || p.kstack > 0 {
-			r.stacks = stacktable.New(stacktable.Options{DebugDirs: elfsym.DebugDirs(o.DebugDirs)})
-			r.d.stacks = r.stacks
-			break
-		}
+	if r.stacks != nil {
+		<-kernelRead
+		r.d.stacks = r.stacks
 	}
 	if r.limit != nil {
 		r.d.limit = r.limit.check

@@ -828,6 +828,16 @@ func TestKallsymsFake(t *testing.T) {
 	if len(tb.Objects) != 1 || tb.Objects[0].Path != "[kernel]" || !strings.Contains(tb.Objects[0].NoSymbols, "kptr_restrict") {
 		t.Errorf("hidden addresses: objects %+v", tb.Objects)
 	}
+
+	// ReadKernelSymbols reads kallsyms then, not at the first kernel stack.
+	os.WriteFile(ks, []byte("ffffffff81000000 T core_fn\nffffffff81000100 D data\n"), 0o644)
+	c = New(Options{Kallsyms: ks})
+	c.ReadKernelSymbols()
+	os.Remove(ks)
+	c.Add(0, 1, true, []uint64{0xffffffff81000010})
+	if tb = c.Take(); len(tb.Symbols) != 1 || tb.Symbols[0].Name != "core_fn" {
+		t.Errorf("after ReadKernelSymbols and removing the file: symbols %+v, objects %+v", tb.Symbols, tb.Objects)
+	}
 }
 
 // fakeProc makes a /proc with process pid mapping the executable segment

@@ -415,6 +415,15 @@ volatile const __u32 max_class = CLASS_ARGS12_STR4;
 volatile const __u32 use_filters = 1;
 volatile const __u32 use_stacks = 1;
 /*
+ * The end of the shortest record among the tracepoints the program is
+ * attached to (tracefs format: the last field's offset + size). read_tp_word
+ * loads only words that end at or before it: the kernel refuses to attach a
+ * tracepoint program whose context loads reach past the record
+ * (perf_event_set_bpf_prog, max_ctx_offset), and the verifier counts only
+ * the loads it visits. 0: every field is read with bpf_probe_read_kernel.
+ */
+volatile const __u32 tp_ctx_end = 0;
+/*
  * The spec index of the attachment, for kernels without attach cookies
  * (before 5.15): one copy of the program is loaded per attachment with this
  * and fixed_spec_data set, and the verifier, which reads a frozen .rodata as
@@ -637,6 +646,44 @@ static __always_inline long read_reg(void *ctx, __u32 reg, __u64 *v)
 	REG_CASE(flags)
 	REG_CASE(sp)
 	REG_CASE(ss)
+	}
+	*v = 0;
+	return -1;
+}
+
+/*
+ * The 8-byte word of a tracepoint record at byte offset off (8..120, a
+ * multiple of 8), loaded from the context as read_reg loads a register:
+ * the verifier lets a tracepoint program read its record at constant,
+ * size-aligned offsets from 8 up to PERF_MAX_TRACE_SIZE, and a few compares
+ * cost less than a bpf_probe_read_kernel call. Returns -1 for a word it
+ * does not load (past 120 or past tp_ctx_end).
+ */
+#define TP_WORD_CASE(o)                                                        \
+	case (o):                                                              \
+		if ((o) + 8 > tp_ctx_end)                                      \
+			break;                                                 \
+		asm volatile("%0 = *(u64 *)(%1 + %2)" : "=r"(*v) : "r"(ctx), "i"(o)); \
+		return 0;
+
+static __always_inline long read_tp_word(void *ctx, __u32 off, __u64 *v)
+{
+	switch (off) {
+	TP_WORD_CASE(8)
+	TP_WORD_CASE(16)
+	TP_WORD_CASE(24)
+	TP_WORD_CASE(32)
+	TP_WORD_CASE(40)
+	TP_WORD_CASE(48)
+	TP_WORD_CASE(56)
+	TP_WORD_CASE(64)
+	TP_WORD_CASE(72)
+	TP_WORD_CASE(80)
+	TP_WORD_CASE(88)
+	TP_WORD_CASE(96)
+	TP_WORD_CASE(104)
+	TP_WORD_CASE(112)
+	TP_WORD_CASE(120)
 	}
 	*v = 0;
 	return -1;
@@ -912,7 +959,15 @@ static __always_inline __u64 tp_arg(void *ctx, const struct arg_spec *a, struct 
 	case ARG_CONST:
 		return a->off;
 	case ARG_TP_FIELD:
-		err = read_int(&v, a->size, (__u64)(rec + off), 0);
+		/*
+		 * A naturally aligned field lies inside one word: load the
+		 * word and shift (little-endian), else read it.
+		 */
+		if ((a->size == 1 || a->size == 2 || a->size == 4 || a->size == 8) && !(off & (a->size - 1)) &&
+		    !read_tp_word(ctx, off & ~7u, &v))
+			v >>= (off & 7) * 8;
+		else
+			err = read_int(&v, a->size, (__u64)(rec + off), 0);
 		v = extend(v, a->size, a->is_signed);
 		break;
 	case ARG_TP_CHARARRAY:

@@ -205,6 +205,7 @@ const (
 	bpftapeVarTaskFsbaseOff     = "task_fsbase_off"
 	bpftapeVarTaskGsbaseOff     = "task_gsbase_off"
 	bpftapeVarTaskTgidOff       = "task_tgid_off"
+	bpftapeVarTpCtxEnd          = "tp_ctx_end"
 	bpftapeVarTracked           = "tracked"
 	bpftapeVarUntracked         = "untracked"
 	bpftapeVarUseFilters        = "use_filters"
@@ -297,6 +298,7 @@ type bpftapeVariableSpecs struct {
 	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.VariableSpec `ebpf:"task_gsbase_off"`
 	TaskTgidOff   *ebpf.VariableSpec `ebpf:"task_tgid_off"`
+	TpCtxEnd      *ebpf.VariableSpec `ebpf:"tp_ctx_end"`
 	Tracked       *ebpf.VariableSpec `ebpf:"tracked"`
 	Untracked     *ebpf.VariableSpec `ebpf:"untracked"`
 	UseFilters    *ebpf.VariableSpec `ebpf:"use_filters"`
@@ -368,6 +370,7 @@ type bpftapeVariables struct {
 	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`
 	TaskGsbaseOff *ebpf.Variable `ebpf:"task_gsbase_off"`
 	TaskTgidOff   *ebpf.Variable `ebpf:"task_tgid_off"`
+	TpCtxEnd      *ebpf.Variable `ebpf:"tp_ctx_end"`
 	Tracked       *ebpf.Variable `ebpf:"tracked"`
 	Untracked     *ebpf.Variable `ebpf:"untracked"`
 	UseFilters    *ebpf.Variable `ebpf:"use_filters"`

@@ -422,6 +422,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	if u := opts.Uses; u != nil {
 		for name, v := range map[string]uint32{
 			bpftapeVarMaxClass: uint32(u.MaxClass), bpftapeVarUseFilters: b2u(u.Filters), bpftapeVarUseStacks: b2u(u.Stacks),
+			bpftapeVarTpCtxEnd: u.TPContextEnd,
 		} {
 			if err := spec.Variables[name].Set(v); err != nil {
 				return nil, fmt.Errorf("bpf: set %s: %w", name, err)
@@ -639,6 +640,15 @@ type Uses struct {
 	MaxClass uint8 // the largest SizeClass
 	Filters  bool  // a spec has a filter (Npred > 0)
 	Stacks   bool  // a spec records a kernel or user stack
+
+	// TPContextEnd is the end of the shortest record among the
+	// tracepoints attached (tracefs format: the last field's offset +
+	// size; the caller sets it, UsesOf does not know the records). The
+	// tracepoint program loads the aligned fields of the record's words
+	// that end by it directly, and reads the others with
+	// bpf_probe_read_kernel; 0 reads them all so. A larger value makes
+	// the kernel refuse to attach the program to the shorter record.
+	TPContextEnd uint32
 }
 
 // UsesOf is what specs need.

@@ -480,12 +480,17 @@ func (r *recorder) setup() error {
 	defer func() { <-kernelRead }()
 	// The programs hold only the code that these probes' specs run.
 	var bpfSpecs []*bpf.ProbeSpec
+	var tpEnd uint32 // the shortest tracepoint record's end
 	for _, p := range r.probes {
 		for i := range p.atts {
 			bpfSpecs = append(bpfSpecs, &p.atts[i].spec)
+			if a := &p.atts[i]; a.category != "" && (tpEnd == 0 || a.tpEnd < tpEnd) {
+				tpEnd = a.tpEnd
+			}
 		}
 	}
 	uses := bpf.UsesOf(bpfSpecs...)
+	uses.TPContextEnd = tpEnd
 	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4,
 		ThreadBases: threadBases, Follow: r.follow, NoCookies: o.NoCookies, WakeOnComm: wakeOnComm, Uses: &uses}); err != nil {
 		return err

@@ -284,7 +284,11 @@ func TestUSDTArgs(t *testing.T) {
 // TestTracepoint records syscalls:sys_exit_write of a command that writes
 // known lines while another process writes too: the pid filter keeps only
 // the command's; plus a string field read through a pointer and a
-// __data_loc string of a default field list.
+// __data_loc string of a default field list. sched_process_exec's record
+// ends at byte 20, the shortest, so it bounds the fields the program loads
+// from the record directly (bpf.Uses.TPContextEnd): its pid, at 12, comes
+// from the word at 8 shifted; openat's dfd, at 16, is read with
+// bpf_probe_read_kernel. A bound past a record's end would fail to attach.
 func TestTracepoint(t *testing.T) { testTracepoint(t, false) }
 
 // testTracepoint is TestTracepoint, with Options.NoCookies set to noCookies.

@@ -48,6 +48,7 @@ type attachment struct {
 	hz        uint64 // profile: samples a second on each CPU
 	category  string // tracepoints
 	event     string
+	tpEnd     uint32 // tracepoints: the record's end (tracefs.Format.End)
 	spec      bpf.ProbeSpec
 	what      string // for errors: "uprobe ./virtnet:virtio_net_receive_rcu"
 }
@@ -639,7 +640,7 @@ func (r *resolver) tracepoint(p *probe) error {
 		return err
 	}
 	p.meta.Target = s.Category + ":" + s.Event
-	p.atts = []attachment{{category: s.Category, event: s.Event, spec: spec, what: "tracepoint " + s.Category + ":" + s.Event}}
+	p.atts = []attachment{{category: s.Category, event: s.Event, tpEnd: uint32(tf.End()), spec: spec, what: "tracepoint " + s.Category + ":" + s.Event}}
 	return nil
 }
 

@@ -58,6 +58,17 @@ type Format struct {
 	Fields          []Field // non-common fields, in record order
 }
 
+// End is the end of the record's fields, as the kernel bounds a BPF
+// program's loads from the record: the last field's offset + size (8, the
+// common fields, for an event without fields of its own).
+func (f *Format) End() int {
+	end := 8
+	for _, fl := range f.Fields {
+		end = max(end, fl.Offset+fl.Size)
+	}
+	return end
+}
+
 // Field returns the field called name, or nil.
 func (f *Format) Field(name string) *Field {
 	for i := range f.Fields {

@@ -58,15 +58,16 @@ type Format struct {
 	Fields          []Field // non-common fields, in record order
 }
 
-// End is the end of the record's fields, as the kernel bounds a BPF
-// program's loads from the record: the last field's offset + size (8, the
-// common fields, for an event without fields of its own).
+// End is where the kernel ends the record for a BPF program's loads from
+// it (trace_event_get_offsets, which perf_event_set_bpf_prog checks): the
+// last field's offset + size, 8 (the common fields) for an event without
+// fields of its own.
 func (f *Format) End() int {
-	end := 8
-	for _, fl := range f.Fields {
-		end = max(end, fl.Offset+fl.Size)
+	if len(f.Fields) == 0 {
+		return 8
 	}
-	return end
+	last := f.Fields[len(f.Fields)-1]
+	return last.Offset + last.Size
 }
 
 // Field returns the field called name, or nil.

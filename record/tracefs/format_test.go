@@ -104,6 +104,27 @@ print fmt: "field:not_a_field; offset:0; size:1;", REC->filename
 	}
 }
 
+// TestFormatEnd: a record ends where its last field does, as the kernel
+// counts it when it attaches a program that loads from the record.
+func TestFormatEnd(t *testing.T) {
+	for _, tt := range []struct {
+		text string
+		want int
+	}{
+		{vhostNetTxEnd, 16},
+		{"name: e\nID: 4\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\nprint fmt: \"\"\n", 8},
+		{"name: x\nID: 5\nformat:\n\tfield:int a;\toffset:8;\tsize:4;\tsigned:1;\n\tfield:long ret;\toffset:16;\tsize:8;\tsigned:1;\n\nprint fmt: \"\"\n", 24},
+	} {
+		f, err := ParseFormat(tt.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.End(); got != tt.want {
+			t.Errorf("%s: End() = %d, want %d", f.Event, got, tt.want)
+		}
+	}
+}
+
 func TestParseFormatErrors(t *testing.T) {
 	tests := []struct {
 		name, text, want string

@@ -63,6 +63,9 @@ type StackCounts struct {
 	// Empty is the value of the stacks of no frames, shown as
 	// EmptyStackFrame.
 	Empty uint64
+	// SwitchesKept, from OffCPU, says why the capture may lack
+	// switch-ins ("" if it kept every sched_switch event).
+	SwitchesKept string
 }
 
 // EmptyStackFrame stands for a stack of no frames, so that its events
@@ -370,6 +373,10 @@ func (r *StackCounts) WriteText(w io.Writer) error {
 // Notes writes what a reader of the stacks should know: events without a
 // stack, and frames that did not resolve, by reason.
 func (r *StackCounts) Notes(w io.Writer) {
+	if r.SwitchesKept != "" {
+		fmt.Fprintf(w, "WARNING: off-CPU times are too low: the capture kept only the sched_switch events of %s, and a thread's switch-in is the event of the thread it replaces; record system-wide and pick threads with --pid or --comm here\n",
+			textsafe.Escape(r.SwitchesKept))
+	}
 	if r.NoStack > 0 {
 		fmt.Fprintf(w, "note: %s events of %s have no stack (the ring had no room for it, or the capture's stack table lacks it)\n",
 			humanfmt.Commas(r.NoStack), textsafe.Escape(r.Probe))
@@ -403,7 +410,10 @@ func (r *StackCounts) Notes(w io.Writer) {
 // the thread's time off CPU ends at the next event whose next_pid is its
 // tid, which runs in another thread. The filter picks the threads whose
 // time is summed (by the switch-out's pid, tid, comm and time), not the
-// events read: every switch-in is needed. Values are nanoseconds.
+// events read: every switch-in is needed. Values are nanoseconds. A
+// capture that kept some threads' events only (-p, -c, a filter on the
+// probe) lacks the switch-ins that other threads' events carry:
+// SwitchesKept then says so, and Notes warns.
 func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 	pi, cols, err := stackProbe(c, &o)
 	if err != nil {
@@ -415,6 +425,15 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 		return nil, nil, usage.Errorf("off-CPU time needs a sched_switch probe with prev_pid and next_pid, e.g. t:sched:sched_switch(prev_pid,next_pid,kstack,ustack); probe %q has no such fields", p.Name)
 	}
 	nextCol := c.Column(p.Fields[next].Column)
+	var kept string // why switch-ins may be missing
+	switch m := c.Meta(); {
+	case m.Extra["command"] != "":
+		kept = "the -c command's processes"
+	case m.Extra["pid"] != "":
+		kept = "the -p process"
+	case p.Filter != "":
+		kept = "the events its filter passed (" + p.Filter + ")"
+	}
 	by, err := byKey(c, pi, o.By)
 	if err != nil {
 		return nil, nil, err
@@ -463,7 +482,9 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 	if err != nil {
 		return nil, pass, err
 	}
-	return agg.fold(), pass, nil
+	r := agg.fold()
+	r.SwitchesKept = kept
+	return r, pass, nil
 }
 
 // StackDiff is one stack of a comparison: its value in the base profile

@@ -237,6 +237,19 @@ int main(void) {
 		t.Errorf("off-CPU time in nanosleep %v, want %v to %v (the naps' wall time)\n%s\nstacks: %s\nrecord: %s", d, want, elapsed, out, stderr, recStderr)
 	}
 	t.Logf("off-CPU time in nanosleep: %v for %v of sleep in %v", time.Duration(slept), want, elapsed)
+	if strings.Contains(stderr, "too low") {
+		t.Errorf("a system-wide capture warned: %s", stderr)
+	}
+	// With -c the programs keep the command's events only, and most of its
+	// switch-ins are another task's: the times are too low, and it says so.
+	only := filepath.Join(dir, "only.arrow")
+	if _, stderr, code := runCLI(t, "record", "-o", only, "-c", "sh -c '"+exe+" </dev/null'",
+		"t:sched:sched_switch(prev_pid,next_pid,kstack,ustack)"); code != 0 {
+		t.Fatalf("record -c: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, "stacks", "--offcpu", "--comm", "sleeper", only); code != 0 || !strings.Contains(stderr, "off-CPU times are too low: the capture kept only the sched_switch events of the -c command's processes") {
+		t.Errorf("stacks --offcpu of a -c capture: exit %d, no warning:\n%s", code, stderr)
+	}
 	svg := filepath.Join(dir, "offcpu.svg")
 	if _, stderr, code := runCLI(t, "flamegraph", "--offcpu", "--comm", "sleeper", capPath, "-o", svg); code != 0 {
 		t.Fatalf("flamegraph: exit %d\n%s", code, stderr)

@@ -24,8 +24,8 @@ type kernelSyms struct {
 // ReadKernelSymbols reads kallsyms now rather than at the first kernel
 // stack. A recorder of kernel stacks calls it while it loads its programs:
 // read at the first stack, in the drain loop, it stalled the drain for
-// 40-180 ms of CPU (122,000 lines on the 6.18 host), seconds on a loaded
-// host, and the rings filled meanwhile (see doc.go).
+// 70-120 ms on the 6.18 host (122,000 lines), seconds on a loaded host,
+// and the rings filled meanwhile (see doc.go).
 func (c *Collector) ReadKernelSymbols() { c.kernel() }
 
 // kernel returns the kernel's symbols, reading kallsyms the first time.

@@ -209,7 +209,7 @@ int main(void) {
 	for attempt := 1; ; attempt++ {
 		os.Remove(capPath)
 		recStderr, elapsed = recordSleeper(t, exe, capPath, filepath.Join(dir, fmt.Sprintf("ready%d", attempt)))
-		if !strings.Contains(recStderr, "were lost") {
+		if _, lost, _ := countEvents(t, capPath); lost == 0 {
 			break
 		}
 		t.Logf("attempt %d lost events:\n%s", attempt, recStderr)
@@ -274,15 +274,7 @@ func recordSleeper(t *testing.T, exe, capPath, ready string) (string, time.Durat
 		}
 		done <- stderr
 	}()
-	for i := 0; ; i++ {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		if i > 300 {
-			t.Fatal("the recorder did not get ready in 30 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFile(t, ready, 30*time.Second)
 	cmd := exec.Command(exe)
 	hold, err := cmd.StdinPipe()
 	if err != nil {

@@ -112,7 +112,7 @@ func runBurst(b *testing.B, exe string, ring uint32, wakeup uint64, events int) 
 	}
 	putSpec(b, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true)))
 	attachUprobe(b, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
-	rd, err := NewRing(objs.RingMaps...)
+	rd, err := objs.NewRing()
 	if err != nil {
 		b.Fatal(err)
 	}

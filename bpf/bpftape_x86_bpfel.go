@@ -171,6 +171,14 @@ type bpftapeStackRecord struct {
 	Frames  [127]uint64
 }
 
+type bpftapeStage struct {
+	_    structs.HostLayout
+	Used uint32
+	Busy uint32
+	Hdr  [3]uint64
+	Buf  [4608]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -183,7 +191,9 @@ const (
 	bpftapeMapRings             = "rings"
 	bpftapeMapSampleScratch     = "sample_scratch"
 	bpftapeMapStackScratch      = "stack_scratch"
+	bpftapeMapStages            = "stages"
 	bpftapeMapTraced            = "traced"
+	bpftapeProgFlushStage       = "flush_stage"
 	bpftapeProgProbeFentry      = "probe_fentry"
 	bpftapeProgProbeFexit       = "probe_fexit"
 	bpftapeProgProbeKprobeMulti = "probe_kprobe_multi"
@@ -200,6 +210,7 @@ const (
 	bpftapeVarFollow            = "follow"
 	bpftapeVarMaxClass          = "max_class"
 	bpftapeVarSelfTgid          = "self_tgid"
+	bpftapeVarStageBytes        = "stage_bytes"
 	bpftapeVarTaskBtf           = "task_btf"
 	bpftapeVarTaskCommOff       = "task_comm_off"
 	bpftapeVarTaskFsbaseOff     = "task_fsbase_off"
@@ -256,6 +267,7 @@ type bpftapeSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeProgramSpecs struct {
+	FlushStage       *ebpf.ProgramSpec `ebpf:"flush_stage"`
 	ProbeFentry      *ebpf.ProgramSpec `ebpf:"probe_fentry"`
 	ProbeFexit       *ebpf.ProgramSpec `ebpf:"probe_fexit"`
 	ProbeKprobeMulti *ebpf.ProgramSpec `ebpf:"probe_kprobe_multi"`
@@ -277,6 +289,7 @@ type bpftapeMapSpecs struct {
 	Rings         *ebpf.MapSpec `ebpf:"rings"`
 	SampleScratch *ebpf.MapSpec `ebpf:"sample_scratch"`
 	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
+	Stages        *ebpf.MapSpec `ebpf:"stages"`
 	Traced        *ebpf.MapSpec `ebpf:"traced"`
 }
 
@@ -293,6 +306,7 @@ type bpftapeVariableSpecs struct {
 	Follow        *ebpf.VariableSpec `ebpf:"follow"`
 	MaxClass      *ebpf.VariableSpec `ebpf:"max_class"`
 	SelfTgid      *ebpf.VariableSpec `ebpf:"self_tgid"`
+	StageBytes    *ebpf.VariableSpec `ebpf:"stage_bytes"`
 	TaskBtf       *ebpf.VariableSpec `ebpf:"task_btf"`
 	TaskCommOff   *ebpf.VariableSpec `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
@@ -335,6 +349,7 @@ type bpftapeMaps struct {
 	Rings         *ebpf.Map `ebpf:"rings"`
 	SampleScratch *ebpf.Map `ebpf:"sample_scratch"`
 	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
+	Stages        *ebpf.Map `ebpf:"stages"`
 	Traced        *ebpf.Map `ebpf:"traced"`
 }
 
@@ -348,6 +363,7 @@ func (m *bpftapeMaps) Close() error {
 		m.Rings,
 		m.SampleScratch,
 		m.StackScratch,
+		m.Stages,
 		m.Traced,
 	)
 }
@@ -365,6 +381,7 @@ type bpftapeVariables struct {
 	Follow        *ebpf.Variable `ebpf:"follow"`
 	MaxClass      *ebpf.Variable `ebpf:"max_class"`
 	SelfTgid      *ebpf.Variable `ebpf:"self_tgid"`
+	StageBytes    *ebpf.Variable `ebpf:"stage_bytes"`
 	TaskBtf       *ebpf.Variable `ebpf:"task_btf"`
 	TaskCommOff   *ebpf.Variable `ebpf:"task_comm_off"`
 	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`
@@ -383,6 +400,7 @@ type bpftapeVariables struct {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapePrograms struct {
+	FlushStage       *ebpf.Program `ebpf:"flush_stage"`
 	ProbeFentry      *ebpf.Program `ebpf:"probe_fentry"`
 	ProbeFexit       *ebpf.Program `ebpf:"probe_fexit"`
 	ProbeKprobeMulti *ebpf.Program `ebpf:"probe_kprobe_multi"`
@@ -394,6 +412,7 @@ type bpftapePrograms struct {
 
 func (p *bpftapePrograms) Close() error {
 	return _BpftapeClose(
+		p.FlushStage,
 		p.ProbeFentry,
 		p.ProbeFexit,
 		p.ProbeKprobeMulti,

@@ -107,7 +107,7 @@ func testExprFilter(t *testing.T, noCookies bool) {
 		}
 		attachUprobe(t, exe, sym, prog, cookie, pid, false)
 	}
-	c := collect(t, newReader(t, objs.RingMaps...))
+	c := collect(t, newReader(t, objs))
 	lines := w.run(t)
 	byProbe := map[uint16][][]byte{}
 	for _, raw := range c.finish(t) {

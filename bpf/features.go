@@ -56,6 +56,7 @@ func haveMapType(mt ebpf.MapType) func() error {
 
 // Feature names that other code refers to.
 const (
+	FeatureRunOnCPU     = "BPF_PROG_TEST_RUN of raw tracepoint programs on a given CPU"
 	FeatureAttachCookie = "bpf_get_attach_cookie helper"
 	FeatureKernelBTF    = "kernel BTF (" + kernelBTFPath + ")"
 )
@@ -89,6 +90,8 @@ var featureTable = []Feature{
 		Fallback: "comms are read with bpf_get_current_comm; --follow and %fs/%gs (thread-local) USDT operands are refused"},
 	{Name: "uprobe ref_ctr_offset (USDT semaphores)", Since: "4.20", probe: haveRefCtrOffset,
 		Fallback: "USDT probes guarded by a semaphore cannot be attached"},
+	{Name: FeatureRunOnCPU, Since: "5.10", probe: haveRunOnCPU,
+		Fallback: "no per-CPU staging: every sample is reserved in its ring on its own"},
 }
 
 // Features returns the kernel features bpftape uses, with the Linux
@@ -230,6 +233,35 @@ func haveRingsInArrayOfMaps() error {
 	}
 	return nil
 }
+
+// haveRunOnCPU reports whether a raw tracepoint program can be run on a
+// chosen CPU from user space (BPF_F_TEST_RUN_ON_CPU), as the recorder
+// flushes each CPU's stage. Probed once.
+var haveRunOnCPU = sync.OnceValue(func() error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.RawTracepoint,
+		License: "MIT",
+		Instructions: asm.Instructions{
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			return err
+		}
+		return fmt.Errorf("load a raw tracepoint program: %w", err)
+	}
+	defer prog.Close()
+	_, err = prog.Run(&ebpf.RunOptions{Flags: testRunOnCPU, CPU: 0})
+	if errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, syscall.EINVAL) || errors.Is(err, errENOTSUPP) {
+		return fmt.Errorf("%w: %w", ebpf.ErrNotSupported, err)
+	}
+	return err
+})
+
+// testRunOnCPU is BPF_F_TEST_RUN_ON_CPU (include/uapi/linux/bpf.h).
+const testRunOnCPU = 1
 
 // errENOTSUPP is the kernel's ENOTSUPP (524), which map creation returns
 // for an inner map type that an array of maps cannot hold.

@@ -185,7 +185,7 @@ func TestNoCookiesVerifier(t *testing.T) {
 		attachUprobe(t, exe, "work", p, cookie, w.pid(), false)
 		progs = append(progs, p)
 	}
-	rd := newReader(t, objs.RingMaps...)
+	rd := newReader(t, objs)
 	c := collect(t, rd)
 	w.run(t)
 	byProbe := map[uint16][]uint64{}

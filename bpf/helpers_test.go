@@ -209,9 +209,9 @@ func putSpec(tb testing.TB, objs *Objects, cookie uint32, s ProbeSpec) {
 	}
 }
 
-func newReader(tb testing.TB, m ...*ebpf.Map) *Ring {
+func newReader(tb testing.TB, objs *Objects) *Ring {
 	tb.Helper()
-	rd, err := NewRing(m...)
+	rd, err := objs.NewRing()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -89,7 +89,22 @@ type Options struct {
 	// kernels without cookies; forcing it is for tests and for comparing
 	// the two.
 	NoCookies bool
+
+	// StageBytes is how many bytes of samples a CPU stages before it
+	// sends them to its ring in one batch (see Objects.FlushStages): 0
+	// means DefaultStageBytes, a negative value sends every sample at once.
+	// At most MaxStageBytes. WakeupBytes 0, which wants each sample read
+	// at once, turns staging off.
+	StageBytes int
 }
+
+// Per-CPU staging (Options.StageBytes). 1024 bytes is 21 samples of two
+// args: HelperCost measured a flush every 1024 bytes at 192-219 ns per
+// event against 212-232 for every 4096.
+const (
+	DefaultStageBytes = 1024
+	MaxStageBytes     = 3072 // STAGE_MAX_BYTES in bpftape.c
+)
 
 // MaxTraced is how many processes Options.Follow can record at once.
 const MaxTraced = 65536
@@ -150,6 +165,10 @@ type Objects struct {
 	specCopies []*ebpf.Program
 	kmulti     *ebpf.Program // see KprobeMultiProgram
 	globals    []*ebpf.Map
+	// flush is flush_stage, run on each CPU by FlushStages; nil without
+	// staging. cpus are the CPUs it runs on.
+	flush *ebpf.Program
+	cpus  []int
 }
 
 // Cookies reports whether the programs take their attachment's spec index
@@ -348,7 +367,7 @@ func (o *Objects) Children() (tracked, untracked uint64, err error) {
 // attached until closed themselves.
 func (o *Objects) Close() error {
 	var errs []error
-	for _, c := range append(append([]*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.TrackFork, o.kmulti}, o.tpCopies...), o.specCopies...) {
+	for _, c := range append(append([]*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.TrackFork, o.kmulti, o.flush}, o.tpCopies...), o.specCopies...) {
 		if c != nil {
 			errs = append(errs, c.Close())
 		}
@@ -419,6 +438,20 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	if err := spec.Variables[bpftapeVarWakeupBytes].Set(opts.WakeupBytes); err != nil {
 		return nil, fmt.Errorf("bpf: set wakeup_bytes: %w", err)
 	}
+	stage := opts.StageBytes
+	if stage == 0 {
+		stage = DefaultStageBytes
+	}
+	staging := stage > 0 && opts.WakeupBytes != 0 && haveRunOnCPU() == nil
+	if stage > MaxStageBytes {
+		return nil, fmt.Errorf("bpf: stage of %d bytes: at most %d", stage, MaxStageBytes)
+	}
+	if !staging {
+		stage = 0
+	}
+	if err := spec.Variables[bpftapeVarStageBytes].Set(uint32(stage)); err != nil {
+		return nil, fmt.Errorf("bpf: set stage_bytes: %w", err)
+	}
 	if u := opts.Uses; u != nil {
 		for name, v := range map[string]uint32{
 			bpftapeVarMaxClass: uint32(u.MaxClass), bpftapeVarUseFilters: b2u(u.Filters), bpftapeVarUseStacks: b2u(u.Stacks),
@@ -480,6 +513,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		Lost       *ebpf.Map      `ebpf:"lost"`
 		Filtered   *ebpf.Map      `ebpf:"filtered"`
 		Samples    *ebpf.Map      `ebpf:"sample_scratch"`
+		Stages     *ebpf.Map      `ebpf:"stages"`
+		FlushStage *ebpf.Program  `ebpf:"flush_stage"`
 		ExprOut    *ebpf.Map      `ebpf:"expr_out"`
 		CPUState   *ebpf.Map      `ebpf:"cpu_state"`
 		Traced     *ebpf.Map      `ebpf:"traced"`
@@ -499,7 +534,14 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		Rings: loaded.Rings, ProbeSpecs: loaded.ProbeSpecs, Lost: loaded.Lost, Filtered: loaded.Filtered, CommGen: loaded.CommGen,
 		CPUState: loaded.CPUState, Traced: loaded.Traced, TrackFork: loaded.TrackFork,
 		Armed: loaded.Armed, Tracked: loaded.Tracked, Untracked: loaded.Untracked,
-		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut},
+		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut, loaded.Stages},
+		flush:   loaded.FlushStage,
+	}
+	if staging {
+		if objs.cpus, err = onlineCPUs(); err != nil {
+			objs.Close()
+			return nil, err
+		}
 	}
 	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
 	btfCache := btf.NewCache()
@@ -508,7 +550,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
 			bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
 			bpftapeMapStackScratch: loaded.Scratch, bpftapeMapFiltered: objs.Filtered,
-			bpftapeMapSampleScratch: loaded.Samples, bpftapeMapExprOut: loaded.ExprOut,
+			bpftapeMapSampleScratch: loaded.Samples, bpftapeMapExprOut: loaded.ExprOut, bpftapeMapStages: loaded.Stages,
 			".bss": loaded.Bss, ".rodata": loaded.Rodata,
 		}
 		cs := spec

@@ -27,6 +27,8 @@ type variant struct {
 	// rejects: the spec's filter rejects every event (none is recorded,
 	// every one is counted as filtered); else every event is recorded.
 	rejects bool
+	// stage is Options.StageBytes.
+	stage int
 }
 
 // benchVariants loads each variant (with cookies, as recording does,
@@ -72,7 +74,7 @@ func benchVariants(b *testing.B, vs []variant) []float64 {
 				u := UsesOf(&v.spec)
 				uses = &u
 			}
-			objs, err := Load(Options{RingSize: 16 << 20, WakeupBytes: 1 << 20, NoCookies: v.noCookies, Uses: uses})
+			objs, err := Load(Options{RingSize: 16 << 20, WakeupBytes: 1 << 20, NoCookies: v.noCookies, Uses: uses, StageBytes: v.stage})
 			for name := range v.env {
 				os.Unsetenv(name)
 			}
@@ -88,7 +90,7 @@ func benchVariants(b *testing.B, vs []variant) []float64 {
 				b.Fatal(err)
 			}
 			attachUprobe(b, exe, "work", prog, cookie, w.pid(), false)
-			rd, err := NewRing(objs.RingMaps...)
+			rd, err := objs.NewRing()
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -172,6 +174,25 @@ func BenchmarkCommRead(b *testing.B) {
 	benchVariants(b, []variant{
 		{name: "task-btf", spec: flat},
 		{name: "probe-read", env: map[string]string{"BPFTAPE_NO_TASK_BTF": "1"}, spec: flat},
+	})
+}
+
+// BenchmarkStaging compares sending every sample to the ring on its own
+// (StageBytes -1: a stage of one record, copied with bpf_ringbuf_output)
+// with staging it per CPU and sending batches of 512 to 3072 bytes
+// (Options.StageBytes), recording the same two registers. The reserve and
+// submit per sample that staging replaced is in the binaries before it.
+// Run it with
+//
+//	go test -run '^$' -bench Staging -benchtime 4x ./bpf/
+func BenchmarkStaging(b *testing.B) {
+	flat := spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true))
+	benchVariants(b, []variant{
+		{name: "one-record", spec: flat, stage: -1},
+		{name: "stage-512", spec: flat, stage: 512},
+		{name: "stage-1024", spec: flat, stage: 1024},
+		{name: "stage-2048", spec: flat, stage: 2048},
+		{name: "stage-3072", spec: flat, stage: 3072},
 	})
 }
 

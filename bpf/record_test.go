@@ -132,7 +132,7 @@ func testRecord(t *testing.T, noCookies bool) {
 	tracepoint("task", "task_rename", pRename-1)
 	tracepoint("sched", "sched_process_exec", pExec-1)
 
-	c := collect(t, newReader(t, objs.RingMaps...))
+	c := collect(t, newReader(t, objs))
 	lines := w.run(t)
 	samples := c.finish(t)
 
@@ -310,48 +310,72 @@ func testRecord(t *testing.T, noCookies bool) {
 }
 
 // TestLoss fills a one-page ring while nobody reads it: every event is
-// either in the ring or counted in lost.
+// either in the ring or counted in lost. Staged, a whole batch is lost at
+// once, and each of its samples is counted.
 func TestLoss(t *testing.T) {
 	testutils.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
-	const n = 2000
-	w := startWorkload(t, exe, "burst", "2000")
-	objs := load(t, Options{RingSize: uint32(os.Getpagesize()), WakeupBytes: 0})
-	putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true)))
-	attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
-	w.run(t)
+	for _, tc := range []struct {
+		name   string
+		opts   Options
+		staged bool
+	}{
+		{"Unstaged", Options{RingSize: uint32(os.Getpagesize()), WakeupBytes: 0}, false},
+		{"Staged", Options{RingSize: uint32(os.Getpagesize()), WakeupBytes: 1 << 30}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n = 2000
+			w := startWorkload(t, exe, "burst", "2000")
+			objs := load(t, tc.opts)
+			if objs.Staging() != tc.staged {
+				t.Fatalf("staging %v, want %v", objs.Staging(), tc.staged)
+			}
+			putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true)))
+			attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
+			w.run(t)
 
-	rd := newReader(t, objs.RingMaps...)
-	if err := rd.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	var got []uint64
-	if err := rd.Drain(0, func(raw []byte) error {
-		if h, err := DecodeHeader(raw); err != nil || h.Class != ClassComm {
-			got = append(got, Arg(raw, 0))
-		}
-		return nil
-	}); !errors.Is(err, ErrRingFlushed) {
-		t.Fatal(err)
-	}
-	lost, err := objs.LostSamples(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("ring %d bytes: %d received, %d lost, %d generated", os.Getpagesize(), len(got), lost, n)
-	if uint64(len(got))+lost != n {
-		t.Errorf("received %d + lost %d != generated %d", len(got), lost, n)
-	}
-	if lost == 0 || len(got) == 0 {
-		t.Errorf("expected both received and lost samples")
-	}
-	// The first calls fit: work(1, 2, 3) first, then later calls in order.
-	// Rings are per CPU: when the workload moves to a CPU whose ring has
-	// room, calls after a gap fit there (seen: 1..84, then 914...).
-	for i, a := range got {
-		if i == 0 && a != 1 || i > 0 && a <= got[i-1] {
-			t.Fatalf("sample %d: a = %d after %v", i, a, got[max(0, i-3):i])
-		}
+			rd := newReader(t, objs)
+			if err := rd.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			var got []uint64
+			comms := 0
+			if err := rd.Drain(0, func(raw []byte) error {
+				h, err := DecodeHeader(raw)
+				if err == nil && h.Class == ClassComm {
+					comms++
+					return nil
+				}
+				if comms == 0 {
+					t.Errorf("sample %d came before any comm record", Arg(raw, 0))
+				}
+				got = append(got, Arg(raw, 0))
+				return nil
+			}); !errors.Is(err, ErrRingFlushed) {
+				t.Fatal(err)
+			}
+			lost, err := objs.LostSamples(1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("ring %d bytes: %d received, %d lost, %d generated, %d comm records",
+				os.Getpagesize(), len(got), lost, n, comms)
+			if uint64(len(got))+lost != n {
+				t.Errorf("received %d + lost %d != generated %d", len(got), lost, n)
+			}
+			if lost == 0 || len(got) == 0 {
+				t.Errorf("expected both received and lost samples")
+			}
+			// The first calls fit: work(1, 2, 3) first, then later calls
+			// in order. Rings are per CPU: when the workload moves to a
+			// CPU whose ring has room, calls after a gap fit there (seen:
+			// 1..84, then 914...).
+			for i, a := range got {
+				if i == 0 && a != 1 || i > 0 && a <= got[i-1] {
+					t.Fatalf("sample %d: a = %d after %v", i, a, got[max(0, i-3):i])
+				}
+			}
+		})
 	}
 }
 
@@ -365,10 +389,11 @@ func TestDeadlineReturnsPending(t *testing.T) {
 
 	t.Run("Interval", func(t *testing.T) {
 		w := startWorkload(t, exe, "burst", "10")
-		objs := load(t, Options{RingSize: ring, WakeupBytes: 2 * ring}) // never wakes
+		// Never wakes; no staging, so that the samples are in the ring.
+		objs := load(t, Options{RingSize: ring, WakeupBytes: 2 * ring, StageBytes: -1})
 		putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true)))
 		attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
-		rd := newReader(t, objs.RingMaps...)
+		rd := newReader(t, objs)
 		w.run(t)
 		// One comm record, then the samples: one CPU, one task.
 		if got, want := rd.AvailableBytes(), 8+CommRecordSize+10*(8+SampleSize(ClassArgs2)); got != want {
@@ -401,13 +426,23 @@ func TestDeadlineReturnsPending(t *testing.T) {
 		}
 	})
 
+	// Staged: the samples (480 bytes) stay in the CPU's stage (1024 bytes),
+	// not in the ring, until Drain's pass sends every stage to its ring;
+	// only the comm record is in the ring.
 	t.Run("Drain", func(t *testing.T) {
 		w := startWorkload(t, exe, "burst", "10")
 		objs := load(t, Options{RingSize: ring, WakeupBytes: 2 * ring})
+		if !objs.Staging() {
+			t.Fatalf("no staging: %v", haveRunOnCPU())
+		}
 		putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true)))
 		attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
-		c := collect(t, newReader(t, objs.RingMaps...))
+		rd := newReader(t, objs)
 		w.run(t)
+		if got, want := rd.AvailableBytes(), 8+CommRecordSize; got != want {
+			t.Errorf("%d bytes in the rings before a pass, want %d (the comm record)", got, want)
+		}
+		c := collect(t, rd)
 		deadline := time.Now().Add(5 * time.Second)
 		const records = 11 // a comm record and 10 samples: one CPU, one task
 		for c.count() < records && time.Now().Before(deadline) {
@@ -439,7 +474,7 @@ func TestRingMerge(t *testing.T) {
 	objs := load(t, Options{})
 	putSpec(t, objs, 0, spec(1, ClassArgs2, reg(RegDI, 8, true), reg(RegSI, 8, true)))
 	attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
-	c := collect(t, newReader(t, objs.RingMaps...))
+	c := collect(t, newReader(t, objs))
 	w.run(t)
 	samples := c.finish(t)
 
@@ -507,7 +542,7 @@ func TestCommRename(t *testing.T) {
 	putSpec(t, objs, 1, spec(2, ClassArgs1, rename["pid"].arg(KindTPField)))
 	attachUprobe(t, exe, "work", objs.ProbeUprobe, 0, w.pid(), false)
 	attachTracepoint(t, "task", "task_rename", objs.ProbeTracepoint, 1)
-	c := collect(t, newReader(t, objs.RingMaps...))
+	c := collect(t, newReader(t, objs))
 	w.run(t)
 	comms := map[uint32]string{}
 	got := map[int64]string{}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync"
@@ -28,6 +29,13 @@ import (
 // reserved before it last looked at the producer positions. A thread cannot
 // move to another CPU while a program runs for it, so its records, even on
 // different rings, come in the order they were made.
+//
+// Staging (Objects.NewRing): the programs send a CPU's records in batches
+// (BatchProbeID), which Drain passes on one record at a time. A CPU's
+// partial batch reaches its ring only when the pass flushes the stages,
+// every flushEvery at most; a pass then passes on only records older than
+// the flush's start, so that no sample still staged on a quiet CPU comes
+// after a younger one from a busy CPU.
 type Ring struct {
 	parts    []*ringPart
 	epfd     int // epoll on every ring and wake
@@ -37,6 +45,14 @@ type Ring struct {
 	times    []uint64 // per part: that record's time
 	flushReq atomic.Bool
 	reads    uint64 // merge passes that found records
+	// flush, if not nil, sends the CPUs' staged samples to their rings
+	// (Objects.FlushStages); busy: a CPU was running a program. A pass
+	// then passes on only records older than cutoff, the time the last
+	// flush (at lastFlush) began; held says the last pass stopped there.
+	flush     func() (busy bool, err error)
+	cutoff    uint64
+	lastFlush time.Time
+	held      bool
 
 	mu       sync.Mutex
 	closed   bool
@@ -57,6 +73,11 @@ type ringPart struct {
 	pos       uint64 // consumer position, ahead of *consPos within a pass
 	published uint64 // last position stored to *consPos
 	prod      uint64 // producer position seen at the start of the pass
+
+	// batch is what remains to pass on of the batch record at pos (see
+	// BatchProbeID), batchLen that record's length.
+	batch    []byte
+	batchLen uint64
 }
 
 // Ring record header (include/uapi/linux/bpf.h).
@@ -159,26 +180,76 @@ func (r *Ring) AvailableBytes() int {
 }
 
 // head returns the next complete record of p before p.prod, skipping
-// discarded ones. busy is true if a producer is still writing it.
+// discarded ones and passing on the records of a batch one by one. busy
+// is true if a producer is still writing it.
 func (p *ringPart) head() (rec []byte, busy bool) {
-	for p.pos < p.prod {
+	for {
+		if len(p.batch) > 0 {
+			if rec, ok := nextStaged(p.batch); ok {
+				return rec, false
+			}
+			p.endBatch() // malformed: the programs never write one
+			continue
+		}
+		if p.pos >= p.prod {
+			return nil, false
+		}
 		off := p.pos & p.mask
 		hdr := atomic.LoadUint32((*uint32)(unsafe.Pointer(&p.data[off])))
 		if hdr&ringBusyBit != 0 {
 			return nil, true
 		}
 		n := uint64(hdr &^ (ringBusyBit | ringDiscardBit))
-		if hdr&ringDiscardBit == 0 {
-			return p.data[off+ringHdrSize : off+ringHdrSize+n], false
+		if hdr&ringDiscardBit != 0 {
+			p.advanceRing(n)
+			continue
 		}
-		p.advance(n)
+		rec = p.data[off+ringHdrSize : off+ringHdrSize+n]
+		if len(rec) >= HeaderSize && binary.LittleEndian.Uint16(rec[OffProbeID:]) == BatchProbeID {
+			p.batch, p.batchLen = rec[HeaderSize:], n
+			if len(p.batch) == 0 {
+				p.endBatch()
+			}
+			continue
+		}
+		return rec, false
 	}
-	return nil, false
 }
 
-// advance moves past the head record, whose length is n, publishing the
-// position every p.every bytes.
+// nextStaged returns the first staged record of a batch's rest b.
+func nextStaged(b []byte) ([]byte, bool) {
+	if len(b) < stagedHdrSize {
+		return nil, false
+	}
+	n := uint64(binary.LittleEndian.Uint32(b))
+	if n > uint64(len(b)-stagedHdrSize) {
+		return nil, false
+	}
+	return b[stagedHdrSize : stagedHdrSize+n], true
+}
+
+// advance moves past the head record, whose length is n.
 func (p *ringPart) advance(n uint64) {
+	if len(p.batch) == 0 {
+		p.advanceRing(n)
+		return
+	}
+	if step := stagedHdrSize + (n+7)&^7; step < uint64(len(p.batch)) {
+		p.batch = p.batch[step:]
+		return
+	}
+	p.endBatch()
+}
+
+// endBatch moves past the batch record at pos.
+func (p *ringPart) endBatch() {
+	p.batch = nil
+	p.advanceRing(p.batchLen)
+}
+
+// advanceRing moves past the ring record at pos, whose length is n,
+// publishing the position every p.every bytes.
+func (p *ringPart) advanceRing(n uint64) {
 	p.pos += (ringHdrSize + n + 7) &^ 7
 	if p.pos-p.published >= p.every {
 		p.publish()
@@ -202,7 +273,29 @@ func recordTime(rec []byte) uint64 {
 // before it read their producer positions. It ends the pass early at a
 // record a producer is still writing after busyWait: what follows it waits
 // for the next pass, so a thread's records never overtake one another.
-func (r *Ring) consume(fn func(raw []byte) error) error {
+//
+// With staging (flush set) it first sends every CPU's stage to its ring,
+// and passes on only records older than the moment it began to: a CPU
+// may stage a sample after its stage was sent, which must not come after
+// a younger one from another CPU.
+//
+// It flushes the stages at most every flushEvery, unless force: each flush
+// interrupts every CPU (an IPI, several microseconds in a VM), and a pass
+// per few events (a reader that keeps up) made the flushes cost a traced
+// write(2) 500 ns more. Records past the cutoff wait for the next flush.
+func (r *Ring) consume(fn func(raw []byte) error, force bool) error {
+	cutoff := uint64(math.MaxUint64)
+	r.held = false
+	if r.flush != nil {
+		if force || time.Since(r.lastFlush) >= flushEvery {
+			c, err := r.flushStages()
+			if err != nil {
+				return err
+			}
+			r.cutoff, r.lastFlush = c, time.Now()
+		}
+		cutoff = r.cutoff
+	}
 	found := false
 	for _, p := range r.parts {
 		p.prod = atomic.LoadUint64(p.prodPos)
@@ -220,7 +313,7 @@ func (r *Ring) consume(fn func(raw []byte) error) error {
 		}
 	}()
 	if len(r.parts) == 1 {
-		return r.consumeOne(r.parts[0], fn)
+		return r.consumeOne(r.parts[0], cutoff, fn)
 	}
 
 	heads, times := r.heads, r.times
@@ -253,6 +346,10 @@ func (r *Ring) consume(fn func(raw []byte) error) error {
 		if best < 0 {
 			return nil
 		}
+		if times[best] >= cutoff {
+			r.held = true
+			return nil
+		}
 		rec := heads[best]
 		err := fn(rec)
 		r.parts[best].advance(uint64(len(rec)))
@@ -266,7 +363,7 @@ func (r *Ring) consume(fn func(raw []byte) error) error {
 }
 
 // consumeOne is consume for a single ring: no merging.
-func (r *Ring) consumeOne(p *ringPart, fn func(raw []byte) error) error {
+func (r *Ring) consumeOne(p *ringPart, cutoff uint64, fn func(raw []byte) error) error {
 	for {
 		rec, busy := p.head()
 		if busy {
@@ -277,11 +374,36 @@ func (r *Ring) consumeOne(p *ringPart, fn func(raw []byte) error) error {
 		if rec == nil {
 			return nil
 		}
+		if recordTime(rec) >= cutoff {
+			r.held = true
+			return nil
+		}
 		err := fn(rec)
 		p.advance(uint64(len(rec)))
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// flushStages runs flush until no CPU is busy, for busyWait at most, and
+// returns the boot-clock time before it began: every sample older than
+// that is then in a ring (unless a CPU stayed busy).
+func (r *Ring) flushStages() (uint64, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0, fmt.Errorf("bpf: clock_gettime: %w", err)
+	}
+	deadline := time.Now().Add(busyWait)
+	for {
+		busy, err := r.flush()
+		if err != nil {
+			return 0, err
+		}
+		if !busy || time.Now().After(deadline) {
+			return uint64(ts.Nano()), nil
+		}
+		runtime.Gosched()
 	}
 }
 
@@ -324,6 +446,7 @@ func (r *Ring) Drain(interval time.Duration, fn func(raw []byte) error) error {
 		r.mu.Unlock()
 	}()
 	end := time.Now().Add(interval)
+	woken := false // by a ring
 	for {
 		r.mu.Lock()
 		closed := r.closed
@@ -336,21 +459,47 @@ func (r *Ring) Drain(interval time.Duration, fn func(raw []byte) error) error {
 			unix.Read(r.wake, buf[:]) // reset the eventfd; EAGAIN if already read
 			return r.consumeAll(fn)
 		}
-		if err := r.consume(fn); err != nil {
+		if err := r.consume(fn, woken); err != nil {
 			return err
 		}
 		wait := time.Until(end)
 		if wait <= 0 {
 			return nil
 		}
-		if r.pending() {
+		if r.held {
+			// The rest waits for the next flush, or a ring's wake-up.
+			wait = min(wait, flushEvery-time.Since(r.lastFlush))
+		} else if r.pending() {
 			continue // producers wrote more during the pass
 		}
-		ms := int((wait + time.Millisecond - 1) / time.Millisecond)
-		if _, err := unix.EpollWait(r.epfd, r.events, ms); err != nil && !errors.Is(err, unix.EINTR) {
+		ms := int((max(wait, 0) + time.Millisecond - 1) / time.Millisecond)
+		n, err := unix.EpollWait(r.epfd, r.events, ms)
+		if err != nil && !errors.Is(err, unix.EINTR) {
 			return fmt.Errorf("bpf: epoll_wait: %w", err)
 		}
+		woken = false
+		for _, ev := range r.events[:max(n, 0)] {
+			woken = woken || int(ev.Fd) != r.wake
+		}
 	}
+}
+
+// flushEvery is how often, at most, a pass flushes the CPUs' stages
+// unless a ring woke the reader (see consume).
+const flushEvery = DrainInterval / 2
+
+// setFlush makes every pass flush the stages with flush first (see
+// consume). The rings then wake epoll edge-triggered: a pass that stops at
+// the cutoff leaves records in them, which would otherwise wake it at once.
+func (r *Ring) setFlush(flush func() (bool, error)) error {
+	r.flush = flush
+	for _, p := range r.parts {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: int32(p.fd)}
+		if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_MOD, p.fd, &ev); err != nil {
+			return fmt.Errorf("bpf: epoll_ctl: %w", err)
+		}
+	}
+	return nil
 }
 
 // pending reports whether a ring has records past what Drain has read.
@@ -365,6 +514,13 @@ func (r *Ring) pending() bool {
 
 // consumeAll reads every record reserved before it was called.
 func (r *Ring) consumeAll(fn func(raw []byte) error) error {
+	if r.flush != nil {
+		c, err := r.flushStages()
+		if err != nil {
+			return err
+		}
+		r.cutoff, r.lastFlush = c, time.Now()
+	}
 	target := make([]uint64, len(r.parts))
 	for i, p := range r.parts {
 		target[i] = atomic.LoadUint64(p.prodPos)
@@ -381,7 +537,7 @@ func (r *Ring) consumeAll(fn func(raw []byte) error) error {
 		if time.Now().After(deadline) {
 			return errors.New("bpf: a ring record stayed busy for 1s")
 		}
-		if err := r.consume(fn); err != nil {
+		if err := r.consume(fn, r.flush != nil); err != nil {
 			return err
 		}
 	}

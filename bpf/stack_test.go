@@ -72,7 +72,7 @@ func TestUprobeStacks(t *testing.T) {
 		}
 	}
 
-	c := collect(t, newReader(t, objs.RingMaps...))
+	c := collect(t, newReader(t, objs))
 	w.run(t)
 	samples := c.finish(t)
 	var user, kernel [][]byte
@@ -145,7 +145,7 @@ func TestProfileProgram(t *testing.T) {
 		}
 		t.Cleanup(func() { l.Close() })
 	}
-	c := collect(t, newReader(t, objs.RingMaps...))
+	c := collect(t, newReader(t, objs))
 	time.Sleep(500 * time.Millisecond)
 	samples := c.finish(t)
 	events, withUser := 0, 0

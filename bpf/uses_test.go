@@ -74,7 +74,7 @@ func TestUses(t *testing.T) {
 		attachUprobe(t, exe, "work", objs.ProbeUprobe, uint64(i), w.pid(), false)
 	}
 	w.run(t)
-	rd := newReader(t, objs.RingMaps...)
+	rd := newReader(t, objs)
 	if err := rd.Flush(); err != nil {
 		t.Fatal(err)
 	}

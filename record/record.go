@@ -495,7 +495,7 @@ func (r *recorder) setup() error {
 		ThreadBases: threadBases, Follow: r.follow, NoCookies: o.NoCookies, WakeOnComm: wakeOnComm, Uses: &uses}); err != nil {
 		return err
 	}
-	if r.rd, err = bpf.NewRing(r.objs.RingMaps...); err != nil {
+	if r.rd, err = r.objs.NewRing(); err != nil {
 		return fmt.Errorf("ring buffer reader: %w", err)
 	}
 	if err := r.attach(); err != nil {

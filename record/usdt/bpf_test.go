@@ -86,7 +86,7 @@ func recordBPF(t *testing.T, flags []string) {
 		}
 	}
 
-	rd, err := bpf.NewRing(objs.RingMaps...)
+	rd, err := objs.NewRing()
 	if err != nil {
 		t.Fatal(err)
 	}

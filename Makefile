@@ -6,7 +6,7 @@ BIN     := bin
 BPFTAPE := $(BIN)/bpftape
 DEMO    := out/demo
 
-.PHONY: all build test vmtest vmbench demo generate check-generate bench bench-quick bench-ab bench-go soak fuzz clean root deps
+.PHONY: all build test vmtest vmbench demo generate check-generate bench bench-quick bench-ab progtime-ab bench-go soak fuzz clean root deps
 
 all: build
 
@@ -74,6 +74,11 @@ soak: root
 BASE ?= HEAD~1
 bench-ab:
 	bash scripts/bench-ab.sh $(BASE)
+
+# progtime-ab compares the recording program's BPF run time per event (and
+# the traced workload's CPU) with git revision BASE's: make progtime-ab BASE=rev
+progtime-ab: root
+	bash scripts/progtime-ab.sh $(BASE)
 
 # bench-go runs the Go micro-benchmarks (writer, reader, wake-up policies).
 bench-go:

@@ -484,9 +484,15 @@ func (r *Ring) Drain(interval time.Duration, fn func(raw []byte) error) error {
 	}
 }
 
+// Cutoff is, with staging, the boot-clock time before which Drain has
+// passed on every record: the start of the last flush of the stages (a
+// pass passes on nothing younger). ok is false without staging. Call it
+// from Drain's goroutine.
+func (r *Ring) Cutoff() (t uint64, ok bool) { return r.cutoff, r.flush != nil }
+
 // flushEvery is how often, at most, a pass flushes the CPUs' stages
 // unless a ring woke the reader (see consume).
-const flushEvery = DrainInterval / 2
+const flushEvery = 2 * DrainInterval
 
 // setFlush makes every pass flush the stages with flush first (see
 // consume). The rings then wake epoll edge-triggered: a pass that stops at

@@ -150,6 +150,10 @@ func (d *drainer) run() error {
 		}
 		err := d.rd.Drain(interval, d.sample)
 		if err == nil && d.live != nil {
+			// Staged samples younger than the last flush may still come.
+			if c, ok := d.rd.Cutoff(); ok && int64(c) < mark {
+				mark = int64(c)
+			}
 			d.live.Seen(mark)
 		}
 		if d.records != before {

@@ -1146,7 +1146,7 @@ static __always_inline void fill(void *ctx, const struct probe_spec *spec, struc
 	s->flags = flags;
 }
 
-__noinline int stage_flush(__u32 cpu, __u32 idx, __u32 force);
+__noinline int stage_flush(__u32 cpu, __u32 idx);
 
 /*
  * Send the current thread's comm ahead of its sample unless this CPU's last
@@ -1172,7 +1172,7 @@ static __always_inline int emit_comm(void *rb, struct cpu_state *st, __u64 now, 
 	 * The samples the CPU staged go first: the comm record applies to the
 	 * samples after it in the ring.
 	 */
-	stage_flush(cpu, 0, 0);
+	stage_flush(cpu, 0);
 	r = bpf_ringbuf_reserve(rb, sizeof(*r), 0);
 	if (!r)
 		return -1;
@@ -1373,11 +1373,11 @@ static __always_inline int wanted(__u64 pid_tgid)
 /*
  * Send the stage at index idx of this CPU (see struct stage) to its ring:
  * the committed samples, unless a commit or take is under way; one sample
- * goes as itself, more as a batch. force wakes the reader. If the ring is
- * full, each sample in the batch is counted lost. A global function: the
- * verifier checks it, and its loop, once.
+ * goes as itself, more as a batch. If the ring is full, each sample in the
+ * batch is counted lost. A global function: the verifier checks it, and its
+ * loop, once.
  */
-__noinline int stage_flush(__u32 cpu, __u32 idx, __u32 force)
+__noinline int stage_flush(__u32 cpu, __u32 idx)
 {
 	__u32 zero = 0, n, off = 0, len, id;
 	struct cpu_state *st;
@@ -1402,12 +1402,10 @@ __noinline int stage_flush(__u32 cpu, __u32 idx, __u32 force)
 	len = *(__u32 *)sg->buf;
 	if (n == STAGE_SUB_HDR + ((len + 7) & ~7)) {
 		len = (n - STAGE_SUB_HDR) & STAGE_POS_MASK;
-		err = bpf_ringbuf_output(rb, sg->buf + STAGE_SUB_HDR, len,
-					 force ? BPF_RB_FORCE_WAKEUP : wakeup_flags(st, len));
+		err = bpf_ringbuf_output(rb, sg->buf + STAGE_SUB_HDR, len, wakeup_flags(st, len));
 	} else {
 		((__u16 *)sg->hdr)[8] = BATCH_PROBE_ID;
-		err = bpf_ringbuf_output(rb, sg->hdr, HDR_SIZE + n,
-					 force ? BPF_RB_FORCE_WAKEUP : wakeup_flags(st, HDR_SIZE + n));
+		err = bpf_ringbuf_output(rb, sg->hdr, HDR_SIZE + n, wakeup_flags(st, HDR_SIZE + n));
 	}
 	if (!err)
 		return 0;
@@ -1470,7 +1468,7 @@ __noinline int stage_commit(__u32 cpu, __u32 depth, __u32 pos, __u32 size, __u32
 		return 0;
 	}
 	if (now || end >= stage_bytes)
-		stage_flush(cpu, depth, 0);
+		stage_flush(cpu, depth);
 	return 0;
 }
 
@@ -1494,7 +1492,7 @@ static __always_inline int prelude(void *ctx, const struct probe_spec *spec, __u
 		return -1;
 	/* What the CPU staged goes ahead of the stacks, as of the comm. */
 	if (spec->kstack || spec->ustack)
-		stage_flush(cpu, 0, 0);
+		stage_flush(cpu, 0);
 	if (spec->kstack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 0, ctx_kind, depth))
 		return -1;
 	if (spec->ustack && emit_stack(ctx, rb, st, now, pid_tgid, cpu, spec, 1, ctx_kind, depth))
@@ -1560,7 +1558,7 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 		now = bpf_ktime_get_boot_ns();
 		s->time = now;
 		/* What the CPU staged goes first: its ring stays in time order. */
-		stage_flush(cpu, 0, 0);
+		stage_flush(cpu, 0);
 		if (prelude(ctx, spec, now, pid_tgid, cpu, ctx_kind, depth, &rb, &st))
 			goto lost;
 		/*
@@ -1736,7 +1734,7 @@ int flush_stage(void *ctx)
 	__u32 zero = 0;
 	struct cpu_state *st;
 
-	stage_flush(bpf_get_smp_processor_id(), 0, 0);
+	stage_flush(bpf_get_smp_processor_id(), 0);
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	return st && st->nest;
 }

@@ -288,11 +288,9 @@ func (r *Ring) consume(fn func(raw []byte) error, force bool) error {
 	r.held = false
 	if r.flush != nil {
 		if force || time.Since(r.lastFlush) >= flushEvery {
-			c, err := r.flushStages()
-			if err != nil {
+			if err := r.flushStages(); err != nil {
 				return err
 			}
-			r.cutoff, r.lastFlush = c, time.Now()
 		}
 		cutoff = r.cutoff
 	}
@@ -387,21 +385,22 @@ func (r *Ring) consumeOne(p *ringPart, cutoff uint64, fn func(raw []byte) error)
 }
 
 // flushStages runs flush until no CPU is busy, for busyWait at most, and
-// returns the boot-clock time before it began: every sample older than
-// that is then in a ring (unless a CPU stayed busy).
-func (r *Ring) flushStages() (uint64, error) {
+// sets cutoff to the boot-clock time before it began (every sample older
+// than that is then in a ring, unless a CPU stayed busy) and lastFlush.
+func (r *Ring) flushStages() error {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0, fmt.Errorf("bpf: clock_gettime: %w", err)
+		return fmt.Errorf("bpf: clock_gettime: %w", err)
 	}
 	deadline := time.Now().Add(busyWait)
 	for {
 		busy, err := r.flush()
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if !busy || time.Now().After(deadline) {
-			return uint64(ts.Nano()), nil
+			r.cutoff, r.lastFlush = uint64(ts.Nano()), time.Now()
+			return nil
 		}
 		runtime.Gosched()
 	}
@@ -521,11 +520,9 @@ func (r *Ring) pending() bool {
 // consumeAll reads every record reserved before it was called.
 func (r *Ring) consumeAll(fn func(raw []byte) error) error {
 	if r.flush != nil {
-		c, err := r.flushStages()
-		if err != nil {
+		if err := r.flushStages(); err != nil {
 			return err
 		}
-		r.cutoff, r.lastFlush = c, time.Now()
 	}
 	target := make([]uint64, len(r.parts))
 	for i, p := range r.parts {

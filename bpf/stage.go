@@ -30,7 +30,8 @@ func (o *Objects) Staging() bool { return len(o.cpus) > 0 }
 // flush_stage on every one (BPF_F_TEST_RUN_ON_CPU: an IPI to each other
 // CPU). busy reports a CPU on which a recording program was running: its
 // sample may reach the ring after the call. Without staging it does
-// nothing. Ring calls it before each pass (NewRing's flush).
+// nothing. A Ring from NewRing calls it before a pass, every flushEvery at
+// most unless a ring woke the reader (see Ring.consume).
 func (o *Objects) FlushStages() (busy bool, err error) {
 	for _, cpu := range o.cpus {
 		ret, err := o.flush.Run(&ebpf.RunOptions{Flags: testRunOnCPU, CPU: uint32(cpu)})

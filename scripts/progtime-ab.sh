@@ -29,10 +29,10 @@ git -C "$root" worktree add --detach -q "$work/base" "$base"
 sysctl -qw kernel.bpf_stats_enabled=1
 
 one() { # tree mode n spec
-	local t=$1 mode=$2 n=$3 spec=$4 pid rec out stats cpu lost
+	local t=$1 mode=$2 n=$3 spec=$4 rec out stats cpu lost
 	rm -f "$work/cap.arrow" "$work/ready"
 	coproc WL { taskset -c 1 "$wl" -w -T 1 "$mode" "$n"; }
-	read -r line <&"${WL[0]}"
+	read -r _ <&"${WL[0]}"
 	taskset -c 0 "$work/$t-bpftape" record -o "$work/cap.arrow" --ready-file "$work/ready" "$spec" 2>"$work/rec.err" &
 	rec=$!
 	while [ ! -e "$work/ready" ]; do sleep 0.05; done

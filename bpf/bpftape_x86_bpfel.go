@@ -138,7 +138,8 @@ type bpftapeProbeSpec struct {
 	Kstack    uint8
 	Flags     uint8
 	Npred     uint8
-	Pad       [7]uint8
+	Qfield    [2]uint8
+	Pad       [5]uint8
 	Args      [12]bpftapeArgSpec
 	Pred      [16]bpftapePredOp
 }

@@ -686,10 +686,11 @@ func (o *Objects) PutSpec(cookie uint32, s *ProbeSpec) error {
 	if cookie >= MaxSpecs {
 		return fmt.Errorf("bpf: cookie %d out of range [0,%d)", cookie, MaxSpecs)
 	}
-	if err := s.Validate(); err != nil {
+	q := s.withQuickFilter()
+	if err := q.Validate(); err != nil {
 		return fmt.Errorf("bpf: probe spec for cookie %d: %w", cookie, err)
 	}
-	if err := o.ProbeSpecs.Put(cookie, s); err != nil {
+	if err := o.ProbeSpecs.Put(cookie, &q); err != nil {
 		return fmt.Errorf("bpf: put spec %d: %w", cookie, err)
 	}
 	return nil

@@ -127,6 +127,45 @@ func TestProbeFilterComm(t *testing.T) {
 	}
 }
 
+// TestProbeFilterTracepoint filters a tracepoint on two fields of its
+// record, which the program reads from its context before anything else
+// (bpf.SpecQuickFilter), while a shell writes 2 and 3 bytes in turn: the
+// filtered probe holds exactly the unfiltered probe's writes that pass.
+func TestProbeFilterTracepoint(t *testing.T) {
+	testutils.RequireBPF(t, bpf.CheckFeatures)
+	sh, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sh, "-c", "for i in $(seq 400); do echo x; echo yy; done >/dev/null")
+	s, _ := mustRecord(t, Options{
+		RingSize: 16 << 20,
+		Command:  cmd.Args,
+		Probes: []string{
+			"all=t:syscalls:sys_enter_write(fd, count)",
+			"two=t:syscalls:sys_enter_write(fd, count)/count == 2 && fd == 1/",
+		},
+	})
+	c := readCapture(t, s.Output)
+	all, two := c.rows["all"], c.rows["two"]
+	var want int
+	for _, r := range all {
+		if r.ints["count"] == 2 && r.ints["fd"] == 1 {
+			want++
+		}
+	}
+	p := c.probe(t, "two")
+	t.Logf("%d writes, %d kept, %d filtered out", len(all), len(two), p.Filtered)
+	if want < 400 || len(two) != want || int(p.Filtered) != len(all)-want {
+		t.Fatalf("%d writes of 2 bytes to fd 1 of %d; the filter kept %d and left out %d", want, len(all), len(two), p.Filtered)
+	}
+	for _, r := range two {
+		if r.ints["count"] != 2 || r.ints["fd"] != 1 {
+			t.Fatalf("kept a write of %d bytes to fd %d", r.ints["count"], r.ints["fd"])
+		}
+	}
+}
+
 // TestProbeFilterErrors checks that a filter naming what the probe does not
 // record, or a constant its field cannot hold, is refused before anything
 // is attached.

@@ -463,14 +463,22 @@ volatile const __u32 task_comm_off = 0;
 volatile const __u32 task_btf = 0;
 /*
  * What the recording's specs need, set from user space before loading: the
- * largest size class, whether any has a filter, whether any records a
- * stack. The verifier reads them as constants and does not visit the code
+ * largest size class, whether any has a filter run on the scratch sample
+ * or a quick one (SPEC_QUICK_FILTER), whether any records a stack. The verifier reads them as constants and does not visit the code
  * of a class, the filter or the stacks that no spec takes (a spec that
  * needs it anyway is counted lost, never recorded wrong). The defaults
  * keep all of it.
  */
 volatile const __u32 max_class = CLASS_ARGS12_STR4;
 volatile const __u32 use_filters = 1;
+/*
+ * Zero: no spec has a quick filter (SPEC_QUICK_FILTER), and the verifier
+ * leaves out its code, as use_filters the other filters'. bpf.UsesOf sets
+ * at most one of the two: with both in, a kprobe with a pointer chain, a
+ * string and a quick filter passed the 6.1 verifier's limit of a million
+ * instructions.
+ */
+volatile const __u32 use_quick_filters = 1;
 volatile const __u32 use_stacks = 1;
 /*
  * The end of the shortest record among the tracepoints the program is
@@ -1618,27 +1626,38 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 	self = wanted(pid_tgid);
 	if (!self)
 		return 0;
-	key = fixed_spec != FIXED_SPEC_COOKIE ? FIXED_SPEC_COOKIE : (__u32)bpf_get_attach_cookie(ctx);
-	spec = spec_at(key);
-	if (!spec)
-		return 0;
+	if (fixed_spec != FIXED_SPEC_COOKIE) {
+		key = FIXED_SPEC_COOKIE;
+		spec = (const struct probe_spec *)&fixed_spec_data;
+		/* Hide where spec points, so that its fields are loaded, not folded. */
+		asm volatile("" : "+r"(spec));
+	} else {
+		key = (__u32)bpf_get_attach_cookie(ctx);
+		spec = bpf_map_lookup_elem(&probe_specs, &key);
+		if (!spec)
+			return 0;
+	}
 	if (self == 2 && !(spec->flags & SPEC_KEEP_SELF))
 		return 0;
-	if (quick_filter(spec)) {
+	if (use_quick_filters && quick_filter(spec)) {
 		/*
 		 * First, on the fields' values alone: a rejected event costs
 		 * two register loads and the filter, not a fill of the
 		 * scratch sample. One it passes is recorded as any other.
 		 */
-		if (!use_filters)
-			goto lost;
 		if (!quick_pass(key, quick_arg(ctx, &spec->args[spec->qfield[0] < MAX_ARGS ? spec->qfield[0] : 0], ctx_kind),
 				quick_arg(ctx, &spec->args[spec->qfield[1] < MAX_ARGS ? spec->qfield[1] : 0], ctx_kind),
 				pid_tgid))
 			goto filtered;
 	}
 	cpu = bpf_get_smp_processor_id();
-	if (spec->npred && !quick_filter(spec)) {
+	/*
+	 * use_quick_filters, a constant to the verifier, goes ahead of the
+	 * flag: without quick filters this tests npred alone, and the
+	 * verifier walks the staged path once (a load of the flag here made
+	 * 6.1's walk it twice and refuse the program).
+	 */
+	if (spec->npred && !(use_quick_filters && quick_filter(spec))) {
 		if (!use_filters)
 			goto lost;
 		/*
@@ -1650,8 +1669,13 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 		if (!s)
 			return 0;
 		fill(ctx, spec, s, 0, pid_tgid, cpu, MAX_ARGS, 1, ctx_kind, key, depth);
-		if (!filter_pass(key, depth))
-			goto filtered;
+		if (!filter_pass(key, depth)) {
+			key = spec->probe_id;
+			cnt = bpf_map_lookup_elem(&filtered, &key);
+			if (cnt)
+				*cnt += 1;
+			return 0;
+		}
 		/* The clock only for what is sent: a rejected event does not read it. */
 		now = bpf_ktime_get_boot_ns();
 		s->time = now;

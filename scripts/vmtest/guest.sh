@@ -311,14 +311,19 @@ fi
 
 # A pointer chain through BTF and a filter in the kernel: the name of the
 # file each vfs_read reads (biosnoop's and opensnoop's way to a name), and
-# only the reads of at least 1 byte, which are all of the workload's.
-if rec kexpr -c "vmwork read $N_READ /dev/zero" 'kx=k:vfs_read(count, str(file->f_path.dentry->d_name.name))/count > 0 && comm == "vmwork"/'; then
+# only the reads of at least 1 byte, which are all of the workload's. The
+# filter compares a register (a quick filter, bpf.SpecQuickFilter); kp's
+# compares a pointer chain's value, which the program fills the scratch
+# sample for: the two kinds of filter in one program.
+if rec kexpr -c "vmwork read $N_READ /dev/zero" 'kx=k:vfs_read(count, str(file->f_path.dentry->d_name.name))/count > 0 && comm == "vmwork"/' \
+	'kp=k:vfs_read(file->f_pos)/file->f_pos >= 0 && comm == "vmwork"/'; then
 	e=$(bpftape events --time none kexpr.arrow kx | grep -c 'file->f_path.dentry->d_name.name="zero"')
 	all=$(bpftape count kexpr.arrow kx | awk '$1=="kx"{print $2}')
 	other=$((all - $(bpftape count --comm vmwork kexpr.arrow kx | awk '$1=="kx"{print $2}')))
 	filt=$(bpftape info kexpr.arrow | grep -c 'filter count > 0 && comm == "vmwork"')
-	[ "$e" = "$N_READ" ] && [ "$other" = 0 ] && [ "$filt" = 1 ] && result k-expr PASS "zero=$e/$N_READ" ||
-		result k-expr FAIL "zero=$e/$N_READ,other=$other,filter-in-info=$filt"
+	kp=$(bpftape count kexpr.arrow kp | awk '$1=="kp"{print $2}')
+	[ "$e" = "$N_READ" ] && [ "$other" = 0 ] && [ "$filt" = 1 ] && [ "$kp" = "$N_READ" ] && result k-expr PASS "zero=$e/$N_READ,kp=$kp" ||
+		result k-expr FAIL "zero=$e/$N_READ,other=$other,filter-in-info=$filt,kp=$kp"
 else
 	result k-expr FAIL "$(errtail kexpr.err)"
 fi

@@ -231,12 +231,7 @@ struct probe_spec {
 	 * `filtered` and sends nothing. 0: record every event.
 	 */
 	__u8 npred;
-	/*
-	 * SPEC_QUICK_FILTER: the args whose values the filter compares (both
-	 * the same when it compares one).
-	 */
-	__u8 qfield[2];
-	__u8 _pad[5];
+	__u8 _pad[7];
 	struct arg_spec args[MAX_ARGS];
 	struct pred_op pred[MAX_PRED];
 };
@@ -261,15 +256,6 @@ enum spec_flag {
 	SPEC_KEEP_SELF = 2,
 	/* The filter compares the comm: read it before evaluating the filter. */
 	SPEC_FILTER_COMM = 4,
-	/*
-	 * The filter compares at most two args (qfield), each a constant, a
-	 * register, a word of the tracepoint record or a function argument,
-	 * which quick_arg reads without touching memory: it runs first, on
-	 * those values alone, and an event it passes is staged as one without
-	 * a filter (see record_at). Set by user space, not by the caller of
-	 * PutSpec.
-	 */
-	SPEC_QUICK_FILTER = 8,
 };
 
 #define MAX_STACK 127		 /* frames a stack record holds: the kernel's perf_event_max_stack default */
@@ -463,22 +449,14 @@ volatile const __u32 task_comm_off = 0;
 volatile const __u32 task_btf = 0;
 /*
  * What the recording's specs need, set from user space before loading: the
- * largest size class, whether any has a filter run on the scratch sample
- * or a quick one (SPEC_QUICK_FILTER), whether any records a stack. The verifier reads them as constants and does not visit the code
+ * largest size class, whether any has a filter, whether any records a
+ * stack. The verifier reads them as constants and does not visit the code
  * of a class, the filter or the stacks that no spec takes (a spec that
  * needs it anyway is counted lost, never recorded wrong). The defaults
  * keep all of it.
  */
 volatile const __u32 max_class = CLASS_ARGS12_STR4;
 volatile const __u32 use_filters = 1;
-/*
- * Zero: no spec has a quick filter (SPEC_QUICK_FILTER), and the verifier
- * leaves out its code, as use_filters the other filters'. bpf.UsesOf sets
- * at most one of the two: with both in, a kprobe with a pointer chain, a
- * string and a quick filter passed the 6.1 verifier's limit of a million
- * instructions.
- */
-volatile const __u32 use_quick_filters = 1;
 volatile const __u32 use_stacks = 1;
 /*
  * The end of the shortest record among the tracepoints the program is
@@ -872,20 +850,6 @@ struct {
 	__type(value, __u64);
 } expr_out SEC(".maps");
 
-/* The spec at key: fixed_spec_data when the program has a fixed spec. */
-static __always_inline const struct probe_spec *spec_at(__u32 key)
-{
-	const struct probe_spec *spec;
-
-	if (fixed_spec != FIXED_SPEC_COOKIE) {
-		spec = (const struct probe_spec *)&fixed_spec_data;
-		/* Hide where spec points, so that its fields are loaded, not folded. */
-		asm volatile("" : "+r"(spec));
-		return spec;
-	}
-	return bpf_map_lookup_elem(&probe_specs, &key);
-}
-
 /*
  * Run the expression of arg i of the spec at key (fixed_spec_data when the
  * program has a fixed spec) on v, the value its kind gave: nread pointer
@@ -906,7 +870,12 @@ __noinline int expr_eval(__u64 v, __u32 key, __u64 i, __u32 depth)
 	__u64 *out;
 	int user;
 
-	spec = spec_at(key);
+	if (fixed_spec != FIXED_SPEC_COOKIE) {
+		spec = (const struct probe_spec *)&fixed_spec_data;
+		asm volatile("" : "+r"(spec));
+	} else {
+		spec = bpf_map_lookup_elem(&probe_specs, &key);
+	}
 	out = bpf_map_lookup_elem(&expr_out, &depth);
 	if (!spec || !out || i >= MAX_ARGS)
 		return -1;
@@ -1306,18 +1275,36 @@ static __always_inline __u64 low_bytes(__u64 w, __u32 len)
 }
 
 /*
- * Whether the filter of spec passes: args are the recorded values, or, when
- * args is 0 (a quick filter), v0 and v1 are those of qfield[0] and
- * qfield[1]. The postfix operations keep their truth values on a stack of
- * bits in one register (bit 0 the top), so a bounded loop with no memory of
- * its own runs them; user space checks that the stack never underflows and
- * ends with one value.
+ * Whether the sample in sample_scratch passes the filter of the spec at
+ * key (fixed_spec_data when the program has a fixed spec). The postfix
+ * operations keep their truth values on a stack of bits in one register
+ * (bit 0 the top), so a bounded loop with no memory of its own runs them;
+ * user space checks that the stack never underflows and ends with one
+ * value.
+ *
+ * A global function, which the verifier checks once, on its own: inlined,
+ * every state in which fill() can end walked the loop again, and the
+ * program passed the verifier's limit of a million instructions. Global
+ * functions take only scalars and the context on older kernels, hence the
+ * key and the lookups here.
  */
-static __always_inline int pred_run(const struct probe_spec *spec, const __u64 *args, __u64 v0, __u64 v1,
-				    __u64 pid_tgid, __u32 cpu)
+__noinline int filter_pass(__u32 key, __u32 depth)
 {
-	__u32 n = spec->npred;
+	const struct probe_spec *spec;
+	struct sample *s;
+	__u32 n;
 	__u64 stack = 0, comm[2] = {}, x, b;
+
+	if (fixed_spec != FIXED_SPEC_COOKIE) {
+		spec = (const struct probe_spec *)&fixed_spec_data;
+		asm volatile("" : "+r"(spec));
+	} else {
+		spec = bpf_map_lookup_elem(&probe_specs, &key);
+	}
+	s = bpf_map_lookup_elem(&sample_scratch, &depth);
+	if (!spec || !s)
+		return 0;
+	n = spec->npred;
 
 	if (spec->flags & SPEC_FILTER_COMM)
 		current_comm(comm);
@@ -1341,19 +1328,16 @@ static __always_inline int pred_run(const struct probe_spec *spec, const __u64 *
 		}
 		switch (p->operand) {
 		case OPND_FIELD:
-			if (args)
-				x = args[p->field < MAX_ARGS ? p->field : 0];
-			else
-				x = p->field == spec->qfield[0] ? v0 : v1;
+			x = s->args[p->field < MAX_ARGS ? p->field : 0];
 			break;
 		case OPND_PID:
-			x = pid_tgid >> 32;
+			x = s->pid;
 			break;
 		case OPND_TID:
-			x = (__u32)pid_tgid;
+			x = s->tid;
 			break;
 		case OPND_CPU:
-			x = cpu;
+			x = s->cpu;
 			break;
 		case OPND_COMM:
 			/* Equal when both words agree on the constant's bytes. */
@@ -1367,95 +1351,6 @@ static __always_inline int pred_run(const struct probe_spec *spec, const __u64 *
 		stack = stack << 1 | compare(p, x);
 	}
 	return n == 0 || (stack & 1);
-}
-
-/*
- * Whether the sample in sample_scratch at depth passes the filter of the
- * spec at key.
- *
- * A global function, which the verifier checks once, on its own: inlined,
- * every state in which fill() can end walked the loop again, and the
- * program passed the verifier's limit of a million instructions. Global
- * functions take only scalars and the context on older kernels, hence the
- * key and the lookups here.
- */
-__noinline int filter_pass(__u32 key, __u32 depth)
-{
-	const struct probe_spec *spec = spec_at(key);
-	struct sample *s = bpf_map_lookup_elem(&sample_scratch, &depth);
-
-	if (!spec || !s)
-		return 0;
-	return pred_run(spec, s->args, 0, 0, (__u64)s->pid << 32 | s->tid, s->cpu);
-}
-
-/*
- * Whether the event passes the quick filter (SPEC_QUICK_FILTER) of the spec
- * at key, whose fields' values are v0 and v1. A global function for the
- * same reason as filter_pass.
- */
-__noinline int quick_pass(__u32 key, __u64 v0, __u64 v1, __u64 pid_tgid)
-{
-	const struct probe_spec *spec = spec_at(key);
-
-	if (!spec)
-		return 0;
-	return pred_run(spec, 0, v0, v1, pid_tgid, bpf_get_smp_processor_id());
-}
-
-/*
- * Whether spec has SPEC_QUICK_FILTER, loaded afresh at each test: clang
- * would otherwise keep the flags byte in a register, and the verifier
- * walk what follows once with the flag known set and once known clear
- * (on 6.18 the uprobe program verified 553,000 instructions, against
- * 213,000 before quick filters and 213,000 with this load).
- */
-static __always_inline int quick_filter(const struct probe_spec *spec)
-{
-	__u64 f;
-
-	asm volatile("%0 = *(u8 *)(%1 + %2)" : "=r"(f) : "r"(spec), "i"(__builtin_offsetof(struct probe_spec, flags)));
-	return f & SPEC_QUICK_FILTER;
-}
-
-/*
- * The value of a quick filter's field (SPEC_QUICK_FILTER), read as fill
- * reads it, for the kinds that need no memory but the context: 0 for any
- * other, which user space does not give a quick filter.
- */
-static __always_inline __u64 quick_arg(void *ctx, const struct arg_spec *a, const int ctx_kind)
-{
-	__u32 off;
-	__u64 v = 0;
-	long err = -1;
-
-	if (a->kind == ARG_CONST)
-		return a->off;
-	if (ctx_kind == CTX_REGS) {
-		if (a->kind == ARG_REG)
-			err = read_reg(ctx, a->reg, &v);
-		else if (a->kind == ARG_RETVAL)
-			err = read_reg(ctx, __builtin_offsetof(struct pt_regs, ax), &v);
-	} else if (ctx_kind == CTX_TP) {
-		off = a->off & 0xffff;
-		if (a->kind != ARG_TP_FIELD)
-			return 0;
-		/* As tp_arg reads it. */
-		if ((a->size == 1 || a->size == 2 || a->size == 4 || a->size == 8) && !(off & (a->size - 1)) &&
-		    !read_tp_word(ctx, off & ~7u, &v)) {
-			v >>= (off & 7) * 8;
-			err = 0;
-		} else {
-			err = read_int(&v, a->size, (__u64)((char *)ctx + off), 0);
-		}
-	} else if (a->kind == ARG_FUNC_ARG) {
-		err = bpf_get_func_arg(ctx, a->reg, &v);
-	} else if (a->kind == ARG_FUNC_RET) {
-		err = bpf_get_func_ret(ctx, &v);
-	}
-	if (err)
-		return 0;
-	return extend(v, a->size, a->is_signed);
 }
 
 /*
@@ -1639,25 +1534,8 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 	}
 	if (self == 2 && !(spec->flags & SPEC_KEEP_SELF))
 		return 0;
-	if (use_quick_filters && quick_filter(spec)) {
-		/*
-		 * First, on the fields' values alone: a rejected event costs
-		 * two register loads and the filter, not a fill of the
-		 * scratch sample. One it passes is recorded as any other.
-		 */
-		if (!quick_pass(key, quick_arg(ctx, &spec->args[spec->qfield[0] < MAX_ARGS ? spec->qfield[0] : 0], ctx_kind),
-				quick_arg(ctx, &spec->args[spec->qfield[1] < MAX_ARGS ? spec->qfield[1] : 0], ctx_kind),
-				pid_tgid))
-			goto filtered;
-	}
 	cpu = bpf_get_smp_processor_id();
-	/*
-	 * use_quick_filters, a constant to the verifier, goes ahead of the
-	 * flag: without quick filters this tests npred alone, and the
-	 * verifier walks the staged path once (a load of the flag here made
-	 * 6.1's walk it twice and refuse the program).
-	 */
-	if (spec->npred && !(use_quick_filters && quick_filter(spec))) {
+	if (spec->npred) {
 		if (!use_filters)
 			goto lost;
 		/*
@@ -1758,12 +1636,6 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 lost:
 	key = spec->probe_id;
 	cnt = bpf_map_lookup_elem(&lost, &key);
-	if (cnt)
-		*cnt += 1;
-	return 0;
-filtered:
-	key = spec->probe_id;
-	cnt = bpf_map_lookup_elem(&filtered, &key);
 	if (cnt)
 		*cnt += 1;
 	return 0;

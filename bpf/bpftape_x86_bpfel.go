@@ -138,8 +138,7 @@ type bpftapeProbeSpec struct {
 	Kstack    uint8
 	Flags     uint8
 	Npred     uint8
-	Qfield    [2]uint8
-	Pad       [5]uint8
+	Pad       [7]uint8
 	Args      [12]bpftapeArgSpec
 	Pred      [16]bpftapePredOp
 }
@@ -221,7 +220,6 @@ const (
 	bpftapeVarTracked           = "tracked"
 	bpftapeVarUntracked         = "untracked"
 	bpftapeVarUseFilters        = "use_filters"
-	bpftapeVarUseQuickFilters   = "use_quick_filters"
 	bpftapeVarUseStacks         = "use_stacks"
 	bpftapeVarWakeOnComm        = "wake_on_comm"
 	bpftapeVarWakeupBytes       = "wakeup_bytes"
@@ -299,29 +297,28 @@ type bpftapeMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeVariableSpecs struct {
-	Armed           *ebpf.VariableSpec `ebpf:"armed"`
-	BtfAnchor       *ebpf.VariableSpec `ebpf:"btf_anchor"`
-	CommGen         *ebpf.VariableSpec `ebpf:"comm_gen"`
-	FilterTgid      *ebpf.VariableSpec `ebpf:"filter_tgid"`
-	FixedSpec       *ebpf.VariableSpec `ebpf:"fixed_spec"`
-	FixedSpecData   *ebpf.VariableSpec `ebpf:"fixed_spec_data"`
-	Follow          *ebpf.VariableSpec `ebpf:"follow"`
-	MaxClass        *ebpf.VariableSpec `ebpf:"max_class"`
-	SelfTgid        *ebpf.VariableSpec `ebpf:"self_tgid"`
-	StageBytes      *ebpf.VariableSpec `ebpf:"stage_bytes"`
-	TaskBtf         *ebpf.VariableSpec `ebpf:"task_btf"`
-	TaskCommOff     *ebpf.VariableSpec `ebpf:"task_comm_off"`
-	TaskFsbaseOff   *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
-	TaskGsbaseOff   *ebpf.VariableSpec `ebpf:"task_gsbase_off"`
-	TaskTgidOff     *ebpf.VariableSpec `ebpf:"task_tgid_off"`
-	TpCtxEnd        *ebpf.VariableSpec `ebpf:"tp_ctx_end"`
-	Tracked         *ebpf.VariableSpec `ebpf:"tracked"`
-	Untracked       *ebpf.VariableSpec `ebpf:"untracked"`
-	UseFilters      *ebpf.VariableSpec `ebpf:"use_filters"`
-	UseQuickFilters *ebpf.VariableSpec `ebpf:"use_quick_filters"`
-	UseStacks       *ebpf.VariableSpec `ebpf:"use_stacks"`
-	WakeOnComm      *ebpf.VariableSpec `ebpf:"wake_on_comm"`
-	WakeupBytes     *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	Armed         *ebpf.VariableSpec `ebpf:"armed"`
+	BtfAnchor     *ebpf.VariableSpec `ebpf:"btf_anchor"`
+	CommGen       *ebpf.VariableSpec `ebpf:"comm_gen"`
+	FilterTgid    *ebpf.VariableSpec `ebpf:"filter_tgid"`
+	FixedSpec     *ebpf.VariableSpec `ebpf:"fixed_spec"`
+	FixedSpecData *ebpf.VariableSpec `ebpf:"fixed_spec_data"`
+	Follow        *ebpf.VariableSpec `ebpf:"follow"`
+	MaxClass      *ebpf.VariableSpec `ebpf:"max_class"`
+	SelfTgid      *ebpf.VariableSpec `ebpf:"self_tgid"`
+	StageBytes    *ebpf.VariableSpec `ebpf:"stage_bytes"`
+	TaskBtf       *ebpf.VariableSpec `ebpf:"task_btf"`
+	TaskCommOff   *ebpf.VariableSpec `ebpf:"task_comm_off"`
+	TaskFsbaseOff *ebpf.VariableSpec `ebpf:"task_fsbase_off"`
+	TaskGsbaseOff *ebpf.VariableSpec `ebpf:"task_gsbase_off"`
+	TaskTgidOff   *ebpf.VariableSpec `ebpf:"task_tgid_off"`
+	TpCtxEnd      *ebpf.VariableSpec `ebpf:"tp_ctx_end"`
+	Tracked       *ebpf.VariableSpec `ebpf:"tracked"`
+	Untracked     *ebpf.VariableSpec `ebpf:"untracked"`
+	UseFilters    *ebpf.VariableSpec `ebpf:"use_filters"`
+	UseStacks     *ebpf.VariableSpec `ebpf:"use_stacks"`
+	WakeOnComm    *ebpf.VariableSpec `ebpf:"wake_on_comm"`
+	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // bpftapeObjects contains all objects after they have been loaded into the kernel.
@@ -375,29 +372,28 @@ func (m *bpftapeMaps) Close() error {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeVariables struct {
-	Armed           *ebpf.Variable `ebpf:"armed"`
-	BtfAnchor       *ebpf.Variable `ebpf:"btf_anchor"`
-	CommGen         *ebpf.Variable `ebpf:"comm_gen"`
-	FilterTgid      *ebpf.Variable `ebpf:"filter_tgid"`
-	FixedSpec       *ebpf.Variable `ebpf:"fixed_spec"`
-	FixedSpecData   *ebpf.Variable `ebpf:"fixed_spec_data"`
-	Follow          *ebpf.Variable `ebpf:"follow"`
-	MaxClass        *ebpf.Variable `ebpf:"max_class"`
-	SelfTgid        *ebpf.Variable `ebpf:"self_tgid"`
-	StageBytes      *ebpf.Variable `ebpf:"stage_bytes"`
-	TaskBtf         *ebpf.Variable `ebpf:"task_btf"`
-	TaskCommOff     *ebpf.Variable `ebpf:"task_comm_off"`
-	TaskFsbaseOff   *ebpf.Variable `ebpf:"task_fsbase_off"`
-	TaskGsbaseOff   *ebpf.Variable `ebpf:"task_gsbase_off"`
-	TaskTgidOff     *ebpf.Variable `ebpf:"task_tgid_off"`
-	TpCtxEnd        *ebpf.Variable `ebpf:"tp_ctx_end"`
-	Tracked         *ebpf.Variable `ebpf:"tracked"`
-	Untracked       *ebpf.Variable `ebpf:"untracked"`
-	UseFilters      *ebpf.Variable `ebpf:"use_filters"`
-	UseQuickFilters *ebpf.Variable `ebpf:"use_quick_filters"`
-	UseStacks       *ebpf.Variable `ebpf:"use_stacks"`
-	WakeOnComm      *ebpf.Variable `ebpf:"wake_on_comm"`
-	WakeupBytes     *ebpf.Variable `ebpf:"wakeup_bytes"`
+	Armed         *ebpf.Variable `ebpf:"armed"`
+	BtfAnchor     *ebpf.Variable `ebpf:"btf_anchor"`
+	CommGen       *ebpf.Variable `ebpf:"comm_gen"`
+	FilterTgid    *ebpf.Variable `ebpf:"filter_tgid"`
+	FixedSpec     *ebpf.Variable `ebpf:"fixed_spec"`
+	FixedSpecData *ebpf.Variable `ebpf:"fixed_spec_data"`
+	Follow        *ebpf.Variable `ebpf:"follow"`
+	MaxClass      *ebpf.Variable `ebpf:"max_class"`
+	SelfTgid      *ebpf.Variable `ebpf:"self_tgid"`
+	StageBytes    *ebpf.Variable `ebpf:"stage_bytes"`
+	TaskBtf       *ebpf.Variable `ebpf:"task_btf"`
+	TaskCommOff   *ebpf.Variable `ebpf:"task_comm_off"`
+	TaskFsbaseOff *ebpf.Variable `ebpf:"task_fsbase_off"`
+	TaskGsbaseOff *ebpf.Variable `ebpf:"task_gsbase_off"`
+	TaskTgidOff   *ebpf.Variable `ebpf:"task_tgid_off"`
+	TpCtxEnd      *ebpf.Variable `ebpf:"tp_ctx_end"`
+	Tracked       *ebpf.Variable `ebpf:"tracked"`
+	Untracked     *ebpf.Variable `ebpf:"untracked"`
+	UseFilters    *ebpf.Variable `ebpf:"use_filters"`
+	UseStacks     *ebpf.Variable `ebpf:"use_stacks"`
+	WakeOnComm    *ebpf.Variable `ebpf:"wake_on_comm"`
+	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // bpftapePrograms contains all programs after they have been loaded into the kernel.

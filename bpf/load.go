@@ -164,9 +164,6 @@ type Objects struct {
 	// cookies is whether the programs take their spec index from the
 	// attach cookie (see Cookies).
 	cookies bool
-	// quickFilters: the program runs quick filters (use_quick_filters),
-	// and PutSpec marks the specs whose filter is one.
-	quickFilters bool
 	// loadCopy loads another copy of program name that shares every map;
 	// with fixed < MaxSpecs, the copy has a .rodata of its own in which
 	// fixed_spec is fixed and fixed_spec_data is ps. tpCopies are the
@@ -499,9 +496,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	}
 	if u := opts.Uses; u != nil {
 		for name, v := range map[string]uint32{
-			bpftapeVarMaxClass: uint32(u.MaxClass), bpftapeVarUseFilters: b2u(u.Filters), bpftapeVarUseQuickFilters: b2u(u.QuickFilters),
-			bpftapeVarUseStacks: b2u(u.Stacks),
-			bpftapeVarTpCtxEnd:  u.TPContextEnd,
+			bpftapeVarMaxClass: uint32(u.MaxClass), bpftapeVarUseFilters: b2u(u.Filters), bpftapeVarUseStacks: b2u(u.Stacks),
+			bpftapeVarTpCtxEnd: u.TPContextEnd,
 		} {
 			if err := spec.Variables[name].Set(v); err != nil {
 				return nil, fmt.Errorf("bpf: set %s: %w", name, err)
@@ -588,7 +584,6 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		}
 	}
 	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
-	objs.quickFilters = opts.Uses == nil || opts.Uses.QuickFilters
 	btfCache := btf.NewCache()
 	objs.loadCopy = func(name string, fixed uint32, ps *ProbeSpec, attachTo string) (*ebpf.Program, error) {
 		shared := map[string]*ebpf.Map{
@@ -691,15 +686,10 @@ func (o *Objects) PutSpec(cookie uint32, s *ProbeSpec) error {
 	if cookie >= MaxSpecs {
 		return fmt.Errorf("bpf: cookie %d out of range [0,%d)", cookie, MaxSpecs)
 	}
-	q := s.withQuickFilter()
-	if !o.quickFilters {
-		q.Flags &^= SpecQuickFilter
-		q.Qfield = [2]uint8{}
-	}
-	if err := q.Validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		return fmt.Errorf("bpf: probe spec for cookie %d: %w", cookie, err)
 	}
-	if err := o.ProbeSpecs.Put(cookie, &q); err != nil {
+	if err := o.ProbeSpecs.Put(cookie, s); err != nil {
 		return fmt.Errorf("bpf: put spec %d: %w", cookie, err)
 	}
 	return nil
@@ -731,10 +721,9 @@ func sumPerCPU(m *ebpf.Map, name string, probeID uint16) (uint64, error) {
 
 // Uses is what a recording's specs need of the program (Options.Uses).
 type Uses struct {
-	MaxClass     uint8 // the largest SizeClass
-	Filters      bool  // a spec has a filter that is not quick (see SpecQuickFilter)
-	QuickFilters bool  // a spec has a quick filter
-	Stacks       bool  // a spec records a kernel or user stack
+	MaxClass uint8 // the largest SizeClass
+	Filters  bool  // a spec has a filter (Npred > 0)
+	Stacks   bool  // a spec records a kernel or user stack
 
 	// TPContextEnd is the end of the shortest record among the
 	// tracepoints attached (tracefs format: the last field's offset +
@@ -746,24 +735,13 @@ type Uses struct {
 	TPContextEnd uint32
 }
 
-// UsesOf is what specs need. When some filters are quick and some are
-// not, every filter runs as one that is not: with the code of both in, a
-// kprobe with a pointer chain, a string and a quick filter beside another
-// filter passed the 6.1 verifier's limit of a million instructions
-// ("argument list too long", the vmtest's k-expr check).
+// UsesOf is what specs need.
 func UsesOf(specs ...*ProbeSpec) Uses {
 	var u Uses
 	for _, s := range specs {
 		u.MaxClass = max(u.MaxClass, s.SizeClass)
-		if _, quick := s.quickFields(); quick {
-			u.QuickFilters = true
-		} else if s.Npred > 0 {
-			u.Filters = true
-		}
+		u.Filters = u.Filters || s.Npred > 0
 		u.Stacks = u.Stacks || s.Kstack > 0 || s.Ustack > 0
-	}
-	if u.Filters {
-		u.QuickFilters = false
 	}
 	return u
 }

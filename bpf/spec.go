@@ -134,12 +134,7 @@ const (
 	// SpecFilterComm: the filter compares the comm (OperandComm), which
 	// the program then reads before running it.
 	SpecFilterComm uint8 = 4
-	// SpecQuickFilter: the filter compares at most two fields (Qfield),
-	// each read from the program's context alone, and the program runs
-	// it before anything else. PutSpec sets it and Qfield, whatever the
-	// caller's spec says: see quickFields.
-	SpecQuickFilter uint8 = 8
-	specFlags             = SpecStackEntry | SpecKeepSelf | SpecFilterComm | SpecQuickFilter
+	specFlags            = SpecStackEntry | SpecKeepSelf | SpecFilterComm
 )
 
 // PredOp is one operation of a probe's filter (Go mirror of struct
@@ -437,69 +432,7 @@ func (s *ProbeSpec) validateFilter() error {
 	if comm != (s.Flags&SpecFilterComm != 0) {
 		return errors.New("the comm-filter flag must be set exactly when the filter compares the comm")
 	}
-	if s.Flags&SpecQuickFilter != 0 {
-		if q, ok := s.quickFields(); !ok || q != s.Qfield {
-			return errors.New("the quick-filter flag is set on a filter that is not quick, or with other fields")
-		}
-	}
 	return nil
-}
-
-// quickFields reports whether s's filter can run first, on the values of
-// at most two fields read from the context alone (a constant, a register,
-// a word of a tracepoint record, a function's argument or return value:
-// quick_arg in bpftape.c), and which two. A rejected event then costs
-// those loads and the filter, not a fill of the whole sample, and one it
-// passes is staged as an unfiltered one, not copied from the scratch
-// sample. In BenchmarkFilter on the 6.18 VM (3 alternating runs), a
-// rejected event cost 201-215 ns against 217-246 before, a passed one
-// 352-383 against 431-474.
-func (s *ProbeSpec) quickFields() (q [2]uint8, ok bool) {
-	n := 0
-	for i := range min(int(s.Npred), MaxPred) {
-		p := &s.Pred[i]
-		if p.Op > PredGe || p.Operand != OperandField {
-			continue
-		}
-		if p.Field >= s.Nargs || p.Field >= MaxArgs {
-			return q, false
-		}
-		a := &s.Args[p.Field]
-		switch {
-		case a.Leaf != LeafNone:
-			return q, false
-		case a.Kind != KindConst && a.Kind != KindReg && a.Kind != KindRetval && a.Kind != KindTPField &&
-			a.Kind != KindFuncArg && a.Kind != KindFuncRet:
-			return q, false
-		}
-		switch {
-		case n > 0 && q[0] == p.Field, n > 1 && q[1] == p.Field:
-		case n == 2:
-			return q, false
-		default:
-			q[n] = p.Field
-			n++
-		}
-	}
-	if s.Npred == 0 {
-		return q, false
-	}
-	if n == 1 {
-		q[1] = q[0]
-	}
-	return q, true
-}
-
-// withQuickFilter returns s with SpecQuickFilter and Qfield set as
-// quickFields says.
-func (s ProbeSpec) withQuickFilter() ProbeSpec {
-	s.Flags &^= SpecQuickFilter
-	s.Qfield = [2]uint8{}
-	if q, ok := s.quickFields(); ok {
-		s.Flags |= SpecQuickFilter
-		s.Qfield = q
-	}
-	return s
 }
 
 func (a *ArgSpec) validate() error {

@@ -14,7 +14,6 @@ func TestUsesOf(t *testing.T) {
 	flat := spec(1, ClassArgs1, reg(RegDI, 8, true))
 	wide := spec(2, ClassArgs6, reg(RegDI, 8, true))
 	filtered := withFilter(spec(3, ClassArgs1, reg(RegDI, 8, true)), cmp(PredEq, OperandField, 0, true, 1))
-	memFiltered := withFilter(spec(5, ClassArgs1, deref(RegDI, 8, 4, false)), cmp(PredEq, OperandField, 0, false, 1))
 	stack := spec(4, ClassArgs0)
 	stack.Kstack = 1
 	for _, c := range []struct {
@@ -24,9 +23,7 @@ func TestUsesOf(t *testing.T) {
 		{nil, Uses{}},
 		{[]*ProbeSpec{&flat}, Uses{MaxClass: ClassArgs1}},
 		{[]*ProbeSpec{&flat, &wide}, Uses{MaxClass: ClassArgs6}},
-		{[]*ProbeSpec{&filtered, &stack}, Uses{MaxClass: ClassArgs1, QuickFilters: true, Stacks: true}},
-		{[]*ProbeSpec{&memFiltered}, Uses{MaxClass: ClassArgs1, Filters: true}},
-		{[]*ProbeSpec{&filtered, &memFiltered}, Uses{MaxClass: ClassArgs1, Filters: true}},
+		{[]*ProbeSpec{&filtered, &stack}, Uses{MaxClass: ClassArgs1, Filters: true, Stacks: true}},
 	} {
 		if got := UsesOf(c.specs...); got != c.want {
 			t.Errorf("UsesOf(%d specs) = %+v, want %+v", len(c.specs), got, c.want)

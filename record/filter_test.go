@@ -128,9 +128,8 @@ func TestProbeFilterComm(t *testing.T) {
 }
 
 // TestProbeFilterTracepoint filters a tracepoint on two fields of its
-// record, which the program reads from its context before anything else
-// (bpf.SpecQuickFilter), while a shell writes 2 and 3 bytes in turn: the
-// filtered probe holds exactly the unfiltered probe's writes that pass.
+// record while a shell writes 2 and 3 bytes in turn: the filtered probe
+// holds exactly the unfiltered probe's writes that pass.
 func TestProbeFilterTracepoint(t *testing.T) {
 	testutils.RequireBPF(t, bpf.CheckFeatures)
 	sh, err := exec.LookPath("bash")

@@ -311,10 +311,9 @@ fi
 
 # A pointer chain through BTF and a filter in the kernel: the name of the
 # file each vfs_read reads (biosnoop's and opensnoop's way to a name), and
-# only the reads of at least 1 byte, which are all of the workload's. The
-# filter compares a register (a quick filter, bpf.SpecQuickFilter); kp's
-# compares a pointer chain's value, which the program fills the scratch
-# sample for: the two kinds of filter in one program.
+# only the reads of at least 1 byte, which are all of the workload's. kp's
+# filter compares a pointer chain's value: two filtered kprobes with
+# chains in one program, within 6.1's verifier limit.
 if rec kexpr -c "vmwork read $N_READ /dev/zero" 'kx=k:vfs_read(count, str(file->f_path.dentry->d_name.name))/count > 0 && comm == "vmwork"/' \
 	'kp=k:vfs_read(file->f_pos)/file->f_pos >= 0 && comm == "vmwork"/'; then
 	e=$(bpftape events --time none kexpr.arrow kx | grep -c 'file->f_path.dentry->d_name.name="zero"')

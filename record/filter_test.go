@@ -136,10 +136,9 @@ func TestProbeFilterTracepoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(sh, "-c", "for i in $(seq 400); do echo x; echo yy; done >/dev/null")
 	s, _ := mustRecord(t, Options{
 		RingSize: 16 << 20,
-		Command:  cmd.Args,
+		Command:  []string{sh, "-c", "for i in $(seq 400); do echo x; echo yy; done >/dev/null"},
 		Probes: []string{
 			"all=t:syscalls:sys_enter_write(fd, count)",
 			"two=t:syscalls:sys_enter_write(fd, count)/count == 2 && fd == 1/",

@@ -66,6 +66,12 @@ type StackCounts struct {
 	// SwitchesKept, from OffCPU, says why the capture may lack
 	// switch-ins ("" if it kept every sched_switch event).
 	SwitchesKept string
+	// SwitchInsMissing, from OffCPU, counts the switch-outs of a picked
+	// thread that came with no switch-in since its previous switch-out:
+	// the switch-in was lost, or the kernel ran no program for it (the
+	// thread it replaced is one whose tracepoints do not fire). The
+	// interval it would have closed is left out, as offcputime leaves it.
+	SwitchInsMissing uint64
 }
 
 // EmptyStackFrame stands for a stack of no frames, so that its events
@@ -377,6 +383,10 @@ func (r *StackCounts) Notes(w io.Writer) {
 		fmt.Fprintf(w, "WARNING: off-CPU times are too low: the capture kept only the sched_switch events of %s, and a thread's switch-in is the event of the thread it replaces; record system-wide and pick threads with --pid or --comm here\n",
 			textsafe.Escape(r.SwitchesKept))
 	}
+	if r.SwitchInsMissing > 0 {
+		fmt.Fprintf(w, "note: %s of the picked threads' switch-outs followed another with no switch-in between (lost events, or a switch the kernel ran no program for); the off-CPU time each switch-in would have ended is left out\n",
+			humanfmt.Commas(r.SwitchInsMissing))
+	}
 	if r.NoStack > 0 {
 		fmt.Fprintf(w, "note: %s events of %s have no stack (the ring had no room for it, or the capture's stack table lacks it)\n",
 			humanfmt.Commas(r.NoStack), textsafe.Escape(r.Probe))
@@ -447,6 +457,7 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 		k stackKey
 	}
 	away := map[uint32]out{} // by tid: the switch-out not yet matched
+	var missing uint64
 	filter := o.Filter
 	start := c.Meta().StartBoot
 	probe := uint16(pi)
@@ -477,13 +488,16 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 		if by != nil {
 			k.by = by(b, i)
 		}
+		if _, ok := away[tid]; ok {
+			missing++
+		}
 		away[tid] = out{t, k}
 	})
 	if err != nil {
 		return nil, pass, err
 	}
 	r := agg.fold()
-	r.SwitchesKept = kept
+	r.SwitchesKept, r.SwitchInsMissing = kept, missing
 	return r, pass, nil
 }
 

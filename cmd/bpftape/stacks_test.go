@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -232,11 +234,23 @@ int main(void) {
 	}
 	// At least the sleep asked for, at most the naps' wall time (a loaded
 	// host adds the wait for a CPU after each wake-up, as offcputime counts).
-	const want = 20 * 50 * time.Millisecond
+	// A nap whose switch-in the capture lacks is left out, and noted: on the
+	// development VM no tracepoint fires for the threads of its pid 1 (perf
+	// and bpftrace see none either), so a nap that ends with one of them
+	// handing the CPU to the sleeper has no switch-in. The capture lost no
+	// event, so a missing one is such a switch, once in 20 runs or so.
+	missing := 0
+	if m := regexp.MustCompile(`note: (\d+) of the picked threads' switch-outs followed another`).FindStringSubmatch(stderr); m != nil {
+		missing, _ = strconv.Atoi(m[1])
+	}
+	if missing > 2 {
+		t.Errorf("%d of the sleeper's naps have no switch-in, want at most 2:\n%s", missing, stderr)
+	}
+	want := time.Duration(20-missing) * 50 * time.Millisecond
 	if d := time.Duration(slept); d < want || d > elapsed {
 		t.Errorf("off-CPU time in nanosleep %v, want %v to %v (the naps' wall time)\n%s\nstacks: %s\nrecord: %s", d, want, elapsed, out, stderr, recStderr)
 	}
-	t.Logf("off-CPU time in nanosleep: %v for %v of sleep in %v", time.Duration(slept), want, elapsed)
+	t.Logf("off-CPU time in nanosleep: %v for %v of sleep in %v (naps without a switch-in: %d)", time.Duration(slept), want, elapsed, missing)
 	if strings.Contains(stderr, "too low") {
 		t.Errorf("a system-wide capture warned: %s", stderr)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf/btf"
@@ -307,6 +308,57 @@ func TestPublishInterval(t *testing.T) {
 		m.Close()
 		if got > uint64(size)/4 || got > publishEvery || got == 0 {
 			t.Errorf("ring of %d bytes publishes every %d bytes", size, got)
+		}
+	}
+}
+
+// TestRingWait: Drain waits parked in Go's poller (Ring.wait). With no
+// record it returns at the end of its interval, not before; a Flush or a
+// Close from another goroutine wakes it at once. (The record tests cover
+// the wake-ups of the kernel's rings.)
+func TestRingWait(t *testing.T) {
+	testutils.RequireBPF(t, CheckFeatures)
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	rd, err := NewRing(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := func([]byte) error { return errors.New("a record in an empty ring") }
+
+	start := time.Now()
+	if err := rd.Drain(150*time.Millisecond, none); err != nil {
+		t.Fatalf("Drain of an empty ring: %v", err)
+	}
+	if d := time.Since(start); d < 150*time.Millisecond || d > 5*time.Second {
+		t.Errorf("Drain(150ms) of an empty ring returned after %v", d)
+	}
+
+	for _, tc := range []struct {
+		name string
+		wake func() error
+		want error
+	}{{"Flush", rd.Flush, ErrRingFlushed}, {"Close", rd.Close, ErrRingClosed}} {
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- rd.Drain(time.Minute, none) }()
+		time.Sleep(100 * time.Millisecond) // parked by now
+		if err := tc.wake(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		select {
+		case err := <-done:
+			if !errors.Is(err, tc.want) {
+				t.Errorf("Drain woken by %s: %v, want %v", tc.name, err, tc.want)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("Drain woken by %s returned after %v", tc.name, d)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s did not wake a parked Drain", tc.name)
 		}
 	}
 }

@@ -312,9 +312,9 @@ func TestPublishInterval(t *testing.T) {
 	}
 }
 
-// TestRingWait: Drain waits parked in Go's poller (Ring.wait). With no
-// record it returns at the end of its interval, not before; a Flush or a
-// Close from another goroutine wakes it at once. (The record tests cover
+// TestRingWait: Drain sleeps between passes. With no record it returns at
+// the end of its interval, not before; a Flush or a Close from another
+// goroutine wakes it at once. (The record tests cover
 // the wake-ups of the kernel's rings.)
 func TestRingWait(t *testing.T) {
 	testutils.RequireBPF(t, CheckFeatures)

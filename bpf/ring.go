@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -38,12 +37,8 @@ import (
 // the flush's start, so that no sample still staged on a quiet CPU comes
 // after a younger one from a busy CPU.
 type Ring struct {
-	parts []*ringPart
-	epfd  int // epoll on every ring and wake
-	// poll is epfd, non-blocking, in the Go runtime's poller: Drain
-	// waits there, parked, not in epoll_wait (see wait).
-	poll     *os.File
-	pollConn syscall.RawConn
+	parts    []*ringPart
+	epfd     int // epoll on every ring and wake
 	wake     int // eventfd: Flush and Close
 	events   []unix.EpollEvent
 	heads    [][]byte // per part: its next record in a merge pass
@@ -124,14 +119,6 @@ func NewRing(maps ...*ebpf.Map) (_ *Ring, err error) {
 	}()
 	if r.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("bpf: epoll_create: %w", err)
-	}
-	if err = unix.SetNonblock(r.epfd, true); err != nil {
-		return nil, fmt.Errorf("bpf: epoll: %w", err)
-	}
-	// The File owns epfd from here: release closes it.
-	r.poll = os.NewFile(uintptr(r.epfd), "bpftape rings")
-	if r.pollConn, err = r.poll.SyscallConn(); err != nil {
-		return nil, fmt.Errorf("bpf: epoll: %w", err)
 	}
 	if r.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return nil, fmt.Errorf("bpf: eventfd: %w", err)
@@ -401,11 +388,9 @@ func (r *Ring) consumeOne(p *ringPart, cutoff uint64, fn func(raw []byte) error)
 // sets cutoff to the boot-clock time before it began (every sample older
 // than that is then in a ring, unless a CPU stayed busy) and lastFlush.
 func (r *Ring) flushStages() error {
-	// Raw (see wait): Go's vDSO clock has no CLOCK_BOOTTIME, and x/sys's
-	// ClockGettime goes through the runtime's system call path.
 	var ts unix.Timespec
-	if _, _, errno := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_BOOTTIME, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
-		return fmt.Errorf("bpf: clock_gettime: %w", errno)
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return fmt.Errorf("bpf: clock_gettime: %w", err)
 	}
 	deadline := time.Now().Add(busyWait)
 	for {
@@ -486,57 +471,16 @@ func (r *Ring) Drain(interval time.Duration, fn func(raw []byte) error) error {
 		} else if r.pending() {
 			continue // producers wrote more during the pass
 		}
-		n, err := r.wait(wait)
-		if err != nil {
-			return err
+		ms := int((max(wait, 0) + time.Millisecond - 1) / time.Millisecond)
+		n, err := unix.EpollWait(r.epfd, r.events, ms)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("bpf: epoll_wait: %w", err)
 		}
 		woken = false
 		for _, ev := range r.events[:max(n, 0)] {
 			woken = woken || int(ev.Fd) != r.wake
 		}
 	}
-}
-
-// wait waits up to d for an event of the rings or wake and returns how
-// many it put in r.events (0 when d passed). It waits parked in the Go
-// runtime's poller, which watches epfd, not blocked in epoll_wait, and
-// every system call of a pass that cannot block (this epoll_wait with no
-// timeout, the clock, runOnCPU) is made raw, outside the runtime's system
-// call path. The runtime's sysmon thread sleeps while every P is idle; a
-// goroutine entering a system call wakes it, and it then polls every
-// 20 us, taking back a P blocked in a call for over 10 ms, which starts
-// the polling over. Blocked in epoll_wait at every wait, the recorder kept
-// sysmon polling: on this VM, whose context switches cost ~20 us, sysmon
-// took 20% of the recorder's CPU (perf; tracepoint workload, 2 threads,
-// 6M events: 7,600-10,300 sysmon wake-ups and 220-310 ms of its CPU). With
-// the waits parked and the pass's calls raw: 2,600-3,300 wake-ups and
-// 90 ms (the encoder's writes still wake it), and the recorder's CPU per
-// event 161, 142, 137 ns against 196, 157, 157 (10M events, alternating).
-func (r *Ring) wait(d time.Duration) (int, error) {
-	if err := r.poll.SetReadDeadline(time.Now().Add(d)); err != nil {
-		return 0, fmt.Errorf("bpf: epoll deadline: %w", err)
-	}
-	n := 0
-	var werr error
-	err := r.pollConn.Read(func(fd uintptr) bool {
-		// Raw (see above): with timeout 0 it does not block.
-		r1, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&r.events[0])), uintptr(len(r.events)), 0, 0, 0)
-		if errno != 0 {
-			n, werr = 0, errno
-		} else {
-			n, werr = int(r1), nil
-		}
-		return n > 0 || werr != nil && werr != unix.EINTR
-	})
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return 0, nil
-	case err != nil:
-		return 0, fmt.Errorf("bpf: wait for the rings: %w", err)
-	case werr != nil:
-		return 0, fmt.Errorf("bpf: epoll_wait: %w", werr)
-	}
-	return n, nil
 }
 
 // Cutoff is, with staging, the boot-clock time before which Drain has
@@ -637,10 +581,6 @@ func (r *Ring) Close() error {
 
 func (r *Ring) release() error {
 	var errs []error
-	if r.poll != nil {
-		errs = append(errs, r.poll.Close())
-		r.poll, r.epfd = nil, -1
-	}
 	for _, fd := range []*int{&r.epfd, &r.wake} {
 		if *fd >= 0 {
 			errs = append(errs, unix.Close(*fd))

@@ -2,10 +2,8 @@ package replay
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bpftape/bpftape/format"
 )
@@ -20,47 +18,26 @@ import (
 func TestOffCPUMissingSwitchIn(t *testing.T) {
 	kern := []uint64{0xffffffff81000010}
 	kid := format.StackID(true, kern)
-	path := filepath.Join(t.TempDir(), "sw.arrow")
-	m := &format.Meta{Host: "h", Kernel: "6.18", StartBoot: 1000, StartWall: time.Unix(1700000000, 0), Probes: []format.Probe{{
+	probes := []format.Probe{{
 		Name: "sched_switch", Kind: "tracepoint", Spec: "t:sched:sched_switch(prev_pid,next_pid,kstack)",
 		Fields: []format.Field{{Name: "prev_pid", Type: format.Int32}, {Name: "next_pid", Type: format.Int32}, {Name: "kstack", Type: format.KernelStack}},
-	}}}
-	w, err := format.Create(path, m, format.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.AddStacks(&format.StackTable{
+	}}
+	table := &format.StackTable{
 		Stacks:  []format.Stack{{ID: kid, Kernel: true, Frames: kern}},
 		Objects: []format.Object{{ID: 1, Path: "[kernel]", Kernel: true}},
 		Symbols: []format.Symbol{{Object: 1, Addr: 0xffffffff81000000, Name: "schedule"}},
-	})
-	comms := map[uint32]string{0: "swapper/0", 7: "sleeper", 9: "other"}
-	for _, e := range []struct {
-		time     int64
-		tid      uint32
-		prev, to uint64
-	}{
-		{1000, 7, 7, 9}, // 7 leaves
-		{1500, 9, 9, 7}, // 7 back: 500 ns; 9 leaves
-		{2000, 7, 7, 9}, // 7 leaves; 9 back: 500 ns
+	}
+	sw := func(t int64, tid uint32, comm string, next uint64) row {
+		return row{t: t, tid: tid, comm: comm, ints: []uint64{uint64(tid), next, kid}}
+	}
+	c := writeCaptureStacks(t, probes, table, []row{
+		sw(1000, 7, "sleeper", 9), // 7 leaves
+		sw(1500, 9, "other", 7),   // 7 back: 500 ns; 9 leaves
+		sw(2000, 7, "sleeper", 9), // 7 leaves; 9 back: 500 ns
 		// 7 switched in at about 2600, unseen
-		{3000, 7, 7, 0}, // 7 leaves again: its interval from 2000 is left out
-		{3400, 0, 0, 7}, // 7 back: 400 ns
-	} {
-		ev := format.Event{Time: e.time, PID: e.tid, TID: e.tid, Comm: []byte(comms[e.tid]),
-			Ints: []uint64{e.prev, e.to, kid}, Strs: make([][]byte, 3)}
-		if err := w.Append(&ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+		sw(3000, 7, "sleeper", 0),   // 7 leaves again: its interval from 2000 is left out
+		sw(3400, 0, "swapper/0", 7), // 7 back: 400 ns
+	})
 
 	r, _, err := OffCPU(c, StacksOptions{Mode: StacksKernel})
 	if err != nil {

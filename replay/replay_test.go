@@ -24,6 +24,12 @@ type row struct {
 
 func writeCapture(t *testing.T, probes []format.Probe, rows []row) *Capture {
 	t.Helper()
+	return writeCaptureStacks(t, probes, nil, rows)
+}
+
+// writeCaptureStacks is writeCapture with a stack table, when not nil.
+func writeCaptureStacks(t *testing.T, probes []format.Probe, table *format.StackTable, rows []row) *Capture {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "c.arrow")
 	m := &format.Meta{Host: "h", StartBoot: 1000, StartWall: time.Unix(0, 0), Probes: probes}
 	for _, p := range probes {
@@ -35,6 +41,9 @@ func writeCapture(t *testing.T, probes []format.Probe, rows []row) *Capture {
 	w, err := format.Create(path, m, format.WriterOptions{BatchRows: 3})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if table != nil {
+		w.AddStacks(table)
 	}
 	for _, r := range rows {
 		if r.lost > 0 {

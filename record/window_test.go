@@ -50,6 +50,9 @@ func TestWindowLockstep(t *testing.T) {
 			if s.Stopped != stop {
 				t.Errorf("stopped: %q, want %q", s.Stopped, stop)
 			}
+			if s.Lost > 0 {
+				t.Fatalf("%d events lost: the checks below need every event", s.Lost)
+			}
 			c := readCapture(t, o.Output)
 			counts := map[string]int{}
 			for _, name := range []string{"step_a", "step_a:return", "step_b", "step_c"} {

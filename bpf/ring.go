@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -37,8 +38,14 @@ import (
 // the flush's start, so that no sample still staged on a quiet CPU comes
 // after a younger one from a busy CPU.
 type Ring struct {
-	parts    []*ringPart
-	epfd     int // epoll on every ring and wake
+	parts []*ringPart
+	epfd  int // epoll on every ring, wake and timer
+	// poll is epfd, non-blocking, in the Go runtime's poller: Drain
+	// waits there, parked, not in epoll_wait, until timer or a ring
+	// wakes it (see wait).
+	poll     *os.File
+	pollConn syscall.RawConn
+	timer    int // timerfd: the end of a wait
 	wake     int // eventfd: Flush and Close
 	events   []unix.EpollEvent
 	heads    [][]byte // per part: its next record in a merge pass
@@ -111,7 +118,7 @@ var (
 
 // NewRing maps the ring buffers maps (one per CPU) for reading.
 func NewRing(maps ...*ebpf.Map) (_ *Ring, err error) {
-	r := &Ring{epfd: -1, wake: -1}
+	r := &Ring{epfd: -1, wake: -1, timer: -1}
 	defer func() {
 		if err != nil {
 			r.release()
@@ -120,8 +127,25 @@ func NewRing(maps ...*ebpf.Map) (_ *Ring, err error) {
 	if r.epfd, err = unix.EpollCreate1(unix.EPOLL_CLOEXEC); err != nil {
 		return nil, fmt.Errorf("bpf: epoll_create: %w", err)
 	}
+	if err = unix.SetNonblock(r.epfd, true); err != nil {
+		return nil, fmt.Errorf("bpf: epoll: %w", err)
+	}
+	// The File owns epfd from here: release closes it.
+	r.poll = os.NewFile(uintptr(r.epfd), "bpftape rings")
+	if r.pollConn, err = r.poll.SyscallConn(); err != nil {
+		return nil, fmt.Errorf("bpf: epoll: %w", err)
+	}
 	if r.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return nil, fmt.Errorf("bpf: eventfd: %w", err)
+	}
+	if r.timer, err = unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK); err != nil {
+		return nil, fmt.Errorf("bpf: timerfd: %w", err)
+	}
+	// Edge-triggered: each expiry wakes the reader once, and nobody
+	// reads the timer (arming it again resets its count).
+	tev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: int32(r.timer)}
+	if err := unix.EpollCtl(r.epfd, unix.EPOLL_CTL_ADD, r.timer, &tev); err != nil {
+		return nil, fmt.Errorf("bpf: epoll_ctl: %w", err)
 	}
 	fds := []int{r.wake}
 	for i, m := range maps {
@@ -138,7 +162,7 @@ func NewRing(maps ...*ebpf.Map) (_ *Ring, err error) {
 			return nil, fmt.Errorf("bpf: epoll_ctl: %w", err)
 		}
 	}
-	r.events = make([]unix.EpollEvent, len(fds))
+	r.events = make([]unix.EpollEvent, len(fds)+1)
 	r.heads, r.times = make([][]byte, len(r.parts)), make([]uint64, len(r.parts))
 	return r, nil
 }
@@ -388,9 +412,11 @@ func (r *Ring) consumeOne(p *ringPart, cutoff uint64, fn func(raw []byte) error)
 // sets cutoff to the boot-clock time before it began (every sample older
 // than that is then in a ring, unless a CPU stayed busy) and lastFlush.
 func (r *Ring) flushStages() error {
+	// Raw (see wait): Go's vDSO clock has no CLOCK_BOOTTIME, and x/sys's
+	// ClockGettime goes through the runtime's system call path.
 	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return fmt.Errorf("bpf: clock_gettime: %w", err)
+	if _, _, errno := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_BOOTTIME, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+		return fmt.Errorf("bpf: clock_gettime: %w", errno)
 	}
 	deadline := time.Now().Add(busyWait)
 	for {
@@ -471,16 +497,64 @@ func (r *Ring) Drain(interval time.Duration, fn func(raw []byte) error) error {
 		} else if r.pending() {
 			continue // producers wrote more during the pass
 		}
-		ms := int((max(wait, 0) + time.Millisecond - 1) / time.Millisecond)
-		n, err := unix.EpollWait(r.epfd, r.events, ms)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("bpf: epoll_wait: %w", err)
+		n, err := r.wait(wait)
+		if err != nil {
+			return err
 		}
 		woken = false
-		for _, ev := range r.events[:max(n, 0)] {
-			woken = woken || int(ev.Fd) != r.wake
+		for _, ev := range r.events[:n] {
+			woken = woken || int(ev.Fd) != r.wake && int(ev.Fd) != r.timer
 		}
 	}
+}
+
+// wait waits up to d for an event of the rings, wake or the timer, and
+// returns how many it put in r.events.
+//
+// It waits parked in the Go runtime's poller, which watches epfd, not
+// blocked in epoll_wait; a timerfd in epfd, not a poller deadline, ends
+// the wait. Every system call of a pass that cannot block (this
+// epoll_wait with no timeout, arming the timer, the clock, runOnCPU) is
+// made raw, outside the runtime's system call path. The runtime's sysmon
+// thread sleeps while every P is idle. A goroutine entering a system call
+// wakes it, and it then polls every 20 us, taking back a P blocked in a
+// call for over 10 ms, which starts the polling over. Blocked in
+// epoll_wait at every wait, the recorder kept sysmon polling: on this VM,
+// whose context switches cost ~20 us, perf gave sysmon 22% of the
+// recorder's CPU (tracepoint workload, 2 threads).
+//
+// An earlier version (38c6e55) ended the wait with a read deadline on
+// poll. Each wait then reset a runtime timer, which wakes the poller
+// through its eventfd; a 6.1-rt guest oopsed once in 2 runs of make
+// vmtest in one of the recorder's 8-byte reads, under two kprobes on
+// vfs_read. The timer keeps the runtime's timers and its eventfd out of
+// the drain loop.
+func (r *Ring) wait(d time.Duration) (int, error) {
+	if d > 0 {
+		spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+		if _, _, errno := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(r.timer), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0); errno != 0 {
+			return 0, fmt.Errorf("bpf: timerfd_settime: %w", errno)
+		}
+	}
+	n := 0
+	var werr error
+	err := r.pollConn.Read(func(fd uintptr) bool {
+		// Raw (see above): with timeout 0 it does not block.
+		r1, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&r.events[0])), uintptr(len(r.events)), 0, 0, 0)
+		n, werr = int(r1), nil
+		if errno != 0 {
+			n, werr = 0, errno
+		}
+		// d <= 0: look once, do not park.
+		return n > 0 || d <= 0 || werr != nil && werr != unix.EINTR
+	})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("bpf: wait for the rings: %w", err)
+	case werr != nil && werr != unix.EINTR:
+		return 0, fmt.Errorf("bpf: epoll_wait: %w", werr)
+	}
+	return n, nil
 }
 
 // Cutoff is, with staging, the boot-clock time before which Drain has
@@ -581,7 +655,11 @@ func (r *Ring) Close() error {
 
 func (r *Ring) release() error {
 	var errs []error
-	for _, fd := range []*int{&r.epfd, &r.wake} {
+	if r.poll != nil {
+		errs = append(errs, r.poll.Close())
+		r.poll, r.epfd = nil, -1
+	}
+	for _, fd := range []*int{&r.epfd, &r.wake, &r.timer} {
 		if *fd >= 0 {
 			errs = append(errs, unix.Close(*fd))
 			*fd = -1

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -34,7 +35,7 @@ func (o *Objects) Staging() bool { return len(o.cpus) > 0 }
 // most unless a ring woke the reader (see Ring.consume).
 func (o *Objects) FlushStages() (busy bool, err error) {
 	for _, cpu := range o.cpus {
-		ret, err := o.flush.Run(&ebpf.RunOptions{Flags: testRunOnCPU, CPU: uint32(cpu)})
+		ret, err := runOnCPU(o.flush, cpu)
 		if errors.Is(err, unix.ENXIO) {
 			continue // went offline: its stage stays until it comes back
 		}
@@ -44,6 +45,37 @@ func (o *Objects) FlushStages() (busy bool, err error) {
 		busy = busy || ret != 0
 	}
 	return busy, nil
+}
+
+// progRunAttr is the BPF_PROG_TEST_RUN part of union bpf_attr
+// (include/uapi/linux/bpf.h), as far as runOnCPU uses it.
+type progRunAttr struct {
+	progFD, retval           uint32
+	dataSizeIn, dataSizeOut  uint32
+	dataIn, dataOut          uint64
+	repeat, duration         uint32
+	ctxSizeIn, ctxSizeOut    uint32
+	ctxIn, ctxOut            uint64
+	flags, cpu, batchSize, _ uint32
+}
+
+// runOnCPU runs prog, a raw tracepoint program, on cpu
+// (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU) and returns its return
+// value. It is Program.Run made as a raw system call, which keeps the
+// runtime's sysmon thread asleep through a ring pass (see Ring.wait). The call is short, an IPI and a program of a
+// few hundred instructions, so holding the P through it costs nothing.
+func runOnCPU(prog *ebpf.Program, cpu int) (uint32, error) {
+	attr := progRunAttr{progFD: uint32(prog.FD()), flags: testRunOnCPU, cpu: uint32(cpu)}
+	for {
+		_, _, errno := unix.RawSyscall(unix.SYS_BPF, unix.BPF_PROG_TEST_RUN, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+		switch errno {
+		case 0:
+			return attr.retval, nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, errno
+	}
 }
 
 // NewRing is NewRing of the objects' rings, which flushes the CPUs' stages

@@ -312,10 +312,10 @@ func TestPublishInterval(t *testing.T) {
 	}
 }
 
-// TestRingWait: Drain sleeps between passes. With no record it returns at
-// the end of its interval, not before; a Flush or a Close from another
-// goroutine wakes it at once. (The record tests cover
-// the wake-ups of the kernel's rings.)
+// TestRingWait: Drain waits parked in Go's poller until the ring's timer
+// ends the wait (Ring.wait). With no record it returns at the end of its
+// interval, not before; a Flush or a Close from another goroutine wakes it
+// at once. (The record tests cover the wake-ups of the kernel's rings.)
 func TestRingWait(t *testing.T) {
 	testutils.RequireBPF(t, CheckFeatures)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 16 << 10})

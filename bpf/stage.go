@@ -62,8 +62,9 @@ type progRunAttr struct {
 // runOnCPU runs prog, a raw tracepoint program, on cpu
 // (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU) and returns its return
 // value. It is Program.Run made as a raw system call, which keeps the
-// runtime's sysmon thread asleep through a ring pass (see Ring.wait). The call is short, an IPI and a program of a
-// few hundred instructions, so holding the P through it costs nothing.
+// runtime's sysmon thread asleep through a ring pass (see Ring.wait). The
+// call is short, an IPI and a program of a few hundred instructions, so
+// holding the P through it costs nothing.
 func runOnCPU(prog *ebpf.Program, cpu int) (uint32, error) {
 	attr := progRunAttr{progFD: uint32(prog.FD()), flags: testRunOnCPU, cpu: uint32(cpu)}
 	for {

@@ -695,6 +695,11 @@ func versions(d *driver) []string {
 // rejects every event (probe.rejectAll).
 const bpftapeRejecting = "bpftape-rejecting"
 
+// emptyClock is the progtime column of the empty program that reads the
+// boot clock (driver empty -clock): what stamping each event with its time
+// costs before a recorder does anything else.
+const emptyClock = "empty-clock"
+
 // progTimes is a diagnostic: BPF program run time per event of each tool
 // on each workload (one thread), from the kernel's BPF statistics
 // (BPF_ENABLE_STATS, on only while this runs: it adds two clock reads to
@@ -721,7 +726,7 @@ func (d *driver) progTimes() (map[string]map[string]progTime, error) {
 		if w.perRound {
 			events = d.cfg.tpEvents
 		}
-		ts := []string{empty, bcc, bpftrace, bpftape}
+		ts := []string{empty, emptyClock, bcc, bpftrace, bpftape}
 		if !w.stacks {
 			ts = append(ts, bpftapeRejecting)
 		}
@@ -734,11 +739,14 @@ func (d *driver) progTimes() (map[string]map[string]progTime, error) {
 			if err != nil {
 				return nil, err
 			}
-			tool := t
-			if t == bpftapeRejecting {
-				tool = bpftape
+			tool, bin := t, t
+			switch t {
+			case bpftapeRejecting:
+				tool, bin = bpftape, bpftape
+			case emptyClock:
+				bin = empty
 			}
-			wl, err := d.startWorkload(d.copyOf(tool), cpu, 1, w.mode, events, 0)
+			wl, err := d.startWorkload(d.copyOf(bin), cpu, 1, w.mode, events, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -746,7 +754,7 @@ func (d *driver) progTimes() (map[string]map[string]progTime, error) {
 			if w.perRound {
 				pid = wl.pid
 			}
-			pr := w.probe(d.copyOf(tool))
+			pr := w.probe(d.copyOf(bin))
 			pr.rejectAll = t == bpftapeRejecting
 			s, err := d.startSession(tool, []probe{pr}, pid)
 			if err != nil {

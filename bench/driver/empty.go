@@ -27,11 +27,20 @@ import (
 // What a traced process pays under it is the cost of the probe mechanism
 // itself (breakpoint, uprobe dispatch or timer interrupt, BPF program call)
 // with no work in the program: no tool can do less per event.
+//
+// With -clock first, the program reads the boot clock
+// (bpf_ktime_get_boot_ns) and returns: the floor of any tool that stamps
+// each event with its time, as a recorder must and an in-kernel histogram
+// of a value need not.
 func runEmpty(args []string) error {
-	if len(args) == 0 {
-		return errors.New("usage: driver empty PROBE...")
-	}
 	insns := asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}
+	if len(args) > 0 && args[0] == "-clock" {
+		args = args[1:]
+		insns = append(asm.Instructions{asm.FnKtimeGetBootNs.Call()}, insns...)
+	}
+	if len(args) == 0 {
+		return errors.New("usage: driver empty [-clock] PROBE...")
+	}
 	kprobe, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Kprobe, Instructions: insns, License: "GPL"})
 	if err != nil {
 		return fmt.Errorf("load empty uprobe program: %w", err)

@@ -5,7 +5,7 @@
 // one table and the targets of issue 5 with PASS or FAIL.
 //
 //	driver run [flags]         the benchmark (bench/bench.sh passes the paths)
-//	driver empty PROBE...      the empty-program floor tool (used by run)
+//	driver empty [-clock] PROBE...  the empty-program floor tool (used by run)
 //	driver synth -o FILE -n N  a seed-like capture written with format.Writer
 //	driver vmtable             make vmbench's table, from the guest's VMBENCH lines on stdin
 package main

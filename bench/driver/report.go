@@ -286,11 +286,14 @@ func (res *results) print(w io.Writer, d *driver) {
 	if len(res.progTimes) > 0 {
 		fmt.Fprintf(w, "\nDiagnostic: BPF program run time per event (kernel BPF stats on, separate runs, 1 thread; overhead of the same run)\n")
 		pt := &table{head: []string{"workload"}, left: map[int]bool{0: true}}
-		ts := []string{empty, bcc, bpftrace, bpftape, bpftapeRejecting}
+		ts := []string{empty, emptyClock, bcc, bpftrace, bpftape, bpftapeRejecting}
 		for _, t := range ts {
 			title := toolTitle[t]
-			if t == bpftapeRejecting {
+			switch t {
+			case bpftapeRejecting:
 				title = toolTitle[bpftape] + ", all filtered out"
+			case emptyClock:
+				title = toolTitle[empty] + " + clock read"
 			}
 			pt.head = append(pt.head, title+" prog/overhead ns")
 		}
@@ -314,6 +317,7 @@ func (res *results) print(w io.Writer, d *driver) {
 		if c.runNs > 0 && u.runNs > 0 {
 			fmt.Fprintf(w, "bpftape's program: pointer chain %s ns/run against a flat argument %s (%.2f×)\n", num(c.runNs), num(u.runNs), c.runNs/u.runNs)
 		}
+		printClockFloor(w, res.progTimes)
 	}
 	for _, n := range res.notes {
 		errs = append(errs, n)
@@ -365,12 +369,6 @@ func (res *results) printTargets(w io.Writer, d *driver) {
 		ts = append(ts, target{name: name, measured: measured, pass: pass})
 	}
 	na := func(name, why string) { ts = append(ts, target{name: name, measured: why, na: true}) }
-	ratio := func(a, b float64) (float64, bool) {
-		if b <= 0 {
-			return 0, false
-		}
-		return a / b, true
-	}
 
 	var bpftapeRSS int64
 	stackRows := false
@@ -568,4 +566,39 @@ func chainNote(rows []*row) string {
 	}
 	return fmt.Sprintf("chain %s against uprobe %s, overhead above the row's empty program, ns/event, medians (rows minutes apart: see\nthe program run times for a like-for-like comparison): %s",
 		c.threads, flat.threads, strings.Join(parts, ", "))
+}
+
+// ratio is a / b, false if b is not positive.
+func ratio(a, b float64) (float64, bool) {
+	if b <= 0 {
+		return 0, false
+	}
+	return a / b, true
+}
+
+// printClockFloor prints, for each workload of the program-time table,
+// what reading the clock alone costs (the empty program with and without
+// it) and how the overhead of the empty program that reads it compares
+// with BCC's and bpftrace's hist in the same runs: the least any recorder
+// that stamps its events could score on the overhead targets.
+func printClockFloor(w io.Writer, pts map[string]map[string]progTime) {
+	var parts []string
+	for _, wd := range wdefs {
+		m := pts[wd.name]
+		e, ec, b, bt := m[empty], m[emptyClock], m[bcc], m[bpftrace]
+		if e.runNs <= 0 || ec.runNs <= 0 {
+			continue
+		}
+		p := fmt.Sprintf("%s +%s ns/run", wd.name, num(ec.runNs-e.runNs))
+		if q, ok := ratio(ec.overhead, b.overhead); ok {
+			p += fmt.Sprintf(", %.2f× BCC", q)
+		}
+		if q, ok := ratio(ec.overhead, bt.overhead); ok {
+			p += fmt.Sprintf(", %.2f× bpftrace", q)
+		}
+		parts = append(parts, p)
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "The clock read alone (empty prog + clock read against empty prog; its overhead against the hists'): %s\n", strings.Join(parts, "; "))
+	}
 }

@@ -102,8 +102,11 @@ func (d *driver) startSessionKeep(tool string, probes []probe, pid int, keep boo
 		return nil, err
 	}
 	switch tool {
-	case empty:
+	case empty, emptyClock:
 		args := []string{d.self, "empty"}
+		if tool == emptyClock {
+			args = append(args, "-clock")
+		}
 		for _, p := range probes {
 			args = append(args, p.String())
 		}

@@ -6,15 +6,24 @@ import "math/bits"
 // a block (literal lengths, offsets or match lengths), built from the
 // normalized counts that the block's table description carries, so that
 // the decoder builds the matching decoding table (RFC 8878 4.1).
+//
+// state and delta are arrays of the largest size any stream needs (log 9,
+// 53 match length codes), so that encoding indexes them under a mask, with
+// no bounds checks in the loop over a block's sequences.
 type fseTable struct {
 	log   uint
 	norm  []int16 // normalized count per symbol: sum 1<<log, each used symbol ≥ 1
-	state []uint16
-	delta []symbolTransform
+	state [maxStates]uint16
+	delta [maxSymbols]symbolTransform
 	// build's scratch
 	symbols    []uint8
 	cumul, pos []int
 }
+
+const (
+	maxStates  = 1 << 9 // the largest accuracy log of the three streams (prepare's maxLog)
+	maxSymbols = 64     // more than the 53 match length codes
+)
 
 type symbolTransform struct {
 	nbBits    uint32 // deltaNbBits: (maxBitsOut << 16) - (norm << maxBitsOut)
@@ -77,13 +86,11 @@ func (t *fseTable) build() {
 		cumul[s+1] = cumul[s] + int(n)
 	}
 	copy(next, cumul)
-	t.state = grow(t.state, size)
 	for u := range size {
 		s := symbols[u]
 		t.state[next[s]] = uint16(size + u)
 		next[s]++
 	}
-	t.delta = t.delta[:0]
 	for s, n := range t.norm {
 		var d symbolTransform
 		if n > 0 {
@@ -95,7 +102,7 @@ func (t *fseTable) build() {
 			d.nbBits = maxBitsOut<<16 - uint32(n)<<maxBitsOut
 			d.findState = int32(cumul[s]) - int32(n)
 		}
-		t.delta = append(t.delta, d)
+		t.delta[s] = d
 	}
 }
 
@@ -119,10 +126,18 @@ func (st *fseState) init(t *fseTable, s uint8) {
 // the current one (at most the table's log, without flushing), and moves
 // to s.
 func (st *fseState) encode(w *bitWriter, s uint8) {
-	d := st.t.delta[s]
-	nb := (st.value + d.nbBits) >> 16
-	w.addFew(uint64(st.value&(1<<nb-1)), uint(nb))
-	st.value = uint32(st.t.state[int32(st.value>>nb)+d.findState])
+	bits, nb, next := st.t.step(st.value, s)
+	w.addFew(bits, nb)
+	st.value = next
+}
+
+// step is one encoding step from state v to symbol s: the bits to write,
+// their number (at most the table's log) and the next state. The masks
+// keep the indexes in the arrays; a table that build made never needs them.
+func (t *fseTable) step(v uint32, s uint8) (bits uint64, nb uint, next uint32) {
+	d := t.delta[s&(maxSymbols-1)]
+	n := (v + d.nbBits) >> 16
+	return uint64(v & (1<<n - 1)), uint(n), uint32(t.state[uint32(int32(v>>n)+d.findState)&(maxStates-1)])
 }
 
 // flush writes the final state, which the decoder reads first.

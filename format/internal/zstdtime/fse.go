@@ -122,18 +122,10 @@ func (st *fseState) init(t *fseTable, s uint8) {
 	st.value = uint32(t.state[int32(v>>nb)+d.findState])
 }
 
-// encode writes the bits that take the decoder from symbol s's state to
-// the current one (at most the table's log, without flushing), and moves
-// to s.
-func (st *fseState) encode(w *bitWriter, s uint8) {
-	bits, nb, next := st.t.step(st.value, s)
-	w.addFew(bits, nb)
-	st.value = next
-}
-
-// step is one encoding step from state v to symbol s: the bits to write,
-// their number (at most the table's log) and the next state. The masks
-// keep the indexes in the arrays; a table that build made never needs them.
+// step is one encoding step from state v to symbol s: the bits that take
+// the decoder from s's state to v, their number (at most the table's log)
+// and the next state, s's. The masks keep the indexes in the arrays; a
+// table that build made never needs them.
 func (t *fseTable) step(v uint32, s uint8) (bits uint64, nb uint, next uint32) {
 	d := t.delta[s&(maxSymbols-1)]
 	n := (v + d.nbBits) >> 16

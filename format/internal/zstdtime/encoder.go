@@ -344,52 +344,56 @@ func (e *Encoder) appendSequences(dst []byte) []byte {
 // / 13.8-15.1 ns a value against 11.8-11.9 / 11.7-12.4 / 11.9-12.0.
 func (e *Encoder) encodeStates(n int, ofOn, mlOn, llOn bool, ofv, mlv, llv *uint32) {
 	out, acc, nbits := e.bw.out, e.bw.acc, e.bw.nbits
-	of, ml, ll := &e.of, &e.ml, &e.ll
-	os, ms, ls := *ofv, *mlv, *llv
-	seqs := e.seqs[:n+1]
-	ofc, mlc, llc := e.ofCodes[:len(seqs)], e.mlCodes[:len(seqs)], e.llCodes[:len(seqs)]
+	oft, mlt, llt := &e.of, &e.ml, &e.ll
+	ofs, mls, lls := *ofv, *mlv, *llv
+	ofc, mlc, llc := e.ofCodes[:n+1], e.mlCodes[:n+1], e.llCodes[:n+1]
 	for i := n - 1; i >= 0; i-- {
 		// At most 31 bits are pending, and each stream adds at most
 		// its log (8, 9, 9): 57 fit the accumulator.
 		if ofOn {
-			b, k, next := of.step(os, ofc[i])
+			b, k, next := oft.step(ofs, ofc[i])
 			acc |= b << nbits
 			nbits += k
-			os = next
+			ofs = next
 		}
 		if mlOn {
-			b, k, next := ml.step(ms, mlc[i])
+			b, k, next := mlt.step(mls, mlc[i])
 			acc |= b << nbits
 			nbits += k
-			ms = next
+			mls = next
 		}
 		if llOn {
-			b, k, next := ll.step(ls, llc[i])
+			b, k, next := llt.step(lls, llc[i])
 			acc |= b << nbits
 			nbits += k
-			ls = next
+			lls = next
 		}
 		if nbits >= 32 {
 			out = binary.LittleEndian.AppendUint32(out, uint32(acc))
 			acc >>= 32
 			nbits -= 32
 		}
-		if llc[i] >= 16 || mlc[i] >= 32 || ofc[i] != 0 {
+		if hasExtraBits(llc[i], mlc[i], ofc[i]) {
 			e.bw = bitWriter{out: out, acc: acc, nbits: nbits}
 			e.extraBits(i)
 			out, acc, nbits = e.bw.out, e.bw.acc, e.bw.nbits
 		}
 	}
 	e.bw = bitWriter{out: out, acc: acc, nbits: nbits}
-	*ofv, *mlv, *llv = os, ms, ls
+	*ofv, *mlv, *llv = ofs, mls, lls
 }
+
+// hasExtraBits reports whether a sequence with these literal length,
+// match length and offset codes has bits beyond the codes' bases. Most
+// here have none.
+func hasExtraBits(l, m, o uint8) bool { return l >= 16 || m >= 32 || o != 0 }
 
 // extraBits writes sequence n's literal length, match length and offset
 // bits beyond their codes' bases, and leaves at most 31 bits pending.
 func (e *Encoder) extraBits(n int) {
 	s := e.seqs[n]
 	l, m, o := e.llCodes[n], e.mlCodes[n], e.ofCodes[n]
-	if l < 16 && m < 32 && o == 0 { // no extra bits: what most are here
+	if !hasExtraBits(l, m, o) {
 		return
 	}
 	e.bw.addFew(uint64(s.litLen-llBase[l]), uint(llBits[l])) // ≤ 16 bits

@@ -130,6 +130,7 @@ type batch struct {
 	n      int
 	strLen int
 	stacks *StackTable // the stack table part its message carries
+	forged string      // a part carried instead of stacks (AddForgedStackPart)
 	cols   []colBuf
 	data   []arrowipc.ColumnData // cols as handed to the file writer
 }
@@ -168,6 +169,9 @@ type Writer struct {
 	// stacks is the part of the stack table that the next batch carries,
 	// allStacks all of it, for the next file after Switch.
 	stacks, allStacks *StackTable
+	// forged is the stack table part the next batch carries as it is
+	// (see AddForgedStackPart).
+	forged string
 }
 
 // Create creates (or truncates) path with mode 0600 and starts a capture
@@ -433,6 +437,7 @@ func (w *Writer) Flush() error {
 		return nil
 	}
 	w.cur.stacks, w.stacks = w.stacks, nil
+	w.cur.forged, w.forged = w.forged, ""
 	w.work <- w.cur
 	w.cur = <-w.free
 	return w.Err()
@@ -500,7 +505,10 @@ func (w *Writer) encode(b *batch) error {
 	for i := range b.cols {
 		b.cols[i].columnData(&b.data[i], b.n)
 	}
-	if b.stacks != nil {
+	if b.forged != "" {
+		w.aw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{b.forged}))
+		b.forged = ""
+	} else if b.stacks != nil {
 		part, err := encodeStackTable(b.stacks)
 		if err != nil {
 			return err
@@ -551,8 +559,9 @@ func (w *Writer) Close() error {
 	w.Stats.Events.Store(w.events)
 	// A stack table part with no rows left to carry it goes in a batch
 	// of none.
-	if w.Err() == nil && (w.cur.n > 0 || !w.stacks.Empty()) {
+	if w.Err() == nil && (w.cur.n > 0 || !w.stacks.Empty() || w.forged != "") {
 		w.cur.stacks, w.stacks = w.stacks, nil
+		w.cur.forged, w.forged = w.forged, ""
 		w.work <- w.cur
 	}
 	close(w.work)

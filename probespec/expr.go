@@ -123,6 +123,10 @@ func parseExpr(text string) (base string, steps []Step, err error) {
 	return base, steps, nil
 }
 
+// maxTokens bounds the tokens of an expression or a filter, against
+// hostile input.
+const maxTokens = 4 * MaxSteps
+
 // tokenize splits an expression or filter into identifiers, numbers,
 // strings and operators.
 func tokenize(text string) ([]string, error) {
@@ -169,8 +173,8 @@ func tokenize(text string) ([]string, error) {
 			toks = append(toks, op)
 			i += len(op)
 		}
-		if len(toks) > 4*MaxSteps {
-			return nil, exprErrorf("too long")
+		if len(toks) > maxTokens {
+			return nil, exprErrorf("too long: more than %d tokens", maxTokens)
 		}
 	}
 	return toks, nil

@@ -3,6 +3,7 @@ package probespec
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -33,12 +34,16 @@ const (
 	FilterOr                      // L || R
 	FilterNot                     // !L
 	FilterCmp                     // Operand Cmp Int (or Str)
+	FilterAny                     // Any[0] || Any[1] || ...: a list, flat (AnyOf)
 )
 
 // Filter is a parsed filter: a tree of comparisons joined by &&, || and !.
 type Filter struct {
 	Op   FilterOp
 	L, R *Filter
+	// Any holds the alternatives of a list (FilterAny), two or more, in
+	// order: a list of any length is one node, not a chain of ||.
+	Any []*Filter
 	// A comparison (FilterCmp): Operand Cmp the constant, with the
 	// operand always on the left (5 < x is read as x > 5).
 	Operand string // a field name, "pid", "tid", "cpu" or "comm"; args.NAME is the field NAME
@@ -61,55 +66,162 @@ const MaxFilterCmps = 16
 // Builtin filter operands, which every probe has.
 var filterBuiltins = map[string]bool{"pid": true, "tid": true, "cpu": true, "comm": true}
 
-// String writes the filter back, fully parenthesized.
+// MaxAny bounds the alternatives of a list (AnyOf), such as the values
+// of a --pid or --comm list. The recorder compiles fewer: a probe's BPF
+// filter holds a few operations, one per comparison and one per ||.
+const MaxAny = 4096
+
+// AnyOf returns the filter that passes when any of fs passes, as
+// fs[0] || fs[1] || ...: nil for none, fs[0] alone for one, else one flat
+// FilterAny node. It refuses more than MaxAny alternatives, with an error
+// that names the count and the limit ("100000 values, at most 4096") for
+// the caller to prefix with what the list is.
+func AnyOf(fs ...*Filter) (*Filter, error) {
+	switch {
+	case len(fs) > MaxAny:
+		return nil, fmt.Errorf("%d values, at most %d", len(fs), MaxAny)
+	case len(fs) == 0:
+		return nil, nil
+	case len(fs) == 1:
+		return fs[0], nil
+	}
+	return &Filter{Op: FilterAny, Any: slices.Clone(fs)}, nil
+}
+
+// String writes the filter back, fully parenthesized. A list (FilterAny)
+// writes as the chain of || it stands for, grouped from the left as the
+// parser groups it: ((a || b) || c). String keeps a stack of its own and
+// writes in time linear in the text, however deep or long the filter.
 func (f *Filter) String() string {
-	switch f.Op {
-	case FilterAnd:
-		return "(" + f.L.String() + " && " + f.R.String() + ")"
-	case FilterOr:
-		return "(" + f.L.String() + " || " + f.R.String() + ")"
-	case FilterNot:
-		return "!" + f.L.String()
+	var b strings.Builder
+	f.writeTo(&b)
+	return b.String()
+}
+
+func (f *Filter) writeTo(b *strings.Builder) {
+	// todo holds what is left to write, the next on top: a node, or the
+	// text lit when the node is nil.
+	type item struct {
+		f   *Filter
+		lit string
 	}
-	if f.IsStr {
-		return f.Operand + " " + f.Cmp + " " + strconv.Quote(f.Str)
+	todo := []item{{f: f}}
+	for len(todo) > 0 {
+		it := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		n := it.f
+		if n == nil {
+			b.WriteString(it.lit)
+			continue
+		}
+		switch n.Op {
+		case FilterAnd, FilterOr:
+			op := " && "
+			if n.Op == FilterOr {
+				op = " || "
+			}
+			b.WriteByte('(')
+			todo = append(todo, item{lit: ")"}, item{f: n.R}, item{lit: op}, item{f: n.L})
+		case FilterNot:
+			b.WriteByte('!')
+			todo = append(todo, item{f: n.L})
+		case FilterAny:
+			// Written in place: the stack grows with how deeply lists
+			// nest in lists, not with their length.
+			for range len(n.Any) - 1 {
+				b.WriteByte('(')
+			}
+			for i, a := range n.Any {
+				if i > 0 {
+					b.WriteString(" || ")
+				}
+				if a.Op == FilterCmp {
+					a.writeCmp(b)
+				} else {
+					a.writeTo(b)
+				}
+				if i > 0 {
+					b.WriteByte(')')
+				}
+			}
+		default:
+			n.writeCmp(b)
+		}
 	}
-	if !f.Neg {
-		return f.Operand + " " + f.Cmp + " " + strconv.FormatUint(uint64(f.Int), 10)
+}
+
+// writeCmp writes a comparison.
+func (f *Filter) writeCmp(b *strings.Builder) {
+	var buf [32]byte
+	b.WriteString(f.Operand)
+	b.WriteByte(' ')
+	b.WriteString(f.Cmp)
+	b.WriteByte(' ')
+	switch {
+	case f.IsStr:
+		b.Write(strconv.AppendQuote(buf[:0], f.Str))
+	case f.Neg:
+		b.Write(strconv.AppendInt(buf[:0], f.Int, 10))
+	default:
+		b.Write(strconv.AppendUint(buf[:0], uint64(f.Int), 10))
 	}
-	return f.Operand + " " + f.Cmp + " " + strconv.FormatInt(f.Int, 10)
+}
+
+// walk calls fn on every node of the filter, parents before children and
+// left before right, with a stack of its own.
+func (f *Filter) walk(fn func(*Filter)) {
+	todo := []*Filter{f}
+	for len(todo) > 0 {
+		n := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if n == nil {
+			continue
+		}
+		fn(n)
+		for i := len(n.Any) - 1; i >= 0; i-- {
+			todo = append(todo, n.Any[i])
+		}
+		todo = append(todo, n.R, n.L)
+	}
 }
 
 // Operands returns the operands the filter compares, each once, in order.
 func (f *Filter) Operands() []string {
 	var out []string
 	seen := map[string]bool{}
-	var walk func(*Filter)
-	walk = func(f *Filter) {
-		if f == nil {
-			return
+	f.walk(func(n *Filter) {
+		if n.Op == FilterCmp && !seen[n.Operand] {
+			seen[n.Operand] = true
+			out = append(out, n.Operand)
 		}
-		if f.Op == FilterCmp && !seen[f.Operand] {
-			seen[f.Operand] = true
-			out = append(out, f.Operand)
-		}
-		walk(f.L)
-		walk(f.R)
-	}
-	walk(f)
+	})
 	return out
 }
 
-// Size returns the number of operations the filter compiles into.
+// Size returns the number of operations the filter compiles into: one per
+// comparison, &&, || and !, a list of n alternatives holding n-1 ||.
 func (f *Filter) Size() int {
-	if f == nil {
-		return 0
-	}
-	return 1 + f.L.Size() + f.R.Size()
+	size := 0
+	f.walk(func(n *Filter) {
+		size++
+		if n.Op == FilterAny {
+			size += len(n.Any) - 2 // n-1 ||, the node counted once
+		}
+	})
+	return size
 }
 
-// ParseFilter parses a filter's text, without the slashes.
+// MaxFilterText bounds the length of a filter's text in bytes, far above
+// what MaxFilterCmps operations take; the parser also stops at 128 tokens.
+const MaxFilterText = 4096
+
+// ParseFilter parses a filter's text, without the slashes. Its parsing
+// is bounded: at most MaxFilterText bytes, 128 tokens and MaxFilterCmps
+// levels of nesting.
 func ParseFilter(text string) (*Filter, error) {
+	if len(text) > MaxFilterText {
+		return nil, fmt.Errorf("filter %s: %w: %d bytes, at most %d", quoteShort(text), ErrExpr, len(text), MaxFilterText)
+	}
 	toks, err := tokenize(text)
 	if err != nil {
 		return nil, fmt.Errorf("filter %q: %w", text, err)

@@ -84,6 +84,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bpftape/bpftape/format"
 )
@@ -363,9 +364,24 @@ func (s *Spec) DefaultName() string {
 func Parse(text string) (*Spec, error) {
 	s, err := parse(text)
 	if err != nil {
-		return nil, fmt.Errorf("probe %q: %w", text, err)
+		return nil, fmt.Errorf("probe %s: %w", quoteShort(text), err)
 	}
 	return s, nil
+}
+
+// quoteShort quotes s as %q does, a long s cut to its first 100 bytes
+// (at a rune boundary) and its length: an error names a huge probe or
+// filter without copying all of it.
+func quoteShort(s string) string {
+	const keep = 100
+	if len(s) <= 2*keep {
+		return strconv.Quote(s)
+	}
+	cut := keep
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
 func parse(text string) (*Spec, error) {

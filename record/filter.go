@@ -15,19 +15,23 @@ import (
 // ErrFilter is the error of a filter that cannot be compiled for its probe.
 var ErrFilter = errors.New("bad filter")
 
+// MaxProcessValues bounds the --pid and --comm lists: a list of n values
+// compiles into n comparisons and n-1 ||, and a probe's filter holds
+// bpf.MaxPred operations. The two lists and the probe's own filter share
+// them.
+const MaxProcessValues = (bpf.MaxPred + 1) / 2
+
 // processFilter is the filter that --pid and --comm put on every probe:
-// (pid == A || pid == B ...) && (comm == "x" || ...), nil for none.
+// (pid == A || pid == B ...) && (comm == "x" || ...), nil for none. Each
+// list is one flat node (probespec.AnyOf).
 func processFilter(pids []int, comms []string) (*probespec.Filter, error) {
-	anyOf := func(cmps []*probespec.Filter) *probespec.Filter {
-		var f *probespec.Filter
-		for _, c := range cmps {
-			if f == nil {
-				f = c
-			} else {
-				f = &probespec.Filter{Op: probespec.FilterOr, L: f, R: c}
-			}
+	for _, l := range []struct {
+		flag string
+		n    int
+	}{{"--pid", len(pids)}, {"--comm", len(comms)}} {
+		if l.n > MaxProcessValues {
+			return nil, fmt.Errorf("%w: %s: %d values, at most %d (a probe's filter holds %d operations)", ErrFilter, l.flag, l.n, MaxProcessValues, bpf.MaxPred)
 		}
-		return f
 	}
 	var byPID, byComm []*probespec.Filter
 	for _, p := range pids {
@@ -42,14 +46,15 @@ func processFilter(pids []int, comms []string) (*probespec.Filter, error) {
 		}
 		byComm = append(byComm, &probespec.Filter{Op: probespec.FilterCmp, Operand: "comm", Cmp: "==", Str: c, IsStr: true, Builtin: true})
 	}
-	p, c := anyOf(byPID), anyOf(byComm)
-	switch {
-	case p == nil:
-		return c, nil
-	case c == nil:
-		return p, nil
+	p, err := probespec.AnyOf(byPID...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --pid: %v", ErrFilter, err)
 	}
-	return &probespec.Filter{Op: probespec.FilterAnd, L: p, R: c}, nil
+	c, err := probespec.AnyOf(byComm...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --comm: %v", ErrFilter, err)
+	}
+	return both(p, c), nil
 }
 
 // both joins a probe's own filter and the process filter with &&.
@@ -94,6 +99,18 @@ func compileFilter(f *probespec.Filter, fields []format.Field, nargs int, spec *
 				return err
 			}
 			ops = append(ops, bpf.PredOp{Op: bpf.PredNot})
+			return nil
+		case probespec.FilterAny:
+			// As the chain ((a || b) || c) compiles: two values on
+			// the stack at most.
+			for i, alt := range f.Any {
+				if err := emit(alt); err != nil {
+					return err
+				}
+				if i > 0 {
+					ops = append(ops, bpf.PredOp{Op: bpf.PredOr})
+				}
+			}
 			return nil
 		}
 		op, err := compileCmp(f, fields, nargs)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/internal/usage"
+	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/replay"
 )
 
@@ -103,9 +104,10 @@ func filterFlags(fs *flag.FlagSet) func() (replay.Filter, error) {
 // filtered things what) and returns the parser of the filter, whose end comes
 // from to: export's --to also explains that the format is --format.
 func idFilterFlags(fs *flag.FlagSet, what string, to func() time.Duration) func() (replay.Filter, error) {
-	pids := fs.String("pid", "", "only "+what+" of these processes (comma-separated PIDs)")
-	tids := fs.String("tid", "", "only "+what+" of these threads (comma-separated TIDs)")
-	comms := fs.String("comm", "", "only "+what+" of these commands (comma-separated names)")
+	most := fmt.Sprintf(", at most %d)", maxListValues)
+	pids := fs.String("pid", "", "only "+what+" of these processes (comma-separated PIDs"+most)
+	tids := fs.String("tid", "", "only "+what+" of these threads (comma-separated TIDs"+most)
+	comms := fs.String("comm", "", "only "+what+" of these commands (comma-separated names"+most)
 	from := fs.Duration("from", 0, "only "+what+" at least this long after the capture start (e.g. 1.5s)")
 	return func() (replay.Filter, error) {
 		var f replay.Filter
@@ -118,6 +120,9 @@ func idFilterFlags(fs *flag.FlagSet, what string, to func() time.Duration) func(
 		}
 		if *comms != "" {
 			f.Comms = strings.Split(*comms, ",")
+			if len(f.Comms) > maxListValues {
+				return f, usage.Errorf("--comm: %d values, at most %d", len(f.Comms), maxListValues)
+			}
 		}
 		f.From, f.To = *from, to()
 		if f.To != 0 && f.To <= f.From {
@@ -127,12 +132,21 @@ func idFilterFlags(fs *flag.FlagSet, what string, to func() time.Duration) func(
 	}
 }
 
+// maxListValues bounds the --pid, --tid and --comm lists of the analysis
+// verbs, as probespec.MaxAny bounds the lists of a probe filter: every
+// event is looked up in them.
+const maxListValues = probespec.MaxAny
+
 func parseIDs(s string) ([]uint32, error) {
 	if s == "" {
 		return nil, nil
 	}
+	parts := strings.Split(s, ",")
+	if len(parts) > maxListValues {
+		return nil, fmt.Errorf("%d values, at most %d", len(parts), maxListValues)
+	}
 	var ids []uint32
-	for _, p := range strings.Split(s, ",") {
+	for _, p := range parts {
 		v, err := strconv.ParseUint(strings.TrimSpace(p), 10, 32)
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a process or thread id", p)

@@ -110,7 +110,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		printUsage(stderr)
 		return exitUsage
 	}
-	return v.run(args[1:], stdout, stderr)
+	return runVisible(args[0], v, args[1:], stdout, stderr)
+}
+
+// runVisible runs a verb with its text output written through a
+// textsafe.Writer: whatever text from a capture or a traced process
+// reaches it unescaped (encoding/json, which --json uses, leaves U+202E
+// as it is), no format character that reorders or hides text reaches the
+// terminal or the file. Verbs escape their text themselves (textsafe.Escape);
+// this is the backstop. export may write Arrow or Parquet to stdout and
+// escapes its CSV and JSON lines itself, and record needs its own stdout
+// and stderr (it asks whether they are terminals): their output is
+// written as it is, but for export's stderr.
+func runVisible(name string, v verb, args []string, stdout, stderr io.Writer) int {
+	if name == "record" {
+		return v.run(args, stdout, stderr)
+	}
+	errw := textsafe.NewWriter(stderr)
+	defer errw.Flush()
+	if name == "export" {
+		return v.run(args, stdout, errw)
+	}
+	outw := textsafe.NewWriter(stdout)
+	defer outw.Flush()
+	return v.run(args, outw, errw)
 }
 
 // fail prints err for verb and returns the matching exit status: 2 for a

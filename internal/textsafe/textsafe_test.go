@@ -10,17 +10,25 @@ import (
 
 func TestEscape(t *testing.T) {
 	for in, want := range map[string]string{
-		"virtnet":            "virtnet",
-		"héllo wörld":        "héllo wörld",
-		"\x1b]0;pwned\a":     `\x1b]0;pwned\x07`,
-		"a\nforged line":     `a\nforged line`,
-		"tab\there\r":        `tab\there\r`,
-		`back\slash`:         `back\\slash`,
-		"bad\xffutf8\xc3":    `bad\xffutf8\xc3`,
-		"del\x7f c1\u0085":   `del\x7f c1\u0085`,
-		"":                   "",
-		"=cmd|' /C calc'!A0": "=cmd|' /C calc'!A0",
-		"\x00nul":            `\x00nul`,
+		"virtnet":              "virtnet",
+		"héllo wörld":          "héllo wörld",
+		"\x1b]0;pwned\a":       `\x1b]0;pwned\x07`,
+		"a\nforged line":       `a\nforged line`,
+		"tab\there\r":          `tab\there\r`,
+		`back\slash`:           `back\\slash`,
+		"bad\xffutf8\xc3":      `bad\xffutf8\xc3`,
+		"del\x7f c1\u0085":     `del\x7f c1\u0085`,
+		"":                     "",
+		"=cmd|' /C calc'!A0":   "=cmd|' /C calc'!A0",
+		"\x00nul":              `\x00nul`,
+		"abc\u202edcba":        `abc\u202edcba`,
+		"\u2066x\u2069":        `\u2066x\u2069`,
+		"zero\u200bwidth":      `zero\u200bwidth`,
+		"\ufeffbom":            `\ufeffbom`,
+		"soft\u00adhyphen":     `soft\u00adhyphen`,
+		"line\u2028para\u2029": `line\u2028para\u2029`,
+		"tag\U000e0041":        `tag\U000e0041`,
+		"nbsp\u00a0ok é":       "nbsp\u00a0ok é",
 	} {
 		if got := Escape(in); got != want {
 			t.Errorf("Escape(%q) = %q, want %q", in, got, want)
@@ -39,6 +47,11 @@ func FuzzEscape(f *testing.F) {
 		}
 		if !utf8.ValidString(e) {
 			t.Fatalf("Escape(%q) = %q is not UTF-8", s, e)
+		}
+		for _, r := range e {
+			if Invisible(r) {
+				t.Fatalf("Escape(%q) = %q holds format character %U", s, e, r)
+			}
 		}
 	})
 }

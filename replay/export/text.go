@@ -3,13 +3,13 @@ package export
 import (
 	"bufio"
 	"encoding/csv"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/replay"
 )
 
@@ -67,12 +67,15 @@ func (col *column) text() bool {
 }
 
 // csvText makes a text cell safe: bytes that are not UTF-8 become U+FFFD
-// (polars and DuckDB refuse them), and unless o.CSVFormulas, a cell that a
-// spreadsheet would run as a formula (starting with =, +, -, @, a tab or a
-// carriage return: OWASP's list) gets a leading single quote. Numbers are
-// never changed: a negative integer stays a number.
+// (polars and DuckDB refuse them), invisible format characters such as
+// U+202E (RIGHT-TO-LEFT OVERRIDE, which shows the rest of a cell
+// reversed) are written as textsafe writes them (\u202e), and unless
+// o.CSVFormulas, a cell that a spreadsheet would run as a formula
+// (starting with =, +, -, @, a tab or a carriage return: OWASP's list)
+// gets a leading single quote. Numbers are never changed: a negative
+// integer stays a number.
 func csvText(s string, o *Options) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = textsafe.Visible(strings.ToValidUTF8(s, "\uFFFD"))
 	if !o.CSVFormulas && s != "" && strings.IndexByte("=+-@\t\r", s[0]) >= 0 {
 		return "'" + s
 	}
@@ -183,7 +186,11 @@ func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pas
 	return res, pass, err
 }
 
-// appendJSONString appends s as a JSON string.
+// appendJSONString appends s as a JSON string: bytes that are not UTF-8
+// as U+FFFD, and invisible format characters (U+202E RIGHT-TO-LEFT
+// OVERRIDE, zero-width spaces, the line and paragraph separators, ...:
+// textsafe.Invisible) as escapes, so that the string is the same but the
+// line holds none of them raw.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
@@ -214,8 +221,8 @@ func appendJSONString(b []byte, s string) []byte {
 		switch {
 		case r == utf8.RuneError && n == 1:
 			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = fmt.Appendf(b, `\u%04x`, r)
+		case textsafe.Invisible(r):
+			b = textsafe.AppendJSON(b, r)
 		default:
 			b = append(b, s[i:i+n]...)
 		}

@@ -244,9 +244,10 @@ func display(name string) string {
 	return plain(strings.TrimSuffix(name, kernelSuffix))
 }
 
-// plain makes text from a capture safe to show: control characters and
+// plain makes text from a capture safe to show: control characters,
+// format characters such as U+202E (which reorder the text shown) and
 // bytes that are not UTF-8 written as textsafe escapes them (XML forbids
-// the former, and an XML parser rejects the latter), as well as the two
+// the first, and an XML parser rejects the last), as well as the two
 // noncharacters that XML forbids too. The result still needs markup
 // escaping.
 func plain(s string) string {

@@ -321,8 +321,9 @@ func niceCols(n int) int {
 }
 
 // esc escapes text for SVG: markup, and control characters but tab and
-// newline (tooltips have lines) as textsafe.Markup writes them, since XML
-// forbids them: a capture's names may hold any.
+// newline (tooltips have lines) and invisible format characters such as
+// U+202E as textsafe.Markup writes them, since XML forbids the former and
+// the latter reorder the text shown: a capture's names may hold any.
 func esc(s string) string { return string(textsafe.Markup([]byte(html.EscapeString(s)))) }
 
 func (m *Map) noun() string {

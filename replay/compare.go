@@ -136,7 +136,7 @@ func (c *Comparison) Write(out io.Writer, o CompareOptions) (*CompareResult, err
 		}
 		return res, json.NewEncoder(out).Encode(map[string]any{
 			"val_type": o.Label, "a": a.name(), "b": b.name(), "data": rows,
-			"stats_a": statsJSON(&a.Stats), "stats_b": statsJSON(&b.Stats),
+			"stats_a": statsJSON(&a.Stats, 1), "stats_b": statsJSON(&b.Stats, 1),
 			"ks": ks, "identical": res.Identical,
 		})
 	}
@@ -151,7 +151,7 @@ func (c *Comparison) Write(out io.Writer, o CompareOptions) (*CompareResult, err
 		n  string
 		st *hist.Stats
 	}{{"A", &a.Stats}, {"B", &b.Stats}} {
-		fmt.Fprintf(out, "%s: %s\n", s.n, statsLine(s.st))
+		fmt.Fprintf(out, "%s: %s\n", s.n, statsLine(s.st, 1))
 	}
 	switch {
 	case math.IsNaN(res.KS):

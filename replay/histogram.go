@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,12 @@ type HistOptions struct {
 	// interval of the capture, each after the wall-clock time of its
 	// end, as BCC's tools print with -T and an interval.
 	Interval time.Duration
+	// unit, if more than 1, says that the values are nanoseconds shown
+	// in units of unit nanoseconds (1000 for usecs): the histograms
+	// count each value divided by unit and truncated, as BCC's tools
+	// bucket them, and the statistics keep the nanoseconds and print
+	// them in the unit.
+	unit int64
 }
 
 // accum is one histogram and its statistics.
@@ -71,7 +78,12 @@ type accum struct {
 	stats hist.Stats
 }
 
+// add counts v: its statistics as it is, its histogram bucket in o's unit.
 func (a *accum) add(v int64, o *HistOptions) {
+	a.stats.Add(v)
+	if o.unit > 1 {
+		v /= o.unit
+	}
 	switch {
 	case o.Linear != nil:
 		a.lin.Add(v)
@@ -80,7 +92,6 @@ func (a *accum) add(v int64, o *HistOptions) {
 	default:
 		a.log2.Add(uint64(v))
 	}
-	a.stats.Add(v)
 }
 
 // keyed groups accumulators by a string or an integer key.
@@ -323,37 +334,97 @@ func printHistBody(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed 
 		if isKeyed {
 			prefix = o.By + " " + e.key + ": "
 		}
-		fmt.Fprintf(out, "%s%s\n", prefix, statsLine(&e.acc.stats))
+		fmt.Fprintf(out, "%s%s\n", prefix, statsLine(&e.acc.stats, o.unit))
 	}
 	return nil
 }
 
 // statsLine prints count, sum, min, mean, percentiles and max on one line.
-func statsLine(s *hist.Stats) string {
+// With unit more than 1, s holds nanoseconds and the line shows them in
+// units of unit nanoseconds, each to three decimals (in usecs exactly, in
+// msecs to the microsecond); the mean and sum are computed from the
+// nanoseconds, not from values rounded to the unit first. With unit 0 or
+// 1, values print as recorded, the mean to one decimal.
+func statsLine(s *hist.Stats, unit int64) string {
 	if s.Count() == 0 {
 		return "count 0"
 	}
-	return fmt.Sprintf("count %d, sum %s, min %d, mean %.1f, p50 %d, p90 %d, p99 %d, max %d",
-		s.Count(), s.Sum(), s.Min(), s.Mean(), s.Percentile(50), s.Percentile(90), s.Percentile(99), s.Max())
+	if unit <= 1 {
+		return fmt.Sprintf("count %d, sum %s, min %d, mean %.1f, p50 %d, p90 %d, p99 %d, max %d",
+			s.Count(), s.Sum(), s.Min(), s.Mean(), s.Percentile(50), s.Percentile(90), s.Percentile(99), s.Max())
+	}
+	f := func(v int64) string { return fixed3(big.NewInt(v), unit) }
+	return fmt.Sprintf("count %d, sum %s, min %s, mean %s, p50 %s, p90 %s, p99 %s, max %s",
+		s.Count(), fixed3(s.Sum(), unit), f(s.Min()), meanFixed3(s, unit),
+		f(s.Percentile(50)), f(s.Percentile(90)), f(s.Percentile(99)), f(s.Max()))
 }
 
-// StatsJSON is the JSON form of a stats line.
+// fixed3 is v/unit rounded to three decimals (halves away from zero).
+func fixed3(v *big.Int, unit int64) string {
+	return new(big.Rat).SetFrac(v, big.NewInt(unit)).FloatString(3)
+}
+
+// meanFixed3 is the mean of s in units of unit, rounded to three decimals.
+func meanFixed3(s *hist.Stats, unit int64) string {
+	return new(big.Rat).SetFrac(s.Sum(), meanDenom(s, unit)).FloatString(3)
+}
+
+// meanDenom is Count*unit, the divisor of Sum that gives the mean in the unit.
+func meanDenom(s *hist.Stats, unit int64) *big.Int {
+	d := new(big.Int).SetUint64(s.Count())
+	return d.Mul(d, big.NewInt(unit))
+}
+
+// exactDecimal is v/unit, unit a power of ten, written exactly: with as
+// many decimals as it needs (none if it is a whole number), never in
+// exponent notation.
+func exactDecimal(v *big.Int, unit int64) string {
+	if unit <= 1 {
+		return v.String()
+	}
+	digits := len(strconv.FormatInt(unit, 10)) - 1
+	q, r := new(big.Int).QuoRem(new(big.Int).Abs(v), big.NewInt(unit), new(big.Int))
+	sign := ""
+	if v.Sign() < 0 {
+		sign = "-"
+	}
+	frac := strings.TrimRight(fmt.Sprintf("%0*d", digits, r.Int64()), "0")
+	if frac == "" {
+		return sign + q.String()
+	}
+	return sign + q.String() + "." + frac
+}
+
+// StatsJSON is the JSON form of a stats line. Sum is a string, as it may
+// exceed what a JSON number holds exactly; the other values are numbers,
+// written exactly (Mean as the nearest float64). In a unit coarser than
+// the values recorded (latencies in usecs or msecs), they are the
+// recorded nanoseconds divided by the unit, with decimals.
 type StatsJSON struct {
-	Count uint64  `json:"count"`
-	Sum   string  `json:"sum"`
-	Min   int64   `json:"min"`
-	Mean  float64 `json:"mean"`
-	P50   int64   `json:"p50"`
-	P90   int64   `json:"p90"`
-	P99   int64   `json:"p99"`
-	Max   int64   `json:"max"`
+	Count uint64      `json:"count"`
+	Sum   string      `json:"sum"`
+	Min   json.Number `json:"min"`
+	Mean  float64     `json:"mean"`
+	P50   json.Number `json:"p50"`
+	P90   json.Number `json:"p90"`
+	P99   json.Number `json:"p99"`
+	Max   json.Number `json:"max"`
 }
 
-func statsJSON(s *hist.Stats) StatsJSON {
+// statsJSON is s as JSON; with unit more than 1, s holds nanoseconds and
+// the values are given in units of unit nanoseconds, as statsLine gives them.
+func statsJSON(s *hist.Stats, unit int64) StatsJSON {
 	if s.Count() == 0 {
 		return StatsJSON{Sum: "0"}
 	}
-	return StatsJSON{s.Count(), s.Sum().String(), s.Min(), s.Mean(), s.Percentile(50), s.Percentile(90), s.Percentile(99), s.Max()}
+	unit = max(unit, 1)
+	n := func(v int64) json.Number { return json.Number(exactDecimal(big.NewInt(v), unit)) }
+	mean := s.Mean()
+	if unit > 1 {
+		mean, _ = new(big.Rat).SetFrac(s.Sum(), meanDenom(s, unit)).Float64()
+	}
+	return StatsJSON{s.Count(), exactDecimal(s.Sum(), unit), n(s.Min()), mean,
+		n(s.Percentile(50)), n(s.Percentile(90)), n(s.Percentile(99)), n(s.Max())}
 }
 
 func printHistJSON(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool, now time.Time) error {
@@ -389,7 +460,7 @@ func printHistJSON(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed 
 	}
 	enc := json.NewEncoder(out)
 	for _, e := range entries {
-		d := doc{ValType: o.Label, Stats: statsJSON(&e.acc.stats)}
+		d := doc{ValType: o.Label, Stats: statsJSON(&e.acc.stats, o.unit)}
 		if isKeyed {
 			d.Key = e.key
 		}

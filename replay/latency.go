@@ -15,12 +15,22 @@ import (
 // LatencyOptions pair entry and return events of one function on the same
 // thread, like funclatency, offline; or, with Key, start and end events
 // with equal values of the Key fields, like biolatency.
+//
+// Unit buckets the histograms as funclatency -u or -m does: each duration
+// divided by the unit and truncated. The summary (funclatency's "avg = …,
+// total: …" line, the statistics line and the JSON "stats") is computed
+// from the durations in nanoseconds and only then given in the unit, with
+// decimals. funclatency sums the truncated durations instead, so that in
+// msecs its total of a thousand calls of 0.9 ms is 0: bpftape's is 900.000.
 type LatencyOptions struct {
 	Filter        Filter
 	Entry, Return string
 	Unit          string // ns (default), us or ms
 	JSON          bool
-	Now           time.Time
+	// Now stamps the JSON histograms; zero means the capture's
+	// (Capture.EndWall), so that a replay says when the data is from
+	// and two replays of one capture print the same.
+	Now time.Time
 	// Key names fields that both probes have: an end pairs with the
 	// latest start whose values of them are equal, whatever the threads.
 	Key []string
@@ -46,8 +56,10 @@ type LatencyResult struct {
 	// of the same key before any end: the later one is kept, as
 	// bpftrace's @start[key] = nsecs keeps it.
 	Restarted uint64 `json:"restarted"`
-	Hist      hist.Log2
-	Stats     hist.Stats
+	// Hist counts the durations in the Unit, truncated, as funclatency
+	// buckets them; Stats holds them in nanoseconds, whatever the Unit.
+	Hist  hist.Log2
+	Stats hist.Stats
 }
 
 // MaxDepth bounds each thread's stack of open calls.
@@ -101,6 +113,9 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 	if entry == ret {
 		return nil, usage.Errorf("entry and return are the same probe %q", o.Entry)
 	}
+	if o.Now.IsZero() {
+		o.Now = c.EndWall()
+	}
 	l := &Latencies{o: o, u: u, entry: entry, ret: ret, stacks: map[uint64][]int64{}, threads: newThreadKeys(c)}
 	if len(o.Key) > 0 {
 		if l.keys, err = newPairKeys(c, o.Key, o.Entry, o.Return); err != nil {
@@ -111,7 +126,7 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 	if o.By == "" && o.Interval == 0 {
 		return l, nil
 	}
-	l.ho = HistOptions{Filter: o.Filter, Probe: o.Return, Label: u.label, By: o.By, JSON: o.JSON, Now: o.Now}
+	l.ho = HistOptions{Filter: o.Filter, Probe: o.Return, Label: u.label, By: o.By, JSON: o.JSON, Now: o.Now, unit: u.div}
 	switch o.By {
 	case "", "comm", "pid", "tid":
 	default:
@@ -125,9 +140,6 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 		if l.grid, err = newIntervalGrid(c.Meta(), &l.o.Filter, o.Interval); err != nil {
 			return nil, err
 		}
-	}
-	if l.ho.Now.IsZero() {
-		l.ho.Now = c.EndWall()
 	}
 	l.slices = newSlices(&l.ho, l.grid)
 	return l, nil
@@ -185,14 +197,15 @@ func (l *Latencies) addKeyed(b *format.Batch, i int) {
 	}
 }
 
-// record counts the call that return row i of b ends, begun at start.
+// record counts the call that return row i of b ends, begun at start: its
+// histogram bucket in the unit, its statistics in nanoseconds.
 func (l *Latencies) record(b *format.Batch, i int, start int64) {
-	d := (b.Time[i] - start) / l.u.div
+	ns := b.Time[i] - start
 	l.res.Calls++
-	l.res.Hist.Add(uint64(d))
-	l.res.Stats.Add(d)
+	l.res.Hist.Add(uint64(ns / l.u.div))
+	l.res.Stats.Add(ns)
 	if l.slices != nil {
-		l.slices.at(b.Time[i]).pick(l.o.By, l.byRef, b, i).add(d, &l.ho)
+		l.slices.at(b.Time[i]).pick(l.o.By, l.byRef, b, i).add(ns, &l.ho)
 	}
 }
 
@@ -231,14 +244,10 @@ func (l *Latencies) Write(out io.Writer) (*LatencyResult, error) {
 func (l *Latencies) write(out io.Writer, res *LatencyResult) error {
 	o, u := &l.o, l.u
 	if o.JSON {
-		now := o.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
 		doc := map[string]any{
 			"calls": res.Calls, "unit": o.Unit, "unmatched_returns": res.UnmatchedReturns,
 			"unmatched_entries": res.UnmatchedEntries, "overflows": res.Overflows,
-			"hist": histJSON(&res.Hist, u.label, now), "stats": statsJSON(&res.Stats),
+			"hist": histJSON(&res.Hist, u.label, o.Now), "stats": statsJSON(&res.Stats, u.div),
 		}
 		if len(o.Key) > 0 {
 			doc["key"], doc["restarted"] = o.Key, res.Restarted
@@ -263,8 +272,13 @@ func (l *Latencies) write(out io.Writer, res *LatencyResult) error {
 		}
 	}
 	if res.Calls > 0 {
-		fmt.Fprintf(out, "\navg = %.0f %s, total: %s %s, count: %d\n", res.Stats.Mean(), u.label, res.Stats.Sum(), u.label, res.Calls)
-		fmt.Fprintln(out, statsLine(&res.Stats))
+		s := &res.Stats
+		if u.div == 1 {
+			fmt.Fprintf(out, "\navg = %.0f %s, total: %s %s, count: %d\n", s.Mean(), u.label, s.Sum(), u.label, res.Calls)
+		} else {
+			fmt.Fprintf(out, "\navg = %s %s, total: %s %s, count: %d\n", meanFixed3(s, u.div), u.label, fixed3(s.Sum(), u.div), u.label, res.Calls)
+		}
+		fmt.Fprintln(out, statsLine(s, u.div))
 	}
 	fmt.Fprintf(out, "unmatched: %d returns without entry, %d entries without return", res.UnmatchedReturns, res.UnmatchedEntries)
 	if res.Overflows > 0 {

@@ -30,7 +30,10 @@ type RequestsOptions struct {
 	EndLabel, TotalLabel string
 	List                 bool // print every request
 	JSON                 bool
-	Now                  time.Time
+	// Now stamps the JSON histograms; zero means the capture's
+	// (Capture.EndWall), so that a replay says when the data is from
+	// and two replays of one capture print the same.
+	Now time.Time
 }
 
 // RequestsResult is what Requests counted.
@@ -88,6 +91,9 @@ func NewRequestTotals(c *Capture, o RequestsOptions, out io.Writer) (*RequestTot
 	}
 	if o.TotalLabel == "" {
 		o.TotalLabel = o.ItemField
+	}
+	if o.Now.IsZero() {
+		o.Now = c.EndWall()
 	}
 	r := &RequestTotals{o: o, item: item, end: end, open: map[uint64]*pending{}, threads: newThreadKeys(c), m: c.Meta()}
 	if len(o.Key) > 0 {
@@ -188,15 +194,11 @@ func (r *RequestTotals) Write(out io.Writer) (*RequestsResult, error) {
 func (r *RequestTotals) write(out io.Writer, res *RequestsResult) error {
 	o := &r.o
 	if o.JSON {
-		now := o.Now
-		if now.IsZero() {
-			now = time.Now()
-		}
 		return json.NewEncoder(out).Encode(map[string]any{
 			"requests": res.Requests, "ends_without_items": res.EndsWithoutItems,
 			"incomplete": res.Incomplete, "incomplete_items": res.IncompleteItems,
-			"end": histJSON(&res.End, o.EndLabel, now), "total": histJSON(&res.Total, o.TotalLabel, now),
-			"end_stats": statsJSON(&res.EndStats), "total_stats": statsJSON(&res.TotalStats),
+			"end": histJSON(&res.End, o.EndLabel, o.Now), "total": histJSON(&res.Total, o.TotalLabel, o.Now),
+			"end_stats": statsJSON(&res.EndStats, 1), "total_stats": statsJSON(&res.TotalStats, 1),
 		})
 	}
 	if o.List {

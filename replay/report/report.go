@@ -49,7 +49,7 @@ type Options struct {
 	MaxHeatmaps int
 	Cols        int       // most columns of the heat maps; 0 is DefaultCols
 	Version     string    // of the bpftape writing the report
-	Now         time.Time // when the report is written; zero is time.Now
+	Now         time.Time // the page's date; zero is the capture's end (Capture.EndWall), so that a report is reproducible
 }
 
 // Defaults for Options.
@@ -64,7 +64,7 @@ const (
 // that file.
 func Write(c *replay.Capture, w io.Writer, o Options) (*replay.Pass, error) {
 	if o.Now.IsZero() {
-		o.Now = time.Now()
+		o.Now = c.EndWall()
 	}
 	if o.MaxHeatmaps == 0 {
 		o.MaxHeatmaps = DefaultMaxHeatmaps
@@ -80,16 +80,19 @@ func Write(c *replay.Capture, w io.Writer, o Options) (*replay.Pass, error) {
 	if err := page.Execute(&b, v); err != nil {
 		return pass, fmt.Errorf("render report: %w", err)
 	}
+	// The capture's names may hold control characters, which XML forbids,
+	// and format characters such as U+202E, which reorder the text shown:
+	// both are written as visible escapes.
 	_, err = w.Write(textsafe.Markup(b.Bytes()))
 	return pass, err
 }
 
 // view is everything the template shows.
 type view struct {
-	Title, File, Generated, Tool, Sub string
-	Facts                             []fact
-	Losses                            *lossView
-	Recovered                         string
+	Title, File, Ends, Tool, Sub string
+	Facts                        []fact
+	Losses                       *lossView
+	Recovered                    string
 	// Filtered is set when a probe had an in-kernel filter: the capture
 	// is a subset of the events.
 	Filtered    bool
@@ -423,7 +426,7 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 
 	v := &view{
 		Title: o.Title, File: path, Tool: "bpftape " + o.Version,
-		Generated: o.Now.Local().Format("2006-01-02 15:04:05 MST"),
+		Ends: o.Now.UTC().Format("2006-01-02 15:04:05 MST"),
 	}
 	if v.Title == "" {
 		v.Title = filepath.Base(path)

@@ -170,7 +170,7 @@ Counts, histograms and heat maps of these probes are too low; the time line belo
 {{range .Inputs}}<tr><td><code>{{.File}}</code></td><td>{{.Host}}</td><td>{{.Kernel}}</td><td>{{.Started}}</td><td>{{if .Shift}}{{.Shift}}{{else}}<span class="muted">none</span>{{end}}</td><td class="spec"><code>{{.Command}}</code></td></tr>
 {{end}}</tbody></table>{{end}}
 
-<footer>Generated {{.Generated}} by {{.Tool}} from <code>{{.File}}</code>. Times are offsets from the capture start. This page is self-contained: it loads no scripts, fonts or images.</footer>
+<footer>Written by {{.Tool}} from <code>{{.File}}</code>, a capture that ends {{.Ends}}. Times are offsets from the capture start. This page is self-contained: it loads no scripts, fonts or images.</footer>
 </main>
 </body>
 </html>

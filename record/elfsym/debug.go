@@ -85,14 +85,18 @@ func readDebugLink(f *elf.File) (DebugLink, bool, error) {
 }
 
 // DebugFileError says why no separate debug file was found for Binary:
-// what was looked for, and the files that were found but belong to
-// another build.
+// what was looked for, the files that were found but belong to another
+// build, and those that were not opened at all.
 type DebugFileError struct {
 	Binary     string
 	BuildID    string // the binary's build id, "" if none
 	Link       string // its .gnu_debuglink name, "" if none
 	Tried      []string
 	Mismatches []string // "PATH: has build id X" and the like
+	// Refused lists the candidates that are there but were not opened:
+	// "PATH: a FIFO, not a regular file", a symbolic link next to the
+	// binary (see OpenRegular).
+	Refused []string
 }
 
 func (e *DebugFileError) Error() string {
@@ -102,54 +106,95 @@ func (e *DebugFileError) Error() string {
 	if e.BuildID == "" && e.Link == "" {
 		return fmt.Sprintf("elfsym: %s has neither a build id nor a .gnu_debuglink to find its debug file by", e.Binary)
 	}
-	return fmt.Sprintf("elfsym: no debug file for %s (tried %s)", e.Binary, strings.Join(e.Tried, ", "))
+	refused := ""
+	if len(e.Refused) > 0 {
+		refused = "; refused " + strings.Join(e.Refused, "; ")
+	}
+	return fmt.Sprintf("elfsym: no debug file for %s (tried %s%s)", e.Binary, strings.Join(e.Tried, ", "), refused)
 }
 
 // Mismatch reports whether a debug file was found but rejected as another
 // build's.
 func (e *DebugFileError) Mismatch() bool { return len(e.Mismatches) > 0 }
 
+// MaxDebugFileSize bounds the size of a debug file found by its
+// .gnu_debuglink, which is read whole for its CRC32: a larger one (a
+// sparse file of a terabyte would take minutes) is rejected as a
+// mismatch.
+const MaxDebugFileSize = 16 << 30
+
 // FindDebugFile finds the separate debug file of the ELF file at path as gdb
 // does (DIR/.build-id/xx/yyyy.debug for each of dirs, then its
 // .gnu_debuglink name next to it, in its .debug/ and in DIR/<its directory>),
 // accepting only a file of the same build (build id, debuglink CRC32); a
-// failure is a *DebugFileError saying what was tried or rejected.
+// failure is a *DebugFileError saying what was tried or rejected. Every
+// candidate is opened with OpenRegular: the ones next to the binary with
+// NoLinks, the ones in dirs with NoMagicLinks (see the package
+// documentation).
 func FindDebugFile(path string, dirs []string) (string, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("elfsym: %w", err)
+	f, debug, err := OpenDebugFile(path, dirs)
+	if f != nil {
+		f.Close()
 	}
-	defer f.Close()
+	return debug, err
+}
+
+// OpenDebugFile is FindDebugFile that also returns the debug file open:
+// the very file that was checked to be of the binary's build, for the
+// caller to read whatever has become of its path since.
+func OpenDebugFile(path string, dirs []string) (*os.File, string, error) {
+	f, bf, err := openELF(path, FollowLinks)
+	if err != nil {
+		return nil, "", err
+	}
+	defer bf.Close()
 	id, err := buildID(f, path)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	link, haveLink, err := readDebugLink(f)
 	if err != nil {
-		return "", fmt.Errorf("elfsym: %s: %w", path, err)
+		return nil, "", fmt.Errorf("elfsym: %s: %w", path, err)
 	}
 	derr := &DebugFileError{Binary: path, BuildID: id}
 	if haveLink {
 		derr.Link = link.Name
 	}
-	self, _ := os.Stat(path)
+	self, _ := bf.Stat()
+	// open opens a candidate, noting why one that is there was not.
+	open := func(cand string, links Links) *os.File {
+		derr.Tried = append(derr.Tried, cand)
+		cf, err := OpenRegular(cand, links)
+		if err != nil {
+			if !missing(err) {
+				var pe *os.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err
+				}
+				derr.Refused = append(derr.Refused, fmt.Sprintf("%s: %v", cand, err))
+			}
+			return nil
+		}
+		return cf
+	}
 
 	if len(id) > 2 {
 		for _, d := range dirs {
 			cand := filepath.Join(d, ".build-id", id[:2], id[2:]+".debug")
-			derr.Tried = append(derr.Tried, cand)
-			if _, err := os.Stat(cand); err != nil {
+			cf := open(cand, NoMagicLinks)
+			if cf == nil {
 				continue
 			}
-			got, err := BuildID(cand)
+			got, err := fileBuildID(cf, cand)
 			switch {
 			case err != nil:
 				derr.Mismatches = append(derr.Mismatches, fmt.Sprintf("%s: %v", cand, err))
 			case got != id:
 				derr.Mismatches = append(derr.Mismatches, fmt.Sprintf("%s has build id %s, %s has %s", cand, orNone(got), path, id))
 			default:
-				return cand, nil
+				return cf, cand, nil
 			}
+			cf.Close()
 		}
 	}
 	if haveLink {
@@ -161,35 +206,72 @@ func FindDebugFile(path string, dirs []string) (string, error) {
 			real = abs
 		}
 		dir := filepath.Dir(real)
-		cands := []string{filepath.Join(dir, link.Name), filepath.Join(dir, ".debug", link.Name)}
-		for _, d := range dirs {
-			cands = append(cands, filepath.Join(d, dir, link.Name))
+		// Next to the binary, whoever may write its directory may have
+		// put anything there: no link is followed.
+		type candidate struct {
+			path  string
+			links Links
 		}
-		for _, cand := range cands {
-			derr.Tried = append(derr.Tried, cand)
-			st, err := os.Stat(cand)
-			if err != nil || st.IsDir() || self != nil && os.SameFile(st, self) {
+		cands := []candidate{{filepath.Join(dir, link.Name), NoLinks}, {filepath.Join(dir, ".debug", link.Name), NoLinks}}
+		for _, d := range dirs {
+			cands = append(cands, candidate{filepath.Join(d, dir, link.Name), NoMagicLinks})
+		}
+		for _, c := range cands {
+			cf := open(c.path, c.links)
+			if cf == nil {
 				continue
 			}
-			if id != "" {
-				if got, err := BuildID(cand); err == nil && got != "" && got != id {
-					derr.Mismatches = append(derr.Mismatches, fmt.Sprintf("%s has build id %s, %s has %s", cand, got, path, id))
-					continue
+			if why := checkLinked(cf, c.path, path, id, link, self); why != "" {
+				if why != "self" {
+					derr.Mismatches = append(derr.Mismatches, why)
 				}
-			}
-			crc, err := fileCRC(cand)
-			if err != nil {
-				derr.Mismatches = append(derr.Mismatches, fmt.Sprintf("%s: %v", cand, err))
+				cf.Close()
 				continue
 			}
-			if crc != link.CRC {
-				derr.Mismatches = append(derr.Mismatches, fmt.Sprintf("%s has CRC32 %08x, the debuglink of %s wants %08x", cand, crc, path, link.CRC))
-				continue
-			}
-			return cand, nil
+			return cf, c.path, nil
 		}
 	}
-	return "", derr
+	return nil, "", derr
+}
+
+// checkLinked checks that cf, the candidate cand for the debug file that
+// the .gnu_debuglink link of the binary at path (build id id, file self)
+// names, is of the binary's build; it says why not: "self" when cand is
+// the binary itself.
+func checkLinked(cf *os.File, cand, path, id string, link DebugLink, self os.FileInfo) string {
+	st, err := cf.Stat()
+	if err != nil {
+		return fmt.Sprintf("%s: %v", cand, err)
+	}
+	if self != nil && os.SameFile(st, self) {
+		return "self"
+	}
+	if st.Size() > MaxDebugFileSize {
+		return fmt.Sprintf("%s is %d bytes, more than the %d a debug file may have", cand, st.Size(), int64(MaxDebugFileSize))
+	}
+	if id != "" {
+		if got, err := fileBuildID(cf, cand); err == nil && got != "" && got != id {
+			return fmt.Sprintf("%s has build id %s, %s has %s", cand, got, path, id)
+		}
+	}
+	h := crc32.NewIEEE()
+	if _, err := io.Copy(h, io.NewSectionReader(cf, 0, st.Size())); err != nil {
+		return fmt.Sprintf("%s: %v", cand, err)
+	}
+	if crc := h.Sum32(); crc != link.CRC {
+		return fmt.Sprintf("%s has CRC32 %08x, the debuglink of %s wants %08x", cand, crc, path, link.CRC)
+	}
+	return ""
+}
+
+// fileBuildID returns the build id of the open ELF file f (found at
+// path), "" without one.
+func fileBuildID(f *os.File, path string) (string, error) {
+	ef, err := newELF(f)
+	if err != nil {
+		return "", fmt.Errorf("elfsym: %s: %w", path, err)
+	}
+	return buildID(ef, path)
 }
 
 func orNone(s string) string {
@@ -197,20 +279,6 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-// fileCRC is the CRC32 (IEEE, as gnu_debuglink uses) of the file at path.
-func fileCRC(path string) (uint32, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	h := crc32.NewIEEE()
-	if _, err := io.Copy(h, f); err != nil {
-		return 0, err
-	}
-	return h.Sum32(), nil
 }
 
 // buildID returns the hex build id of the open ELF file f, "" without one.

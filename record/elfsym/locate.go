@@ -45,11 +45,11 @@ func Locate(path, target string, dirs []string) (*Location, error) {
 	if target == "" {
 		return nil, errors.New("elfsym: empty symbol")
 	}
-	f, err := elf.Open(path)
+	f, file, err := openELF(path, FollowLinks)
 	if err != nil {
-		return nil, fmt.Errorf("elfsym: %w", err)
+		return nil, err
 	}
-	defer f.Close()
+	defer file.Close()
 	st := &symtabs{path: path, f: f, dirs: dirs}
 
 	if c := target[0]; c >= '0' && c <= '9' {
@@ -139,17 +139,17 @@ func (st *symtabs) loadDebug() {
 		return
 	}
 	st.debugTried = true
-	p, err := FindDebugFile(st.path, st.dirs)
+	file, p, err := OpenDebugFile(st.path, st.dirs)
 	if err != nil {
 		st.debugErr = err
 		return
 	}
-	df, err := elf.Open(p)
+	defer file.Close()
+	df, err := newELF(file)
 	if err != nil {
-		st.debugErr = fmt.Errorf("elfsym: debug file: %w", err)
+		st.debugErr = fmt.Errorf("elfsym: debug file %s: %w", p, err)
 		return
 	}
-	defer df.Close()
 	syms, err := df.Symbols()
 	if err != nil {
 		st.debugErr = fmt.Errorf("elfsym: debug file %s: %w", p, err)
@@ -384,11 +384,11 @@ type Func struct {
 // and from its separate debug file too when the binary is stripped and one
 // is found (its path is returned then).
 func Functions(path string, dirs []string) ([]Func, string, error) {
-	f, err := elf.Open(path)
+	f, file, err := openELF(path, FollowLinks)
 	if err != nil {
-		return nil, "", fmt.Errorf("elfsym: %w", err)
+		return nil, "", err
 	}
-	defer f.Close()
+	defer file.Close()
 	st := &symtabs{path: path, f: f, dirs: dirs}
 	if err := st.load(); err != nil {
 		return nil, "", err

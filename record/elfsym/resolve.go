@@ -1,6 +1,3 @@
-// Package elfsym resolves the binaries and function symbols that uprobes
-// attach to: program and library names to paths, symbols to the file
-// offsets the kernel wants, and build IDs to tell binaries apart.
 package elfsym
 
 import (
@@ -294,7 +291,7 @@ func fromDir(dir, name string) string {
 }
 
 func isELF(path string) bool {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path, FollowLinks)
 	if err != nil {
 		return false
 	}

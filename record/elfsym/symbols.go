@@ -18,11 +18,11 @@ const (
 // note sections (or PT_NOTE segments when it has no section headers); "" with
 // a nil error when it has none.
 func BuildID(path string) (string, error) {
-	f, err := elf.Open(path)
+	f, file, err := openELF(path, FollowLinks)
 	if err != nil {
-		return "", fmt.Errorf("elfsym: %w", err)
+		return "", err
 	}
-	defer f.Close()
+	defer file.Close()
 	return buildID(f, path)
 }
 
@@ -84,11 +84,11 @@ func allSymbols(f *elf.File) ([]elf.Symbol, error) {
 // defined in the ELF file at path (.symtab and .dynsym, versions stripped),
 // e.g. for suggestions.
 func FuncSymbols(path string) ([]string, error) {
-	f, err := elf.Open(path)
+	f, file, err := openELF(path, FollowLinks)
 	if err != nil {
-		return nil, fmt.Errorf("elfsym: %w", err)
+		return nil, err
 	}
-	defer f.Close()
+	defer file.Close()
 	syms, err := allSymbols(f)
 	if err != nil {
 		return nil, fmt.Errorf("elfsym: %s: %w", path, err)

@@ -838,9 +838,14 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 		}
 	}
 
-	// Detach, then let the drainer read everything left.
+	// Detach, then let the drainer read everything left: the stack table's
+	// reads of traced processes' files get EndBudget in all, so that none
+	// (a FUSE file system that never answers) holds up the footer.
 	r.detach()
 	stopPrune()
+	if r.stacks != nil {
+		r.stacks.Hurry(stacktable.EndBudget)
+	}
 	if !drainFinished {
 		if err := r.d.stop(); err != nil && runErr == nil {
 			runErr = err

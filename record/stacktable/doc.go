@@ -33,9 +33,14 @@
 // # Where symbols come from
 //
 // A mapped file is opened through /proc/PID/map_files/START-END (then
-// /proc/PID/root/PATH, then PATH): that link reaches the very file the
-// process mapped even when its path has since been deleted, replaced by a
-// new build, or lives in another mount namespace (a container). The opened
+// PATH inside /proc/PID/root, then PATH, following no link: see package
+// elfsym): that link reaches the very file the process mapped even when
+// its path has since been deleted, replaced by a new build, or lives in
+// another mount namespace (a container). Every file opened on a traced
+// process's behalf, debug files included, is opened by
+// elfsym.OpenRegular, which opens nothing but a regular file for reading:
+// a .gnu_debuglink naming a FIFO, a device or a link to one, next to a
+// binary its user owns, is refused without being opened. The opened
 // file is kept open (up to maxOpenFiles of them; past that it is opened
 // again by the same paths, if it is still the same file) until a frame
 // needs its symbols: they are read even after the process has exited, and
@@ -96,7 +101,24 @@
 // sched_switch with both stacks lost 5,746-8,727 events each with the
 // read at the first stack and none with it at setup. The first stack of a
 // new binary still reads its ELF symbols in the loop (100 ms of CPU in
-// one profile, for perf's).
+// one profile, for perf's; 12-50 ms for the largest tables on the host,
+// libLLVM-15's 35,000 functions).
+//
+// What is read of a traced process (its maps, its [vdso], each mapped
+// file's headers and symbols, its debug file) may take much longer, or
+// never end: a file on a network or FUSE file system that the traced user
+// controls. Each such read runs on a goroutine of its own and the drain
+// loop waits for it at most readBudget (1 s); one that overruns is left
+// to finish on its own, its result thrown away, and its object or process
+// says so in the table (NoSymbols, ProcessNote). After maxOverruns (3)
+// overruns no more reads are made, so that a hostile process can stall
+// the drain for a few seconds in all, not for every file it maps. When
+// the recording ends, Hurry gives what is still to be read EndBudget
+// (500 ms) in all: the footer never waits for a read. The alternative, a
+// queue of reads off the drain loop, would have put the symbols of a
+// stack into a later batch's part of the table than the stack: a capture
+// cut short would lose them. A symbol table larger than maxSymbolBytes
+// (256 MB, with its strings) is not read.
 //
 // A stack of more than format.MaxFrames frames is stored truncated (its id
 // stays the hash of all of them).

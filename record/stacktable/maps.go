@@ -114,7 +114,18 @@ func parseMapsLine(line []byte) (mapsLine, bool) {
 // p's mappings as they were.
 func (c *Collector) readMaps(pid uint32, p *process, t int64) bool {
 	p.lastRead = max(p.lastRead, t)
-	lines, err := c.mapsLines(pid)
+	type read struct {
+		lines []mapsLine
+		err   error
+	}
+	r, late := readFile(&c.reads, func() read {
+		lines, err := c.mapsLines(pid)
+		return read{lines, err}
+	}, func(read) {})
+	lines, err := r.lines, r.err
+	if late != "" {
+		err = fmt.Errorf("its mappings were not read: %s", late)
+	}
 	if err != nil {
 		p.err = err.Error()
 		p.fruitless++

@@ -12,14 +12,124 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/bpftape/bpftape/record/elfsym"
 )
 
 // maxVDSO bounds the size of a [vdso] image read from a process's memory.
 const maxVDSO = 1 << 20
+
+// Bounds on the time the Collector waits for what it reads of a traced
+// process (its maps, its files and their symbols), which may be slow or
+// never come: a huge binary, a hung network or FUSE file system that the
+// traced user controls (see doc.go).
+const (
+	// maxOverruns is how many reads may overrun readBudget in a
+	// recording; after them, no more are made.
+	maxOverruns = 3
+	// EndBudget is how long the reads left when a recording ends may
+	// take in all: see Collector.Hurry.
+	EndBudget = 500 * time.Millisecond
+)
+
+// readBudget is how long one read is waited for; past it, the read is
+// left to finish on its own goroutine and its result is thrown away. The
+// largest symbol tables on the 6.18 host took 12-50 ms (libLLVM-15, 117
+// MB, 35,000 functions). A variable for the tests.
+var readBudget = time.Second
+
+// reads bounds the waits of a Collector for its reads. The zero value is
+// ready.
+type reads struct {
+	overruns int // reads that overran readBudget (the Collector's goroutine only)
+
+	once  sync.Once
+	ended chan struct{} // closed by Hurry
+	endBy atomic.Int64  // after Hurry: the time (Unix ns) when waiting ends
+	stuck atomic.Int32  // overrun reads still running
+}
+
+// end returns the channel that Hurry closes.
+func (r *reads) end() chan struct{} {
+	r.once.Do(func() { r.ended = make(chan struct{}) })
+	return r.ended
+}
+
+// Hurry bounds the reads left: from now on the Collector waits for a read
+// of a traced process's files, maps or memory only until d from now, and
+// starts none after that; an object or process whose read is cut short
+// says so in the table (Object.NoSymbols, ProcessNote). The recorder calls
+// it when the recording ends, before the last records are drained, so
+// that no read delays the end of the capture for more than d. Unlike the
+// other methods, it may be called from any goroutine; the first call
+// counts.
+func (c *Collector) Hurry(d time.Duration) {
+	r := &c.reads
+	if r.endBy.CompareAndSwap(0, time.Now().Add(d).UnixNano()) {
+		close(r.end())
+	}
+}
+
+// readFile runs read on a goroutine of its own and waits for it at most
+// readBudget (less once Hurry was called), so that no read of what a traced
+// process controls can stall the caller (the recorder's drain loop) for
+// long. When read is not run (too late, too many overruns before) or
+// overruns, late says why and v is the zero value, and drop releases what
+// read would have: it is called at once with the zero value when read was
+// not run, else with read's result when it comes. read must not touch the
+// Collector's state, which the caller keeps using.
+func readFile[T any](r *reads, read func() T, drop func(T)) (v T, late string) {
+	budget := readBudget
+	ending := false
+	if end := r.endBy.Load(); end != 0 {
+		ending = true
+		if budget = min(budget, time.Until(time.Unix(0, end))); budget <= 0 {
+			drop(v)
+			return v, "the recording was ending"
+		}
+	}
+	if r.overruns >= maxOverruns {
+		drop(v)
+		return v, fmt.Sprintf("%d reads took more than %v each, so no more are made (a slow or hung file system?)", r.overruns, readBudget)
+	}
+	ch := make(chan T, 1)
+	go func() { ch <- read() }()
+	start := time.Now()
+	timer := time.NewTimer(budget)
+	defer timer.Stop()
+	ended := r.end()
+	if ending {
+		ended = nil
+	}
+wait:
+	for {
+		select {
+		case v = <-ch:
+			return v, ""
+		case <-ended:
+			ended, ending = nil, true
+			if left := time.Until(time.Unix(0, r.endBy.Load())); left < budget-time.Since(start) {
+				timer.Reset(max(left, 0))
+			}
+		case <-timer.C:
+			break wait
+		}
+	}
+	r.stuck.Add(1)
+	go func() {
+		drop(<-ch)
+		r.stuck.Add(-1)
+	}()
+	if ending {
+		return v, "the recording was ending"
+	}
+	r.overruns++
+	return v, fmt.Sprintf("reading took more than %v (a slow or hung file system?)", readBudget)
+}
 
 // object is a mapped file, the vdso, the kernel or a kernel module.
 type object struct {
@@ -36,9 +146,9 @@ type object struct {
 	// file's even once the process has exited and the file is deleted or
 	// replaced.
 	file      *os.File
-	reopen    []string // else the paths to open it by again...
-	key       fileKey  // ...if it is still this file
-	loaded    bool     // tab and noSymbols are known
+	reopen    []where // else the paths to open it by again...
+	key       fileKey // ...if it is still this file
+	loaded    bool    // tab and noSymbols are known
 	tab       symtab
 	noSymbols string
 }
@@ -58,11 +168,26 @@ type fileKey struct {
 	mtimeNsec int64
 }
 
+// where is a way to open a mapped object's file (see identify).
+type where struct {
+	root, path string // path inside root, if root is set
+	links      elfsym.Links
+}
+
+func (w where) open() (*os.File, error) {
+	if w.root != "" {
+		return elfsym.OpenInRoot(w.root, w.path)
+	}
+	return elfsym.OpenRegular(w.path, w.links)
+}
+
 // identify returns the object of the executable mapping l of pid, nil
 // for anonymous memory (JIT code) that no object covers. A file is opened
 // through /proc/PID/map_files, which reaches the mapped file even when
 // its path is deleted, replaced or in another mount namespace; failing
-// that (no CAP_SYS_ADMIN), through /proc/PID/root, then by its path.
+// that (no CAP_SYS_ADMIN), by its path inside /proc/PID/root, then by its
+// path here, following no link (see package elfsym). Opening and reading
+// run off the caller's goroutine, within the read budget (see readFile).
 func (c *Collector) identify(pid uint32, l mapsLine) *object {
 	if l.path == "[vdso]" {
 		return c.vdsoObject(pid, l)
@@ -71,45 +196,80 @@ func (c *Collector) identify(pid uint32, l mapsLine) *object {
 		return nil
 	}
 	dir := filepath.Join(c.proc, strconv.FormatUint(uint64(pid), 10))
-	cands := []string{filepath.Join(dir, "map_files", strconv.FormatUint(l.start, 16)+"-"+strconv.FormatUint(l.end, 16))}
+	ws := []where{{path: filepath.Join(dir, "map_files", strconv.FormatUint(l.start, 16)+"-"+strconv.FormatUint(l.end, 16)), links: elfsym.FollowLinks}}
 	if p := strings.TrimSuffix(l.path, " (deleted)"); strings.HasPrefix(p, "/") {
-		cands = append(cands, filepath.Join(dir, "root", p), p)
+		ws = append(ws, where{root: filepath.Join(dir, "root"), path: p}, where{path: p, links: elfsym.NoLinks})
 	}
-	var f *os.File
-	var st unix.Stat_t
-	var firstErr error
-	for _, p := range cands {
-		var err error
-		if f, err = openRegular(p, &st); err == nil {
+	type opened struct {
+		f   *os.File
+		key fileKey
+		err error
+	}
+	r, late := readFile(&c.reads, func() (r opened) {
+		for _, w := range ws {
+			f, err := w.open()
+			if err != nil {
+				if r.err == nil {
+					r.err = err
+				}
+				continue
+			}
+			if r.key, err = keyOf(f); err != nil {
+				f.Close()
+				r.err = err
+				continue
+			}
+			r.f, r.err = f, nil
 			break
 		}
-		if firstErr == nil {
-			firstErr = err
+		return r
+	}, func(r opened) {
+		if r.f != nil {
+			r.f.Close()
 		}
-	}
-	if f == nil {
+	})
+	if r.f == nil {
 		if o := c.byPath[l.path]; o != nil {
 			return o
 		}
-		o := &object{path: l.path, loaded: true, noSymbols: fmt.Sprintf("it could not be opened: %v", firstErr)}
+		why := fmt.Sprintf("it could not be opened: %v", r.err)
+		if late != "" {
+			why = "it was not opened: " + late
+		}
+		o := &object{path: l.path, loaded: true, noSymbols: why}
 		c.byPath[l.path] = o
 		return o
 	}
-	key := fileKey{dev: st.Dev, ino: st.Ino, size: st.Size, mtimeSec: st.Mtim.Sec, mtimeNsec: st.Mtim.Nsec}
+	f, key := r.f, r.key
 	if o := c.byFile[key]; o != nil {
 		f.Close()
 		return o
 	}
 	o := &object{path: l.path}
-	segs, err := elfSegments(f)
-	if err != nil {
+	type header struct {
+		segs    []segment
+		buildID string
+		err     error
+	}
+	h, late := readFile(&c.reads, func() (h header) {
+		if h.segs, h.err = elfSegments(f); h.err == nil {
+			h.buildID = fileBuildID(fdPath(f))
+		}
+		return h
+	}, func(header) { f.Close() })
+	switch {
+	case late != "":
+		o.loaded, o.noSymbols = true, "its headers were not read: "+late
+		c.byFile[key] = o
+		return o
+	case h.err != nil:
 		f.Close()
-		o.loaded, o.noSymbols = true, fmt.Sprintf("not a readable ELF file: %v", err)
+		o.loaded, o.noSymbols = true, fmt.Sprintf("not a readable ELF file: %v", h.err)
 		c.byFile[key] = o
 		return o
 	}
-	o.segs = segs
-	if id := fileBuildID(fdPath(f)); id != "" {
+	o.segs = h.segs
+	if id := h.buildID; id != "" {
 		if same := c.byBuildID[id]; same != nil {
 			f.Close()
 			c.byFile[key] = same
@@ -126,27 +286,39 @@ func (c *Collector) identify(pid uint32, l mapsLine) *object {
 		// Too many open: opened again, and checked to be the same file,
 		// when a frame needs its symbols.
 		f.Close()
-		o.reopen, o.key = cands, key
+		o.reopen, o.key = ws, key
 	}
 	return o
+}
+
+// keyOf returns the fileKey of the open file f.
+func keyOf(f *os.File) (fileKey, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return fileKey{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileKey{}, fmt.Errorf("%s: no stat_t", f.Name())
+	}
+	return fileKey{dev: st.Dev, ino: st.Ino, size: st.Size, mtimeSec: st.Mtim.Sec, mtimeNsec: st.Mtim.Nsec}, nil
 }
 
 // reopenFile opens o's file again by the paths it was found by, if it is
 // still the same file.
 func (o *object) reopenFile() (*os.File, error) {
 	err := errors.New("no path to open it by")
-	for _, p := range o.reopen {
-		var st unix.Stat_t
-		f, ferr := openRegular(p, &st)
+	for _, w := range o.reopen {
+		f, ferr := w.open()
 		if ferr != nil {
 			err = ferr
 			continue
 		}
-		if (fileKey{dev: st.Dev, ino: st.Ino, size: st.Size, mtimeSec: st.Mtim.Sec, mtimeNsec: st.Mtim.Nsec}) == o.key {
+		if key, kerr := keyOf(f); kerr == nil && key == o.key {
 			return f, nil
 		}
 		f.Close()
-		err = fmt.Errorf("%s is another file now", p)
+		err = fmt.Errorf("%s is another file now", w.path)
 	}
 	return nil, err
 }
@@ -164,28 +336,6 @@ func fileBuildID(path string) (id string) {
 		return ""
 	}
 	return id
-}
-
-// openRegular opens the regular file at path for reading, and fstats it
-// into st: never blocking on a FIFO or a device that a hostile path names.
-func openRegular(path string, st *unix.Stat_t) (*os.File, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	if err := unix.Fstat(fd, st); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "fstat", Path: path, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "fcntl", Path: path, Err: err}
-	}
-	return os.NewFile(uintptr(fd), path), nil
 }
 
 // fdPath is a path that opens f again, even deleted: for the functions of
@@ -217,7 +367,9 @@ func guard(err *error) {
 	}
 }
 
-// loadSymbols reads o's function symbols, once, and closes its file.
+// loadSymbols reads o's function symbols, once, and closes its file. The
+// reading runs off the caller's goroutine, within the read budget (see
+// readFile).
 func (c *Collector) loadSymbols(o *object) {
 	if o.loaded {
 		return
@@ -227,28 +379,55 @@ func (c *Collector) loadSymbols(o *object) {
 	o.file = nil
 	if f != nil {
 		c.openFiles--
-	} else {
-		var err error
-		if f, err = o.reopenFile(); err != nil {
-			o.noSymbols = fmt.Sprintf("it could not be opened again for its symbols: %v", err)
-			return
-		}
 	}
-	defer f.Close()
-	o.tab, o.noSymbols = c.elfSymbols(f, fdPath(f), o.segs)
+	type result struct {
+		tab symtab
+		why string
+		ran bool // f is closed
+	}
+	dirs, segs := c.debugDirs, o.segs
+	r, late := readFile(&c.reads, func() result {
+		file := f
+		if file == nil {
+			var err error
+			if file, err = o.reopenFile(); err != nil {
+				return result{why: fmt.Sprintf("it could not be opened again for its symbols: %v", err), ran: true}
+			}
+		}
+		defer file.Close()
+		tab, why := elfSymbols(file, fdPath(file), segs, dirs)
+		return result{tab, why, true}
+	}, func(r result) {
+		if !r.ran && f != nil {
+			f.Close()
+		}
+	})
+	if late != "" {
+		o.noSymbols = "its symbols were not read: " + late
+		return
+	}
+	o.tab, o.noSymbols = r.tab, r.why
 }
+
+// maxSymbolBytes bounds a symbol table read (.symtab or .dynsym, with its
+// string table): debug/elf holds all of it in memory, a few times over.
+// The largest programs' tables (a browser's, unstripped) are some 200 MB.
+const maxSymbolBytes = 256 << 20
 
 // elfSymbols returns the function symbols of the ELF file r: its .symtab
 // and .dynsym, and when it has no .symtab (stripped) its separate debug
-// file's, found from path (elfsym.FindDebugFile in the debug dirs); with
-// none at all, it says why instead.
-func (c *Collector) elfSymbols(r io.ReaderAt, path string, segs []segment) (tab symtab, why string) {
+// file's, found from path (elfsym.OpenDebugFile in dirs); with none at
+// all, it says why instead.
+func elfSymbols(r io.ReaderAt, path string, segs []segment, dirs []string) (tab symtab, why string) {
 	var cands []cand
 	hasSymtab := false
 	err := func() (err error) {
 		defer guard(&err)
 		ef, err := elf.NewFile(r)
 		if err != nil {
+			return err
+		}
+		if err := checkSymbolBytes(ef); err != nil {
 			return err
 		}
 		own, err := ef.Symbols()
@@ -270,7 +449,7 @@ func (c *Collector) elfSymbols(r io.ReaderAt, path string, segs []segment) (tab 
 	if !hasSymtab && path != "" {
 		n := len(cands)
 		var debug string
-		cands, debug, why = c.debugSymbols(cands, path)
+		cands, debug, why = debugSymbols(cands, path, dirs)
 		if why == "" && len(cands) == n {
 			why = fmt.Sprintf("stripped, and its debug file %s has no function symbols", debug)
 		}
@@ -284,21 +463,47 @@ func (c *Collector) elfSymbols(r io.ReaderAt, path string, segs []segment) (tab 
 	return newSymtab(cands, segs), ""
 }
 
+// checkSymbolBytes returns an error when a symbol table of ef and its
+// string table hold more than maxSymbolBytes.
+func checkSymbolBytes(ef *elf.File) error {
+	for _, s := range ef.Sections {
+		if s.Type != elf.SHT_SYMTAB && s.Type != elf.SHT_DYNSYM {
+			continue
+		}
+		n := s.Size
+		if int(s.Link) < len(ef.Sections) {
+			n += ef.Sections[s.Link].Size
+		}
+		if n > maxSymbolBytes {
+			return fmt.Errorf("%s and its strings are %d MB, more than the %d MB read", s.Name, n>>20, maxSymbolBytes>>20)
+		}
+	}
+	return nil
+}
+
 // debugSymbols appends the function symbols of the debug file of the
 // stripped binary at path, or says why there are none.
-func (c *Collector) debugSymbols(cands []cand, path string) (_ []cand, debug, why string) {
-	debug, err := elfsym.FindDebugFile(path, c.debugDirs)
+func debugSymbols(cands []cand, path string, dirs []string) (_ []cand, debug, why string) {
+	var df *os.File
+	err := func() (err error) {
+		defer guard(&err)
+		df, debug, err = elfsym.OpenDebugFile(path, dirs)
+		return err
+	}()
 	if err != nil {
-		return cands, "", c.noDebugReason(err, path)
+		return cands, "", noDebugReason(err, path, dirs)
 	}
+	defer df.Close()
 	err = func() (err error) {
 		defer guard(&err)
-		df, err := elf.Open(debug)
+		ef, err := elf.NewFile(df)
 		if err != nil {
 			return err
 		}
-		defer df.Close()
-		syms, err := df.Symbols()
+		if err := checkSymbolBytes(ef); err != nil {
+			return err
+		}
+		syms, err := ef.Symbols()
 		if err != nil {
 			return err
 		}
@@ -314,7 +519,7 @@ func (c *Collector) debugSymbols(cands []cand, path string) (_ []cand, debug, wh
 // noDebugReason says why a stripped binary has no debug file, as
 // Object.NoSymbols: "stripped, and no debug file in /usr/lib/debug (build
 // id abcd...)".
-func (c *Collector) noDebugReason(err error, path string) string {
+func noDebugReason(err error, path string, dirs []string) string {
 	var derr *elfsym.DebugFileError
 	if !errors.As(err, &derr) {
 		return fmt.Sprintf("stripped, and its debug file could not be looked for: %v", err)
@@ -333,10 +538,15 @@ func (c *Collector) noDebugReason(err error, path string) string {
 	if derr.Link != "" {
 		by = append(by, "debuglink "+derr.Link)
 	}
-	if len(c.debugDirs) == 0 {
-		return fmt.Sprintf("stripped, and no debug file next to it, and no debug directory to look in (%s)", strings.Join(by, ", "))
+	refused := ""
+	if len(derr.Refused) > 0 {
+		// A debuglink naming a FIFO, a device or a link next to it.
+		refused = "; refused " + strings.ReplaceAll(strings.Join(derr.Refused, "; "), path, "the binary")
 	}
-	return fmt.Sprintf("stripped, and no debug file in %s (%s)", strings.Join(c.debugDirs, ", "), strings.Join(by, ", "))
+	if len(dirs) == 0 {
+		return fmt.Sprintf("stripped, and no debug file next to it, and no debug directory to look in (%s)%s", strings.Join(by, ", "), refused)
+	}
+	return fmt.Sprintf("stripped, and no debug file in %s (%s)%s", strings.Join(dirs, ", "), strings.Join(by, ", "), refused)
 }
 
 // appendFuncs appends the functions defined among syms: STT_FUNC and
@@ -368,7 +578,18 @@ func (c *Collector) vdsoObject(pid uint32, l mapsLine) *object {
 	if o := c.vdso[size]; o != nil {
 		return o
 	}
-	img, err := c.readVDSO(pid, l.start, size)
+	type image struct {
+		img []byte
+		err error
+	}
+	im, late := readFile(&c.reads, func() image {
+		img, err := c.readVDSO(pid, l.start, size)
+		return image{img, err}
+	}, func(image) {})
+	img, err := im.img, im.err
+	if late != "" {
+		err = errors.New(late)
+	}
 	if err != nil {
 		if o := c.byPath["[vdso]"]; o != nil {
 			return o
@@ -387,7 +608,7 @@ func (c *Collector) vdsoObject(pid uint32, l mapsLine) *object {
 			c.vdso[size] = same
 			return same
 		}
-		o.tab, o.noSymbols = c.elfSymbols(r, "", o.segs)
+		o.tab, o.noSymbols = elfSymbols(r, "", o.segs, nil)
 		if o.buildID != "" {
 			c.byBuildID[o.buildID] = o
 		}

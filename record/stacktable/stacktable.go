@@ -68,6 +68,7 @@ type Collector struct {
 	byPath    map[string]*object // objects that could not be opened
 	vdso      map[uint64]*object // by image size
 	openFiles int
+	reads     reads // bounds the waits for what is read of traced processes
 
 	kern      *kernelSyms
 	kernAddrs map[uint64]bool

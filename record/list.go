@@ -1,7 +1,6 @@
 package record
 
 import (
-	"debug/elf"
 	"fmt"
 	"os"
 	"path"
@@ -338,7 +337,7 @@ func isCategory(name string) bool {
 
 // isELFFile reports whether path is a readable ELF file.
 func isELFFile(path string) bool {
-	f, err := elf.Open(path)
+	f, err := elfsym.Open(path)
 	if err != nil {
 		return false
 	}

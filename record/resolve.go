@@ -1,7 +1,6 @@
 package record
 
 import (
-	"debug/elf"
 	"fmt"
 	"os"
 	"strings"
@@ -646,7 +645,7 @@ func (r *resolver) tracepoint(p *probe) error {
 
 // isGo reports whether the ELF file at path is a Go program.
 func isGo(path string) bool {
-	f, err := elf.Open(path)
+	f, err := elfsym.Open(path)
 	if err != nil {
 		return false
 	}

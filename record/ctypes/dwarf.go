@@ -43,24 +43,29 @@ func hasDWARF(f *elf.File) bool {
 // debug file was looked for, the *elfsym.DebugFileError.
 func OpenBinary(path string, dirs []string) (b *Binary, err error) {
 	defer recoverTo(&err, path)
-	f, err := elf.Open(path)
+	// Opened as the stack table opens files (elfsym.OpenRegular): a path
+	// that names a FIFO or a device must not block or read it.
+	file, err := elfsym.OpenRegular(path, elfsym.FollowLinks)
 	if err != nil {
 		return nil, fmt.Errorf("ctypes: %w", err)
 	}
-	defer f.Close()
+	defer file.Close()
+	f, err := elf.NewFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("ctypes: %s: %w", path, err)
+	}
 	b = &Binary{path: path, source: path, syms: map[string]uint64{}}
 	addSyms(b.syms, f)
 	df := f
 	if !hasDWARF(f) {
-		dbg, ferr := elfsym.FindDebugFile(path, dirs)
+		dfile, dbg, ferr := elfsym.OpenDebugFile(path, dirs)
 		if ferr != nil {
 			return nil, errorf(ErrNoDWARF, "ctypes: %s has no DWARF (.debug_info), and no debug file with it: %w", path, ferr)
 		}
-		df, err = elf.Open(dbg)
-		if err != nil {
+		defer dfile.Close()
+		if df, err = elf.NewFile(dfile); err != nil {
 			return nil, fmt.Errorf("ctypes: debug file of %s: %w", path, err)
 		}
-		defer df.Close()
 		if !hasDWARF(df) {
 			return nil, errorf(ErrNoDWARF, "ctypes: %s has no DWARF, nor does its debug file %s", path, dbg)
 		}

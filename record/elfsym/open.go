@@ -208,3 +208,27 @@ func newELF(f *os.File) (ef *elf.File, err error) {
 func missing(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)
 }
+
+// File is an ELF file opened by Open; Close closes the file too.
+type File struct {
+	*elf.File
+	f *os.File
+}
+
+// Open opens the ELF file at path, a path that the user named (links are
+// followed), as OpenRegular does: a FIFO or a device there is refused, not
+// opened, so that reading a binary never blocks. It is elf.Open for every
+// ELF file the recorder reads.
+func Open(path string) (*File, error) {
+	ef, f, err := openELF(path, FollowLinks)
+	if err != nil {
+		return nil, err
+	}
+	return &File{ef, f}, nil
+}
+
+// Close closes the ELF file and its file.
+func (f *File) Close() error {
+	f.File.Close()
+	return f.f.Close()
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/suggest"
 )
 
@@ -109,7 +110,7 @@ func sameArgs(a, b []Arg) bool {
 // file offsets for uprobes; none and no error without the note. Arguments
 // that cannot be parsed set their site's Err instead of failing Read.
 func Read(path string) ([]Probe, error) {
-	f, err := elf.Open(path)
+	f, err := elfsym.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("usdt: %w", err)
 	}
@@ -134,7 +135,7 @@ func Read(path string) ([]Probe, error) {
 	if f.Class == elf.ELFCLASS32 {
 		addrSize = 4
 	}
-	r := reader{f: f, path: path}
+	r := reader{f: f.File, path: path}
 
 	var probes []Probe
 	index := map[string]int{}

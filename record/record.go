@@ -175,6 +175,10 @@ type Summary struct {
 	// a Command; Untracked how many children of theirs were not, for want
 	// of room (bpf.MaxTraced at once).
 	Followed, Untracked uint64
+	// SkippedReads counts the files that the stack table did not read, or
+	// did not wait for, because they were slow or the recording was
+	// ending: their objects have no symbols, and say why.
+	SkippedReads int
 }
 
 // Record records until ctx is done, Duration has passed, the Command or
@@ -894,6 +898,9 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 	}
 	s.Window = r.window
 	s.Followed, s.Untracked = r.followed, r.untracked
+	if r.stacks != nil {
+		s.SkippedReads = r.stacks.Stats().Skipped
+	}
 	return s, runErr
 }
 

@@ -90,6 +90,9 @@ func (s *Summary) Print(w io.Writer) {
 	if s.Untracked > 0 {
 		fmt.Fprintf(w, "[ bpftape record: WARNING: %s child processes were not recorded: more than %d processes at once ]\n", count(s.Untracked), bpf.MaxTraced)
 	}
+	if s.SkippedReads > 0 {
+		fmt.Fprintf(w, "[ bpftape record: WARNING: %d files were not read for symbols: they were slow to read, or the recording was ending (bpftape stacks says which) ]\n", s.SkippedReads)
+	}
 	nameW, kindW := len("probe"), len("kind")
 	kinds := make([]string, len(s.Probes))
 	for i, p := range s.Probes {

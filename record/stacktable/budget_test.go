@@ -73,6 +73,9 @@ func TestReadBudget(t *testing.T) {
 	if n := c.reads.stuck.Load(); n != maxOverruns {
 		t.Errorf("%d reads left running, want %d", n, maxOverruns)
 	}
+	if n := c.Stats().Skipped; n != maxOverruns+1 {
+		t.Errorf("Stats().Skipped = %d, want %d", n, maxOverruns+1)
+	}
 }
 
 // TestHurry: a read waited for when Hurry is called is waited for until

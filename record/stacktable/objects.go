@@ -46,6 +46,7 @@ var readBudget = time.Second
 // ready.
 type reads struct {
 	overruns int // reads that overran readBudget (the Collector's goroutine only)
+	skipped  int // reads not made or not waited for (likewise)
 
 	once  sync.Once
 	ended chan struct{} // closed by Hurry
@@ -83,6 +84,11 @@ func (c *Collector) Hurry(d time.Duration) {
 // not run, else with read's result when it comes. read must not touch the
 // Collector's state, which the caller keeps using.
 func readFile[T any](r *reads, read func() T, drop func(T)) (v T, late string) {
+	defer func() {
+		if late != "" {
+			r.skipped++
+		}
+	}()
 	budget := readBudget
 	ending := false
 	if end := r.endBy.Load(); end != 0 {

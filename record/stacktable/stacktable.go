@@ -202,12 +202,18 @@ func (c *Collector) Take() *format.StackTable {
 }
 
 // Stats for the record summary.
-type Stats struct{ Stacks, Objects, Symbols, Unresolved int }
+type Stats struct{ Stacks, Objects, Symbols, Unresolved, Skipped int }
 
 // Stats returns the numbers of stacks, objects and symbols in the table,
-// and of the frames that no symbol covers, counted once per stack and
-// process (for a kernel stack, once per stack).
-func (c *Collector) Stats() Stats { return c.stats }
+// of the frames that no symbol covers, counted once per stack and process
+// (for a kernel stack, once per stack), and of the file reads skipped or
+// not waited for because they were slow or the recording was ending (the
+// objects and processes concerned say why in the table).
+func (c *Collector) Stats() Stats {
+	s := c.stats
+	s.Skipped = c.reads.skipped
+	return s
+}
 
 // addUser resolves the frames of a new user stack of pid.
 func (c *Collector) addUser(pid uint32, t int64, frames []uint64) {

@@ -9,7 +9,8 @@ import (
 // What a capture may declare: reading trusts no length in a file (package
 // arrowipc checks every message against these limits and the file's size
 // before allocating from it), and a capture that declares more fails with
-// ErrLimit.
+// ErrLimit. A capture's stack table has limits of its own, beside
+// MaxStacks, which hold over all its parts.
 const (
 	// MaxMessageMeta bounds the flatbuffer metadata of one message (the
 	// schema message carries the JSON Meta).

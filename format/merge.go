@@ -79,8 +79,10 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 	}
 	ins := make([]*mergeIn, len(inputs))
 	// The inputs' stack tables, united: stack ids are hashes of the
-	// frames, the same in every capture (StackID).
+	// frames, the same in every capture (StackID). The united table must
+	// be within a reader's limits too, as each input's is.
 	stacks := new(StackTable)
+	var count stackCount
 	for i, path := range inputs {
 		r, err := Open(path)
 		if err != nil {
@@ -92,7 +94,11 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
+		had := stacks.lengths()
 		stacks.Add(t)
+		if err := count.since(stacks, had); err != nil {
+			return nil, fmt.Errorf("%s: merged stack table: %w", path, err)
+		}
 	}
 	meta, err := mergeMeta(ins, o)
 	if err != nil {

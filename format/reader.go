@@ -363,12 +363,15 @@ func (r *Reader) read(i int) error {
 // record batches carry, united (see StackTable). A capture without stacks
 // has an empty one. A part that fails to decode is an error naming its
 // batch (ErrStackTable), unless SkipCorrupt is set, when it is left out
-// and listed in Skipped: its stacks then show as unknown.
+// and listed in Skipped: its stacks then show as unknown. A table over a
+// limit (see MaxStacks) is an error wrapping ErrLimit even so, as a batch
+// over a limit is for Next.
 func (r *Reader) StackTable() (*StackTable, error) {
 	if r.stackTable != nil {
 		return r.stackTable, nil
 	}
 	t := new(StackTable)
+	var count stackCount // the limits hold over the whole table
 	for i := 0; i < r.ipc.NumBatches(); i++ {
 		md, err := r.ipc.BatchMetadata(i)
 		if err == nil {
@@ -377,17 +380,22 @@ func (r *Reader) StackTable() (*StackTable, error) {
 				continue
 			}
 			var part *StackTable
-			if part, err = decodeStackTable(md.Values()[j]); err == nil {
-				t.Add(part)
+			if part, err = decodeStackTable(md.Values()[j], &count); err == nil {
+				if t.Empty() {
+					t = part // what Add would copy
+				} else {
+					t.Add(part)
+				}
 				continue
 			}
 		}
 		err = fmt.Errorf("batch %d: stack table: %w", i, err)
-		if !r.SkipCorrupt {
+		if !r.SkipCorrupt || errors.Is(err, ErrLimit) {
 			return nil, err
 		}
 		r.Skipped = append(r.Skipped, err)
 	}
+	t.index = nil // Add's, which the table read no longer needs
 	r.stackTable = t
 	return t, nil
 }

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
+	"strings"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -27,7 +30,8 @@ const StackTableKey = "bpftape.stacks"
 // A record batch carries, in its message's custom metadata, the part of
 // the table that its rows are the first to need (StackTableKey), so a
 // footerless capture still has the table of every batch it kept. A
-// reader unites the parts (Add).
+// reader unites the parts (Add). Compare tables with Equal:
+// reflect.DeepEqual also compares the index that Add keeps.
 type StackTable struct {
 	Stacks  []Stack   `json:"stacks,omitempty"`
 	Objects []Object  `json:"objects,omitempty"`
@@ -36,6 +40,11 @@ type StackTable struct {
 	// Processes lists the processes whose mappings could not be read,
 	// and why: their user frames resolve to no object.
 	Processes []ProcessNote `json:"processes,omitempty"`
+
+	// index holds the keys of the entries above for Add, which keeps it
+	// between calls so that adding a part costs time in the part, not in
+	// the table. It is nil in a table that Add never added to.
+	index *stackIndex
 }
 
 // Stack is one unique stack: its frames' addresses, innermost first.
@@ -122,12 +131,35 @@ func (t *StackTable) Empty() bool {
 	return t == nil || len(t.Stacks)+len(t.Objects)+len(t.Maps)+len(t.Symbols)+len(t.Processes) == 0
 }
 
-// Add appends d's entries that t does not hold yet.
+// Equal reports whether t and u hold the same entries in the same order;
+// a nil table or slice equals an empty one.
+func (t *StackTable) Equal(u *StackTable) bool {
+	if t == nil || u == nil {
+		return t.Empty() && u.Empty()
+	}
+	return slices.EqualFunc(t.Stacks, u.Stacks, func(a, b Stack) bool {
+		return a.ID == b.ID && a.Kernel == b.Kernel && slices.Equal(a.Frames, b.Frames)
+	}) &&
+		slices.Equal(t.Objects, u.Objects) &&
+		slices.Equal(t.Maps, u.Maps) &&
+		slices.Equal(t.Symbols, u.Symbols) &&
+		slices.Equal(t.Processes, u.Processes)
+}
+
+// Add appends d's entries that t does not hold yet: a stack, an object
+// and a process note by id, a symbol by object and address, a mapping
+// whole; the first of entries with one key wins. Into an empty table it
+// copies d as it is.
+//
+// Add keeps an index of t's keys between calls, so that adding d costs
+// time in d, not in t. When t's slices change other than by Add, a new
+// length or array is seen and t indexed anew at the next Add (in time in
+// t); entries changed in place are not: change them only through Add.
 func (t *StackTable) Add(d *StackTable) {
 	if d == nil {
 		return
 	}
-	if len(t.Stacks) == 0 && len(t.Objects) == 0 && len(t.Maps) == 0 && len(t.Symbols) == 0 && len(t.Processes) == 0 {
+	if t.Empty() {
 		t.Stacks = slices.Clone(d.Stacks)
 		t.Objects = slices.Clone(d.Objects)
 		t.Maps = slices.Clone(d.Maps)
@@ -135,38 +167,146 @@ func (t *StackTable) Add(d *StackTable) {
 		t.Processes = slices.Clone(d.Processes)
 		return
 	}
-	t.Stacks = addNew(t.Stacks, d.Stacks, func(s Stack) uint64 { return s.ID })
-	t.Objects = addNew(t.Objects, d.Objects, func(o Object) uint32 { return o.ID })
-	t.Maps = addNew(t.Maps, d.Maps, func(m Mapping) Mapping { return m })
-	type symKey struct {
-		obj  uint32
-		addr uint64
+	if t.index == nil {
+		t.index = &stackIndex{seed: maphash.MakeSeed()}
 	}
-	t.Symbols = addNew(t.Symbols, d.Symbols, func(s Symbol) symKey { return symKey{s.Object, s.Addr} })
-	t.Processes = addNew(t.Processes, d.Processes, func(p ProcessNote) uint32 { return p.PID })
+	x := t.index
+	t.Stacks = x.stacks.add(t.Stacks, d.Stacks, func(s *Stack) uint64 { return s.ID }, nil)
+	t.Objects = x.objects.add(t.Objects, d.Objects, func(o *Object) uint32 { return o.ID }, nil)
+	t.Maps = x.maps.add(t.Maps, d.Maps, func(m *Mapping) uint64 { return maphash.Comparable(x.seed, *m) },
+		func(a, b *Mapping) bool { return *a == *b })
+	t.Symbols = x.symbols.add(t.Symbols, d.Symbols, func(s *Symbol) uint64 { return maphash.Comparable(x.seed, symbolKey{s.Object, s.Addr}) },
+		func(a, b *Symbol) bool { return a.Object == b.Object && a.Addr == b.Addr })
+	t.Processes = x.processes.add(t.Processes, d.Processes, func(p *ProcessNote) uint32 { return p.PID }, nil)
 }
 
-func addNew[E any, K comparable](have, add []E, key func(E) K) []E {
-	seen := make(map[K]bool, len(have))
-	for _, e := range have {
-		seen[key(e)] = true
+// stackIndex is the keys of a table's entries, by kind (see Add).
+// Mappings and symbols are indexed by a hash of their keys, the whole
+// mapping and the object and address, which take 56 and 16 bytes: an
+// index of a million mappings by the mappings themselves took 130 MB.
+type stackIndex struct {
+	stacks    keySet[Stack, uint64]
+	objects   keySet[Object, uint32]
+	maps      keySet[Mapping, uint64]
+	symbols   keySet[Symbol, uint64]
+	processes keySet[ProcessNote, uint32]
+	seed      maphash.Seed // of the hashes
+}
+
+type symbolKey struct {
+	object uint32
+	addr   uint64
+}
+
+// keySet indexes the entries of a slice by key: each key to the position
+// of the first entry with it. It records which slice that was (its first
+// element and length), so that a slice changed other than by add is seen
+// and indexed anew.
+//
+// A key may also be a hash of what makes entries the same (see add); an
+// entry whose hash an entry unlike it had first is listed in more.
+type keySet[E any, K comparable] struct {
+	first map[K]int32 // a table holds far fewer than 2^31 entries
+	more  map[K][]int32
+	base  *E // &have[0] when indexed
+	n     int
+}
+
+// add appends to have the entries of add that are the same as none in
+// have nor earlier in add, and returns it. Entries are the same when their
+// keys are, or, if same is not nil, when their keys are and same says so.
+func (s *keySet[E, K]) add(have, add []E, key func(*E) K, same func(a, b *E) bool) []E {
+	if len(add) == 0 {
+		return have
 	}
-	for _, e := range add {
-		if k := key(e); !seen[k] {
-			seen[k] = true
-			have = append(have, e)
+	if s.first == nil || len(have) != s.n || len(have) > 0 && &have[0] != s.base {
+		s.first, s.more = make(map[K]int32, len(have)+len(add)), nil
+		for i := range have {
+			s.insert(have[:i], &have[i], key, same)
 		}
+	}
+	have = slices.Grow(have, len(add))
+	for i := range add {
+		if s.insert(have, &add[i], key, same) {
+			have = append(have, add[i])
+		}
+	}
+	s.n, s.base = len(have), nil
+	if len(have) > 0 {
+		s.base = &have[0]
 	}
 	return have
 }
 
-// Limits on a stack table read from a capture: a part may declare no more.
+// insert indexes e as the entry after have, unless it is the same as one
+// of have; it reports whether it did.
+func (s *keySet[E, K]) insert(have []E, e *E, key func(*E) K, same func(a, b *E) bool) bool {
+	k := key(e)
+	i, ok := s.first[k]
+	if !ok {
+		s.first[k] = int32(len(have))
+		return true
+	}
+	if same == nil || same(&have[i], e) {
+		return false
+	}
+	for _, i := range s.more[k] {
+		if same(&have[i], e) {
+			return false
+		}
+	}
+	if s.more == nil {
+		s.more = make(map[K][]int32)
+	}
+	s.more[k] = append(s.more[k], int32(len(have)))
+	return true
+}
+
+// Limits on a stack table read from a capture. A part's JSON is bounded as
+// it is decompressed, and an entry's JSON as it is read. The rest hold
+// over the whole table: the reader counts each entry of every part as it
+// decodes it, before it decodes the next, so a table over a limit fails
+// with ErrLimit, naming the limit, having decoded at most one entry more.
+// Decoded JSON grows (an empty mapping, {}, is 3 bytes of JSON and 56 of
+// memory), so a small part could otherwise take gigabytes.
+//
+// The limits let a big capture through (a million stacks of a dozen
+// frames and a million symbols of 40-byte names take about 200 MiB) while
+// the whole decoded table stays within MaxStackTableMemory: reading it
+// takes up to about twice that at the peak, with the copies and indexes
+// that uniting its parts makes (440 MB for 4 parts of a million symbols,
+// 245 MB for a million stacks and half a million symbols in 100 parts).
 const (
 	// MaxStackTableBytes bounds a part's JSON, decompressed.
 	MaxStackTableBytes = 256 << 20
+	// MaxStackEntryBytes bounds the JSON read to decode one entry of a
+	// part (a stack of MaxFrames frames takes at most 22 KiB), and so
+	// what an entry may take before it is counted.
+	MaxStackEntryBytes = 1 << 20
 	// MaxFrames bounds the frames of one stack (the kernel gives at most
 	// its perf_event_max_stack, 127 by default).
 	MaxFrames = 1024
+
+	// MaxStacks bounds the stacks of a table (40 bytes each, and 8 a frame).
+	MaxStacks = 1 << 21
+	// MaxStackObjects bounds the objects (64 bytes each, and the strings).
+	MaxStackObjects = 1 << 20
+	// MaxStackMaps bounds the mappings (56 bytes each).
+	MaxStackMaps = 1 << 21
+	// MaxStackSymbols bounds the symbols (40 bytes each, and the name).
+	MaxStackSymbols = 1 << 22
+	// MaxStackProcesses bounds the process notes (24 bytes each, and the
+	// reason).
+	MaxStackProcesses = 1 << 20
+	// MaxStackTableFrames bounds the frames of all stacks.
+	MaxStackTableFrames = 1 << 25
+	// MaxStackTableStrings bounds the bytes of all names, paths, build ids
+	// and reasons.
+	MaxStackTableStrings = 128 << 20
+	// MaxStackTableMemory bounds the decoded table: each entry's fixed
+	// size (as above, on 64-bit machines), 8 bytes a frame and the bytes
+	// of its strings.
+	MaxStackTableMemory = 256 << 20
 )
 
 // ErrStackTable: a stack table part in the capture is malformed.
@@ -185,32 +325,311 @@ func encodeStackTable(t *StackTable) (string, error) {
 	return base64.StdEncoding.EncodeToString(stackEnc.EncodeAll(js, nil)), nil
 }
 
-// decodeStackTable reads a part written by encodeStackTable and checks it.
-func decodeStackTable(s string) (*StackTable, error) {
-	z, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStackTable, err)
+// stackCount is what the parts of a table decoded so far hold, counted
+// against the limits (see MaxStacks).
+type stackCount struct {
+	stacks, objects, maps, symbols, processes int
+	frames, strings, memory                   int64
+}
+
+func limitf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrLimit}, args...)...)
+}
+
+// entry counts an entry of a kind whose count is *n, limited to max, and
+// its decoded size: fixed bytes, frames and strings bytes.
+func (c *stackCount) entry(n *int, max int, what, limit string, fixed uintptr, frames, strs int) error {
+	if *n >= max {
+		return limitf("more than %d %s (format.%s)", max, what, limit)
 	}
-	dec, err := zstd.NewReader(bytes.NewReader(z), zstd.WithDecoderMaxMemory(MaxStackTableBytes), zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStackTable, err)
+	*n++
+	if c.frames += int64(frames); c.frames > MaxStackTableFrames {
+		return limitf("more than %d frames (format.MaxStackTableFrames)", MaxStackTableFrames)
 	}
-	defer dec.Close()
-	js, err := io.ReadAll(io.LimitReader(dec, MaxStackTableBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStackTable, err)
+	if c.strings += int64(strs); c.strings > MaxStackTableStrings {
+		return limitf("more than %s of names and paths (format.MaxStackTableStrings)", sizeStr(MaxStackTableStrings))
 	}
-	if len(js) > MaxStackTableBytes {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrStackTable, MaxStackTableBytes)
+	if c.memory += int64(fixed) + 8*int64(frames) + int64(strs); c.memory > MaxStackTableMemory {
+		return limitf("more than %s decoded (format.MaxStackTableMemory)", sizeStr(MaxStackTableMemory))
 	}
-	t := new(StackTable)
-	if err := json.Unmarshal(js, t); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrStackTable, err)
-	}
-	for _, st := range t.Stacks {
-		if len(st.Frames) > MaxFrames {
-			return nil, fmt.Errorf("%w: stack %#x has %d frames (at most %d)", ErrStackTable, st.ID, len(st.Frames), MaxFrames)
+	return nil
+}
+
+// since counts against the limits the entries that t holds past the
+// first of each kind that l gives (see lengths).
+func (c *stackCount) since(t *StackTable, l stackLengths) error {
+	for i := l.stacks; i < len(t.Stacks); i++ {
+		if err := c.stack(&t.Stacks[i]); err != nil {
+			return err
 		}
 	}
+	for i := l.objects; i < len(t.Objects); i++ {
+		if err := c.object(&t.Objects[i]); err != nil {
+			return err
+		}
+	}
+	for i := l.maps; i < len(t.Maps); i++ {
+		if err := c.mapping(&t.Maps[i]); err != nil {
+			return err
+		}
+	}
+	for i := l.symbols; i < len(t.Symbols); i++ {
+		if err := c.symbol(&t.Symbols[i]); err != nil {
+			return err
+		}
+	}
+	for i := l.processes; i < len(t.Processes); i++ {
+		if err := c.process(&t.Processes[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stackLengths is how many entries of each kind a table holds.
+type stackLengths struct{ stacks, objects, maps, symbols, processes int }
+
+func (t *StackTable) lengths() stackLengths {
+	return stackLengths{len(t.Stacks), len(t.Objects), len(t.Maps), len(t.Symbols), len(t.Processes)}
+}
+
+func (c *stackCount) stack(s *Stack) error {
+	if len(s.Frames) > MaxFrames {
+		return limitf("stack %#x has %d frames, more than %d (format.MaxFrames)", s.ID, len(s.Frames), MaxFrames)
+	}
+	return c.entry(&c.stacks, MaxStacks, "stacks", "MaxStacks", unsafe.Sizeof(*s), len(s.Frames), 0)
+}
+
+func (c *stackCount) object(o *Object) error {
+	return c.entry(&c.objects, MaxStackObjects, "objects", "MaxStackObjects", unsafe.Sizeof(*o), 0, len(o.Path)+len(o.BuildID)+len(o.NoSymbols))
+}
+
+func (c *stackCount) mapping(m *Mapping) error {
+	return c.entry(&c.maps, MaxStackMaps, "mappings", "MaxStackMaps", unsafe.Sizeof(*m), 0, 0)
+}
+
+func (c *stackCount) symbol(s *Symbol) error {
+	return c.entry(&c.symbols, MaxStackSymbols, "symbols", "MaxStackSymbols", unsafe.Sizeof(*s), 0, len(s.Name))
+}
+
+func (c *stackCount) process(p *ProcessNote) error {
+	return c.entry(&c.processes, MaxStackProcesses, "process notes", "MaxStackProcesses", unsafe.Sizeof(*p), 0, len(p.Reason))
+}
+
+// decodeStackTable reads a part written by encodeStackTable and checks it
+// against the limits, counting its entries into c, which holds those of
+// the parts of the same table decoded before (nil: there are none). When
+// the part fails, c is left as it was.
+//
+// The JSON is decoded as it is decompressed, an entry at a time, each
+// counted before the next is read: the part is never held whole, as JSON
+// or decoded, beyond the limits.
+func decodeStackTable(s string, c *stackCount) (_ *StackTable, err error) {
+	if c == nil {
+		c = new(stackCount)
+	}
+	before := *c
+	defer func() {
+		if err != nil {
+			*c = before
+			if !errors.Is(err, ErrLimit) {
+				err = fmt.Errorf("%w: %v", ErrStackTable, err)
+			}
+		}
+	}()
+	z, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	zr, err := zstd.NewReader(bytes.NewReader(z), zstd.WithDecoderMaxMemory(MaxStackTableBytes), zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	p := &partDecoder{in: jsonLimiter{r: zr}, c: c}
+	p.dec = json.NewDecoder(&p.in)
+	p.dec.UseNumber() // skipping an unknown key's value must not fail on a number
+	return p.table()
+}
+
+// partDecoder walks the JSON of a part, decoding the entries of each array
+// one by one.
+type partDecoder struct {
+	in  jsonLimiter
+	dec *json.Decoder
+	c   *stackCount
+}
+
+// token, more and decode are the decoder's, for one token or entry each:
+// it may read at most MaxStackEntryBytes for it.
+func (p *partDecoder) token() (json.Token, error) { p.in.entry = 0; return p.dec.Token() }
+func (p *partDecoder) more() bool                 { p.in.entry = 0; return p.dec.More() }
+func (p *partDecoder) decode(v any) error         { p.in.entry = 0; return p.dec.Decode(v) }
+
+// table reads a part as json.Unmarshal would into a StackTable: an object
+// whose keys match the fields' names without regard to case (a key that
+// repeats replaces the entries before, another key is skipped), or null.
+func (p *partDecoder) table() (*StackTable, error) {
+	t := new(StackTable)
+	tok, err := p.token()
+	switch {
+	case err == io.EOF:
+		return nil, io.ErrUnexpectedEOF
+	case err != nil:
+		return nil, err
+	case tok == json.Delim('{'):
+		for p.more() {
+			if tok, err = p.token(); err != nil {
+				return nil, err
+			}
+			key, _ := tok.(string)
+			switch {
+			case strings.EqualFold(key, "stacks"):
+				t.Stacks, err = decodeArray(p, (*stackCount).stack)
+			case strings.EqualFold(key, "objects"):
+				t.Objects, err = decodeArray(p, (*stackCount).object)
+			case strings.EqualFold(key, "maps"):
+				t.Maps, err = decodeArray(p, (*stackCount).mapping)
+			case strings.EqualFold(key, "symbols"):
+				t.Symbols, err = decodeArray(p, (*stackCount).symbol)
+			case strings.EqualFold(key, "processes"):
+				t.Processes, err = decodeArray(p, (*stackCount).process)
+			default:
+				err = p.skip()
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		if _, err := p.token(); err != nil { // the closing brace
+			return nil, err
+		}
+	case tok != nil:
+		return nil, fmt.Errorf("%v where an object belongs", tok)
+	}
+	if _, err := p.token(); err != io.EOF {
+		if err == nil {
+			err = errors.New("data after the table")
+		}
+		return nil, err
+	}
 	return t, nil
+}
+
+// decodeArray reads an array (or null) of entries, counting each with
+// count as soon as it is decoded.
+func decodeArray[E any](p *partDecoder, count func(*stackCount, *E) error) ([]E, error) {
+	tok, err := p.token()
+	if err != nil || tok == nil {
+		return nil, err
+	}
+	if tok != json.Delim('[') {
+		return nil, fmt.Errorf("%v where an array belongs", tok)
+	}
+	var es chunks[E]
+	for p.more() {
+		e := es.next()
+		if err := p.decode(e); err != nil {
+			return nil, err
+		}
+		if err := count(p.c, e); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := p.token(); err != nil { // the closing bracket
+		return nil, err
+	}
+	return es.slice(), nil
+}
+
+// maxJSONDepth is the nesting json.Unmarshal allows.
+const maxJSONDepth = 10000
+
+// skip reads a value that the table has no field for, token by token
+// (json.Decoder's Token does not bound the nesting: skip does, as
+// json.Unmarshal would in the table's object).
+func (p *partDecoder) skip() error {
+	depth := 0
+	for {
+		tok, err := p.token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('['), json.Delim('{'):
+			if depth++; depth >= maxJSONDepth {
+				return errors.New("exceeded max depth")
+			}
+		case json.Delim(']'), json.Delim('}'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// chunks collects the entries of an array as they are decoded, in chunks
+// that double up to 64Ki entries, so that each entry is copied once, into
+// the slice of all at the end, rather than at each growth of one slice:
+// an array of n entries allocates about 2n of them in all, not 5n.
+type chunks[E any] struct {
+	full [][]E
+	cur  []E
+	n    int
+}
+
+func (c *chunks[E]) next() *E {
+	if len(c.cur) == cap(c.cur) {
+		if c.cur != nil {
+			c.full = append(c.full, c.cur)
+		}
+		c.cur = make([]E, 0, min(max(2*cap(c.cur), 16), 1<<16))
+	}
+	c.n++
+	c.cur = c.cur[:len(c.cur)+1]
+	return &c.cur[len(c.cur)-1]
+}
+
+// slice returns the entries; an empty array is an empty slice, not nil,
+// as json.Unmarshal makes it.
+func (c *chunks[E]) slice() []E {
+	if c.full == nil {
+		if c.cur == nil {
+			return []E{}
+		}
+		return c.cur
+	}
+	all := make([]E, 0, c.n)
+	for _, f := range c.full {
+		all = append(all, f...)
+	}
+	return append(all, c.cur...)
+}
+
+// jsonLimiter passes a part's JSON to the decoder, and fails past
+// MaxStackTableBytes in all or MaxStackEntryBytes since entry was zeroed
+// (the decoder reads more for a value only while the value is incomplete,
+// so this fails only for a value that is longer).
+type jsonLimiter struct {
+	r            io.Reader
+	total, entry int64
+}
+
+func (l *jsonLimiter) Read(b []byte) (int, error) {
+	if l.entry >= MaxStackEntryBytes {
+		return 0, limitf("an entry of more than %s of JSON (format.MaxStackEntryBytes)", sizeStr(MaxStackEntryBytes))
+	}
+	if l.total >= MaxStackTableBytes {
+		var one [1]byte
+		if n, err := io.ReadFull(l.r, one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, limitf("a part of more than %s of JSON (format.MaxStackTableBytes)", sizeStr(MaxStackTableBytes))
+	}
+	b = b[:min(int64(len(b)), MaxStackEntryBytes-l.entry, MaxStackTableBytes-l.total)]
+	n, err := l.r.Read(b)
+	l.total += int64(n)
+	l.entry += int64(n)
+	return n, err
 }

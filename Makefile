@@ -86,7 +86,7 @@ bench-go:
 	$(GO) test -run '^$$' -bench Wakeup -benchtime 1x ./bpf/
 
 FUZZTIME ?= 60s
-FUZZ := format:FuzzOpen format:FuzzRepair record/usdt:FuzzRead record/usdt:FuzzParseNote \
+FUZZ := format:FuzzOpen format:FuzzRepair format:FuzzStackTable record/usdt:FuzzRead record/usdt:FuzzParseNote \
 	record/usdt:FuzzParseArgs probespec:FuzzParse record/tracefs:FuzzParseFormat record/elfsym:FuzzELF \
 	cmd/bpftape:FuzzVerbs internal/textsafe:FuzzEscape record/stacktable:FuzzAdd replay:FuzzKeyFields \
 	record/ctypes:FuzzBinary format/internal/zstdtime:FuzzRoundTrip

@@ -1,6 +1,9 @@
 package format
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -130,4 +133,73 @@ func FuzzRepair(f *testing.F) {
 			t.Fatalf("repaired file: %d rows (Repair wrote %d), recovered %v, error %v", rows, res.Rows, recovered, err)
 		}
 	})
+}
+
+// FuzzStackTable decodes arbitrary JSON as a stack table part: no panic,
+// an error is ErrStackTable or ErrLimit, the bytes allocated stay in
+// proportion to the input's, and a part that decodes is what
+// json.Unmarshal, the decoder before, makes of it.
+func FuzzStackTable(f *testing.F) {
+	for _, js := range StackTableSeeds() {
+		f.Add(js)
+	}
+	f.Fuzz(func(t *testing.T, js []byte) {
+		part := encodeJSON(js)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		got, err := decodeStackTable(part, nil)
+		runtime.ReadMemStats(&after)
+		// An empty entry of 3 bytes takes 64 at most, twice (see chunks);
+		// the decoders take a few MiB.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64*uint64(len(js))+16<<20 {
+			t.Fatalf("decoding %d bytes of JSON allocated %s", len(js), sizeStr(alloc))
+		}
+		if err != nil && !errors.Is(err, ErrStackTable) && !errors.Is(err, ErrLimit) {
+			t.Fatalf("error %v is neither ErrStackTable nor ErrLimit", err)
+		}
+		var want StackTable
+		werr := json.Unmarshal(js, &want)
+		switch {
+		case errors.Is(err, ErrLimit):
+			// Within the limits json.Unmarshal has none of.
+		case err != nil && werr == nil:
+			t.Fatalf("decode: %v; json.Unmarshal: no error", err)
+		case err == nil && werr != nil && !strings.Contains(werr.Error(), "exceeded max depth"):
+			// (An entry is nested less deep in a part than in the table.)
+			t.Fatalf("decode: no error; json.Unmarshal: %v", werr)
+		case err == nil && werr == nil && !got.Equal(&want) && !repeatsField(js):
+			t.Fatalf("decoded\n %+v\njson.Unmarshal\n %+v", got, &want)
+		}
+	})
+}
+
+// repeatsField reports whether the object js has a table field twice (a
+// key json.Unmarshal matches with one, without regard to case): it decodes
+// the second into the first's entries, where a part replaces them.
+func repeatsField(js []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		key, _ := tok.(string)
+		for _, f := range []string{"stacks", "objects", "maps", "symbols", "processes"} {
+			if strings.EqualFold(key, f) {
+				if seen[f] {
+					return true
+				}
+				seen[f] = true
+			}
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
 }

@@ -3,6 +3,8 @@ package format
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -149,4 +151,35 @@ func stackSeed(path string) ([]byte, error) {
 		return nil, err
 	}
 	return os.ReadFile(path)
+}
+
+// StackTableSeeds returns the JSON of a few stack table parts, as a writer
+// writes them and as JSON allows beyond that (null, unknown keys, keys in
+// another case, null entries), by name: the seeds of FuzzStackTable,
+// whose corpus testdata/fuzz/FuzzStackTable/seed-* holds them. It is not
+// part of the capture API.
+func StackTableSeeds() map[string][]byte {
+	seeds := map[string][]byte{
+		"empty":   []byte(`{}`),
+		"null":    []byte(`null`),
+		"unknown": []byte(`{"future":{"x":[1,2.5e3,{"y":null}]},"stacks":[{"id":1,"frames":[4096],"new":true}],"n":-1}`),
+		"case":    []byte(`{"Stacks":[{"ID":2,"Kernel":true,"Frames":[1,2]}],"MAPS":[null,{}]}`),
+	}
+	parts := []*StackTable{
+		{
+			Stacks:  []Stack{{ID: StackID(false, []uint64{0x401000, 0x402000}), Frames: []uint64{0x401000, 0x402000}}, {ID: StackID(true, []uint64{0xffffffff81000000}), Kernel: true, Frames: []uint64{0xffffffff81000000}}},
+			Objects: []Object{{ID: 1, Path: "/bin/app", BuildID: "ab"}, {ID: 2, Path: "[kernel]", Kernel: true}, {ID: 3, Path: "/lib/stripped.so", NoSymbols: "no symbol table"}},
+			Maps:    []Mapping{{PID: 7, Since: 1, Start: 0x400000, End: 0x500000, Offset: 0x1000, Object: 1, Bias: 0x400000}},
+			Symbols: []Symbol{{Object: 1, Addr: 0x401000, Size: 0x10, Name: "leaf"}, {Object: 2, Addr: 0xffffffff81000000, Name: "do_syscall_64"}},
+		},
+		{Processes: []ProcessNote{{PID: 9, Reason: "exited before its mappings were read"}}},
+	}
+	for i, p := range parts {
+		js, err := json.Marshal(p)
+		if err != nil {
+			panic(err) // a table always marshals
+		}
+		seeds[fmt.Sprint("part", i)] = js
+	}
+	return seeds
 }

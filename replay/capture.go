@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/usage"
+	"github.com/bpftape/bpftape/replay/symbolize"
 )
 
 // Capture is an open capture: its file, opened once, and its metadata. It
@@ -25,6 +26,8 @@ type Capture struct {
 
 	noProject bool // read with Scan even where a projection would do
 	workers   int  // goroutines of a projected read; 0: one per CPU
+
+	sym *symbolize.Symbolizer // the stack table's index, built once (symbolizer)
 }
 
 // Open opens a capture and reads its metadata.
@@ -47,6 +50,20 @@ func (c *Capture) Schema() *arrow.Schema { return c.r.Schema }
 
 // StackTable returns the capture's stack table (empty without stacks).
 func (c *Capture) StackTable() (*format.StackTable, error) { return c.r.StackTable() }
+
+// symbolizer returns the index of the capture's stack table, built on the
+// first call: a report symbolizes for several probes and modes, and the
+// index of a large table costs as much as reading it.
+func (c *Capture) symbolizer() (*symbolize.Symbolizer, error) {
+	if c.sym == nil {
+		t, err := c.r.StackTable()
+		if err != nil {
+			return nil, err
+		}
+		c.sym = symbolize.New(t)
+	}
+	return c.sym, nil
+}
 
 // Column returns the schema index of the named column, or -1.
 func (c *Capture) Column(name string) int { return c.r.Column(name) }

@@ -32,11 +32,11 @@ type foldedName struct {
 
 // NewStackNamer reads c's stack table.
 func NewStackNamer(c *Capture) (*StackNamer, error) {
-	t, err := c.StackTable()
+	sym, err := c.symbolizer()
 	if err != nil {
 		return nil, err
 	}
-	return &StackNamer{sym: symbolize.New(t), names: map[stackKey]foldedName{}, unresolved: map[string]uint64{}}, nil
+	return &StackNamer{sym: sym, names: map[stackKey]foldedName{}, unresolved: map[string]uint64{}}, nil
 }
 
 // Folded returns stack id, taken in process pid at boot-clock time t, as

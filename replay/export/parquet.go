@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,6 +70,18 @@ func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.P
 // event's host field in a merged capture, else Meta.Host (NULL when
 // redacting), and N the first free number, so that exporting more captures
 // into dir adds to it.
+//
+// A run writes one part file per partition. At most MaxOpenParts part
+// writers are open at once, sharing PartsMemory for the rows they gather:
+// the first pass over c writes the first MaxOpenParts partitions it meets
+// and counts the rest, and each later pass writes the next MaxOpenParts
+// and stops after their last row, so that a capture of P partitions is
+// read ceil(P/MaxOpenParts) times. Closing a part to open another would
+// write a file per row when more partitions than that interleave (a
+// recording of k:vfs_* has hundreds of probes); spilling rows to
+// temporary files would bound memory too, at the cost of a second file
+// format. The Result and the Pass are the first pass's. The part files
+// are put in place at the end, and only if every one was written.
 func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pass *replay.Pass, err error) {
 	o.Lost = o.lostMode()
 	m := c.Meta()
@@ -77,45 +90,6 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pa
 	if err != nil {
 		return nil, nil, err
 	}
-	type part struct {
-		pw   *pqWriter
-		f    *outfile.File
-		key  [2]string
-		used uint64 // when it last got a row
-	}
-	// At most MaxOpenParts writers are open at once (each holds a row
-	// group's builders): a capture may name thousands of hosts. The least
-	// recently used is finished first, and its partition's later rows go
-	// into a new part file.
-	open := map[[2]string]*part{}
-	var order []*part // every part, open or finished, to commit
-	var rows uint64
-	res = &Result{}
-	defer func() {
-		stackNotes(res, names)
-		// Every part is finished, then put in place only if all are.
-		for _, p := range order {
-			if cerr := p.pw.close(); err == nil && cerr != nil {
-				err = fmt.Errorf("%s: %w", dir, cerr)
-			}
-		}
-		for _, p := range order {
-			if err == nil {
-				if err = p.f.Commit(); err == nil {
-					res.Files = append(res.Files, p.f.Name())
-				}
-			}
-		}
-		if err != nil {
-			for _, p := range order {
-				p.f.Discard()
-			}
-			for _, path := range res.Files {
-				os.Remove(path) // parts this export committed
-			}
-			res.Files = nil
-		}
-	}()
 	// Per probe: its columns, and the schema index of its host field, if any.
 	probeCols := make([][]column, len(m.Probes))
 	hostCol := make([]int, len(m.Probes))
@@ -139,10 +113,9 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pa
 			probeCols[pi] = append(probeCols[pi], col)
 		}
 	}
-	pass, err = walk(c, &o, func(b *format.Batch, i int, lost bool) error {
-		pi := b.Probe[i]
+	keyOf := func(b *format.Batch, i int) [2]string {
 		host := m.Host
-		switch {
+		switch pi := b.Probe[i]; {
 		case o.Redact:
 			host = "" // the folder host=__HIVE_DEFAULT_PARTITION__: NULL
 		case hostCol[pi] >= 0 && b.Col(hostCol[pi]).Valid(i):
@@ -150,52 +123,160 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pa
 		case merged:
 			host = HiveNull
 		}
-		key := [2]string{host, m.Probes[pi].Name}
-		p := open[key]
-		if p == nil {
-			if len(open) >= MaxOpenParts {
-				var lru *part
-				for _, q := range open {
-					if lru == nil || q.used < lru.used {
-						lru = q
-					}
+		return [2]string{host, m.Probes[b.Probe[i]].Name}
+	}
+
+	type part struct {
+		key   [2]string
+		pass  int    // the pass that writes it
+		rows  uint64 // its rows, as the first pass counted them
+		wrote uint64
+		pw    *pqWriter // while it is open
+		f     *outfile.File
+	}
+	parts := map[[2]string]*part{}
+	var order []*part // every part, in the order met, to commit
+	var open []*part
+	var last []uint64 // per pass, the number of the last row it writes
+	res = &Result{}
+	defer func() {
+		stackNotes(res, names)
+		// Every part is finished, then put in place only if all are.
+		for _, p := range order {
+			if err == nil && p.f != nil {
+				if err = p.f.Commit(); err == nil {
+					res.Files = append(res.Files, p.f.Name())
 				}
-				if err := lru.pw.close(); err != nil {
-					return fmt.Errorf("%s: %w", dir, err)
-				}
-				delete(open, lru.key)
 			}
-			f, err := createPart(dir, host, key[1])
+		}
+		if err != nil {
+			for _, p := range order {
+				if p.f != nil {
+					p.f.Discard()
+				}
+			}
+			for _, path := range res.Files {
+				os.Remove(path) // parts this export committed
+			}
+			res.Files = nil
+		}
+	}()
+	write := func(p *part, b *format.Batch, i int) error {
+		if p.pw == nil {
+			f, err := createPart(dir, p.key[0], p.key[1])
 			if err != nil {
 				return err
 			}
+			p.f = f
 			// The column writers write in small pieces: give them a buffer.
 			bw := bufio.NewWriterSize(f, 1<<16)
-			pw, err := newPQWriter(bw, probeCols[pi], c, &o)
+			pw, err := newPQWriter(bw, probeCols[b.Probe[i]], c, &o)
 			if err != nil {
-				f.Discard()
 				return fmt.Errorf("%s: %w", dir, err)
 			}
 			pw.buf = bw
-			p = &part{pw: pw, f: f, key: key}
-			open[key] = p
-			order = append(order, p)
+			p.pw = pw
+			open = append(open, p)
 			res.OpenParts = max(res.OpenParts, len(open))
+			for _, q := range open {
+				if err := q.pw.limit(PartsMemory / len(open)); err != nil {
+					return fmt.Errorf("%s: %w", dir, err)
+				}
+			}
 		}
-		rows++
-		p.used = rows
-		count(res, lost)
+		p.wrote++
 		return p.pw.add(b, i)
+	}
+	// closeOpen finishes the open parts and lets their writers go.
+	closeOpen := func() error {
+		var err error
+		for _, p := range open {
+			if cerr := p.pw.close(); err == nil && cerr != nil {
+				err = fmt.Errorf("%s: %w", dir, cerr)
+			}
+			p.pw = nil
+		}
+		open = open[:0]
+		return err
+	}
+
+	var row uint64
+	pass, err = walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+		count(res, lost)
+		row++
+		key := keyOf(b, i)
+		p := parts[key]
+		if p == nil {
+			p = &part{key: key, pass: len(parts) / MaxOpenParts}
+			parts[key] = p
+			order = append(order, p)
+			if p.pass == len(last) {
+				last = append(last, 0)
+			}
+		}
+		p.rows++
+		last[p.pass] = row
+		if p.pass > 0 {
+			return nil
+		}
+		return write(p, b, i)
 	})
+	if err == nil {
+		err = closeOpen()
+	}
+	for n := 1; n < len(last) && err == nil; n++ {
+		row = 0
+		_, err = walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+			if row++; row > last[n] {
+				return errPassDone
+			}
+			p := parts[keyOf(b, i)]
+			if p == nil {
+				return errChanged
+			}
+			if p.pass != n {
+				return nil
+			}
+			return write(p, b, i)
+		})
+		if errors.Is(err, errPassDone) {
+			err = nil
+		}
+		if err == nil {
+			err = closeOpen()
+		}
+	}
+	for _, p := range order {
+		if err == nil && p.wrote != p.rows {
+			err = errChanged
+		}
+	}
+	if errors.Is(err, errChanged) {
+		err = fmt.Errorf("%s: %w", c.Name, err)
+	}
 	return res, pass, err
 }
+
+var (
+	// errPassDone ends a pass of WritePartitioned after its last row.
+	errPassDone = errors.New("pass done")
+	// errChanged is a capture that read differently the second time.
+	errChanged = errors.New("the capture changed while it was exported")
+)
 
 // MaxOpenParts bounds the part files a partitioned export writes at once.
 const MaxOpenParts = 64
 
+// PartsMemory is what the rows gathered for the next row groups of a
+// partitioned export's open parts take at most, shared equally among them
+// (pqWriter.limit); their buffers, grown by doubling, may take up to twice
+// as much. A part's row groups are smaller when many parts are open, but
+// not smaller than PartsMemory/MaxOpenParts (2 MiB).
+const PartsMemory = 128 << 20
+
 // createPart starts a new part file in dir/host=H/probe=P/: a temporary
-// file that commitParts names part-N.parquet with the first free N, mode
-// 0600, replacing no file.
+// file that WritePartitioned names part-N.parquet at its end, with the
+// first free N, mode 0600, replacing no file.
 func createPart(dir, host, probe string) (*outfile.File, error) {
 	folder := filepath.Join(dir, "host="+hiveEscape(host), "probe="+hiveEscape(probe))
 	if err := outfile.MkdirAll(dir, folder); err != nil {
@@ -231,7 +312,11 @@ func hiveEscape(s string) string {
 // written here too (arrowipc.SchemaStream), so that Arrow readers (polars,
 // pyarrow) see the same types: probe a dictionary, comm utf8.
 type pqWriter struct {
-	fw     *file.Writer
+	fw *file.Writer
+	// create makes fw, at the first row group or at close, with the
+	// compression chosen (see smallPart).
+	create func(codec compress.Compression) error
+	codec  compress.Compression
 	cols   []*pqColumn
 	n      int
 	file   io.Closer     // of a partition, closed after the footer
@@ -239,27 +324,43 @@ type pqWriter struct {
 	closed bool
 	sink   *sink // the output, with its first write error
 	failed error // set once the Parquet writer failed: it is not called again
+	// size is what the gathered rows take in the column buffers; a row
+	// group is written once it reaches maxBytes, when that is not 0.
+	size     int
+	maxBytes int
 }
 
 // pqColumn is one column's values for the current row group: ints (INT32
 // or INT64 by physical type) or byte arrays (bytes, slices of arena), and
 // for a nullable column its definition levels (1 set, 0 null).
+//
+// The arena is a list of chunks rather than one slice grown by append:
+// the values cut from a slice keep it when append moves on to a larger
+// one, so that a grown arena held several times its bytes (a partitioned
+// export of 64 parts, 1.5 million events with 280-byte strings, peaked at
+// 1.4 GB resident, and at 480 MB with chunks).
 type pqColumn struct {
 	phys     parquet.Type
 	nullable bool
 	i32      []int32
 	i64      []int64
 	bytes    []parquet.ByteArray
-	arena    []byte
+	arena    []byte // the current chunk
+	chunks   int    // the bytes of the chunks of the row group
 	defs     []int16
 	add      func(b *format.Batch, i int)
+	size     *int // the writer's size, which the appends add to
 }
 
-func (c *pqColumn) null() { c.defs = append(c.defs, 0) }
+func (c *pqColumn) null() {
+	c.defs = append(c.defs, 0)
+	*c.size += 2
+}
 
 func (c *pqColumn) set() {
 	if c.nullable {
 		c.defs = append(c.defs, 1)
+		*c.size += 2
 	}
 }
 
@@ -269,8 +370,10 @@ func (c *pqColumn) int(v uint64) {
 	c.set()
 	if c.phys == parquet.Types.Int32 {
 		c.i32 = append(c.i32, int32(v))
+		*c.size += 4
 	} else {
 		c.i64 = append(c.i64, int64(v))
+		*c.size += 8
 	}
 }
 
@@ -280,15 +383,30 @@ func (c *pqColumn) str(s string) {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
+	if len(c.arena)+len(s) > cap(c.arena) {
+		c.arena = make([]byte, 0, max(arenaChunk, len(s)))
+		c.chunks += cap(c.arena)
+	}
 	start := len(c.arena)
 	c.arena = append(c.arena, s...)
-	// Earlier values keep the arena they were cut from when it grows.
 	c.bytes = append(c.bytes, c.arena[start:len(c.arena):len(c.arena)])
+	*c.size += len(s) + sliceHeader
 }
 
 func (c *pqColumn) reset() {
 	c.i32, c.i64, c.bytes, c.defs = c.i32[:0], c.i64[:0], c.bytes[:0], c.defs[:0]
-	c.arena = nil // the written values may still point into it
+	c.arena, c.chunks = nil, 0 // the written values may still point into it
+}
+
+// arenaChunk is the size of an arena chunk, or of a longer value's own.
+const arenaChunk = 64 << 10
+
+// sliceHeader is the size of a parquet.ByteArray, which a []byte is.
+const sliceHeader = 24
+
+// held is what c's buffers take, used or not.
+func (c *pqColumn) held() int {
+	return 4*cap(c.i32) + 8*cap(c.i64) + sliceHeader*cap(c.bytes) + 2*cap(c.defs) + c.chunks
 }
 
 // sink remembers the first error of the output that the Parquet writer writes to.
@@ -409,7 +527,7 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 	var fields []arrow.Field
 	for _, col := range cols {
 		var f arrow.Field
-		pc := &pqColumn{}
+		pc := &pqColumn{size: &p.size}
 		switch col.fixed {
 		case format.ColTime:
 			f = arrow.Field{Name: col.name, Type: arrow.PrimitiveTypes.Int64}
@@ -486,21 +604,29 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 	if err := kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(stream)); err != nil {
 		return nil, err
 	}
-	props := parquet.NewWriterProperties(
-		parquet.WithCompression(codec),
-		parquet.WithMaxRowGroupLength(RowGroupRows),
-		parquet.WithCreatedBy("bpftape"),
-	)
 	p.sink = &sink{w: w}
-	err = p.call("write parquet header", func() error {
-		p.fw = file.NewParquetWriter(p.sink, root, file.WithWriterProps(props), file.WithWriteMetadata(kv))
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	p.codec = codec
+	p.create = func(codec compress.Compression) error {
+		props := parquet.NewWriterProperties(
+			parquet.WithCompression(codec),
+			parquet.WithMaxRowGroupLength(RowGroupRows),
+			parquet.WithCreatedBy("bpftape"),
+		)
+		return p.call("write parquet header", func() error {
+			p.fw = file.NewParquetWriter(p.sink, root, file.WithWriterProps(props), file.WithWriteMetadata(kv))
+			return nil
+		})
 	}
 	return p, nil
 }
+
+// smallPart is the number of rows under which a file whose rows all fit in
+// one row group is written uncompressed: compression gains little there,
+// and Arrow Go v15's zstd codec builds a new encoder (megabytes) for every
+// page it compresses. A partitioned export of 2,000 parts of one row took
+// 16.6 s of CPU with zstd, most of it in those encoders and the collection
+// of their garbage.
+const smallPart = 1024
 
 // fieldAppender appends a field column's value, or null, to pc.
 func fieldAppender(pc *pqColumn, ci int, isString bool) func(b *format.Batch, i int) {
@@ -538,10 +664,29 @@ func (p *pqWriter) add(b *format.Batch, i int) error {
 		c.add(b, i)
 	}
 	p.n++
-	if p.n >= RowGroupRows {
+	if p.n >= RowGroupRows || p.maxBytes > 0 && p.size >= p.maxBytes {
 		return p.flush()
 	}
 	return nil
+}
+
+// limit has p write a row group once its rows take n bytes. If its buffers
+// hold more than n (grown under a larger limit), it writes the rows it has
+// and lets the buffers go.
+func (p *pqWriter) limit(n int) error {
+	p.maxBytes = n
+	held := 0
+	for _, c := range p.cols {
+		held += c.held()
+	}
+	if held <= n {
+		return nil
+	}
+	err := p.flush()
+	for _, c := range p.cols {
+		c.i32, c.i64, c.bytes, c.defs = nil, nil, nil, nil
+	}
+	return err
 }
 
 // flush writes the gathered rows as one row group.
@@ -549,7 +694,16 @@ func (p *pqWriter) flush() error {
 	if p.n == 0 {
 		return nil
 	}
-	p.n = 0
+	if p.fw == nil {
+		codec := p.codec
+		if p.closed && p.n < smallPart {
+			codec = compress.Codecs.Uncompressed
+		}
+		if err := p.create(codec); err != nil {
+			return err
+		}
+	}
+	p.n, p.size = 0, 0
 	err := p.call("write parquet", func() error {
 		rg := p.fw.AppendRowGroup()
 		for _, c := range p.cols {
@@ -593,7 +747,12 @@ func (p *pqWriter) close() error {
 	}
 	p.closed = true
 	err := p.flush()
-	if cerr := p.call("write parquet footer", p.fw.Close); err == nil && cerr != nil {
+	if p.fw == nil && err == nil {
+		err = p.create(compress.Codecs.Uncompressed) // no rows
+	}
+	if p.fw == nil {
+		// The header was never written: there is nothing to end.
+	} else if cerr := p.call("write parquet footer", p.fw.Close); err == nil && cerr != nil {
 		err = cerr
 	}
 	if p.buf != nil {

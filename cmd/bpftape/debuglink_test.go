@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/testutils"
 )
@@ -77,42 +75,14 @@ func hostileSpin(t *testing.T, make func(debug string) error) (bin, debug string
 	return bin, debug
 }
 
-// watchFIFO makes a FIFO at path and waits on a goroutine to open it for
-// writing, which succeeds as soon as anyone opens it for reading: opened
-// reports whether that happened. The test's end lets the writer go.
-func watchFIFO(t *testing.T, path string) (opened func() bool) {
+// nobodyFIFO is testutils.WatchFIFO of a FIFO that nobody owns.
+func nobodyFIFO(t *testing.T, path string) (opened func() bool) {
 	t.Helper()
-	if err := unix.Mkfifo(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	opened = testutils.WatchFIFO(t, path)
 	if err := os.Lchown(path, nobody, nobody); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
-			unix.Close(fd)
-		}
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			if fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
-				<-done
-				unix.Close(fd)
-			}
-		}
-	})
-	return func() bool {
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	}
+	return opened
 }
 
 // runAsNobody starts bin as nobody; it is killed at the end of the test.
@@ -141,7 +111,7 @@ type hostileCase struct {
 
 var hostileCases = []hostileCase{
 	{"fifo", func(t *testing.T, debug string) func() bool {
-		return watchFIFO(t, debug)
+		return nobodyFIFO(t, debug)
 	}, "a FIFO, not a regular file"},
 	{"link to a device", func(t *testing.T, debug string) func() bool {
 		must(t, os.Symlink("/dev/zero", debug))
@@ -150,7 +120,7 @@ var hostileCases = []hostileCase{
 	{"link to a fifo", func(t *testing.T, debug string) func() bool {
 		// The link is not followed: the FIFO behind it is never opened.
 		fifo := filepath.Join(filepath.Dir(debug), "pipe")
-		opened := watchFIFO(t, fifo)
+		opened := nobodyFIFO(t, fifo)
 		must(t, os.Symlink(fifo, debug))
 		return opened
 	}, "a symbolic link on the way, which is not followed there"},

@@ -11,44 +11,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// watchFIFO makes the FIFO at path and waits, on a goroutine, to open it
-// for writing, which happens as soon as anyone opens it for reading;
-// opened reports whether that happened. The test's end releases it.
-func watchFIFO(t *testing.T, path string) (opened func() bool) {
-	t.Helper()
-	if err := unix.Mkfifo(path, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
-			unix.Close(fd)
-		}
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-			return
-		default:
-		}
-		// A reader of our own lets the writer through.
-		if fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
-			<-done
-			unix.Close(fd)
-		}
-	})
-	return func() bool {
-		select {
-		case <-done:
-			return true
-		case <-time.After(20 * time.Millisecond):
-			return false
-		}
-	}
-}
+	"github.com/bpftape/bpftape/internal/testutils"
+)
 
 // TestOpenRegular: a regular file opens under every Links; a FIFO,
 // directory or device is refused without being opened, followed or
@@ -61,7 +26,7 @@ func TestOpenRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "fifo")
-	fifoOpened := watchFIFO(t, fifo)
+	fifoOpened := testutils.WatchFIFO(t, fifo)
 	sub := filepath.Join(dir, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -202,7 +167,7 @@ func TestDebugLinkHostile(t *testing.T) {
 		want string
 	}{
 		{"fifo", func(t *testing.T, debug, _ string) {
-			fifoOpened = watchFIFO(t, debug)
+			fifoOpened = testutils.WatchFIFO(t, debug)
 		}, "a FIFO, not a regular file"},
 		{"device link", func(t *testing.T, debug, _ string) {
 			if err := os.Symlink("/dev/zero", debug); err != nil {

@@ -40,6 +40,13 @@ type LatencyOptions struct {
 	// Interval, if not 0, prints one histogram per interval of the
 	// capture, by the return's time (funclatency -i with -T).
 	Interval time.Duration
+	// Style is "bcc" (default): the histograms as funclatency prints
+	// them; or "bpftrace": as bpftrace prints @usecs = hist(...), the
+	// map named after the unit, as Hist prints them in that style. The
+	// JSON is the same in both.
+	Style string
+	// Bpftrace selects the bpftrace release whose output to mimic.
+	Bpftrace hist.BpftraceVersion
 }
 
 // LatencyResult is what Latency counted.
@@ -102,6 +109,9 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 	if !ok {
 		return nil, fmt.Errorf("unit %q: use ns, us or ms", o.Unit)
 	}
+	if o.Style != "" && o.Style != "bcc" && o.Style != "bpftrace" {
+		return nil, usage.Errorf("style %q: use bcc or bpftrace", o.Style)
+	}
 	entry, err := c.ResolveProbe(o.Entry)
 	if err != nil {
 		return nil, err
@@ -123,10 +133,14 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 		}
 		l.open = map[pairKey]int64{}
 	}
-	if o.By == "" && o.Interval == 0 {
+	bpftrace := o.Style == "bpftrace" && !o.JSON
+	if o.By == "" && o.Interval == 0 && !bpftrace {
 		return l, nil
 	}
 	l.ho = HistOptions{Filter: o.Filter, Probe: o.Return, Label: u.label, By: o.By, JSON: o.JSON, Now: o.Now, unit: u.div}
+	if bpftrace {
+		l.ho.Style, l.ho.Bpftrace = "bpftrace", o.Bpftrace
+	}
 	switch o.By {
 	case "", "comm", "pid", "tid":
 	default:
@@ -262,8 +276,8 @@ func (l *Latencies) write(out io.Writer, res *LatencyResult) error {
 		if err := l.slices.writeIntervals(out, o.By != ""); err != nil {
 			return err
 		}
-	case o.By != "":
-		if err := printHistBody(out, &l.ho, l.slices.entries(0), true, l.ho.Now); err != nil {
+	case o.By != "" || l.ho.Style == "bpftrace":
+		if err := printHistBody(out, &l.ho, l.slices.entries(0), o.By != "", l.ho.Now); err != nil {
 			return err
 		}
 	default:
@@ -273,10 +287,14 @@ func (l *Latencies) write(out io.Writer, res *LatencyResult) error {
 	}
 	if res.Calls > 0 {
 		s := &res.Stats
+		if l.ho.Style != "bpftrace" {
+			// bpftrace ends each histogram with a blank line already.
+			fmt.Fprintln(out)
+		}
 		if u.div == 1 {
-			fmt.Fprintf(out, "\navg = %.0f %s, total: %s %s, count: %d\n", s.Mean(), u.label, s.Sum(), u.label, res.Calls)
+			fmt.Fprintf(out, "avg = %.0f %s, total: %s %s, count: %d\n", s.Mean(), u.label, s.Sum(), u.label, res.Calls)
 		} else {
-			fmt.Fprintf(out, "\navg = %s %s, total: %s %s, count: %d\n", meanFixed3(s, u.div), u.label, fixed3(s.Sum(), u.div), u.label, res.Calls)
+			fmt.Fprintf(out, "avg = %s %s, total: %s %s, count: %d\n", meanFixed3(s, u.div), u.label, fixed3(s.Sum(), u.div), u.label, res.Calls)
 		}
 		fmt.Fprintln(out, statsLine(s, u.div))
 	}

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/hist"
@@ -36,10 +38,12 @@ func withCapture(path string, stderr io.Writer, fn func(c *replay.Capture) (*rep
 }
 
 func runHist(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("hist", "[flags] FILE PROBE FIELD", `
+	fs := newFlags("hist", "[flags] FILE PROBE [FIELD]", `
 Prints the log2 histogram of FIELD of PROBE's events exactly as BCC's
 print_log2_hist(label) prints a BPF_HISTOGRAM filled with bpf_log2l(), or
-as bpftrace prints hist() with --style bpftrace.
+as bpftrace prints hist() with --style bpftrace. Without FIELD, it is
+PROBE's one integer field (not counting the --by field); the histogram's
+label, by default the field's name, says which.
 
 With --interval D, prints one histogram per D of the capture instead, as
 BCC's tools print with an interval and -T: each after a blank line and the
@@ -53,6 +57,7 @@ its histograms as --json prints them without --interval.
 
 Examples:
   bpftape hist cap.arrow rx arg2 --label size
+  bpftape hist cap.arrow rx                     # rx's one integer field, arg2
   bpftape hist cap.arrow tx_done retval --cast s32 --label "num packets"
   bpftape hist cap.arrow exit_read ret --by comm --style bpftrace
   bpftape hist cap.arrow exit_read ret --linear 0,2000,200 --stats
@@ -72,10 +77,10 @@ Examples:
 	if err != nil {
 		return helpOr(stderr, "hist", err)
 	}
-	if len(pos) != 3 {
-		return fail(stderr, "hist", usage.Errorf("want FILE PROBE FIELD, got %d arguments", len(pos)))
+	if len(pos) != 2 && len(pos) != 3 {
+		return fail(stderr, "hist", usage.Errorf("want FILE PROBE [FIELD], got %d arguments", len(pos)))
 	}
-	o := replay.HistOptions{Probe: pos[1], Field: pos[2], Label: *label, Style: *style, By: *by, Stats: *stats, JSON: *asJSON, Interval: *interval}
+	o := replay.HistOptions{Probe: pos[1], Label: *label, Style: *style, By: *by, Stats: *stats, JSON: *asJSON, Interval: *interval}
 	if flagSet(fs, "interval") && *interval <= 0 {
 		return fail(stderr, "hist", usage.Errorf("--interval %v: must be more than 0", *interval))
 	}
@@ -99,11 +104,50 @@ Examples:
 		}
 	}
 	o.Notes = stderr
-	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) { return replay.Hist(c, o, stdout) })
+	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
+		if len(pos) == 3 {
+			o.Field = pos[2]
+			return replay.Hist(c, o, stdout)
+		}
+		if _, err := c.ResolveProbe(o.Probe); err != nil {
+			return nil, err
+		}
+		_, p := c.Meta().Probe(o.Probe)
+		var err error
+		if o.Field, err = onlyIntField(p, o.By); err != nil {
+			return nil, err
+		}
+		if o.Label != "" {
+			// The label hides the field's name: say which it is.
+			fmt.Fprintf(stderr, "NOTE: the histogram is of %s's field %s\n", textsafe.Escape(o.Probe), textsafe.Escape(o.Field))
+		}
+		return replay.Hist(c, o, stdout)
+	})
 	if err != nil {
 		return fail(stderr, "hist", err)
 	}
 	return exitOK
+}
+
+// onlyIntField is the one integer field of p, not counting the field by
+// (hist's --by), which hist takes when no FIELD is given.
+func onlyIntField(p *format.Probe, by string) (string, error) {
+	var ints, all []string
+	for _, f := range p.Fields {
+		all = append(all, f.Name)
+		if f.Type.IsInt() && f.Name != by {
+			ints = append(ints, f.Name)
+		}
+	}
+	switch {
+	case len(ints) == 1:
+		return ints[0], nil
+	case len(ints) > 1:
+		return "", usage.Errorf("probe %s has %d integer fields: give FIELD, one of %s", p.Name, len(ints), strings.Join(ints, ", "))
+	case len(all) > 0:
+		return "", usage.Errorf("probe %s has no integer field to count (its fields: %s)", p.Name, strings.Join(all, ", "))
+	}
+	return "", usage.Errorf("probe %s has no fields: a histogram needs an integer field", p.Name)
 }
 
 func runRequests(args []string, stdout, stderr io.Writer) int {
@@ -162,11 +206,15 @@ Examples:
 }
 
 func runLatency(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("latency", "[flags] FILE ENTRY_PROBE RETURN_PROBE", `
+	fs := newFlags("latency", "[flags] FILE ENTRY_PROBE [RETURN_PROBE]", `
 Pairs each RETURN_PROBE event with the latest unreturned ENTRY_PROBE event
 of the same thread (a stack per thread, so recursion pairs correctly) and
 prints the histogram of durations like BCC's funclatency. Unmatched entries
 and returns are counted and reported.
+
+Without RETURN_PROBE, it is ENTRY_PROBE:return, the name record gives the
+return probe of a function recorded without NAME= ('u:./prog:f' and
+'ur:./prog:f' are f and f:return); given f:return alone, the entry is f.
 
 With --key FIELD[,FIELD...], an end pairs instead with the latest start
 whose values of those fields are equal, on any thread, as biolatency pairs
@@ -182,8 +230,15 @@ empty intervals too; the totals and unmatched counts follow. With --json,
 "hists" holds the --by histograms and "intervals" the intervals (each with
 its start, end, count and histograms).
 
+--style bpftrace prints the histograms as bpftrace prints a hist() map
+named after the unit (@nsecs, @usecs, @msecs), exactly as hist --style
+bpftrace prints them, then the summary lines. --json is the same in both
+styles.
+
 Examples:
   bpftape latency cap.arrow rx rx_ret -u
+  bpftape latency cap.arrow vfs_read -u          # vfs_read and vfs_read:return
+  bpftape latency cap.arrow vfs_read -u --style bpftrace   # @usecs = hist(...)
   bpftape record -o bio.arrow -d 10s 'issue=t:block:block_rq_issue(dev,sector)' \
       'complete=t:block:block_rq_complete(dev,sector,error)'
   bpftape latency -m bio.arrow issue complete --key dev,sector              # biolatency -m
@@ -196,14 +251,27 @@ Examples:
 	key := fs.String("key", "", "pair starts and ends by the values of these `FIELD[,FIELD...]` of both probes, not by thread")
 	by := fs.String("by", "", "one histogram per key of the return event: comm, pid, tid or a field of RETURN_PROBE")
 	interval := fs.Duration("interval", 0, "one histogram per `DURATION` of the capture (e.g. 1s), by the return's time")
+	style := fs.String("style", "bcc", "output style: bcc or bpftrace")
+	btVersion := fs.String("bpftrace-version", "", "with --style bpftrace, mimic this bpftrace release's output (default: the newest)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "latency", err)
 	}
-	if len(pos) != 3 {
-		return fail(stderr, "latency", usage.Errorf("want FILE ENTRY_PROBE RETURN_PROBE, got %d arguments", len(pos)))
+	if len(pos) != 2 && len(pos) != 3 {
+		return fail(stderr, "latency", usage.Errorf("want FILE ENTRY_PROBE [RETURN_PROBE], got %d arguments", len(pos)))
 	}
-	o := replay.LatencyOptions{Entry: pos[1], Return: pos[2], JSON: *asJSON, By: *by, Interval: *interval}
+	o := replay.LatencyOptions{Entry: pos[1], JSON: *asJSON, By: *by, Interval: *interval, Style: *style}
+	if *style != "bcc" && *style != "bpftrace" {
+		return fail(stderr, "latency", usage.Errorf("--style %q: use bcc or bpftrace", *style))
+	}
+	if *btVersion != "" {
+		if o.Bpftrace, err = hist.ParseBpftraceVersion(*btVersion); err != nil {
+			return fail(stderr, "latency", usage.Wrap(err))
+		}
+	}
+	if len(pos) == 3 {
+		o.Return = pos[2]
+	}
 	if flagSet(fs, "key") {
 		if o.Key, err = replay.ParseKeyFields(*key); err != nil {
 			return fail(stderr, "latency", err)
@@ -224,6 +292,12 @@ Examples:
 		return fail(stderr, "latency", err)
 	}
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
+		if o.Return == "" {
+			var err error
+			if o.Entry, o.Return, err = returnPair(c.Meta().Probes, o.Entry); err != nil {
+				return nil, err
+			}
+		}
 		_, p, err := replay.Latency(c, o, stdout)
 		return p, err
 	})
@@ -231,6 +305,59 @@ Examples:
 		return fail(stderr, "latency", err)
 	}
 	return exitOK
+}
+
+// returnSuffix ends the name record gives a return probe (uretprobe,
+// kretprobe, fexit) recorded without NAME=: the entry probe's and this.
+const returnSuffix = ":return"
+
+// returnPair is the entry and return probe latency pairs when given one
+// probe, name: name and name:return, or, for a name:return, name and it.
+// Without such a pair, the error lists the probes that pair so, or else
+// the capture's return probes; all its probes if it has no probe name.
+func returnPair(probes []format.Probe, name string) (entry, ret string, err error) {
+	has := map[string]bool{}
+	for _, p := range probes {
+		has[p.Name] = true
+	}
+	base, isReturn := strings.CutSuffix(name, returnSuffix)
+	switch {
+	case has[name] && has[name+returnSuffix]:
+		return name, name + returnSuffix, nil
+	case isReturn && has[name] && has[base]:
+		return base, name, nil
+	}
+	var msg string
+	switch {
+	case !has[name]:
+		msg = fmt.Sprintf("no probe %q", name)
+	case isReturn:
+		msg = fmt.Sprintf("no probe %q to pair with %q: give ENTRY_PROBE RETURN_PROBE", base, name)
+	default:
+		msg = fmt.Sprintf("no probe %q to pair with %q: give ENTRY_PROBE RETURN_PROBE", name+returnSuffix, name)
+	}
+	var pairs, returns, all []string
+	for _, p := range probes {
+		if has[p.Name+returnSuffix] {
+			pairs = append(pairs, p.Name)
+		}
+		switch p.Kind {
+		case "uretprobe", "kretprobe", "fexit":
+			returns = append(returns, p.Name)
+		}
+		all = append(all, p.Name)
+	}
+	switch {
+	case !has[name]:
+		msg += "; the capture has: " + strings.Join(all, ", ")
+	case len(pairs) > 0:
+		msg += "; probes that pair with their :return: " + strings.Join(pairs, ", ")
+	case len(returns) > 0:
+		msg += "; the capture's return probes: " + strings.Join(returns, ", ")
+	default:
+		msg += "; the capture has: " + strings.Join(all, ", ")
+	}
+	return "", "", usage.Errorf("%s", msg)
 }
 
 func runCompare(args []string, stdout, stderr io.Writer) int {

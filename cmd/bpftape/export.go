@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/outfile"
+	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/export"
@@ -34,8 +37,10 @@ batch by batch (memory does not grow with the capture):
            polars, pyarrow and DuckDB open as they open a recording: the
            rows selected, loss records kept (--lost keep is the default
            here), metadata kept or, with --redact, redacted
---format (-f) takes the format; --from and --to bound the time window, as
-in the other verbs.
+--format (-f) takes the format; without it, the extension of the -o file
+gives it: .csv, .jsonl or .ndjson, .parquet, .arrow, .feather or .ipc
+(--format wins over the extension, with a warning when they disagree).
+--from and --to bound the time window, as in the other verbs.
 Loss records (rows that count lost events) are dropped by default, with a
 warning on stderr, so that one row is one event; --lost keep adds them and
 a lost column (empty/null on events), --lost only writes just them.
@@ -82,6 +87,7 @@ host=__HIVE_DEFAULT_PARTITION__ (NULL). Probe and field names, which you
 chose when recording, are kept: name probes with care.
 
 Examples:
+  bpftape export cap.arrow -o cap.parquet          # the format from the extension
   bpftape export cap.arrow --format csv -o cap.csv
   bpftape export cap.arrow --format jsonl --lost keep --from 2s --to 3s | jq .
   bpftape export cap.arrow --format parquet -o cap.parquet
@@ -90,11 +96,11 @@ Examples:
   bpftape export leaf.arrow -f parquet -o leaf.parquet   # leaf.ustack: main;top;mid;leaf
   duckdb -c "SELECT \"leaf.ustack\", count(*) FROM 'leaf.parquet' GROUP BY 1"
   bpftape export prof.arrow -f csv --stack-ids -o prof-ids.csv
-  bpftape export host-a.arrow --format parquet --partition -o fleet/
-  bpftape export host-b.arrow --format parquet --partition -o fleet/
+  bpftape export host-a.arrow --partition -o fleet/   # --partition: Parquet
+  bpftape export host-b.arrow --partition -o fleet/
   duckdb -c "SELECT host, probe, count(*) FROM read_parquet('fleet/*/*/*.parquet', hive_partitioning=true, union_by_name=true) GROUP BY ALL"`, stdout)
 	var fmtName string
-	fs.StringVar(&fmtName, "format", "", "output format: csv, jsonl, parquet or arrow (required)")
+	fs.StringVar(&fmtName, "format", "", "output format: csv, jsonl, parquet or arrow (default: from the -o file's extension)")
 	fs.StringVar(&fmtName, "f", "", "short for --format")
 	var end time.Duration
 	fs.Func("to", "only rows less than this `duration` after the capture start (e.g. 3s)", func(s string) error {
@@ -121,11 +127,8 @@ Examples:
 		return fail(stderr, "export", usage.Errorf("want FILE, got %d arguments", len(pos)))
 	}
 	var o export.Options
-	if fmtName == "" {
-		return fail(stderr, "export", usage.Errorf("--format is required (csv, jsonl, parquet or arrow)"))
-	}
-	if o.Format, err = export.ParseFormat(fmtName); err != nil {
-		return fail(stderr, "export", usage.Errorf("--format: %w", err))
+	if o.Format, err = exportFormat(fmtName, out, *partition, stderr); err != nil {
+		return fail(stderr, "export", err)
 	}
 	o.Redact = *redact
 	o.CSVFormulas = *formulas
@@ -200,4 +203,47 @@ Examples:
 		fmt.Fprintf(stderr, "bpftape export: wrote %s to %s\n", what, where)
 	}
 	return exitOK
+}
+
+// formatsByExt are the output formats the extension of export's -o file
+// names. .json is left out: a reader of a .json file expects one JSON
+// document, not JSON lines.
+var formatsByExt = map[string]export.Format{
+	".csv":     export.CSV,
+	".jsonl":   export.JSONL,
+	".ndjson":  export.JSONL,
+	".parquet": export.Parquet,
+	".arrow":   export.Arrow,
+	".feather": export.Arrow,
+	".ipc":     export.Arrow,
+}
+
+// exportFormat is the format export writes: --format's (name) if given,
+// warning on stderr when it is not the one the -o file's extension names;
+// else the extension's, or Parquet with --partition.
+func exportFormat(name string, out *output, partition bool, stderr io.Writer) (export.Format, error) {
+	ext := ""
+	if !out.toStdout() && !partition {
+		ext = strings.ToLower(filepath.Ext(*out.path))
+	}
+	byExt, known := formatsByExt[ext]
+	if name == "" {
+		switch {
+		case known:
+			return byExt, nil
+		case partition:
+			return export.Parquet, nil
+		case ext != "":
+			return "", usage.Errorf("--format is required: the extension %s of -o does not name a format (csv, jsonl, parquet or arrow)", ext)
+		}
+		return "", usage.Errorf("--format is required (csv, jsonl, parquet or arrow), or an -o file ending in .csv, .jsonl, .parquet or .arrow")
+	}
+	f, err := export.ParseFormat(name)
+	if err != nil {
+		return "", usage.Errorf("--format: %w", err)
+	}
+	if known && f != byExt {
+		fmt.Fprintf(stderr, "WARNING: writing %s to %s, as --format says, though its extension says %s\n", f, textsafe.Escape(*out.path), byExt)
+	}
+	return f, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/bpftape/bpftape/internal/usage"
@@ -22,12 +23,15 @@ with their binaries and build ids, time span), its losses in a warning box,
 events per probe and over time, a histogram (BCC's log2 buckets, as bars,
 with BCC's text) and a heat map of every numeric field of every probe, and
 the latency, request and comparison analyses asked for. The page loads
-nothing: no scripts, no fonts, no network; CSS and SVG are inline.
+nothing: no scripts, no fonts, no network; CSS and SVG are inline. Without
+-o the page goes to standard output, which must then be a file or a pipe,
+not a terminal.
 Analysis flags take their arguments as one word each, separated by spaces
 or commas, and may be repeated.
 
 Examples:
   bpftape report cap.arrow -o report.html
+  bpftape report cap.arrow > report.html
   bpftape report cap.arrow -o report.html --latency "rx rx_ret" \
       --requests "tx_len arg0 tx_ret retval" --compare "rx arg2 rx_ret retval"
   bpftape report after.arrow --compare "rx arg2 before.arrow rx arg2" --from 10s --to 20s -o r.html`, stdout)
@@ -85,6 +89,9 @@ Examples:
 			inputs = append(inputs, cs.FileB)
 		}
 	}
+	if err := htmlToTerminal(out.toStdout(), stdoutIsTerminal()); err != nil {
+		return fail(stderr, "report", err)
+	}
 	if err := out.check(inputs...); err != nil {
 		return fail(stderr, "report", err)
 	}
@@ -95,4 +102,18 @@ Examples:
 		return fail(stderr, "report", err)
 	}
 	return exitOK
+}
+
+// stdoutIsTerminal reports whether the process's standard output is a
+// terminal. Verbs write to standard output through a wrapper, so it asks
+// about os.Stdout itself; tests, which give the verbs buffers, replace it.
+var stdoutIsTerminal = func() bool { return isTerminal(os.Stdout) }
+
+// htmlToTerminal refuses to write a page to standard output (toStdout)
+// when that is a terminal: HTML is for a browser, not for the screen.
+func htmlToTerminal(toStdout, terminal bool) error {
+	if toStdout && terminal {
+		return usage.Errorf("will not write HTML to a terminal: give -o report.html, or redirect the output to a file")
+	}
+	return nil
 }

@@ -6,12 +6,19 @@ BIN     := bin
 BPFTAPE := $(BIN)/bpftape
 DEMO    := out/demo
 
-.PHONY: all build test vmtest vmbench demo generate check-generate bench bench-quick bench-ab progtime-ab bench-go soak fuzz clean root deps
+.PHONY: all build install test vmtest vmbench demo generate check-generate bench bench-quick bench-ab progtime-ab bench-go soak fuzz clean root deps
 
 all: build
 
 build:
 	$(GO) build -o $(BPFTAPE) ./cmd/bpftape
+
+# install copies bin/bpftape to $(PREFIX)/bin (default /usr/local/bin); run
+# it as a user who may write there, or: make install PREFIX=$HOME/.local
+PREFIX ?= /usr/local
+install: build
+	install -d $(PREFIX)/bin
+	install -m 0755 $(BPFTAPE) $(PREFIX)/bin/bpftape
 
 root:
 	@if [ "$$(id -u)" != 0 ]; then echo "this target loads BPF programs: run it as root (sudo make $(MAKECMDGOALS))" >&2; exit 1; fi

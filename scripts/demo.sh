@@ -54,4 +54,7 @@ grep -E '^hist (tx_packets|tx_total)' "$out/virtnet.truth"
 	--latency "rx rx_ret" --requests "tx_len arg0 tx_ret retval" --compare "rx arg2 rx_ret retval"
 echo
 echo "The capture is $cap, its bug-report page $out/report.html."
-echo "Try: bpftape hist $cap rx arg2 --style bpftrace --stats"
+echo "Try (as root, like this demo: the capture is readable by its owner only):"
+echo "  $bpftape hist $cap rx arg2 --style bpftrace --stats"
+echo "  $bpftape latency $cap rx rx_ret -u"
+echo "  $bpftape count $cap --by comm"

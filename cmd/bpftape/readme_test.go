@@ -1,0 +1,288 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/bpftape/bpftape/internal/shellwords"
+)
+
+// The README is read top-down by a newcomer: it stays short, says how to
+// set up and where the quick start is early, and leaves the rest to docs/.
+const (
+	readmeMaxLines   = 250
+	readmeEarlyLines = 60
+	quickStartTitle  = "## Quick start on your own program"
+)
+
+// readmeJargon is text that means something only to bpftape's developers:
+// names of internal test data sets, issue numbers, Go identifiers a user
+// never types.
+var readmeJargon = []string{
+	"seed 0",
+	"issue 1",
+	"issue 2",
+	"Options.Uses",
+	"bpf.Options",
+	"seed tables",
+	"seed analyses",
+	"TestLiveRecord",
+	"TestJSONStable",
+	"elfsym.Open",
+	"OpenRegular",
+	"MaxOpenParts",
+	"PartsMemory",
+	"AddForgedStackPart",
+}
+
+// repoRoot is the repository, two folders above this package.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// userDocs returns README.md and docs/*.md, relative to the repository, with
+// their text.
+func userDocs(t *testing.T) map[string]string {
+	t.Helper()
+	root := repoRoot(t)
+	names := []string{"README.md"}
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) == 0 {
+		t.Fatal("docs/ holds no .md page")
+	}
+	for _, p := range pages {
+		names = append(names, filepath.Join("docs", filepath.Base(p)))
+	}
+	docs := map[string]string{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(root, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[n] = string(b)
+	}
+	return docs
+}
+
+func TestReadmeShort(t *testing.T) {
+	docs := userDocs(t)
+	readme := docs["README.md"]
+	lines := strings.Split(strings.TrimSuffix(readme, "\n"), "\n")
+	if len(lines) > readmeMaxLines {
+		t.Errorf("README.md has %d lines, at most %d: move details to docs/", len(lines), readmeMaxLines)
+	}
+	if !strings.HasPrefix(readme, "# bpftape\n\nbpftape is ") {
+		t.Errorf("README.md does not open with what bpftape is")
+	}
+	n := min(readmeEarlyLines, len(lines))
+	early := strings.Join(lines[:n], "\n")
+	for _, want := range []string{"make demo", "make test", "make build", "make install", quickStartTitle} {
+		if !strings.Contains(early, want) {
+			t.Errorf("README.md's first %d lines lack %q", readmeEarlyLines, want)
+		}
+	}
+}
+
+func TestReadmeNoJargon(t *testing.T) {
+	for name, text := range userDocs(t) {
+		lower := strings.ToLower(text)
+		for _, j := range readmeJargon {
+			if i := strings.Index(lower, strings.ToLower(j)); i >= 0 {
+				line := strings.Count(text[:i], "\n") + 1
+				t.Errorf("%s:%d: internal jargon %q", name, line, j)
+			}
+		}
+	}
+}
+
+var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// anchor is the fragment GitHub gives a heading: lower case, punctuation
+// but hyphens and underscores dropped, spaces as hyphens.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r > 127:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func anchors(text string) map[string]bool {
+	a := map[string]bool{}
+	inFence := false
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "```") {
+			inFence = !inFence
+			continue
+		}
+		if !inFence && strings.HasPrefix(l, "#") {
+			a[anchor(strings.TrimSpace(strings.TrimLeft(l, "#")))] = true
+		}
+	}
+	return a
+}
+
+// TestReadmeLinks checks that every relative link of README.md and docs/
+// names an existing file, and a heading of it when it has a fragment.
+func TestReadmeLinks(t *testing.T) {
+	root := repoRoot(t)
+	docs := userDocs(t)
+	for name, text := range docs {
+		for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, frag, _ := strings.Cut(target, "#")
+			rel := name
+			if file != "" {
+				rel = filepath.Join(filepath.Dir(name), file)
+			}
+			if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
+				t.Errorf("%s: link %q: %v", name, target, err)
+				continue
+			}
+			if frag == "" {
+				continue
+			}
+			linked, ok := docs[filepath.Clean(rel)]
+			if !ok {
+				t.Errorf("%s: link %q: a fragment into a file this test does not read", name, target)
+				continue
+			}
+			if !anchors(linked)[frag] {
+				t.Errorf("%s: link %q: %s has no heading #%s", name, target, rel, frag)
+			}
+		}
+	}
+}
+
+// exampleCommands returns the bpftape command lines of the ``` blocks of
+// text: continuation lines joined, a leading sudo, comments, pipes and
+// redirections dropped.
+func exampleCommands(text string) []string {
+	var cmds []string
+	inFence := false
+	var cur string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "```") {
+			inFence = !inFence
+			cur = ""
+			continue
+		}
+		if !inFence {
+			continue
+		}
+		if cur != "" {
+			l = cur + " " + strings.TrimSpace(l)
+			cur = ""
+		} else {
+			l = strings.TrimSpace(l)
+			l = strings.TrimPrefix(l, "sudo ")
+			if !strings.HasPrefix(l, "bpftape ") && !strings.HasPrefix(l, "bin/bpftape ") {
+				continue
+			}
+		}
+		l = shellCut(l)
+		if strings.HasSuffix(l, "\\") {
+			cur = strings.TrimSuffix(l, "\\")
+			continue
+		}
+		cmds = append(cmds, l)
+	}
+	return cmds
+}
+
+// shellCut cuts l at its first unquoted comment, pipe or redirection.
+func shellCut(l string) string {
+	var quote byte
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '#' && (i == 0 || l[i-1] == ' '), c == '|', c == '>':
+			return strings.TrimSpace(l[:i])
+		}
+	}
+	return strings.TrimSpace(l)
+}
+
+var helpFlag = regexp.MustCompile(`(?m)^  -{1,2}([A-Za-z0-9][A-Za-z0-9-]*)`)
+
+var negNumber = regexp.MustCompile(`^-[0-9]`)
+
+// TestReadmeExamples checks that every verb and flag the examples of
+// README.md and docs/ use exists: each verb's --help lists each flag.
+func TestReadmeExamples(t *testing.T) {
+	helps := map[string]map[string]bool{}
+	checked := 0
+	for name, text := range userDocs(t) {
+		for _, cmd := range exampleCommands(text) {
+			words, err := shellwords.Split(cmd)
+			if err != nil {
+				t.Errorf("%s: %q: %v", name, cmd, err)
+				continue
+			}
+			if len(words) < 2 {
+				t.Errorf("%s: %q: no verb", name, cmd)
+				continue
+			}
+			verb := words[1]
+			if strings.HasSuffix(verb, ":") {
+				continue // a message bpftape prints ("bpftape info: open ..."), not a command
+			}
+			flags, ok := helps[verb]
+			if !ok {
+				out, errOut, code := runCLI(t, verb, "--help")
+				if code != exitOK {
+					t.Errorf("%s: %q: bpftape %s --help exits %d: %s", name, cmd, verb, code, errOut)
+					helps[verb] = nil
+					continue
+				}
+				flags = map[string]bool{"help": true}
+				for _, m := range helpFlag.FindAllStringSubmatch(out+errOut, -1) {
+					flags[m[1]] = true
+				}
+				helps[verb] = flags
+			}
+			if flags == nil {
+				continue
+			}
+			checked++
+			for _, w := range words[2:] {
+				if !strings.HasPrefix(w, "-") || w == "-" || negNumber.MatchString(w) {
+					continue
+				}
+				f, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+				if !flags[f] {
+					t.Errorf("%s: %q: bpftape %s has no flag %s", name, cmd, verb, w)
+				}
+			}
+		}
+	}
+	t.Logf("%d example commands checked, verbs %d", checked, len(helps))
+	if checked < 30 {
+		t.Errorf("only %d example commands found: is the extraction broken?", checked)
+	}
+}

@@ -154,9 +154,9 @@ func runRequests(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("requests", "[flags] FILE ITEM_PROBE ITEM_FIELD END_PROBE END_FIELD", `
 Sums ITEM_FIELD of every ITEM_PROBE event on a thread until that thread's
 END_PROBE event, then records one request: END_FIELD and the sum. Prints the
-histogram of END_FIELD and of the sums as BCC prints them. This is seed 000's
-TX analysis (per-packet lengths summed until virtio_net_flush_tx returns the
-packets sent), done offline. End events with no items are skipped, as that
+histogram of END_FIELD and of the sums as BCC prints them. This is the TX
+analysis of the BCC virtio-net case study (per-packet lengths summed until
+virtio_net_flush_tx returns the packets sent), done offline. End events with no items are skipped, as that
 BPF program skips them; items never followed by an end are reported.
 
 With --key FIELD[,FIELD...], items and ends make one request when their
@@ -370,8 +370,8 @@ percentiles and the Kolmogorov–Smirnov distance between them:
 With --identical the exit status is 0 only when every bucket count is equal
 (3 when they differ).
 
-Examples (seed 000: RX entry size vs RX return value; a field before and
-after a change):
+Examples (the virtio-net case study: RX entry size vs RX return value; a
+field before and after a change):
   bpftape compare cap.arrow rx arg2 rx_ret retval --identical
   bpftape compare before.arrow after.arrow rx arg2`, stdout)
 	filter := filterFlags(fs)

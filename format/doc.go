@@ -137,7 +137,11 @@
 //     The table travels in parts: a record batch's message carries, as
 //     custom metadata (StackTableKey: JSON, zstd, base64), the entries its
 //     rows are the first to need, so a footerless capture still has the
-//     table of every batch it kept, and other Arrow readers ignore it.
+//     table of every batch it kept, and other Arrow readers ignore it. A
+//     part is at most 4 MiB of JSON; more goes in several, those before
+//     the last in batches of no rows just ahead of the batch, so that every
+//     message stays well under MaxMessageMeta (a million stacks in one part
+//     made 39 MiB of metadata, which no reader would open).
 //   - A stack table is read within limits of its own (MaxStacks and the
 //     constants beside it), since its JSON grows when decoded (an empty
 //     mapping, {}, is 3 bytes of JSON and 56 of memory: a 69 KB capture

@@ -95,7 +95,11 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		had := stacks.lengths()
-		stacks.Add(t)
+		if stacks.Empty() {
+			stacks = t // the reader's, which Add would copy
+		} else {
+			stacks.Add(t)
+		}
 		if err := count.since(stacks, had); err != nil {
 			return nil, fmt.Errorf("%s: merged stack table: %w", path, err)
 		}
@@ -119,7 +123,7 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 		f.Discard()
 		return nil, err
 	}
-	w.AddStacks(stacks)
+	w.addOwnStacks(stacks) // the whole table, and the only copy
 	res = &MergeResult{Meta: meta}
 	defer func() {
 		if cerr := w.Close(); err == nil && cerr != nil {

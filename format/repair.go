@@ -11,6 +11,8 @@ import (
 
 // RepairResult says what Repair kept.
 type RepairResult struct {
+	// Batches counts the input's batches copied, not the batches of no
+	// rows that carry the parts of a large stack table ahead of them.
 	Batches   int
 	Rows      int64
 	Recovered bool  // the input had no footer
@@ -62,19 +64,30 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 	if err != nil {
 		return res, fmt.Errorf("write %s: %w", out, err)
 	}
-	// The stack table goes whole with the first batch.
+	// The stack table goes whole with the first batch: its last part, the
+	// parts before it (of a table larger than one part) in batches of no
+	// rows ahead of it, as a Writer writes them.
 	stacks, err := r.StackTable()
 	if err != nil {
 		return res, err
 	}
-	if !stacks.Empty() {
-		part, err := encodeStackTable(stacks)
-		if err != nil {
-			return res, err
-		}
+	none := noRows(len(r.Schema.Fields()))
+	carry := func(part string) error {
 		fw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{part}))
+		if err := fw.WriteBatch(0, none); err != nil {
+			return fmt.Errorf("write %s: %w", out, err)
+		}
+		return nil
+	}
+	last, err := encodeStackPartsAhead(stacks, carry)
+	if err != nil {
+		return res, err
 	}
 	for r.Next() {
+		if last != "" {
+			fw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{last}))
+			last = ""
+		}
 		if err := fw.WriteBatch(r.batch.Len, r.batch.data); err != nil {
 			return res, fmt.Errorf("write %s: %w", out, err)
 		}
@@ -83,6 +96,12 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 	}
 	if err := r.Err(); err != nil {
 		return res, err
+	}
+	// No batch to carry the table's last part: a batch of none does.
+	if last != "" {
+		if err := carry(last); err != nil {
+			return res, err
+		}
 	}
 	res.Cut = r.RecoverErr
 	res.Skipped = r.Skipped

@@ -53,11 +53,9 @@ func (w *Writer) Switch(out io.Writer, next func(*Meta)) (err error) {
 		w.file = c
 	}
 	w.out = newPosWriter(out)
-	// Each file is a capture of its own: it carries the whole stack table.
-	if !w.allStacks.Empty() {
-		w.stacks = new(StackTable)
-		w.stacks.Add(w.allStacks)
-	}
+	// Each file is a capture of its own: its first batch needs the whole
+	// stack table.
+	w.sent = stackLengths{}
 	js, err := w.meta.encode()
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"unsafe"
@@ -29,9 +30,11 @@ const StackTableKey = "bpftape.stacks"
 //
 // A record batch carries, in its message's custom metadata, the part of
 // the table that its rows are the first to need (StackTableKey), so a
-// footerless capture still has the table of every batch it kept. A
-// reader unites the parts (Add). Compare tables with Equal:
-// reflect.DeepEqual also compares the index that Add keeps.
+// footerless capture still has the table of every batch it kept; a part
+// too large for one message goes in several, the ones before the last in
+// batches of no rows just ahead of the batch. A reader unites the parts
+// (Add). Compare tables with Equal: reflect.DeepEqual also compares the
+// index that Add keeps.
 type StackTable struct {
 	Stacks  []Stack   `json:"stacks,omitempty"`
 	Objects []Object  `json:"objects,omitempty"`
@@ -314,15 +317,123 @@ var ErrStackTable = errors.New("malformed stack table")
 
 var stackEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true))
 
-// encodeStackTable is a table part as stored: JSON, zstd-compressed, then
-// base64 (a KeyValue's value is a flatbuffer string, which readers such as
-// Arrow C++ and polars may expect to be UTF-8).
+// maxPartJSON bounds the JSON of each part that a Writer and Repair write,
+// so that a table of any size goes in parts a reader can open: a part of
+// 4 MiB of JSON is at most about 5.4 MiB of message metadata once
+// compressed (zstd adds a few bytes a block to what it cannot shrink) and
+// in base64 (a third more), well under MaxMessageMeta, and a part is
+// encoded in memory of its own size, not the table's. Only an entry larger
+// than the bound makes a larger part, of that entry alone.
+const maxPartJSON = 4 << 20
+
+// encodeStackTable is t as one part, however large (a Writer splits a
+// large table: see encodeStackParts).
 func encodeStackTable(t *StackTable) (string, error) {
-	js, err := json.Marshal(t)
-	if err != nil {
-		return "", fmt.Errorf("stack table: %w", err)
+	var part string
+	err := encodeStackParts(t, math.MaxInt, func(p string) error { part = p; return nil })
+	if err == nil && part == "" {
+		part = base64.StdEncoding.EncodeToString(stackEnc.EncodeAll([]byte("{}"), nil))
 	}
-	return base64.StdEncoding.EncodeToString(stackEnc.EncodeAll(js, nil)), nil
+	return part, err
+}
+
+// encodeStackParts encodes t's entries in parts of at most limit bytes of
+// JSON each, in order, and calls emit with each as it is stored: JSON,
+// zstd-compressed, then base64 (a KeyValue's value is a flatbuffer string,
+// which readers such as Arrow C++ and polars may expect to be UTF-8). A
+// part is a StackTable object holding the next entries of each kind, so
+// that uniting the parts in order gives t; a table that fits in one part
+// is written exactly as json.Marshal, zstd and base64 of the whole would
+// write it. An empty table has no parts.
+func encodeStackParts(t *StackTable, limit int, emit func(part string) error) error {
+	if t.Empty() {
+		return nil
+	}
+	p := &partEncoder{limit: limit, emit: emit}
+	p.enc = json.NewEncoder(&p.entry)
+	err := encodeEntries(p, "stacks", t.Stacks)
+	if err == nil {
+		err = encodeEntries(p, "objects", t.Objects)
+	}
+	if err == nil {
+		err = encodeEntries(p, "maps", t.Maps)
+	}
+	if err == nil {
+		err = encodeEntries(p, "symbols", t.Symbols)
+	}
+	if err == nil {
+		err = encodeEntries(p, "processes", t.Processes)
+	}
+	if err == nil {
+		err = p.flush()
+	}
+	return err
+}
+
+func encodeEntries[E any](p *partEncoder, key string, es []E) error {
+	for i := range es {
+		if err := p.add(key, &es[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// partEncoder builds the JSON of a part an entry at a time, as json.Marshal
+// writes a StackTable: {"stacks":[...],"objects":[...],...}, the kinds in
+// the order of its fields, a kind without entries left out.
+type partEncoder struct {
+	limit int
+	emit  func(string) error
+	js    []byte       // the part so far
+	key   string       // the kind whose array is open at the end of js
+	entry bytes.Buffer // an entry's JSON
+	enc   *json.Encoder
+	z     []byte // js compressed
+}
+
+// add appends v, an entry of kind key, to the part, after emitting the
+// part if v would take it past limit.
+func (p *partEncoder) add(key string, v any) error {
+	p.entry.Reset()
+	if err := p.enc.Encode(v); err != nil {
+		return fmt.Errorf("stack table: %w", err)
+	}
+	e := p.entry.Bytes()
+	e = e[:len(e)-1] // the newline Encode ends with
+	// 32 bytes are more than a new key and the closing brackets take.
+	if len(p.js) > 0 && len(p.js)+len(e)+32 > p.limit {
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case len(p.js) == 0:
+		p.js = append(append(append(p.js, `{"`...), key...), `":[`...)
+	case key != p.key:
+		p.js = append(append(append(p.js, `],"`...), key...), `":[`...)
+	default:
+		p.js = append(p.js, ',')
+	}
+	p.js = append(p.js, e...)
+	p.key = key
+	return nil
+}
+
+// flush closes the part, if it holds any entry, and emits it.
+func (p *partEncoder) flush() error {
+	if len(p.js) == 0 {
+		return nil
+	}
+	p.js = append(p.js, "]}"...)
+	p.z = stackEnc.EncodeAll(p.js, p.z[:0])
+	p.js, p.key = p.js[:0], ""
+	var b strings.Builder
+	b.Grow(base64.StdEncoding.EncodedLen(len(p.z)))
+	w := base64.NewEncoder(base64.StdEncoding, &b)
+	w.Write(p.z) // a strings.Builder does not fail
+	w.Close()
+	return p.emit(b.String())
 }
 
 // stackCount is what the parts of a table decoded so far hold, counted

@@ -129,7 +129,7 @@ type probeLayout struct {
 type batch struct {
 	n      int
 	strLen int
-	stacks *StackTable // the stack table part its message carries
+	stacks *StackTable // the stack table part it needs: entries of Writer.stacks
 	forged string      // a part carried instead of stacks (AddForgedStackPart)
 	cols   []colBuf
 	data   []arrowipc.ColumnData // cols as handed to the file writer
@@ -166,9 +166,15 @@ type Writer struct {
 	unwritten []uint64
 	closed    bool
 
-	// stacks is the part of the stack table that the next batch carries,
-	// allStacks all of it, for the next file after Switch.
-	stacks, allStacks *StackTable
+	// stacks is the capture's stack table, every entry AddStacks added,
+	// kept for the next file after Switch, which carries it whole. sent
+	// counts the entries of each kind that batches have taken: those
+	// past it are the part the next batch needs (pending).
+	stacks *StackTable
+	sent   stackLengths
+	// none is the columns of a batch of no rows, which carries a stack
+	// table part ahead of the batch that needs it (see encode).
+	none []arrowipc.ColumnData
 	// forged is the stack table part the next batch carries as it is
 	// (see AddForgedStackPart).
 	forged string
@@ -257,6 +263,7 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 	}
 	md := arrow.NewMetadata([]string{MetadataKey}, []string{js})
 	w.schema = arrow.NewSchema(fields, &md)
+	w.none = noRows(len(fields))
 
 	for _, p := range meta.Probes {
 		var l probeLayout
@@ -371,9 +378,13 @@ func (w *Writer) Append(e *Event) error {
 	return nil
 }
 
-// AddStacks adds entries to the capture's stack table (StackTable): they
-// are written with the next batch, so a recorder adds the stacks,
-// mappings and symbols an event needs before it appends the event.
+// AddStacks adds entries to the capture's stack table (StackTable): those
+// it does not hold yet are written with the next batch, so a recorder
+// adds the stacks, mappings and symbols an event needs before it appends
+// the event. A part too large for one batch's metadata goes in parts, in
+// batches of no rows just before that batch. The Writer keeps d's entries
+// (not the frames of its stacks, which it shares): the caller may reuse d
+// but not change the frames.
 func (w *Writer) AddStacks(d *StackTable) {
 	if d.Empty() {
 		return
@@ -381,11 +392,41 @@ func (w *Writer) AddStacks(d *StackTable) {
 	if w.stacks == nil {
 		w.stacks = new(StackTable)
 	}
-	if w.allStacks == nil {
-		w.allStacks = new(StackTable)
-	}
 	w.stacks.Add(d)
-	w.allStacks.Add(d)
+}
+
+// addOwnStacks is AddStacks of a table the Writer may keep as it is, with
+// no copy, when it holds none yet: the caller no longer changes t.
+func (w *Writer) addOwnStacks(t *StackTable) {
+	if w.stacks.Empty() && !t.Empty() {
+		t.index = nil
+		w.stacks = t
+		return
+	}
+	w.AddStacks(t)
+}
+
+// pending returns the stack table entries added since a batch last took
+// them (nil if there are none) and marks them taken. The table returned
+// shares the entries' arrays, which AddStacks only appends to past its
+// slices: the encoder reads it while the appending goroutine goes on.
+func (w *Writer) pending() *StackTable {
+	t, l := w.stacks, w.sent
+	if t == nil {
+		return nil
+	}
+	w.sent = t.lengths()
+	p := &StackTable{
+		Stacks:    t.Stacks[l.stacks:len(t.Stacks):len(t.Stacks)],
+		Objects:   t.Objects[l.objects:len(t.Objects):len(t.Objects)],
+		Maps:      t.Maps[l.maps:len(t.Maps):len(t.Maps)],
+		Symbols:   t.Symbols[l.symbols:len(t.Symbols):len(t.Symbols)],
+		Processes: t.Processes[l.processes:len(t.Processes):len(t.Processes)],
+	}
+	if p.Empty() {
+		return nil
+	}
+	return p
 }
 
 // Lost records that n events of probe were lost on cpu at about time t.
@@ -436,7 +477,7 @@ func (w *Writer) Flush() error {
 	if w.cur.n == 0 {
 		return nil
 	}
-	w.cur.stacks, w.stacks = w.stacks, nil
+	w.cur.stacks = w.pending()
 	w.cur.forged, w.forged = w.forged, ""
 	w.work <- w.cur
 	w.cur = <-w.free
@@ -500,23 +541,34 @@ func (w *Writer) countUnwritten(b *batch) {
 // when every write succeeded.
 func (w *Writer) Unwritten() []uint64 { return w.unwritten }
 
-// encode writes one batch and pushes it to the file.
+// encode writes one batch and pushes it to the file. The stack table part
+// it needs goes with it, or, when larger than one part (maxPartJSON), its
+// last part does and the others go just before it, each in a batch of no
+// rows: readers unite all the parts before they use the table, and a file
+// cut short keeps every part that the batches it keeps need.
 func (w *Writer) encode(b *batch) error {
 	for i := range b.cols {
 		b.cols[i].columnData(&b.data[i], b.n)
 	}
-	if b.forged != "" {
-		w.aw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{b.forged}))
-		b.forged = ""
-	} else if b.stacks != nil {
-		part, err := encodeStackTable(b.stacks)
+	part := b.forged
+	if part == "" && b.stacks != nil {
+		var err error
+		part, err = encodeStackPartsAhead(b.stacks, func(p string) error { return w.write(p, 0, w.none) })
 		if err != nil {
 			return err
 		}
-		w.aw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{part}))
-		b.stacks = nil
 	}
-	err := w.aw.WriteBatch(b.n, b.data)
+	b.forged, b.stacks = "", nil
+	return w.write(part, b.n, b.data)
+}
+
+// write writes a batch of rows rows whose columns are cols, with the
+// stack table part part if it is not empty, and pushes it to the file.
+func (w *Writer) write(part string, rows int, cols []arrowipc.ColumnData) error {
+	if part != "" {
+		w.aw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{part}))
+	}
+	err := w.aw.WriteBatch(rows, cols)
 	if err == nil {
 		err = w.out.Flush()
 	}
@@ -526,6 +578,30 @@ func (w *Writer) encode(b *batch) error {
 	w.Stats.Batches.Add(1)
 	w.Stats.Bytes.Store(w.out.pos)
 	return nil
+}
+
+// encodeStackPartsAhead encodes t in parts of at most maxPartJSON bytes of
+// JSON, passes all but the last to ahead, in order, and returns the last.
+func encodeStackPartsAhead(t *StackTable, ahead func(part string) error) (last string, err error) {
+	err = encodeStackParts(t, maxPartJSON, func(p string) error {
+		if last != "" {
+			if err := ahead(last); err != nil {
+				return err
+			}
+		}
+		last = p
+		return nil
+	})
+	return last, err
+}
+
+// noRows is the columns of a batch of no rows, for a schema of n fields.
+func noRows(n int) []arrowipc.ColumnData {
+	cols := make([]arrowipc.ColumnData, n)
+	for i := range cols {
+		cols[i].Buffers = make([][]byte, 2)
+	}
+	return cols
 }
 
 // ColumnBytes returns, after Close, how many bytes of the file each column
@@ -559,10 +635,12 @@ func (w *Writer) Close() error {
 	w.Stats.Events.Store(w.events)
 	// A stack table part with no rows left to carry it goes in a batch
 	// of none.
-	if w.Err() == nil && (w.cur.n > 0 || !w.stacks.Empty() || w.forged != "") {
-		w.cur.stacks, w.stacks = w.stacks, nil
+	if w.Err() == nil {
+		w.cur.stacks = w.pending()
 		w.cur.forged, w.forged = w.forged, ""
-		w.work <- w.cur
+		if w.cur.n > 0 || w.cur.stacks != nil || w.cur.forged != "" {
+			w.work <- w.cur
+		}
 	}
 	close(w.work)
 	<-w.done

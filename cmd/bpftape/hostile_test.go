@@ -1,20 +1,46 @@
 package main
 
 import (
+	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bpftape/bpftape/internal/hostile"
 )
 
+// Bounds on each verb's run over a forged capture: CPU time (user and
+// system, which the machine's other work does not inflate as it does wall
+// time), peak memory, and a wall-clock limit past which the verb is taken
+// to hang and is killed.
+const (
+	hostileCPU    = 5 * time.Second
+	hostileMemory = 512 << 20
+	hostileWall   = 30 * time.Second
+)
+
+// lowerPeak brings this process's peak RSS down to what it uses now. A
+// child started by os/exec shares this process's memory until it execs,
+// and Linux counts the peak of that memory in the child's: without this,
+// forging a capture here would count against every verb run after it.
+func lowerPeak(t *testing.T) {
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Fatalf("reset the peak RSS: %v", err)
+	}
+}
+
 // TestHostileCaptures runs every analysis verb on each forged capture of
-// package hostile: none may panic or exit with anything but a verb's own
-// status, and each class is reported. Before, report and heatmap panicked
-// on extreme times (index out of range [-63], makeslice: len out of
-// range), and loss counts of 2^64-1, 2^64-1 and 2 printed "lost: 0"
-// without a warning.
+// package hostile: none may panic, exit with anything but a verb's own
+// status, or take more than the bounds above, and each class is reported.
+// Before, report and heatmap panicked on extreme times (index out of range
+// [-63], makeslice: len out of range), loss counts of 2^64-1, 2^64-1 and 2
+// printed "lost: 0" without a warning, a 76 KB stack table ran info out of
+// memory, and 1 M mappings made stacks search them for minutes.
 func TestHostileCaptures(t *testing.T) {
 	bin, _ := bpftapeBin(t)
 	dir := t.TempDir()
@@ -25,6 +51,7 @@ func TestHostileCaptures(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := func(name string) string { return filepath.Join(dir, c.Name+"-"+name) }
+			lowerPeak(t)
 			verbs := [][]string{
 				{"info", path},
 				{"info", "--json", path},
@@ -49,10 +76,16 @@ func TestHostileCaptures(t *testing.T) {
 				{"flamegraph", path, "req", "-o", out("flame.svg")},
 			}
 			for _, args := range verbs {
-				r := runBin(t, exec.Command(bin, args...))
+				ctx, cancel := context.WithTimeout(context.Background(), hostileWall)
+				r := runBin(t, exec.CommandContext(ctx, bin, args...))
+				cancel()
 				if strings.Contains(r.stderr, "panic:") || strings.Contains(r.stderr, "goroutine ") || r.code > exitDiffer {
 					t.Errorf("%s (%s): %v: exit %d\n%s", c.Name, c.What, args, r.code, r.stderr)
 					continue
+				}
+				if r.cpu > hostileCPU || r.maxRSS > hostileMemory {
+					t.Errorf("%s (%s): %v: %v of CPU and %d MiB, want at most %v and %d MiB", c.Name, c.What, args,
+						r.cpu.Round(time.Millisecond), r.maxRSS>>20, hostileCPU, hostileMemory>>20)
 				}
 				switch {
 				case strings.HasPrefix(c.Name, "times-") && (args[0] == "events" || args[0] == "latency" || args[0] == "report" || args[0] == "heatmap"):
@@ -63,7 +96,23 @@ func TestHostileCaptures(t *testing.T) {
 					if r.code != exitOK || !strings.Contains(r.stderr, "skipped batch 2") {
 						t.Errorf("%s: repair: exit %d, want 0 and the corrupt batch skipped\n%s", c.Name, r.code, r.stderr)
 					}
-				case c.Name != "stacks-forged" && (args[0] == "stacks" || args[0] == "flamegraph"):
+				case (c.Name == "stacks-bomb" || c.Name == "stacks-parts") && (args[0] == "stacks" && args[1] != "--offcpu" || args[0] == "flamegraph" || strings.Contains(r.stderr, "stack table")):
+					// Over a stack table limit: refused, saying which.
+					if r.code != exitFailure || !strings.Contains(r.stderr, "stack table") || !strings.Contains(r.stderr, "format.Max") {
+						t.Errorf("%s: %v: exit %d, want %d and the stack table limit named\n%s", c.Name, args, r.code, exitFailure, r.stderr)
+					}
+				case (c.Name == "stacks-merge" || c.Name == "stacks-maps" || c.Name == "stacks-kernel") &&
+					(args[0] == "info" || args[0] == "flamegraph" || args[0] == "export" || args[0] == "report" || args[0] == "stacks" && args[1] != "--offcpu"):
+					if r.code != exitOK {
+						t.Errorf("%s: %v: exit %d, want 0\n%s", c.Name, args, r.code, r.stderr)
+					}
+				case c.Name == "partitions" && args[0] == "export" && args[len(args)-1] == out("parts"):
+					// One file a partition: host=forged/probe=NAME/part-0.parquet.
+					files, _ := filepath.Glob(filepath.Join(out("parts"), "*", "*", "*"))
+					if r.code != exitOK || len(files) != 65 {
+						t.Errorf("%s: %v: exit %d and %d files, want 0 and 65\n%s", c.Name, args, r.code, len(files), r.stderr)
+					}
+				case c.Name != "bidi" && !strings.HasPrefix(c.Name, "stacks-") && (args[0] == "stacks" || args[0] == "flamegraph"):
 					// Refused before reading: the capture has no stacks.
 					if r.code != exitUsage || !strings.Contains(r.stderr, "has no stacks") {
 						t.Errorf("%s: %v: exit %d, want %d and no stacks\n%s", c.Name, args, r.code, exitUsage, r.stderr)

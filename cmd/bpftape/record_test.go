@@ -52,6 +52,10 @@ func bpftapeBin(t *testing.T) (bin, probes string) {
 type result struct {
 	code           int
 	stdout, stderr string
+	// cpu is the user and system time the command took, maxRSS its peak
+	// resident set in bytes.
+	cpu    time.Duration
+	maxRSS int64
 }
 
 func runBin(t *testing.T, cmd *exec.Cmd) result {
@@ -64,7 +68,11 @@ func runBin(t *testing.T, cmd *exec.Cmd) result {
 	// A command the recorder left running keeps its output pipes open.
 	cmd.WaitDelay = 2 * time.Second
 	err := cmd.Run()
-	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String()}
+	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String(),
+		cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSS = ru.Maxrss << 10 // Linux gives kilobytes
+	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
 		t.Fatalf("run %v: %v", cmd.Args, err)

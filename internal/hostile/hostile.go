@@ -1,7 +1,8 @@
 // Package hostile writes forged captures, one per class of hostile input
 // that once crashed, misled or exhausted an analysis verb: extreme,
 // negative and backward timestamps, loss counts that wrap a uint64, a
-// corrupt compressed batch, and thousands of host values. They are valid
+// corrupt compressed batch, thousands of host values, and small files
+// made to exhaust memory or time (exhaust.go). They are valid
 // Arrow IPC files as far as the format goes; what is hostile is their
 // content. Tests run every verb on each (cmd/bpftape/hostile_test.go), and
 // `go generate ./internal/hostile/` writes them to testdata/hostile for
@@ -34,7 +35,7 @@ type Capture struct {
 // (field arg0) and a return probe "req_ret" (field retval), so that
 // latency, requests and compare have pairs to make of them.
 func Captures() []Capture {
-	return []Capture{
+	return append([]Capture{
 		{"times-extreme", "events at the smallest and largest int64 times, and at 0", func(p string) error {
 			return writeTimes(p, []int64{1e9, math.MaxInt64, math.MinInt64, 0, 2e9, math.MaxInt64 - 1, math.MinInt64 + 1})
 		}},
@@ -49,7 +50,8 @@ func Captures() []Capture {
 		{"many-hosts", "1000 distinct host values (more than MaxOpenParts, far fewer than the 3000 that took 645 MB)", writeManyHosts},
 		{"injection", "command names, a string field, a probe name and the host that hold terminal escapes, forged lines, spreadsheet formulas and bytes that are not UTF-8", writeInjection},
 		{"stacks-forged", "a stack table whose symbols hold terminal escapes, semicolons and huge sizes, mappings that run backwards or cover everything, an object id twice, stacks of MaxFrames frames, and stack ids the table lacks", writeStacks},
-	}
+		{"bidi", "command names, a string field, the host, a probe name and stack symbols that hold bidirectional overrides, isolates, zero-width spaces and byte order marks", WriteBidi},
+	}, exhausting()...)
 }
 
 // writeStacks writes req events with a user and a kernel stack whose table

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,6 +82,9 @@ type Options struct {
 	// Force lets Output overwrite an existing file; without it, recording
 	// into one is refused before anything starts.
 	Force bool
+	// Owner, if not nil, is given the capture file (and every rotated
+	// part) as it is created, before anything is written to it.
+	Owner *Owner
 	// MaxSize, if not 0, stops the recording when the capture file reaches
 	// that many bytes; with Rotate, the capture goes on in a new file
 	// (PartName) and only the newest Rotate files are kept.
@@ -180,6 +184,52 @@ type Summary struct {
 	// ending: their objects have no symbols, and say why.
 	SkippedReads int
 }
+
+// Owner is who a capture file belongs to (Options.Owner): UID and GID as
+// chown(2) takes them, -1 leaving one as it is. The file keeps mode 0600,
+// readable by its owner only; with a GID it gets mode 0640, so that the
+// group reads it too.
+type Owner struct {
+	UID, GID int
+}
+
+// Mode is the mode of a capture file given to o.
+func (o *Owner) Mode() os.FileMode {
+	if o != nil && o.GID >= 0 {
+		return 0o640
+	}
+	return 0o600
+}
+
+// give hands f, just created and still empty, to o: fchown and fchmod on
+// the open file, never by its name. A device or FIFO written in place is
+// left as it is. A nil o does nothing.
+func (o *Owner) give(f *outfile.File) error {
+	if o == nil {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return nil
+	}
+	if err := f.Chown(o.UID, o.GID); err != nil {
+		return fmt.Errorf("--owner: %w", err)
+	}
+	if err := f.Chmod(o.Mode()); err != nil {
+		return fmt.Errorf("--owner: %w", err)
+	}
+	return nil
+}
+
+// CommandError is an Options.Command that could not be started because it
+// was not found or is not an executable file: nothing was recorded.
+type CommandError struct{ Err error }
+
+func (e *CommandError) Error() string { return e.Err.Error() }
+func (e *CommandError) Unwrap() error { return e.Err }
 
 // Record records until ctx is done, Duration has passed, the Command or
 // the PID exits, or an error occurs. It returns a Summary whenever a
@@ -436,6 +486,10 @@ func (r *recorder) setup() error {
 			stderr = os.Stderr
 		}
 		if r.gate, err = startGate(exe, o.Command, stdin, stdout, stderr); err != nil {
+			var notRun *exec.Error // from the search for the command
+			if errors.As(err, &notRun) {
+				return &CommandError{Err: err}
+			}
 			return err
 		}
 		r.target = r.gate.pid()
@@ -444,6 +498,9 @@ func (r *recorder) setup() error {
 	// The output is opened now, before anything is attached; the capture
 	// starts in it once every probe is (see arm).
 	if r.outFile, err = createOutput(o.Output, o); err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	if err := o.Owner.give(r.outFile); err != nil {
 		return fmt.Errorf("output: %w", err)
 	}
 

@@ -37,6 +37,7 @@ type sizeLimit struct {
 	keep  int // parts kept; 0: stop at max
 	base  string
 	force bool
+	owner *Owner   // Options.Owner, given every new part
 	seq   int      // number of the current part
 	parts []string // kept parts, oldest first
 	first string   // wall-clock start of the capture (of part 1), RFC 3339
@@ -70,7 +71,7 @@ func newSizeLimit(w *format.Writer, o *Options, base string) *sizeLimit {
 	if o.MaxSize == 0 {
 		return nil
 	}
-	l := &sizeLimit{w: w, max: o.MaxSize, keep: o.Rotate, base: base, force: o.Force}
+	l := &sizeLimit{w: w, max: o.MaxSize, keep: o.Rotate, base: base, force: o.Force, owner: o.Owner}
 	if o.Rotate > 0 {
 		l.seq, l.parts = 1, []string{o.Output}
 		l.first = w.Meta().StartWall.Format(time.RFC3339Nano)
@@ -140,6 +141,10 @@ func (l *sizeLimit) check() error {
 	name := PartName(l.base, l.seq)
 	f, err := createOutput(name, &Options{Force: l.force})
 	if err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	if err := l.owner.give(f); err != nil {
+		f.Discard()
 		return fmt.Errorf("rotate: %w", err)
 	}
 	seq := l.seq

@@ -22,6 +22,10 @@ const (
 	exitFailure = 1 // the command ran and failed (I/O, kernel, a capture it cannot read)
 	exitUsage   = 2 // bad flags or arguments
 	exitDiffer  = 3 // compare --identical: histograms differ
+
+	// record -c: the command could not be started, as a shell reports it.
+	exitCannotRun = 126 // not an executable file
+	exitNotFound  = 127 // not found
 )
 
 // Version is the tool version written into every capture.
@@ -57,7 +61,8 @@ Verbs:
 	fmt.Fprintf(w, `
 Run 'bpftape VERB --help' for a verb's flags and examples, and
 'bpftape --version' for the version.
-Exit status: 0 ok, 1 failure, 2 usage error, 3 'compare --identical' found a difference.
+Exit status: 0 ok, 1 failure, 2 usage error, 3 'compare --identical' found a difference;
+'record -c CMD' also exits with CMD's status when CMD ends the recording (see 'bpftape record --help').
 `)
 }
 
@@ -140,6 +145,7 @@ func runVisible(name string, v verb, args []string, stdout, stderr io.Writer) in
 // usage error (package usage: a bad flag or argument, a probe or field the
 // capture lacks, an output the rules refuse), 1 for any other.
 func fail(stderr io.Writer, verb string, err error) int {
+	err = readHint(verb, err)
 	// One line, whatever names of the capture or of a traced process the
 	// error quotes (package textsafe).
 	fmt.Fprintf(stderr, "bpftape %s: %s\n", verb, textsafe.Escape(err.Error()))

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,7 +36,7 @@ func init() {
 // DefaultOutput is the capture file record writes without -o.
 const DefaultOutput = "bpftape.arrow"
 
-const recordSynopsis = `[-o FILE [--force]] [-p PID [--follow] | -c 'CMD ARGS'] [-d DURATION] [--max-size SIZE [--rotate N]] [--ringbuf-size BYTES]
+const recordSynopsis = `[-o FILE [--force] [--owner USER[:GROUP]]] [-p PID [--follow] | -c 'CMD ARGS'] [-d DURATION] [--max-size SIZE [--rotate N]] [--ringbuf-size BYTES]
                       [--compress zstd|lz4|none] [--ready-file PATH] [--debug-dir DIR] [--print 'VERB ARGS'... [--interval D]] PROBE...`
 
 const recordHelp = `
@@ -64,7 +67,9 @@ capture is then written to .FILE.*.tmp beside it and renamed over FILE when
 the recording ends (a recorder killed before leaves FILE as it was and the
 new capture in the .tmp file). A device or FIFO is written in place; a
 symbolic link is refused. A recording that fails to start removes only a
-FILE it created.
+FILE it created. --owner USER gives FILE (and every rotated part) to USER
+as it is created, still mode 0600, so that USER analyses it without root;
+--owner USER:GROUP (or :GROUP) also gives it to GROUP with mode 0640.
 
 PROBE := [NAME=]TYPE:TARGET[(FIELD,...)]
   uprobe:BINARY:SYMBOL              u:   function entry
@@ -169,19 +174,28 @@ kprobes of a pattern (k:vfs_*) share one link; BPFTAPE_NO_KPROBE_MULTI=1
 attaches one per function instead. BPFTAPE_CPUPROFILE=FILE writes a Go
 CPU profile of the recorder to FILE, a new file (go tool pprof reads it).
 
-Exit status: with -c the command's (128+N if signal N killed it); otherwise
-0, 1 on failure, 2 on a usage error.
+Exit status (docs/exit-status.md has the details):
+  0    the recording ended as asked, with a complete capture: -d elapsed,
+       --max-size was reached, Ctrl-C (SIGINT) or SIGTERM, the -p process
+       exited, or a -c command still running was stopped by any of these
+  N    the -c command exited by itself with status N (128+S if signal S
+       killed it), as a shell reports it
+  126  the -c command is not executable; 127: it was not found
+  1    the recording failed (probes, privileges, the output, a write error)
+  2    a usage error
+  130  a second Ctrl-C (143: SIGTERM) aborted: the capture has no footer
 `
 
 func runRecord(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("record", recordSynopsis, recordHelp, stdout)
 	output := fs.String("o", DefaultOutput, "capture `FILE` to write (created with mode 0600; an existing one needs --force)")
 	force := fs.Bool("force", false, "replace the -o file if it exists (see above)")
+	ownerFlag := fs.String("owner", "", "give the capture file to `USER[:GROUP]` (names or ids) as it is created: mode 0600, 0640 with a GROUP")
 	maxSize := fs.String("max-size", "", "stop when the capture reaches `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file")
 	rotate := fs.Int("rotate", 0, "with --max-size, write FILE as `N` or fewer files, c.000001.arrow, c.000002.arrow..., deleting the oldest")
 	pid := fs.Int("p", 0, "record only process `PID` (tracepoints and kprobes filtered by it, uprobes attached to it); stop when it exits")
 	follow := fs.Bool("follow", false, "with -p, record the processes PID started and starts as well; -c does unless --follow=false")
-	command := fs.String("c", "", "run `'CMD ARGS'` with the probes attached from its first instruction, record until it exits, exit with its status")
+	command := fs.String("c", "", "run `'CMD ARGS'` with the probes attached from its first instruction, record until it exits, exit with its status (see Exit status)")
 	duration := fs.String("d", "", "stop after `DURATION` (10s, 1m30s, or seconds)")
 	ringSize := fs.String("ringbuf-size", "", "size of each CPU's ring buffer in `BYTES` (a power of two, at least a page; K, M, G suffixes;\n"+
 		"default: 8M split over the CPUs, 256K to 4M each)")
@@ -233,6 +247,11 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		// A link per kprobe of a pattern even with kprobe_multi.
 		NoKprobeMulti: os.Getenv("BPFTAPE_NO_KPROBE_MULTI") == "1",
 	}
+	if *ownerFlag != "" {
+		if opts.Owner, err = parseOwner(*ownerFlag); err != nil {
+			return fail(stderr, "record", usage.Errorf("--owner: %w", err))
+		}
+	}
 	if opts.Duration, err = parseDuration(*duration); err != nil {
 		return fail(stderr, "record", usage.Errorf("-d: %w", err))
 	}
@@ -277,11 +296,13 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	abort, killed := make(chan struct{}), make(chan struct{})
 	opts.Abort, opts.Killed = abort, killed
+	var stopAsked atomic.Bool // a SIGINT or SIGTERM ended the recording
 	go func() {
 		n := 0
 		for sig := range sigs {
 			n++
 			if n == 1 {
+				stopAsked.Store(true)
 				cancel()
 				continue
 			}
@@ -304,6 +325,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 	sum, err := record.Record(ctx, opts)
+	signaled := stopAsked.Load()
 	if live != nil && sum != nil {
 		live.Finish(sum.Window.End) // the last, partial interval, before the summary
 	} else if live != nil {
@@ -316,12 +338,84 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		return fail(stderr, "record", err)
+		code := fail(stderr, "record", err)
+		var notRun *record.CommandError
+		if errors.As(err, &notRun) {
+			code = exitCannotRun
+			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+				code = exitNotFound
+			}
+		}
+		return code
 	}
-	if sum.ExitCode >= 0 {
-		return sum.ExitCode
+	code, note := recordStatus(sum, signaled)
+	if note != "" {
+		fmt.Fprintf(stderr, "[ bpftape record: %s ]\n", note)
 	}
-	return exitOK
+	return code
+}
+
+// recordStatus is the exit status of a recording that wrote its capture,
+// and what the summary says of a -c command: the command's own status
+// when it exited by itself, 0 when the recording ended as asked (-d,
+// --max-size, SIGINT or SIGTERM; a command still running was then
+// stopped). signaled says that the recorder got SIGINT or SIGTERM: on a
+// terminal Ctrl-C reaches the command too, which may exit before the
+// recorder sees its own signal.
+func recordStatus(sum *record.Summary, signaled bool) (code int, note string) {
+	if sum.ExitCode < 0 { // no -c command
+		return exitOK, ""
+	}
+	status := commandStatus(sum.ExitCode)
+	if sum.Stopped == "command exited" && !signaled {
+		return sum.ExitCode, "the command " + status
+	}
+	why := sum.Stopped
+	if signaled {
+		why = "interrupted"
+	}
+	return exitOK, fmt.Sprintf("the recording stopped as asked (%s): exit status 0; the command %s", why, status)
+}
+
+// commandStatus says how a command with shell-style exit status code ended.
+func commandStatus(code int) string {
+	if code > 128 && code < 128+65 {
+		sig := syscall.Signal(code - 128)
+		return fmt.Sprintf("was killed by signal %d, %s (status %d)", int(sig), unix.SignalName(sig), code)
+	}
+	return fmt.Sprintf("exited with status %d", code)
+}
+
+// parseOwner parses --owner USER[:GROUP] or :GROUP, as chown(1) takes it:
+// names or numeric ids. A missing part is -1, left as it is.
+func parseOwner(s string) (*record.Owner, error) {
+	name, group, hasGroup := strings.Cut(s, ":")
+	o := &record.Owner{UID: -1, GID: -1}
+	if name == "" && (!hasGroup || group == "") {
+		return nil, fmt.Errorf("%q: want USER, USER:GROUP or :GROUP", s)
+	}
+	if name != "" {
+		if id, err := strconv.Atoi(name); err == nil && id >= 0 {
+			o.UID = id
+		} else if u, err := user.Lookup(name); err == nil {
+			o.UID, _ = strconv.Atoi(u.Uid)
+		} else {
+			return nil, fmt.Errorf("no user %q", name)
+		}
+	}
+	if hasGroup {
+		if group == "" {
+			return nil, fmt.Errorf("%q: no GROUP after the colon", s)
+		}
+		if id, err := strconv.Atoi(group); err == nil && id >= 0 {
+			o.GID = id
+		} else if g, err := user.LookupGroup(group); err == nil {
+			o.GID, _ = strconv.Atoi(g.Gid)
+		} else {
+			return nil, fmt.Errorf("no group %q", group)
+		}
+	}
+	return o, nil
 }
 
 // abortExit ends the process on a second interrupt; tests replace it.

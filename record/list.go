@@ -10,6 +10,7 @@ import (
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/probespec"
+	"github.com/bpftape/bpftape/record/ctypes"
 	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/tracefs"
 	"github.com/bpftape/bpftape/record/usdt"
@@ -76,6 +77,10 @@ type ListQuery struct {
 	USDT, Functions bool
 	// TracepointFields reads each listed tracepoint's fields.
 	TracepointFields bool
+	// FunctionTypes reads each listed function's prototype from the
+	// binary's DWARF or its debug file (the Target binary's only; the
+	// DWARF is read once, and only for the functions the filter keeps).
+	FunctionTypes bool
 	// DebugDirs are where a stripped binary's debug file is looked for
 	// (see elfsym.DebugDirs).
 	DebugDirs []string
@@ -118,6 +123,9 @@ type ListedBinary struct {
 	// debug file DebugFile of a stripped binary.
 	Functions []ListedFunction
 	DebugFile string
+	// TypesErr, with ListQuery.FunctionTypes, says why the functions have
+	// no prototypes: the binary has no DWARF and no debug file has it.
+	TypesErr error
 }
 
 // ListedUSDT is a USDT probe with all its sites: USDTArgType says how each
@@ -130,10 +138,16 @@ type ListedUSDT struct {
 	TooManyArgs bool
 }
 
-// ListedFunction is a function a uprobe attaches to.
+// ListedFunction is a function a uprobe attaches to: with its prototype,
+// as the probe spec with the parameters a uprobe records by default, so
+// that the line pastes as it is and can be trimmed.
 type ListedFunction struct {
-	Spec string // uprobe:BINARY:FUNCTION
+	Spec string // uprobe:BINARY:FUNCTION, uprobe:BINARY:FUNCTION(PARAM,...)
 	elfsym.Func
+	// Proto is the function as the DWARF declares it, with where each
+	// parameter is at its entry; nil without ListQuery.FunctionTypes, or
+	// when the DWARF does not describe the function.
+	Proto *ctypes.Func
 }
 
 // ListedTracepoint is a kernel tracepoint: TracepointFieldType says how each
@@ -198,6 +212,9 @@ func List(q ListQuery) (*Listing, error) {
 		if q.Filter != "" {
 			return nil, usage.Errorf("%s takes no FILTER: put the pattern in it (k:vfs_*)", q.Target)
 		}
+		if err := kernelKindUnavailable(kind, pattern); err != nil {
+			return nil, fmt.Errorf("%s: %w", q.Target, err)
+		}
 		return l, l.kernelFuncs(kind, pattern)
 	}
 	switch {
@@ -255,9 +272,59 @@ func (l *Listing) binary(bin string, q ListQuery) error {
 				b.Functions = append(b.Functions, ListedFunction{Spec: "uprobe:" + bin + ":" + f.Name, Func: f})
 			}
 		}
+		if q.FunctionTypes && len(b.Functions) > 0 {
+			b.TypesErr = functionTypes(bin, q.DebugDirs, b.Functions)
+		}
 	}
 	l.Binaries = append(l.Binaries, b)
 	return nil
+}
+
+// functionTypes reads the prototypes of fns from the DWARF of bin or of its
+// debug file, and gives each spec the parameters a uprobe on it records by
+// default. The DWARF is opened once; its error is returned, and leaves the
+// functions as they are.
+func functionTypes(bin string, dirs []string, fns []ListedFunction) error {
+	b, err := ctypes.OpenBinary(bin, dirs)
+	if err != nil {
+		return err
+	}
+	for i := range fns {
+		f := &fns[i]
+		if !b.HasFunc(f.Name) {
+			continue // assembly, or a unit built without -g
+		}
+		proto, err := b.Func(f.Name)
+		if err != nil {
+			continue
+		}
+		f.Proto = proto
+		var names []string
+		for _, p := range typedDefaults(proto, false, func(string) {}) {
+			names = append(names, p.Name)
+		}
+		spec := f.Spec + "(" + strings.Join(names, ",") + ")"
+		if _, err := probespec.Parse(spec); len(names) > 0 && err == nil {
+			f.Spec = spec // not a Go program's ~r0, which no spec can name
+		}
+	}
+	return nil
+}
+
+// ParamRegister returns N of the argN that reads parameter p whole (the
+// Nth integer argument register at the function's entry), or -1 when no
+// argN does: a parameter on the stack, in two registers or in an xmm
+// register.
+func ParamRegister(p *ctypes.Param) int {
+	if p.Err != nil || p.Loc.Reg2 != "" || p.Loc.Indirect {
+		return -1
+	}
+	for n, r := range argRegNames {
+		if p.Loc.Reg == r {
+			return n
+		}
+	}
+	return -1
 }
 
 // usdtProbes returns the probes of bin that pass the filter.
@@ -361,6 +428,32 @@ func kernelTarget(target string) (probespec.Kind, string, bool) {
 		pattern = "*"
 	}
 	return kind, pattern, ok
+}
+
+// kernelKindUnavailable says why this kernel cannot record probes of kind
+// on the functions pattern matches, in the words record and doctor use, or
+// returns nil when it can: a kernel without kprobes, or one that does not
+// load the BPF tracing programs of fentry and fexit (asked of doctor's
+// function, as the pattern may match none).
+func kernelKindUnavailable(kind probespec.Kind, pattern string) error {
+	s := &probespec.Spec{Kind: kind, Symbol: pattern}
+	switch kind {
+	case probespec.Kprobe, probespec.Kretprobe:
+		if !kprobesPresent(tracefs.Dir) {
+			return kprobeUnavailable(s, tracefs.Dir)
+		}
+	case probespec.Fentry, probespec.Fexit:
+		// Without the privileges to load a program, or the memory to
+		// (RLIMIT_MEMLOCK before 5.11), the answer would be about this
+		// process, not the kernel.
+		if CheckPrivileges() != nil || raiseMemlock() != nil {
+			return nil
+		}
+		if err := tracingUnavailable(&probespec.Spec{Kind: kind, Symbol: doctorFunc}); err != nil {
+			return fmt.Errorf("%w; %s", err, funcAlternative(s, tracefs.Dir))
+		}
+	}
+	return nil
 }
 
 // kernelFuncs lists the traceable kernel functions that match pattern

@@ -11,6 +11,7 @@ import (
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record"
+	"github.com/bpftape/bpftape/record/ctypes"
 	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/usdt"
 )
@@ -29,7 +30,9 @@ into a command line as it is):
   call sites and semaphore (-v: each site's argument operands and the type
   each is recorded as), then its functions (from .symtab and .dynsym, or
   the debug file of a stripped binary) with their addresses, which
-  u:BINARY:ADDRESS takes as they are printed.
+  u:BINARY:ADDRESS takes as they are printed (-v: each function's
+  prototype from DWARF, as the spec with the parameters a uprobe records
+  by default, and where each parameter is: its argN).
   No TARGET, or TARGET 'tracepoint' (or 't'): kernel tracepoints (-v: their
   fields and recorded types).
   No TARGET with -p PID: the USDT probes of every file PID has mapped.
@@ -63,7 +66,7 @@ failure, 2 on a usage error.
 func runList(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("list", "[-v] [-p PID] [--usdt | --funcs] [--debug-dir DIR] [TARGET] [FILTER]", listHelp, stdout)
 	var q record.ListQuery
-	verbose := fs.Bool("v", false, "verbose: argument operands and recorded types of USDT sites, tracepoint fields")
+	verbose := fs.Bool("v", false, "verbose: argument operands and recorded types of USDT sites, function prototypes, tracepoint fields")
 	fs.IntVar(&q.PID, "p", 0, "resolve TARGET among the files process `PID` has mapped; without TARGET list their USDT probes")
 	fs.BoolVar(&q.USDT, "usdt", false, "list only USDT probes")
 	fs.BoolVar(&q.Functions, "funcs", false, "list only functions")
@@ -84,6 +87,7 @@ func runList(args []string, stdout, stderr io.Writer) int {
 	}
 	q.DebugDirs = elfsym.DebugDirs(debugDirs)
 	q.TracepointFields = *verbose
+	q.FunctionTypes = *verbose
 	if len(pos) > 0 {
 		q.Target = pos[0]
 	}
@@ -182,14 +186,59 @@ func (p *listPrinter) binary(b *record.ListedBinary) {
 	if b.DebugFile != "" {
 		p.printf("# functions from its debug file %s\n", b.DebugFile)
 	}
-	for _, f := range b.Functions {
-		size := ""
-		if f.Size > 0 {
-			size = fmt.Sprintf(", %d bytes", f.Size)
-		}
-		p.add(f.Spec, fmt.Sprintf("%#x%s", f.Addr, size))
+	if b.TypesErr != nil {
+		p.printf("# no parameter types: %s\n", noTypesReason(b.TypesErr))
+	}
+	for i := range b.Functions {
+		p.function(&b.Functions[i])
 	}
 	p.flush()
+}
+
+// function queues a function: its address and size, and its prototype
+// when the DWARF gives it, with -v each parameter's argN and type.
+func (p *listPrinter) function(f *record.ListedFunction) {
+	comment := fmt.Sprintf("%#x", f.Addr)
+	if f.Size > 0 {
+		comment += fmt.Sprintf(", %d bytes", f.Size)
+	}
+	if f.Proto == nil {
+		p.add(f.Spec, comment)
+		return
+	}
+	comment += "; " + f.Proto.Signature()
+	var details []string
+	if p.verbose {
+		for i := range f.Proto.Params {
+			details = append(details, paramDetail(&f.Proto.Params[i]))
+		}
+	}
+	p.add(f.Spec, comment, details...)
+}
+
+// paramDetail says where a uprobe finds a parameter at the function's
+// entry: "arg0: req (struct request *)" for one an argN reads whole, else
+// where it is and why the spec leaves it out.
+func paramDetail(prm *ctypes.Param) string {
+	name := fmt.Sprintf("%s (%s)", prm.ArgName(), prm.Type)
+	switch n := record.ParamRegister(prm); {
+	case prm.Err != nil:
+		return fmt.Sprintf("%s: not recorded: %v", name, prm.Err)
+	case !prm.Type.IsInteger() && (prm.Type.Kind == ctypes.Struct || prm.Type.Kind == ctypes.Union):
+		return fmt.Sprintf("%s at %s: not recorded by default: name its members", name, prm.Loc)
+	case !prm.Type.IsInteger():
+		return fmt.Sprintf("%s at %s: not recorded by default", name, prm.Loc)
+	case n < 0:
+		return fmt.Sprintf("%s at %s", name, prm.Loc)
+	default:
+		return fmt.Sprintf("arg%d: %s", n, name)
+	}
+}
+
+// noTypesReason is why a binary's functions have no prototypes, without
+// the package prefixes of its error.
+func noTypesReason(err error) string {
+	return strings.NewReplacer("ctypes: ", "", "elfsym: ", "").Replace(err.Error())
 }
 
 // usdt queues a USDT probe: its sites, arguments and semaphore, and with

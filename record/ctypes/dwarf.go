@@ -300,6 +300,24 @@ func (b *Binary) params(e *dwarf.Entry) (ps []dieParam, variadic bool, err error
 	}
 }
 
+// HasFunc reports whether the DWARF describes function. It is cheap once
+// the DWARF has been indexed (by the first call of HasFunc, Func or
+// LookupType), unlike Func for a name the DWARF lacks, which looks for
+// close names: a caller with many names to try asks HasFunc first.
+func (b *Binary) HasFunc(function string) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.buildIndex(); err != nil {
+		return false
+	}
+	return len(b.index.funcs[function]) > 0
+}
+
 // Func finds function in the DWARF and returns its parameters and return
 // type with their places by the ABI (see Func). Of several DIEs with the
 // name, it takes the out-of-line copy at the address of the ELF symbol of

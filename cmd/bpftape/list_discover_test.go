@@ -203,6 +203,11 @@ func TestListKernelUnavailable(t *testing.T) {
 					t.Errorf("%s: list says\n  %s\nrecord says\n  %s", spec, list, rec)
 				}
 			}
+			// A pattern gets the same reason from record as from list.
+			spec := kind + ":vfs_rea*"
+			if pat := kernelReason(t, "record", "probe "+spec+": ", "-o", out, spec); !strings.HasPrefix(pat, rec+"; ") {
+				t.Errorf("record %s says\n  %s\nwant the reason\n  %s", spec, pat, rec)
+			}
 		}
 	})
 }

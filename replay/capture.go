@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/usage"
+	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/replay/symbolize"
 )
 
@@ -101,7 +103,8 @@ func (c *Capture) reader() *format.Reader {
 	return c.r
 }
 
-// Ref names one field of one probe, resolved against a capture.
+// Ref names one field of one probe, resolved against a capture. Field is
+// the field's recorded name, also where it was asked for as argN.
 type Ref struct {
 	Probe string
 	Field string
@@ -111,7 +114,9 @@ type Ref struct {
 }
 
 // Resolve finds probe and field in the capture, with the names that do exist
-// in the error when they do not.
+// in the error when they do not. Besides a field's name, field may be argN
+// where the probe recorded its function's parameters by name (Params):
+// argN is then the field of the N-th parameter, counted from 0.
 func (c *Capture) Resolve(probe, field string) (Ref, error) {
 	m := c.Meta()
 	pi, p := m.Probe(probe)
@@ -124,10 +129,102 @@ func (c *Capture) Resolve(probe, field string) (Ref, error) {
 		for _, f := range p.Fields {
 			names = append(names, f.Name)
 		}
-		return Ref{}, usage.Errorf("%s: probe %s has no field %q; its fields: %s", c.Name, probe, field, strings.Join(names, ", "))
+		params := Params(p)
+		n, isArg := argIndex(field)
+		switch {
+		case isArg && n < len(params):
+			fi = p.Field(params[n])
+		case isArg && params != nil:
+			return Ref{}, usage.Errorf("%s: probe %s has no field %q: it recorded %d parameters, %s; its fields: %s",
+				c.Name, probe, field, len(params), argRange(len(params)), strings.Join(names, ", "))
+		case params != nil:
+			return Ref{}, usage.Errorf("%s: probe %s has no field %q; its fields: %s (or %s)",
+				c.Name, probe, field, strings.Join(names, ", "), argRange(len(params)))
+		default:
+			return Ref{}, usage.Errorf("%s: probe %s has no field %q; its fields: %s", c.Name, probe, field, strings.Join(names, ", "))
+		}
 	}
 	f := p.Fields[fi]
-	return Ref{Probe: probe, Field: field, probe: uint16(pi), col: c.Column(f.Column), typ: f.Type}, nil
+	return Ref{Probe: probe, Field: f.Name, probe: uint16(pi), col: c.Column(f.Column), typ: f.Type}, nil
+}
+
+// Params returns the names of the fields of p that are its function's
+// parameters, in order, or nil when p has none such. A uprobe, kprobe,
+// fentry or fexit recorded without a field list records its function's
+// parameters under the names its debug info (DWARF or BTF) gives them,
+// and argN, as BCC and bpftrace name arguments, is then the N-th of them.
+// A probe recorded with a field list, or whose fields are arg0, arg1...
+// already, has none.
+//
+// The capture does not record which parameters the recorder left out
+// (one it cannot read, such as a double or a struct passed by value; it
+// warns when it records): a field named argK (a parameter without a name)
+// that is not the K-th says some were, and p then has none. Otherwise the
+// N-th field is taken for the N-th parameter.
+func Params(p *format.Probe) []string {
+	s, err := probespec.Parse(p.Spec)
+	if err != nil || s.Fields != nil || s.Kind.String() != p.Kind {
+		return nil
+	}
+	switch s.Kind {
+	case probespec.Uprobe, probespec.Kprobe, probespec.Fentry, probespec.Fexit:
+	default:
+		return nil
+	}
+	var names []string
+	named := false
+	for i, f := range p.Fields {
+		if s.Kind == probespec.Fexit && f.Name == "retval" && i == len(p.Fields)-1 {
+			break // fexit's return value, after the parameters
+		}
+		if !f.Type.IsInt() {
+			return nil // not the recorder's defaults, which are integers
+		}
+		if k, ok := argIndex(f.Name); !ok {
+			named = true
+		} else if k != i {
+			return nil
+		}
+		names = append(names, f.Name)
+	}
+	if !named {
+		return nil
+	}
+	return names
+}
+
+// ArgsNote says which field each argN names, for a probe's parameters
+// params (Params): "arg0..arg2 name nc, buf, size".
+func ArgsNote(params []string) string {
+	verb := "name"
+	if len(params) == 1 {
+		verb = "names"
+	}
+	return argRange(len(params)) + " " + verb + " " + strings.Join(params, ", ")
+}
+
+// argRange is "arg0" for one argument, "arg0..argN-1" for n.
+func argRange(n int) string {
+	if n == 1 {
+		return "arg0"
+	}
+	return "arg0..arg" + strconv.Itoa(n-1)
+}
+
+// argIndex parses argN: N in decimal without leading zeros.
+func argIndex(name string) (int, bool) {
+	d, ok := strings.CutPrefix(name, "arg")
+	if !ok || d == "" || len(d) > 3 || len(d) > 1 && d[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(d); i++ {
+		if d[i] < '0' || d[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(d[i]-'0')
+	}
+	return n, true
 }
 
 // ResolveProbe finds a probe by name.

@@ -215,6 +215,12 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 		if len(fs) > 0 {
 			fmt.Fprintf(out, "%-*s fields %s\n", width, "", strings.Join(fs, ", "))
 		}
+		if params := Params(&p); params != nil {
+			for i := range params {
+				params[i] = esc(params[i])
+			}
+			fmt.Fprintf(out, "%-*s args   %s\n", width, "", ArgsNote(params))
+		}
 		if p.Filter != "" {
 			fmt.Fprintf(out, "%-*s filter %s: %s\n", width, "", esc(p.Filter), filteredNote(m, &p))
 		}

@@ -153,10 +153,20 @@ func (t Type) arrow() arrow.DataType {
 
 // Field is one recorded value of a probe: an argument, a return value or a
 // tracepoint field. Column names the Arrow column that holds it.
+//
+// Pointer marks an integer field whose value is an address: the recorder
+// sets it for a value whose type in the function's debug info (DWARF or
+// BTF) is a pointer, such as the struct pointer parameter of a probe
+// recorded without a field list, and no :TYPE was given to the field. The
+// column is an integer like any other
+// (a uint64), so that every reader reads it; bpftape prints it in hex and
+// draws no histogram or heat map of it unless asked. Captures written
+// before the flag existed, and fields without debug info, have it unset.
 type Field struct {
-	Name   string `json:"name"`
-	Type   Type   `json:"type"`
-	Column string `json:"column"`
+	Name    string `json:"name"`
+	Type    Type   `json:"type"`
+	Column  string `json:"column"`
+	Pointer bool   `json:"pointer,omitempty"`
 }
 
 // Probe describes one probe of a capture; its index in Meta.Probes is the

@@ -88,14 +88,18 @@ func exprSteps(f *probespec.Field, base *exprBase, src ctypes.Source) ([]ctypes.
 }
 
 // resolveExpr resolves a field (a typed parameter, or an expression)
-// from its base into the spec of the value to record and its type in the
-// capture. src resolves the names a cast uses (nil: none).
-func resolveExpr(f *probespec.Field, base exprBase, src ctypes.Source) (bpf.ArgSpec, format.Type, error) {
+// from its base into the spec of the value to record and the field the
+// capture describes: named f.FieldName(), of its type, and marked as an
+// address (format.Field's Pointer) when the value recorded is a pointer of
+// the function's types and no :TYPE asked for an integer. src resolves the
+// names a cast uses (nil: none).
+func resolveExpr(f *probespec.Field, base exprBase, src ctypes.Source) (bpf.ArgSpec, format.Field, error) {
+	fld := format.Field{Name: f.FieldName()}
 	var steps []ctypes.Step
 	var err error
 	if base.access == nil {
 		if steps, err = exprSteps(f, &base, src); err != nil {
-			return bpf.ArgSpec{}, 0, err
+			return bpf.ArgSpec{}, fld, err
 		}
 	}
 	var acc ctypes.Access
@@ -103,14 +107,14 @@ func resolveExpr(f *probespec.Field, base exprBase, src ctypes.Source) (bpf.ArgS
 	case base.access != nil:
 		acc = *base.access
 	case base.typ == nil && len(steps) > 0:
-		return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %s: the function has no debug info that says what %s points to: cast it, e.g. *(u32 *)(%s + 8) or ((struct S *)%s)->member",
+		return bpf.ArgSpec{}, fld, fmt.Errorf("%w: %s: the function has no debug info that says what %s points to: cast it, e.g. *(u32 *)(%s + 8) or ((struct S *)%s)->member",
 			ErrExpr, f.FieldName(), f.FieldName(), baseName(f), baseName(f))
 	case base.typ == nil:
 		acc = ctypes.Access{Leaf: ctypes.LeafValue, Size: 8}
 	default:
 		acc, err = ctypes.ResolveNamed(baseName(f), base.typ, steps)
 		if err != nil {
-			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %w", ErrExpr, err)
+			return bpf.ArgSpec{}, fld, fmt.Errorf("%w: %w", ErrExpr, err)
 		}
 	}
 	a := base.arg
@@ -127,16 +131,16 @@ func resolveExpr(f *probespec.Field, base exprBase, src ctypes.Source) (bpf.ArgS
 		leafOff += base.off
 	}
 	if len(reads) > bpf.MaxReads {
-		return a, 0, fmt.Errorf("%w: %s loads %d pointers; at most %d", ErrExpr, f.FieldName(), len(reads), bpf.MaxReads)
+		return a, fld, fmt.Errorf("%w: %s loads %d pointers; at most %d", ErrExpr, f.FieldName(), len(reads), bpf.MaxReads)
 	}
 	for i, r := range reads {
 		if r != int64(int32(r)) {
-			return a, 0, fmt.Errorf("%w: %s: offset %d out of range", ErrExpr, f.FieldName(), r)
+			return a, fld, fmt.Errorf("%w: %s: offset %d out of range", ErrExpr, f.FieldName(), r)
 		}
 		a.ReadOff[i] = int32(r)
 	}
 	if leafOff != int64(int32(leafOff)) {
-		return a, 0, fmt.Errorf("%w: %s: offset %d out of range", ErrExpr, f.FieldName(), leafOff)
+		return a, fld, fmt.Errorf("%w: %s: offset %d out of range", ErrExpr, f.FieldName(), leafOff)
 	}
 	a.Nread, a.LeafOff = uint8(len(reads)), int32(leafOff)
 
@@ -150,37 +154,41 @@ func resolveExpr(f *probespec.Field, base exprBase, src ctypes.Source) (bpf.ArgS
 		case acc.Leaf == ctypes.LeafAddr || acc.Leaf == ctypes.LeafValue && len(reads) == 0:
 			// A char array's address, or a pointer's value.
 			if leaf != nil && acc.Leaf == ctypes.LeafAddr && !leaf.IsCharArray() {
-				return a, 0, fmt.Errorf("%w: str(%s): %s is not a string", ErrExpr, f.FieldName(), leaf)
+				return a, fld, fmt.Errorf("%w: str(%s): %s is not a string", ErrExpr, f.FieldName(), leaf)
 			}
 			a.Leaf, a.LeafFlags = bpf.LeafAddr, bpf.LeafStr
 		case acc.Leaf == ctypes.LeafRead && acc.Size == 8:
 			a.Leaf, a.LeafSize, a.LeafFlags = bpf.LeafRead, 8, bpf.LeafStr
 		default:
-			return a, 0, fmt.Errorf("%w: str(%s): %s is not a string or a pointer to one", ErrExpr, f.FieldName(), leaf)
+			return a, fld, fmt.Errorf("%w: str(%s): %s is not a string or a pointer to one", ErrExpr, f.FieldName(), leaf)
 		}
 		if leaf != nil && acc.Leaf != ctypes.LeafAddr && leaf.Kind != ctypes.Pointer {
-			return a, 0, fmt.Errorf("%w: str(%s): %s is not a pointer", ErrExpr, f.FieldName(), leaf)
+			return a, fld, fmt.Errorf("%w: str(%s): %s is not a pointer", ErrExpr, f.FieldName(), leaf)
 		}
 		// A char * (or a void *, or an untyped value): not a pointer to
 		// a struct, whose bytes are no string.
 		if leaf != nil && leaf.Kind == ctypes.Pointer && !leaf.IsCharPointer() {
 			if e := leaf.Elem(); e != nil && e.Kind != ctypes.Void {
-				return a, 0, fmt.Errorf("%w: str(%s): %s does not point to chars: name a char * or char array member, or cast", ErrExpr, f.FieldName(), leaf)
+				return a, fld, fmt.Errorf("%w: str(%s): %s does not point to chars: name a char * or char array member, or cast", ErrExpr, f.FieldName(), leaf)
 			}
 		}
-		return a, format.String, nil
+		fld.Type = format.String
+		return a, fld, nil
 	case acc.Leaf == ctypes.LeafAddr:
-		return a, 0, fmt.Errorf("%w: %s is %s: name an element, or record it as a string with str()", ErrExpr, f.FieldName(), leaf)
+		return a, fld, fmt.Errorf("%w: %s is %s: name an element, or record it as a string with str()", ErrExpr, f.FieldName(), leaf)
 	}
 	t := format.Uint64
 	if leaf != nil {
 		if t, err = fieldType(leaf); err != nil {
-			return a, 0, fmt.Errorf("%s: %w", f.FieldName(), err)
+			return a, fld, fmt.Errorf("%s: %w", f.FieldName(), err)
 		}
 	}
+	// A pointer is an address, unless a :TYPE made it an integer.
+	fld.Pointer = leaf != nil && leaf.Kind == ctypes.Pointer && f.Type == format.TypeInvalid
 	if f.Type != format.TypeInvalid {
 		t = f.Type // the user's :TYPE: the value cut to its width
 	}
+	fld.Type = t
 	// What to read, and how to extend it, as a C conversion from the
 	// source type to the recorded one does: a narrower :TYPE cuts the
 	// value (the low bytes come first, little-endian) and extends by its
@@ -198,7 +206,7 @@ func resolveExpr(f *probespec.Field, base exprBase, src ctypes.Source) (bpf.ArgS
 		if signed {
 			a.LeafFlags = bpf.LeafSigned
 		}
-		return a, t, nil
+		return a, fld, nil
 	}
 	// The value itself: the base register, maybe plus an offset.
 	if len(reads) == 0 && leafOff == 0 {
@@ -206,10 +214,10 @@ func resolveExpr(f *probespec.Field, base exprBase, src ctypes.Source) (bpf.ArgS
 		if signed {
 			a.IsSigned = 1
 		}
-		return a, t, nil
+		return a, fld, nil
 	}
 	a.Leaf = bpf.LeafAddr
-	return a, format.Uint64, nil
+	return a, format.Field{Name: fld.Name, Type: format.Uint64}, nil
 }
 
 // baseName is the name of the value a field starts from.
@@ -238,10 +246,16 @@ func needsTypes(fields []probespec.Field) bool {
 	return false
 }
 
-// typedArg resolves a field of a uprobe, uretprobe, kprobe or kretprobe
-// with the function's types, fn (nil when it has no debug info: only argN
-// and casts then work).
+// typedArg is typedField's spec and type.
 func typedArg(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source) (bpf.ArgSpec, format.Type, error) {
+	a, fld, err := typedField(f, ret, fn, src)
+	return a, fld.Type, err
+}
+
+// typedField resolves a field of a uprobe, uretprobe, kprobe or kretprobe
+// with the function's types, fn (nil when it has no debug info: only argN
+// and casts then work), into its spec and the field the capture describes.
+func typedField(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source) (bpf.ArgSpec, format.Field, error) {
 	var base exprBase
 	switch {
 	case ret:
@@ -251,21 +265,21 @@ func typedArg(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source) 
 		}
 		if f.Steps != nil && hasLeadingCast(f) {
 			if fn.RetErr != nil {
-				return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %w", ErrExpr, fn.RetErr)
+				return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %w", ErrExpr, fn.RetErr)
 			}
 			base.typ = fn.Return
 			break
 		}
 		steps, err := exprSteps(f, &exprBase{}, src)
 		if err != nil {
-			return bpf.ArgSpec{}, 0, err
+			return bpf.ArgSpec{}, format.Field{}, err
 		}
 		loc, acc, err := fn.RetAccess(steps)
 		if err != nil {
-			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %w", ErrExpr, err)
+			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %w", ErrExpr, err)
 		}
 		if _, _, ok := loc.PtRegs(); !ok || loc.Reg != "ax" {
-			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: retval of %s is returned in %s: bpftape reads rax", ErrExpr, fn.Signature(), loc)
+			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: retval of %s is returned in %s: bpftape reads rax", ErrExpr, fn.Signature(), loc)
 		}
 		base.access = &acc
 	default:
@@ -284,31 +298,31 @@ func typedArg(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source) 
 			name = p.ArgName()
 		}
 		if fn == nil {
-			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %s: no debug info names the function's parameters: use argN", ErrExpr, f.FieldName())
+			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %s: no debug info names the function's parameters: use argN", ErrExpr, f.FieldName())
 		}
 		p, err := fn.Param(name)
 		if err != nil {
-			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %w", ErrExpr, err)
+			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %w", ErrExpr, err)
 		}
 		if hasLeadingCast(f) {
 			reg, off, ok := p.Loc.PtRegs()
 			if !ok || off != 0 {
-				return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %s: a cast or + needs a parameter passed whole in a register; %s is at %s", ErrExpr, f.FieldName(), name, p.Loc)
+				return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %s: a cast or + needs a parameter passed whole in a register; %s is at %s", ErrExpr, f.FieldName(), name, p.Loc)
 			}
 			base.arg, base.typ = bpf.ArgSpec{Kind: bpf.KindReg, Reg: reg}, p.Type
 			break
 		}
 		steps, err := exprSteps(f, &exprBase{}, src)
 		if err != nil {
-			return bpf.ArgSpec{}, 0, err
+			return bpf.ArgSpec{}, format.Field{}, err
 		}
 		loc, acc, err := fn.ParamAccess(name, steps)
 		if err != nil {
-			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %w", ErrExpr, err)
+			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %w", ErrExpr, err)
 		}
 		reg, off, ok := loc.PtRegs()
 		if !ok {
-			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %s is at %s, which bpftape cannot read", ErrExpr, name, loc)
+			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %s is at %s, which bpftape cannot read", ErrExpr, name, loc)
 		}
 		base.arg, base.off, base.access = bpf.ArgSpec{Kind: bpf.KindReg, Reg: reg}, off, &acc
 	}
@@ -421,19 +435,26 @@ func kernelFuncTypes(name string) (*ctypes.Func, ctypes.Source, error) {
 	return fn, b, nil
 }
 
-// funcExpr resolves an expression of a fentry or fexit probe, whose
-// program reads its function's arguments by position (bpf_get_func_arg),
-// so the base is the parameter's value whatever the ABI does with it.
+// funcExpr is funcField's spec and type.
 func funcExpr(f *probespec.Field, kf *KernelFunc) (bpf.ArgSpec, format.Type, error) {
+	a, fld, err := funcField(f, kf)
+	return a, fld.Type, err
+}
+
+// funcField resolves an expression of a fentry or fexit probe, whose
+// program reads its function's arguments by position (bpf_get_func_arg),
+// so the base is the parameter's value whatever the ABI does with it, into
+// its spec and the field the capture describes.
+func funcField(f *probespec.Field, kf *KernelFunc) (bpf.ArgSpec, format.Field, error) {
 	fn, src, err := kernelFuncTypes(kf.Name)
 	if err != nil {
-		return bpf.ArgSpec{}, 0, err
+		return bpf.ArgSpec{}, format.Field{}, err
 	}
 	var base exprBase
 	switch f.Source {
 	case probespec.Retval:
 		if fn.Return == nil || fn.Return.Kind == ctypes.Void {
-			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %s returns nothing", ErrExpr, fn.Name)
+			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %s returns nothing", ErrExpr, fn.Name)
 		}
 		base.arg, base.typ = bpf.ArgSpec{Kind: bpf.KindFuncRet}, fn.Return
 	default:
@@ -441,12 +462,12 @@ func funcExpr(f *probespec.Field, kf *KernelFunc) (bpf.ArgSpec, format.Type, err
 		if f.Source == probespec.Param {
 			p, err := fn.Param(f.Name)
 			if p == nil {
-				return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %w", ErrExpr, err)
+				return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %w", ErrExpr, err)
 			}
 			i = p.Index
 		}
 		if i >= len(fn.Params) || i >= bpf.MaxFuncArgs {
-			return bpf.ArgSpec{}, 0, fmt.Errorf("%w: %s takes %d arguments: %s", ErrExpr, fn.Name, len(fn.Params), fn.Signature())
+			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %s takes %d arguments: %s", ErrExpr, fn.Name, len(fn.Params), fn.Signature())
 		}
 		base.arg = bpf.ArgSpec{Kind: bpf.KindFuncArg, Reg: uint8(i)}
 		if f.Source == probespec.Param || !hasLeadingCast(f) {
@@ -454,7 +475,7 @@ func funcExpr(f *probespec.Field, kf *KernelFunc) (bpf.ArgSpec, format.Type, err
 		}
 	}
 	if f.Str && base.arg.Kind == bpf.KindFuncRet {
-		return bpf.ArgSpec{}, 0, fmt.Errorf("%w: str() of a fexit's retval is not supported", ErrExpr)
+		return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: str() of a fexit's retval is not supported", ErrExpr)
 	}
 	return resolveExpr(f, base, src)
 }

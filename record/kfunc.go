@@ -249,12 +249,12 @@ func (r *resolver) fentry(p *probe) error {
 	var args []bpf.ArgSpec
 	for _, f := range fields {
 		if f.Steps != nil {
-			a, t, err := funcExpr(&f, fn)
+			a, fld, err := funcField(&f, fn)
 			if err != nil {
 				return err
 			}
 			args = append(args, a)
-			p.addField(f.FieldName(), t)
+			p.meta.Fields = append(p.meta.Fields, fld)
 			continue
 		}
 		var v Value
@@ -311,7 +311,8 @@ func (r *resolver) fentry(p *probe) error {
 			a.IsSigned = 1
 		}
 		args = append(args, a)
-		p.addField(f.FieldName(), t)
+		// A pointer is an address, unless a :TYPE made it an integer.
+		p.meta.Fields = append(p.meta.Fields, format.Field{Name: f.FieldName(), Type: t, Pointer: v.Pointer && f.Type == format.TypeInvalid})
 	}
 	spec, err := p.probeSpec(args)
 	if err != nil {

@@ -323,12 +323,12 @@ func (p *probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src
 	var args []bpf.ArgSpec
 	for _, f := range fields {
 		if f.Source == probespec.Param || f.Steps != nil || f.Source == probespec.Retval && f.Type == format.TypeInvalid && fn != nil {
-			a, t, err := typedArg(&f, ret, fn, src)
+			a, fld, err := typedField(&f, ret, fn, src)
 			if err != nil {
 				return nil, err
 			}
 			args = append(args, a)
-			p.addField(f.FieldName(), t)
+			p.meta.Fields = append(p.meta.Fields, fld)
 			continue
 		}
 		var a bpf.ArgSpec

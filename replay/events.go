@@ -130,10 +130,12 @@ type probeOut struct {
 	fields []int // column of each printed field
 	types  []format.Type
 	names  []string
+	ptrs   []bool // the field holds an address (format.Field.Pointer): printed in hex
 	verbs  []verb
 }
 
-// Events prints one line per event like BCC's trace.
+// Events prints one line per event like BCC's trace: without a format,
+// each field as NAME=VALUE, an address (format.Field.Pointer) in hex.
 func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 	m := c.Meta()
 	outs := make([]probeOut, len(m.Probes))
@@ -144,6 +146,7 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 			outs[i].fields = append(outs[i].fields, c.Column(f.Column))
 			outs[i].types = append(outs[i].types, f.Type)
 			outs[i].names = append(outs[i].names, f.Name)
+			outs[i].ptrs = append(outs[i].ptrs, f.Pointer && f.Type.IsInt())
 		}
 	}
 	for _, name := range o.Probes {
@@ -159,7 +162,7 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 			return nil, err
 		}
 		po := &outs[pi]
-		po.fields, po.types, po.names = nil, nil, nil
+		po.fields, po.types, po.names, po.ptrs = nil, nil, nil, nil
 		for _, name := range f.Fields {
 			r, err := c.Resolve(f.Probe, name)
 			if err != nil {
@@ -223,9 +226,13 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 				col := b.Col(ci)
 				line = append(line, textsafe.Escape(po.names[k])...)
 				line = append(line, '=')
-				if po.types[k] == format.String {
+				switch {
+				case po.types[k] == format.String:
 					line = strconv.AppendQuote(line, col.Str(i))
-				} else {
+				case po.ptrs[k] && col.Valid(i):
+					line = append(line, "0x"...)
+					line = strconv.AppendUint(line, uint64(col.Int(i)), 16)
+				default:
 					line = append(line, col.Str(i)...)
 				}
 			}

@@ -1,9 +1,10 @@
 // Package report writes one self-contained HTML page about a capture for a
 // bug report: where and how it was recorded, its losses, per-probe counts,
-// a histogram and a heat map of every numeric field, a flame graph of
-// every stack field, and the latency,
-// request and comparison analyses asked for. The page loads nothing: its
-// CSS and SVG are inline and it uses the system's fonts.
+// a histogram and a heat map of every numeric field but addresses, a flame
+// graph of every stack field, the latency of the entry/return pairs of
+// probes it finds (or of those asked for), and the request and comparison
+// analyses asked for. The page loads nothing: its CSS and SVG are inline
+// and it uses the system's fonts.
 package report
 
 import (
@@ -39,17 +40,26 @@ type CompareSpec struct{ ProbeA, FieldA, FileB, ProbeB, FieldB string }
 
 // Options say what the report holds besides the capture's own facts.
 type Options struct {
-	Filter    replay.Filter
-	Title     string
-	Requests  []RequestsSpec
-	Latencies []LatencySpec
-	Compares  []CompareSpec
+	Filter   replay.Filter
+	Title    string
+	Requests []RequestsSpec
+	// Latencies are the latency analyses asked for. Without any, the
+	// report shows the latency of the entry/return pairs it finds
+	// (Pairs), of the first MaxAutoLatencies of them: -1 means none, 0
+	// DefaultMaxAutoLatencies.
+	Latencies        []LatencySpec
+	MaxAutoLatencies int
+	Compares         []CompareSpec
 	// MaxHeatmaps bounds the field heat maps (the first fields of the first
 	// probes); -1 means none, 0 DefaultMaxHeatmaps.
 	MaxHeatmaps int
-	Cols        int       // most columns of the heat maps; 0 is DefaultCols
-	Version     string    // of the bpftape writing the report
-	Now         time.Time // the page's date; zero is the capture's end (Capture.EndWall), so that a report is reproducible
+	// Pointers draws a histogram and a heat map of the fields that hold
+	// addresses (format.Field.Pointer) too, which a report leaves out:
+	// where a buffer is says little, and its log2 buckets nothing.
+	Pointers bool
+	Cols     int       // most columns of the heat maps; 0 is DefaultCols
+	Version  string    // of the bpftape writing the report
+	Now      time.Time // the page's date; zero is the capture's end (Capture.EndWall), so that a report is reproducible
 }
 
 // Defaults for Options.
@@ -68,6 +78,9 @@ func Write(c *replay.Capture, w io.Writer, o Options) (*replay.Pass, error) {
 	}
 	if o.MaxHeatmaps == 0 {
 		o.MaxHeatmaps = DefaultMaxHeatmaps
+	}
+	if o.MaxAutoLatencies == 0 {
+		o.MaxAutoLatencies = DefaultMaxAutoLatencies
 	}
 	if o.Cols <= 0 {
 		o.Cols = DefaultCols
@@ -95,18 +108,24 @@ type view struct {
 	Recovered                    string
 	// Filtered is set when a probe had an in-kernel filter: the capture
 	// is a subset of the events.
-	Filtered    bool
-	Filter      string
-	Probes      []probeView
-	Timeline    template.HTML
-	Latencies   []latencyView
+	Filtered  bool
+	Filter    string
+	Probes    []probeView
+	Timeline  template.HTML
+	Latencies []latencyView
+	// LatencyNote says where the latency pairs come from when the report
+	// found them itself.
+	LatencyNote string
 	Requests    []requestsView
 	Compares    []compareView
 	Hists       []histView
 	Heatmaps    []template.HTML
 	HeatmapNote string
-	Flames      []flameView
-	Inputs      []inputView
+	// Addresses lists the fields that hold addresses, left out of the
+	// histograms and heat maps ("rx nc").
+	Addresses string
+	Flames    []flameView
+	Inputs    []inputView
 }
 
 // flameView is the flame graph of one stack field of one probe.
@@ -305,11 +324,30 @@ func (as *analyses) close() {
 func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 	path := c.Name
 	m := c.Meta()
+	var latencyNote string
+	if len(o.Latencies) == 0 && o.MaxAutoLatencies > 0 {
+		o.Latencies = Pairs(m)
+		if len(o.Latencies) > 0 {
+			latencyNote = "Entry and return probes the report paired: a uprobe and a uretprobe, a kprobe and a kretprobe, or a fentry and a fexit on the same function, or else a probe and its :return."
+		}
+		if n := len(o.Latencies); n > o.MaxAutoLatencies {
+			latencyNote += fmt.Sprintf(" The first %d of %d pairs.", o.MaxAutoLatencies, n)
+			o.Latencies = o.Latencies[:o.MaxAutoLatencies]
+		}
+		if latencyNote != "" {
+			latencyNote += fmt.Sprintf(" Name the pairs with 'bpftape report --latency \"ENTRY RETURN\"', or draw one with 'bpftape latency %s ENTRY RETURN'.", shellQuote(path))
+		}
+	}
 	var accs []*fieldAcc
 	var specs []heatmap.Spec
+	var addrs []string
 	for _, p := range m.Probes {
 		for _, f := range p.Fields {
 			if !f.Type.IsInt() {
+				continue
+			}
+			if f.Pointer && !o.Pointers {
+				addrs = append(addrs, p.Name+" "+f.Name)
 				continue
 			}
 			ref, err := c.Resolve(p.Name, f.Name)
@@ -452,7 +490,11 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 		pv := probeView{Name: p.Name, Kind: p.Kind, Spec: p.Spec, Target: p.Target, BuildID: p.BuildID,
 			Events: commas(counts[i]), Lost: commas(pass.Losses.ByProbe[p.Name]), HasLoss: pass.Losses.ByProbe[p.Name] > 0}
 		for _, f := range p.Fields {
-			pv.Fields = append(pv.Fields, f.Name+" "+f.Type.String())
+			fv := f.Name + " " + f.Type.String()
+			if f.Pointer && f.Type.IsInt() {
+				fv += " (address)"
+			}
+			pv.Fields = append(pv.Fields, fv)
 		}
 		if p.Filter != "" {
 			pv.Filter = p.Filter
@@ -473,6 +515,8 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 	if nField < len(accs) {
 		v.HeatmapNote = fmt.Sprintf("Heat maps of the first %d of %d numeric fields; draw the others with 'bpftape heatmap %s PROBE FIELD' or raise --heatmaps.", nField, len(accs), path)
 	}
+	v.Addresses = strings.Join(addrs, ", ")
+	v.LatencyNote = latencyNote
 	for _, a := range accs {
 		hv := log2View(&a.log2, &a.stats, a.field, false)
 		hv.Probe, hv.Title, hv.Type = a.probe, a.field, a.typ.String()

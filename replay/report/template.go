@@ -111,6 +111,7 @@ Counts, histograms and heat maps of these probes are too low; the time line belo
 <div class="figure">{{.Timeline}}</div>
 
 {{if .Latencies}}<h2 id="latency">Latency</h2>
+{{with .LatencyNote}}<p class="note">{{.}}</p>{{end}}
 {{range .Latencies}}<div class="analysis">
 <h3>{{.Title}} <span class="kind">entry to return on the same thread</span></h3>
 <p class="stats">{{.Summary}}<br>{{.Unmatched}}</p>
@@ -150,10 +151,11 @@ Counts, histograms and heat maps of these probes are too low; the time line belo
 
 <h2 id="histograms">Histograms</h2>
 <p class="note">Every numeric field of every probe, in BCC's log2 buckets (values taken as u64, as bpf_log2l takes them). Empty buckets below the first and above the last value are left out; the text under each is what BCC's print_log2_hist prints.</p>
+{{with .Addresses}}<p class="note" id="addresses">Fields that hold addresses have no histogram or heat map: {{.}}. Draw one with <code>bpftape hist FILE PROBE FIELD</code>.</p>{{end}}
 {{if .Hists}}<div class="cards">
 {{range .Hists}}{{template "hist" .}}{{end}}
 </div>
-{{else}}<p class="note">No probe has a numeric field.</p>{{end}}
+{{else}}<p class="note">No probe has a numeric field{{if .Addresses}} other than addresses{{end}}.</p>{{end}}
 
 {{if .Heatmaps}}<h2 id="heatmaps">Heat maps</h2>
 <p class="note">Time across, log2 value buckets up, colour for the count of events in the cell. Hover a cell for its count, its share of the column and its cumulative percentile.{{with .HeatmapNote}} {{.}}{{end}}</p>

@@ -244,7 +244,7 @@ func mergeMeta(ins []*mergeIn, o MergeOptions) (*Meta, error) {
 				mp := Probe{Name: name, Kind: p.Kind, Spec: p.Spec, Target: p.Target, BuildID: p.BuildID}
 				for fi, f := range p.Fields {
 					if fi != hostFI {
-						mp.Fields = append(mp.Fields, Field{Name: f.Name, Type: f.Type})
+						mp.Fields = append(mp.Fields, Field{Name: f.Name, Type: f.Type, Pointer: f.Pointer})
 					}
 				}
 				mp.Fields = append(mp.Fields, Field{Name: HostField, Type: String})

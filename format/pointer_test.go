@@ -84,3 +84,42 @@ func TestFieldPointer(t *testing.T) {
 		t.Errorf("metadata without the mark: %+v, %v", dm, err)
 	}
 }
+
+// TestMergeKeepsPointer: a merged capture's fields keep their address mark.
+func TestMergeKeepsPointer(t *testing.T) {
+	m := testMeta()
+	m.Probes[1].Fields[0].Pointer = true
+	dir := t.TempDir()
+	var inputs []string
+	for _, host := range []string{"a", "b"} {
+		m.Host = host
+		path := filepath.Join(dir, host+".arrow")
+		w, err := Create(path, m, WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Append(&Event{Time: 2000, Probe: 1, Comm: []byte("x"), Ints: []uint64{0x7ffd12345678, 0, 0}, Strs: [][]byte{nil, []byte("a"), []byte("b")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, path)
+	}
+	out := filepath.Join(dir, "merged.arrow")
+	if _, err := Merge(out, inputs, MergeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, p := range r.Meta.Probes {
+		for fi, f := range p.Fields {
+			if want := p.Name == m.Probes[1].Name && fi == 0; f.Pointer != want {
+				t.Errorf("merged %s.%s: Pointer %v, want %v", p.Name, f.Name, f.Pointer, want)
+			}
+		}
+	}
+}

@@ -21,8 +21,12 @@ Writes one self-contained HTML page about a capture, to attach to a bug
 report: where and how it was recorded (host, kernel, command line, probes
 with their binaries and build ids, time span), its losses in a warning box,
 events per probe and over time, a histogram (BCC's log2 buckets, as bars,
-with BCC's text) and a heat map of every numeric field of every probe, and
-the latency, request and comparison analyses asked for. The page loads
+with BCC's text) and a heat map of every numeric field of every probe but
+addresses (pointer parameters: --pointers draws them too), the latency of
+the entry/return pairs it finds (f and f:return, or a uprobe and uretprobe,
+kprobe and kretprobe, fentry and fexit of one function: at most --pairs of
+them) or of those --latency names, and the request and comparison analyses
+asked for. The page loads
 nothing: no scripts, no fonts, no network; CSS and SVG are inline. Without
 -o the page goes to standard output, which must then be a file or a pipe,
 not a terminal.
@@ -40,6 +44,8 @@ Examples:
 	title := fs.String("title", "", "title of the page (default: the file name)")
 	heatmaps := fs.Int("heatmaps", report.DefaultMaxHeatmaps, "heat maps of at most this many numeric fields (0: none)")
 	cols := fs.Int("cols", report.DefaultCols, "most columns of the time line and heat maps")
+	pairs := fs.Int("pairs", report.DefaultMaxAutoLatencies, "without --latency, the latency of at most this many entry/return pairs found in the capture (0: none)")
+	pointers := fs.Bool("pointers", false, "draw histograms and heat maps of address fields too")
 	var o report.Options
 	words := func(name, want string, n []int, fn func([]string)) {
 		fs.Func(name, fmt.Sprintf("add a %s analysis: %q (repeatable)", name, want), func(s string) error {
@@ -76,8 +82,12 @@ Examples:
 	if o.Filter, err = filter(); err != nil {
 		return fail(stderr, "report", err)
 	}
-	if *heatmaps < 0 || *cols <= 0 {
-		return fail(stderr, "report", usage.Errorf("--heatmaps and --cols must be positive"))
+	if *heatmaps < 0 || *cols <= 0 || *pairs < 0 {
+		return fail(stderr, "report", usage.Errorf("--heatmaps, --pairs and --cols must be positive"))
+	}
+	o.MaxAutoLatencies, o.Pointers = *pairs, *pointers
+	if *pairs == 0 {
+		o.MaxAutoLatencies = -1
 	}
 	o.Title, o.MaxHeatmaps, o.Cols, o.Version = *title, *heatmaps, *cols, Version
 	if o.MaxHeatmaps == 0 {

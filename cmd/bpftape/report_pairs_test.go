@@ -41,6 +41,9 @@ func TestReportFindsLatencyPairs(t *testing.T) {
 	if !strings.Contains(page, "tx_len → tx_ret") || strings.Contains(page, "rx → rx_ret") || strings.Contains(page, "the report paired") {
 		t.Error("--latency tx_len tx_ret: the report still shows the pair it found")
 	}
+	if page = read("--pairs", "0"); strings.Contains(page, "rx → rx_ret") || strings.Contains(page, `<h2 id="latency">`) {
+		t.Error("--pairs 0: the report still shows the pair it found")
+	}
 }
 
 // TestEventsPrintsAddresses checks that `bpftape events` prints a field

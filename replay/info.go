@@ -180,6 +180,7 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 	w("captured", "%s", res.Captured)
 	w("file size", "%d bytes, %d batches, %s compression, %.1f bytes/event, %.1fx smaller than uncompressed Arrow (%d bytes)",
 		res.FileBytes, res.Batches, m.Compression, res.BytesPerEvt, res.Ratio, res.RawBytes)
+	w("readers", "%s", readers(m.Compression))
 	if res.Recovered {
 		note := "complete batches recovered from a file without footer"
 		if res.RecoverNote != "" {
@@ -245,4 +246,13 @@ func filteredNote(m *format.Meta, p *format.Probe) string {
 		return "how many events it rejected is not recorded (the file has no footer)"
 	}
 	return fmt.Sprintf("%d more events were filtered out in the kernel", p.Filtered)
+}
+
+// readers says which readers other than bpftape open a capture of this
+// compression as it is, and how the others get at it.
+func readers(compression string) string {
+	if compression == "none" {
+		return "polars, pyarrow, Arrow C++, Go and JS as is; DuckDB and Spark through bpftape export -f parquet"
+	}
+	return "polars, pyarrow, Arrow C++ and Go as is; Arrow JS, which has no codecs, through bpftape export -f arrow --compress none; DuckDB and Spark through bpftape export -f parquet"
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -321,5 +323,63 @@ func TestReadmeExamplesRun(t *testing.T) {
 	t.Logf("%d examples run", ran)
 	if ran < 20 {
 		t.Errorf("only %d examples ran: is the extraction broken?", ran)
+	}
+}
+
+// TestReadmeQuickStart runs the README's quick start as it is written, as
+// a shell script in a folder holding testdata/quickstart/myprog.c and
+// bin/bpftape: it must exit 0, the histogram must count every request
+// myprog says it handled, and the report must be written.
+func TestReadmeQuickStart(t *testing.T) {
+	bin, _ := bpftapeBin(t)
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), quickStartTitle+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q", quickStartTitle)
+	}
+	_, rest, _ = strings.Cut(rest, "```\n")
+	script, _, ok := strings.Cut(rest, "```")
+	if !ok || !strings.Contains(script, "bin/bpftape record") {
+		t.Fatalf("the quick start has no code block with a recording:\n%s", rest)
+	}
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "testdata", "quickstart", "myprog.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "myprog.c"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "bin", "bpftape")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Dir = dir
+	r := runBin(t, cmd)
+	if r.code != 0 {
+		t.Fatalf("the quick start exits %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// myprog's truth, then hist's counts: they must add up to it.
+	m := regexp.MustCompile(`handled (\d+) requests`).FindStringSubmatch(r.stdout + r.stderr)
+	if m == nil {
+		t.Fatalf("no truth line from myprog:\n%s\n%s", r.stdout, r.stderr)
+	}
+	var counted int
+	for _, row := range regexp.MustCompile(`(?m)^\s+\d+ -> \d+\s+: (\d+)`).FindAllStringSubmatch(r.stdout, -1) {
+		n, _ := strconv.Atoi(row[1])
+		counted += n
+	}
+	if want, _ := strconv.Atoi(m[1]); counted != 2*want {
+		// Two histograms: hist's of arg1, latency's of the durations.
+		t.Errorf("the histograms count %d, want 2 x %d\n%s", counted, want, r.stdout)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "my.html")); err != nil || st.Size() == 0 {
+		t.Errorf("no report: %v", err)
 	}
 }

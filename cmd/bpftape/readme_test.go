@@ -418,3 +418,46 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Errorf("no report: %v", err)
 	}
 }
+
+// TestDocsStacksExamples runs the first example block of docs/stacks.md as
+// a shell script, with real probes, each recording for 2 s rather than 10:
+// ./app is testdata/stacks/chain.c, and copies of it that run and sleep in
+// a loop meanwhile are what the profile and the off-CPU examples see. The
+// block must exit 0, and `stacks leaf.arrow` must print chain's truth.
+func TestDocsStacksExamples(t *testing.T) {
+	bin, _ := bpftapeBin(t)
+	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "stacks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(doc), "```\n")
+	block, _, ok := strings.Cut(rest, "```")
+	if !ok || !strings.Contains(block, "bpftape stacks leaf.arrow") {
+		t.Fatalf("docs/stacks.md's first block is not the one this test knows:\n%s", block)
+	}
+	dir := t.TempDir()
+	if err := os.Rename(buildChain(t, dir), filepath.Join(dir, "app")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, filepath.Join(dir, "bpftape")); err != nil {
+		t.Fatal(err)
+	}
+	script := "(while :; do ./app 2000 20 >/dev/null; done) & loop=$!\ntrap 'kill $loop' EXIT\n" +
+		strings.ReplaceAll(block, "-d 10s", "-d 2s") +
+		"bpftape stacks leaf.arrow > leaf.folded\n"
+	cmd := exec.Command("sh", "-ec", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	if r := runBin(t, cmd); r.code != 0 {
+		t.Fatalf("the examples exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	folded, err := os.ReadFile(filepath.Join(dir, "leaf.folded"))
+	if err != nil || strings.TrimSpace(string(folded)) != "main;top;mid;leaf 1000" {
+		t.Errorf("stacks leaf.arrow printed %q (%v), want chain's truth, main;top;mid;leaf 1000", folded, err)
+	}
+	for _, f := range []string{"prof.svg", "prof.folded", "offcpu.svg", "diff.svg", "prof.html"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s was not written (%v)", f, err)
+		}
+	}
+}

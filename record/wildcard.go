@@ -40,17 +40,17 @@ func expandWildcards(specs []*probespec.Spec, tracefsDir func() (string, error))
 			if (s.Kind == probespec.Kprobe || s.Kind == probespec.Kretprobe) && !kprobesPresent(tracefsDir) {
 				return nil, fmt.Errorf("probe %s: %w", s.Text, kprobeUnavailable(s, tracefsDir))
 			}
-			if s.Kind == probespec.Fentry || s.Kind == probespec.Fexit {
-				// As list says it: the kernel's reason, not tracefs's EPERM.
-				if err := kernelKindUnavailable(s.Kind, s.Symbol); err != nil {
-					return nil, fmt.Errorf("probe %s: %w", s.Text, err)
-				}
-			}
 			dir, err := tracefsDir()
 			if err != nil {
 				return nil, fmt.Errorf("probe %s: a pattern needs the traceable functions in tracefs: %w", s.Text, err)
 			}
 			if fns, err = tracefs.Functions(dir); err != nil {
+				if s.Kind == probespec.Fentry || s.Kind == probespec.Fexit {
+					// As list says it: the kernel's reason, not tracefs's EPERM.
+					if kerr := kernelKindUnavailable(s.Kind, s.Symbol); kerr != nil {
+						return nil, fmt.Errorf("probe %s: %w", s.Text, kerr)
+					}
+				}
 				return nil, fmt.Errorf("probe %s: %w", s.Text, err)
 			}
 		}

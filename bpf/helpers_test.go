@@ -20,6 +20,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/bpftape/bpftape/internal/boottime"
 	"github.com/bpftape/bpftape/internal/testutils"
 )
 
@@ -231,7 +232,7 @@ type collector struct {
 func collect(tb testing.TB, rd *Ring) *collector {
 	c := &collector{rd: rd, done: make(chan error, 1)}
 	fn := func(raw []byte) error {
-		now := uint64(testutils.BootNow())
+		now := uint64(boottime.Now())
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.samples = append(c.samples, bytes.Clone(raw))

@@ -6,10 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/boottime"
 )
 
 // LostInterval is how often the drain loop reads the per-CPU lost counters
@@ -146,7 +145,7 @@ func (d *drainer) run() error {
 		before := d.records
 		var mark int64 // every record reserved before is read by Drain's first pass
 		if d.live != nil {
-			mark = bootNow()
+			mark = boottime.Now()
 		}
 		err := d.rd.Drain(interval, d.sample)
 		if err == nil && d.live != nil {
@@ -296,7 +295,7 @@ func (d *drainer) sample(raw []byte) error {
 // readLost writes, per probe and CPU, how much the lost counter grew since
 // the last look as a loss record.
 func (d *drainer) readLost() error {
-	now := bootNow()
+	now := boottime.Now()
 	for id := range d.probes {
 		if err := d.lost.Lookup(uint32(id), &d.perCPU); err != nil {
 			return fmt.Errorf("read lost counters: %w", err)
@@ -322,11 +321,6 @@ func (d *drainer) readLost() error {
 	return nil
 }
 
-// bootNow reads CLOCK_BOOTTIME, the clock of bpf_ktime_get_boot_ns.
-func bootNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		panic(err)
-	}
-	return ts.Nano()
-}
+// bootNow is boottime.Now: the time on the clock of
+// bpf_ktime_get_boot_ns.
+func bootNow() int64 { return boottime.Now() }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/ctypes"
 	"github.com/bpftape/bpftape/record/elfsym"
@@ -503,7 +504,7 @@ func (r *resolver) usdt(p *probe) error {
 	}
 	for _, f := range fields {
 		if f.Arg >= len(up.Args) {
-			return fmt.Errorf("usdt probe %s has %s: no arg%d", full, plural(len(up.Args), "argument"), f.Arg)
+			return fmt.Errorf("usdt probe %s has %s: no arg%d", full, humanfmt.Plural(uint64(len(up.Args)), "argument", "arguments"), f.Arg)
 		}
 		switch {
 		case f.Str:
@@ -548,13 +549,6 @@ func (r *resolver) usdt(p *probe) error {
 			what: fmt.Sprintf("usdt %s:%s at %#x", path, full, site.Location)})
 	}
 	return nil
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func (r *resolver) tracepoint(p *probe) error {

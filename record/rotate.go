@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/boottime"
 	"github.com/bpftape/bpftape/internal/usage"
 )
 
@@ -98,9 +99,9 @@ const (
 // part 1. format.Writer.Switch calls it between the two files.
 func (l *sizeLimit) partMeta(seq int) {
 	m := l.w.Meta()
-	b1 := bootNow()
+	b1 := boottime.Now()
 	wall := time.Now()
-	b2 := bootNow()
+	b2 := boottime.Now()
 	now := b1 + (b2-b1)/2
 	start := now
 	if last := l.w.LastTime(); last > 0 && last < now {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/textsafe"
 )
 
@@ -87,21 +88,12 @@ func (si *StackInfo) String() string {
 		return "unreadable: " + si.Error
 	}
 	s := fmt.Sprintf("%d unique (%d user, %d kernel), %s, %s, %s mapped", si.Unique, si.User, si.Kernel,
-		plural(si.Objects, "object"), plural(si.Symbols, "symbol"), plural(si.Processes, "process"))
+		humanfmt.Plural(uint64(si.Objects), "object", "objects"), humanfmt.Plural(uint64(si.Symbols), "symbol", "symbols"),
+		humanfmt.Plural(uint64(si.Processes), "process", "processes"))
 	if si.Unmapped > 0 {
-		s += fmt.Sprintf(", %s without mappings", plural(si.Unmapped, "process"))
+		s += fmt.Sprintf(", %s without mappings", humanfmt.Plural(uint64(si.Unmapped), "process", "processes"))
 	}
 	return s
-}
-
-func plural(n int, what string) string {
-	switch {
-	case n == 1:
-		return "1 " + what
-	case strings.HasSuffix(what, "s"):
-		return fmt.Sprintf("%d %ses", n, what)
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // Info reads the whole capture and prints what it is and what it holds.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/format/formattest"
+	"github.com/bpftape/bpftape/internal/boottime"
 	"github.com/bpftape/bpftape/internal/testutils"
 	"github.com/bpftape/bpftape/replay"
 )
@@ -142,9 +143,9 @@ func pairModel(t *testing.T, path string) (pairs []issueAt, orphans uint64, unpa
 // bpftrace's nsecs to the capture's clock.
 func bootMinusMono() int64 {
 	var mono unix.Timespec
-	b0 := testutils.BootNow()
+	b0 := boottime.Now()
 	unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
-	b1 := testutils.BootNow()
+	b1 := boottime.Now()
 	return (b0+b1)/2 - mono.Nano()
 }
 

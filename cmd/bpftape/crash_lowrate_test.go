@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/boottime"
 	"github.com/bpftape/bpftape/internal/testutils"
 )
 
@@ -154,7 +155,7 @@ func TestCrashLowRate(t *testing.T) {
 		stopWatch := watchBPF(cmd.Process.Pid)
 		target := readyTarget(t, waitFile(t, ready, 10*time.Second))
 		time.Sleep(delay)
-		killed := testutils.BootNow()
+		killed := boottime.Now()
 		cmd.Process.Kill()
 		cmd.Wait()
 		progs, links := stopWatch()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/boottime"
 )
 
 // TestCrashSurvival kills 'bpftape record' with SIGKILL at 20 random
@@ -45,7 +45,7 @@ func TestCrashSurvival(t *testing.T) {
 		// look once now that every probe is attached.
 		readyProgs, readyLinks := bpfHeld(cmd.Process.Pid)
 		time.Sleep(delay)
-		killed := testutils.BootNow()
+		killed := boottime.Now()
 		cmd.Process.Kill()
 		cmd.Wait()
 		progs, links := stopWatch()

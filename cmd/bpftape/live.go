@@ -13,6 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/boottime"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/shellwords"
 	"github.com/bpftape/bpftape/internal/usage"
 )
@@ -259,7 +261,7 @@ func (v *liveView) Finish(end int64) {
 		return // the recording never started
 	}
 	if end == 0 {
-		end = bootNow()
+		end = boottime.Now()
 	}
 	last := v.index(end - 1)
 	for k := v.next; k <= last; k++ {
@@ -284,11 +286,11 @@ func (v *liveView) Finish(end int64) {
 	}
 	if v.late > 0 {
 		fmt.Fprintf(v.errOut, "bpftape record: --print: %s after its interval was printed, left out of it (the capture has it all)\n",
-			plural(v.late, "event came", "events came"))
+			humanfmt.Plural(v.late, "event came", "events came"))
 	}
 	if v.skipped > 0 {
 		fmt.Fprintf(v.errOut, "bpftape record: --print: %s not printed: the output was not read fast enough (the capture has it all)\n",
-			plural(uint64(v.skipped), "interval was", "intervals were"))
+			humanfmt.Plural(uint64(v.skipped), "interval was", "intervals were"))
 	}
 }
 
@@ -418,23 +420,9 @@ func copyMeta(m *format.Meta) *format.Meta {
 	return &c
 }
 
-func plural(n uint64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
-}
-
-// bootNow reads CLOCK_BOOTTIME, the clock of event times.
-func bootNow() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
-	return ts.Nano()
 }
 
 // newLiveFlags checks --print and --interval, with the capture going to

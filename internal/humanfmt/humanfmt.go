@@ -1,6 +1,7 @@
 // Package humanfmt formats numbers for people: durations and time offsets
-// with three significant digits, counts with thousands separators, and
-// sizes with binary or decimal prefixes. The heat maps and the report
+// with three significant digits, counts with thousands separators or with
+// a noun in the singular or plural, and sizes with binary or decimal
+// prefixes. The heat maps and the report
 // print with it, so that an axis and a table say the same number the same
 // way.
 package humanfmt
@@ -118,4 +119,13 @@ func Commas(n uint64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// Plural writes n and one of two phrases after it: one for a count of 1,
+// many for any other ("1 process", "3 processes", "2 events came").
+func Plural(n uint64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatUint(n, 10) + " " + many
 }

@@ -12,6 +12,8 @@ func TestFormat(t *testing.T) {
 		{SI(2500), "2500"}, {SI(-2500), "-2500"}, {SI(12500), "12.5k"}, {SI(-3e6), "-3M"},
 		{Commas(0), "0"}, {Commas(999), "999"}, {Commas(1000), "1,000"}, {Commas(1041070), "1,041,070"},
 		{Commas(18446744073709551615), "18,446,744,073,709,551,615"},
+		{Plural(0, "process", "processes"), "0 processes"}, {Plural(1, "process", "processes"), "1 process"},
+		{Plural(12345, "event came", "events came"), "12345 events came"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

@@ -79,6 +79,8 @@ func subSat(a, b int64) int64 {
 	return d
 }
 
+// floorDiv is a / b rounded down, toward negative infinity, for b > 0:
+// the interval of an event before the grid's base is negative.
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && a < 0 {

@@ -171,14 +171,6 @@ func columns(start, last, step int64) uint64 {
 	return (uint64(last)-uint64(start))/uint64(step) + 1
 }
 
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
 // Map is one heat map: counts per time column and value row.
 type Map struct {
 	Title string

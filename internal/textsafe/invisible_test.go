@@ -3,6 +3,7 @@ package textsafe
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -59,6 +60,35 @@ func TestMarkup(t *testing.T) {
 	clean := []byte("<p>héllo · ✓</p>\n")
 	if got := Markup(clean); &got[0] != &clean[0] {
 		t.Errorf("Markup copied a clean document")
+	}
+}
+
+// TestXMLText checks that any string becomes character data that an XML
+// parser accepts and reads back as XMLPlain's visible text.
+func TestXMLText(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain · ✓":          "plain · ✓",
+		`<a href="x">&'</a>`: "&lt;a href=&#34;x&#34;&gt;&amp;&#39;&lt;/a&gt;",
+		"a\nb\\c":            `a\nb\\c`,
+		"line\nforged\tx\r":  `line\nforged\tx\r`,
+		"\x1b]0;t\a\x7f":     `\x1b]0;t\x07\x7f`,
+		"bad\xff\xc3":        `bad\xff\xc3`,
+		"\u0085\u202eevil":   `\u0085\u202eevil`,
+		"\ufffe\uffff\ufffd": "\\ufffe\\uffff\ufffd",
+		"\U000e0041":         `\U000e0041`,
+	} {
+		got := XMLText(in)
+		if got != want {
+			t.Errorf("XMLText(%q) = %q, want %q", in, got, want)
+		}
+		var v struct {
+			Text string `xml:",chardata"`
+		}
+		if err := xml.Unmarshal([]byte("<t>"+got+"</t>"), &v); err != nil {
+			t.Errorf("XMLText(%q) = %q: %v", in, got, err)
+		} else if v.Text != XMLPlain(in) {
+			t.Errorf("XMLText(%q) reads back as %q, want %q", in, v.Text, XMLPlain(in))
+		}
 	}
 }
 

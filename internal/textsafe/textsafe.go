@@ -11,6 +11,7 @@
 package textsafe
 
 import (
+	"html"
 	"io"
 	"strings"
 	"unicode"
@@ -208,6 +209,27 @@ func ShellQuote(args []string) string {
 	}
 	return b.String()
 }
+
+// XMLPlain returns s as Escape does, with the noncharacters U+FFFE and
+// U+FFFF written as \ufffe and \uffff too: XML forbids them as it forbids
+// control characters and bytes that are not UTF-8. The result, once its
+// markup is escaped (XMLText), is text that any XML document may hold,
+// shown as the terminal shows it; a string without any of these is
+// returned as it is.
+func XMLPlain(s string) string {
+	s = Escape(s)
+	if strings.ContainsAny(s, "\ufffe\uffff") {
+		s = strings.NewReplacer("\ufffe", `\ufffe`, "\uffff", `\uffff`).Replace(s)
+	}
+	return s
+}
+
+// XMLText returns s as the text of an SVG or HTML element or a quoted
+// attribute value: XMLPlain's visible escapes, then the markup characters
+// escaped as html.EscapeString escapes them. A newline in s is written as
+// \n, so text from a capture cannot start a line of a tooltip; text with
+// lines escapes each line and joins them.
+func XMLText(s string) string { return html.EscapeString(XMLPlain(s)) }
 
 // Markup returns an HTML or SVG document with every control character but
 // tab, newline and carriage return written as \xNN: XML 1.0 forbids them

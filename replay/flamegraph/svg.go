@@ -169,9 +169,9 @@ func (r *renderer) head() {
 	w.WriteString(css)
 	fmt.Fprintf(w, `<defs><linearGradient id="%sbackground" x1="0" y1="0" x2="0" y2="1"><stop stop-color="#eeeeee" offset="5%%"/><stop stop-color="#eeeeb0" offset="95%%"/></linearGradient></defs>`+"\n", r.prefix)
 	fmt.Fprintf(w, `<rect x="0" y="0" width="%d" height="%d" fill="url(#%sbackground)"/>`+"\n", o.Width, r.height, r.prefix)
-	fmt.Fprintf(w, `<text class="title" x="%d" y="%d">%s</text>`+"\n", o.Width/2, fontSize*2, esc(o.Title))
+	fmt.Fprintf(w, `<text class="title" x="%d" y="%d">%s</text>`+"\n", o.Width/2, fontSize*2, textsafe.XMLText(o.Title))
 	if o.Subtitle != "" {
-		fmt.Fprintf(w, `<text class="subtitle" x="%d" y="%d">%s</text>`+"\n", o.Width/2, fontSize*4, esc(o.Subtitle))
+		fmt.Fprintf(w, `<text class="subtitle" x="%d" y="%d">%s</text>`+"\n", o.Width/2, fontSize*4, textsafe.XMLText(o.Subtitle))
 	}
 }
 
@@ -193,7 +193,7 @@ func (r *renderer) frame(f frame) {
 		fill = diffColor(delta(f.n), r.maxDelta)
 	}
 	fmt.Fprintf(r.w, `<g class="f" data-x="%d" data-w="%d" data-n="%d"><title>%s (%s)</title><rect x="%s" y="%s" width="%s" height="%d" rx="2" ry="2" fill="%s"/><text x="%s" y="%s">%s</text></g>`+"\n",
-		f.x, f.n.value, f.desc, html.EscapeString(name), esc(r.info(f.n)),
+		f.x, f.n.value, f.desc, html.EscapeString(name), textsafe.XMLText(r.info(f.n)),
 		num(x), num(y), num(width), frameHeight-framePad, fill,
 		num(x+3), num(y+10.5), html.EscapeString(clip(name, width)))
 }
@@ -241,25 +241,8 @@ func clip(s string, width float64) string {
 // display is how a frame's name is shown: without stackcollapse's kernel
 // annotation "_[k]" (the colour tells), and readable as plain text.
 func display(name string) string {
-	return plain(strings.TrimSuffix(name, kernelSuffix))
+	return textsafe.XMLPlain(strings.TrimSuffix(name, kernelSuffix))
 }
-
-// plain makes text from a capture safe to show: control characters,
-// format characters such as U+202E (which reorder the text shown) and
-// bytes that are not UTF-8 written as textsafe escapes them (XML forbids
-// the first, and an XML parser rejects the last), as well as the two
-// noncharacters that XML forbids too. The result still needs markup
-// escaping.
-func plain(s string) string {
-	s = textsafe.Escape(s)
-	if strings.ContainsAny(s, "\ufffe\uffff") {
-		s = strings.NewReplacer("\ufffe", `\ufffe`, "\uffff", `\uffff`).Replace(s)
-	}
-	return s
-}
-
-// esc makes any text safe as SVG character data.
-func esc(s string) string { return html.EscapeString(plain(s)) }
 
 func round2(f float64) float64 { return math.Round(f*100) / 100 }
 

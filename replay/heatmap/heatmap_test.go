@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -295,6 +296,71 @@ func TestSVG(t *testing.T) {
 		if !strings.Contains(svg, want) {
 			t.Errorf("SVG lacks %q", want)
 		}
+	}
+}
+
+// TestSVGHostileNames draws rows named as a capture may name its probes:
+// the SVG is well-formed XML, a tooltip keeps its two lines, and a name's
+// own newline, bytes that are not UTF-8, noncharacters and format
+// characters show as visible escapes.
+func TestSVGHostileNames(t *testing.T) {
+	labels := []string{"evil\nforged: 9 events", "bad\xff\ufffe", "\u202egnp.exe", `back\slash <&>`}
+	m := New(Axis{Start: base, Step: int64(time.Millisecond), Cols: 2}, CategoryRows(labels))
+	m.Base, m.Title, m.YLabel = base, "t\x1b[31m", "probe"
+	for r := range labels {
+		m.Add(base, int64(r))
+	}
+	var b bytes.Buffer
+	if err := m.WriteSVG(&b, SVGOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(&b)
+	var titles, texts []string
+	var in string
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("SVG is not XML: %v", err)
+			}
+			break
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			in = e.Name.Local
+		case xml.CharData:
+			switch in {
+			case "title":
+				titles = append(titles, string(e))
+			case "text":
+				texts = append(texts, string(e))
+			}
+		case xml.EndElement:
+			in = ""
+		}
+	}
+	want := []string{`evil\nforged: 9 events`, `bad\xff\ufffe`, `\u202egnp.exe`, `back\\slash <&>`}
+	for _, w := range want {
+		if !slices.Contains(texts, w) {
+			t.Errorf("no row label %q in %q", w, texts)
+		}
+	}
+	if !slices.Contains(texts, `t\x1b[31m`) {
+		t.Errorf("no title %q in %q", `t\x1b[31m`, texts)
+	}
+	cells := 0
+	for _, tt := range titles {
+		lines := strings.Split(tt, "\n")
+		if len(lines) == 1 {
+			continue // the drawing's own title
+		}
+		cells++
+		if len(lines) != 2 || !strings.HasSuffix(lines[1], "1 events, 25.0% of the column") {
+			t.Errorf("tooltip %q: want 2 lines, the second a row's count", tt)
+		}
+	}
+	if cells != len(labels) {
+		t.Errorf("%d tooltips, want %d", cells, len(labels))
 	}
 }
 

@@ -3,7 +3,6 @@ package heatmap
 import (
 	"bufio"
 	"fmt"
-	"html"
 	"io"
 	"math"
 	"slices"
@@ -137,15 +136,16 @@ func (m *Map) writeSVG(w *bufio.Writer, o SVGOptions) {
 				noun := m.noun()
 				var tip string
 				if m.Rows.Labels != nil {
-					tip = fmt.Sprintf("%s to %s\n%s: %s %s, %.1f%% of the column",
-						humanfmt.Offset(t0), humanfmt.Offset(t0+m.Step), m.Rows.Labels[r], humanfmt.Commas(n), noun, 100*float64(n)/float64(colTotal))
+					tip = esc(fmt.Sprintf("%s to %s", humanfmt.Offset(t0), humanfmt.Offset(t0+m.Step)),
+						fmt.Sprintf("%s: %s %s, %.1f%% of the column", m.Rows.Labels[r], humanfmt.Commas(n), noun, 100*float64(n)/float64(colTotal)))
 				} else {
-					tip = fmt.Sprintf("%s to %s\n%s: %s\n%s %s, %.1f%% of the column\n%.1f%% of the column at or below this row",
-						humanfmt.Offset(t0), humanfmt.Offset(t0+m.Step), m.YLabel, m.rangeText(r), humanfmt.Commas(n), noun,
-						100*float64(n)/float64(colTotal), 100*float64(cum)/float64(colTotal))
+					tip = esc(fmt.Sprintf("%s to %s", humanfmt.Offset(t0), humanfmt.Offset(t0+m.Step)),
+						fmt.Sprintf("%s: %s", m.YLabel, m.rangeText(r)),
+						fmt.Sprintf("%s %s, %.1f%% of the column", humanfmt.Commas(n), noun, 100*float64(n)/float64(colTotal)),
+						fmt.Sprintf("%.1f%% of the column at or below this row", 100*float64(cum)/float64(colTotal)))
 				}
 				fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"><title>%s</title></rect>`+"\n",
-					x, y, cw, rh, colorAt(level(n, maxN, o.Color)), esc(tip))
+					x, y, cw, rh, colorAt(level(n, maxN, o.Color)), tip)
 			}
 		}
 		fmt.Fprintf(w, "</g>\n")
@@ -205,7 +205,7 @@ func (m *Map) writeSVG(w *bufio.Writer, o SVGOptions) {
 
 	// Legend: a ramp from a count of 1 to the largest count.
 	rampW, steps := 240, 48
-	fmt.Fprintf(w, `<text x="%d" y="%d" fill="#1f2328">%s per cell</text>`+"\n", marginLeft, legendY+10, m.noun())
+	fmt.Fprintf(w, `<text x="%d" y="%d" fill="#1f2328">%s per cell</text>`+"\n", marginLeft, legendY+10, esc(m.noun()))
 	lx := marginLeft + 104
 	fmt.Fprintf(w, `<g shape-rendering="crispEdges">`)
 	for i := 0; i < steps; i++ {
@@ -229,7 +229,7 @@ func (m *Map) writeSVG(w *bufio.Writer, o SVGOptions) {
 		}
 	}
 	fmt.Fprintf(w, "</g>\n")
-	fmt.Fprintf(w, `<text x="%d" y="%d" fill="#57606a">%s scale</text>`+"\n", lx+rampW+12, legendY+10, o.Color)
+	fmt.Fprintf(w, `<text x="%d" y="%d" fill="#57606a">%s scale</text>`+"\n", lx+rampW+12, legendY+10, esc(o.Color))
 	for i, line := range m.captions(total, maxN) {
 		fmt.Fprintf(w, `<text x="%d" y="%d" fill="#57606a">%s</text>`+"\n", marginLeft, legendY+44+16*i, esc(line))
 	}
@@ -320,11 +320,19 @@ func niceCols(n int) int {
 	}
 }
 
-// esc escapes text for SVG: markup, and control characters but tab and
-// newline (tooltips have lines) and invisible format characters such as
-// U+202E as textsafe.Markup writes them, since XML forbids the former and
-// the latter reorder the text shown: a capture's names may hold any.
-func esc(s string) string { return string(textsafe.Markup([]byte(html.EscapeString(s)))) }
+// esc escapes text for SVG with textsafe.XMLText, a line at a time: a
+// tooltip's lines stay lines, and a newline in a capture's name shows as
+// \n instead of starting one.
+func esc(lines ...string) string {
+	var b strings.Builder
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(textsafe.XMLText(l))
+	}
+	return b.String()
+}
 
 func (m *Map) noun() string {
 	if m.Noun == "" {

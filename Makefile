@@ -27,9 +27,11 @@ root:
 deps:
 	@sh scripts/deps.sh
 
+# test sets BPFTAPE_REQUIRE_BPF: a test that finds no root, BPF or gcc
+# fails instead of skipping.
 test: root deps
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	BPFTAPE_REQUIRE_BPF=1 $(GO) test -count=1 ./...
 
 # vmtest boots Debian's kernels (scripts/vmtest/kernels: 5.10, 6.1, 6.1-rt,
 # 6.12) under QEMU TCG with static bpftape in an initramfs, runs the

@@ -18,23 +18,48 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// RequireRoot skips the test unless it runs as root; what says what needs
-// root ("recording", "mknod").
+// StrictEnv is the environment variable that makes a missing requirement
+// of a test a failure instead of a skip. The Makefile's test target sets it:
+// make test runs as root on a kernel the project supports, where a test
+// that skips for want of root, BPF or gcc hides a broken check.
+const StrictEnv = "BPFTAPE_REQUIRE_BPF"
+
+// Strict reports whether StrictEnv is set to something other than "" or
+// "0".
+func Strict() bool {
+	v := os.Getenv(StrictEnv)
+	return v != "" && v != "0"
+}
+
+// Unavailable skips the test, or fails it if Strict, saying why with a
+// message formatted as fmt.Sprintf does.
+func Unavailable(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if Strict() {
+		tb.Fatalf("%s (%s is set: this must run here)", msg, StrictEnv)
+	}
+	tb.Skipf("skipping: %s", msg)
+}
+
+// RequireRoot skips the test unless it runs as root, or fails it if
+// Strict; what says what needs root ("recording", "mknod").
 func RequireRoot(tb testing.TB, what string) {
 	tb.Helper()
 	if os.Geteuid() != 0 {
-		tb.Skipf("skipping: %s needs root", what)
+		Unavailable(tb, "%s needs root", what)
 	}
 }
 
-// RequireBPF skips the test unless it runs as root on a kernel that passes
-// features, which is bpf.CheckFeatures: a parameter, because package bpf's
-// own tests use this package and it cannot import bpf.
+// RequireBPF skips the test, or fails it if Strict, unless it runs as root
+// on a kernel that passes features, which is bpf.CheckFeatures: a
+// parameter, because package bpf's own tests use this package and it
+// cannot import bpf.
 func RequireBPF(tb testing.TB, features func() error) {
 	tb.Helper()
 	RequireRoot(tb, "BPF")
 	if err := features(); err != nil {
-		tb.Skipf("skipping: BPF unavailable: %v", err)
+		Unavailable(tb, "BPF unavailable: %v", err)
 	}
 }
 
@@ -60,12 +85,12 @@ func CompileC(exe string, args ...string) error {
 }
 
 // BuildC compiles src (and args, as CompileC takes them) into
-// tb.TempDir()/name and returns its path. It skips the test if there is no
-// gcc.
+// tb.TempDir()/name and returns its path. Without gcc it skips the test,
+// or fails it if Strict.
 func BuildC(tb testing.TB, src, name string, args ...string) string {
 	tb.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
-		tb.Skip("skipping: no gcc")
+		Unavailable(tb, "no gcc")
 	}
 	exe := filepath.Join(tb.TempDir(), name)
 	if err := CompileC(exe, append([]string{src}, args...)...); err != nil {

@@ -1,10 +1,12 @@
 package record
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -101,12 +103,15 @@ func TestFollowCommand(t *testing.T) {
 	}
 }
 
-// TestFollowPID records a running shell with --follow: the processes it
-// starts after the recording started are recorded, until it exits.
+// TestFollowPID records a running shell with -p, which starts workloads
+// while each recording runs: without --follow they are not recorded; with
+// --follow they are, until the shell exits.
 func TestFollowPID(t *testing.T) {
 	testutils.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
-	sh := exec.Command("sh", "-c", fmt.Sprintf("read x; %s burst 100; %s burst 200", exe, exe))
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	sh := exec.Command("sh", "-c", fmt.Sprintf("read x; %[1]s burst 100; %[1]s burst 200; : >%[2]s; read y; %[1]s burst 100; %[1]s burst 200", exe, started))
 	sh.Stdout = io.Discard
 	in, err := sh.StdinPipe()
 	if err != nil {
@@ -116,21 +121,38 @@ func TestFollowPID(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { sh.Process.Kill(); sh.Wait() }() // a failed recording leaves it reading
-	ready := filepath.Join(t.TempDir(), "ready")
+
+	// Without --follow, -p records the shell only: the 300 ticks of the
+	// workloads it starts once the probes are attached are not recorded.
+	// The recording ends when they have run.
+	ready := filepath.Join(dir, "ready-nofollow")
 	whenReady(ready, 0, func() { io.WriteString(in, "go\n") })
-	for _, follow := range []bool{false, true} {
-		if !follow {
-			// Without --follow, -p records the shell only.
-			s, _ := mustRecord(t, Options{PID: sh.Process.Pid, Duration: 200 * time.Millisecond, Probes: []string{"u:" + exe + ":tick"}})
-			if s.Events != 0 || s.Followed != 0 {
-				t.Errorf("-p without --follow: %d events, %d followed", s.Events, s.Followed)
-			}
-			continue
-		}
-		s, _ := mustRecord(t, Options{PID: sh.Process.Pid, Follow: true, ReadyFile: ready, Probes: []string{"u:" + exe + ":tick(arg0)"}})
-		if s.Stopped != "process exited" || s.Events != 300 {
-			t.Errorf("--follow: stopped %q with %d events, want process exited with 300", s.Stopped, s.Events)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	whenReady(started, 0, cancel)
+	var log bytes.Buffer
+	s, err := Record(ctx, Options{Output: filepath.Join(dir, "nofollow.arrow"), Log: &log, PID: sh.Process.Pid, ReadyFile: ready,
+		Probes: []string{"u:" + exe + ":tick(arg0)"}})
+	if log.Len() > 0 {
+		t.Logf("log:\n%s", log.String())
+	}
+	if err != nil {
+		t.Fatalf("-p without --follow: %v", err)
+	}
+	t.Logf("-p without --follow: stopped %q with %d events, %d followed", s.Stopped, s.Events, s.Followed)
+	if _, err := os.Stat(started); err != nil {
+		t.Fatalf("-p without --follow stopped (%s) before the shell ran its workloads", s.Stopped)
+	}
+	if s.Events != 0 || s.Followed != 0 {
+		t.Errorf("-p without --follow: %d events, %d followed, want the workloads' 300 ticks not recorded", s.Events, s.Followed)
+	}
+
+	// With --follow, the workloads the shell starts next are recorded.
+	ready = filepath.Join(dir, "ready-follow")
+	whenReady(ready, 0, func() { io.WriteString(in, "go\n") })
+	s, _ = mustRecord(t, Options{PID: sh.Process.Pid, Follow: true, ReadyFile: ready, Probes: []string{"u:" + exe + ":tick(arg0)"}})
+	if s.Stopped != "process exited" || s.Events != 300 {
+		t.Errorf("--follow: stopped %q with %d events, want process exited with 300", s.Stopped, s.Events)
 	}
 	if _, err := Record(context.Background(), Options{Output: filepath.Join(t.TempDir(), "x.arrow"), Follow: true,
 		Probes: []string{"u:" + exe + ":tick"}}); !usage.Is(err) {

@@ -16,8 +16,8 @@ import (
 )
 
 // execRange returns the runtime address range of exe's executable mapping
-// in process pid.
-func execRange(t *testing.T, pid int, exe string) (lo, hi uint64) {
+// in process pid, and the file offset it maps from.
+func execRange(t *testing.T, pid int, exe string) (lo, hi, off uint64) {
 	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
@@ -33,17 +33,73 @@ func execRange(t *testing.T, pid int, exe string) (lo, hi uint64) {
 		a, b, _ := strings.Cut(fs[0], "-")
 		lo, _ = strconv.ParseUint(a, 16, 64)
 		hi, _ = strconv.ParseUint(b, 16, 64)
-		return lo, hi
+		off, _ = strconv.ParseUint(fs[2], 16, 64)
+		return lo, hi, off
 	}
 	t.Fatalf("no executable mapping of %s in process %d", exe, pid)
-	return 0, 0
+	return 0, 0, 0
+}
+
+// textSymbolizer names the functions of an executable mapping from the
+// ELF symbol table, independently of package stacktable.
+type textSymbolizer struct {
+	lo, hi, off uint64
+	progs       []*elf.Prog
+	funcs       []elf.Symbol
+}
+
+func newTextSymbolizer(t *testing.T, exe string, lo, hi, off uint64) *textSymbolizer {
+	t.Helper()
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := &textSymbolizer{lo: lo, hi: hi, off: off}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			z.progs = append(z.progs, p)
+		}
+	}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 {
+			z.funcs = append(z.funcs, s)
+		}
+	}
+	return z
+}
+
+// symbolize returns the function that holds the runtime address pc and
+// pc's offset in it; "" if none does.
+func (z *textSymbolizer) symbolize(pc uint64) (string, uint64) {
+	if pc < z.lo || pc >= z.hi {
+		return "", 0
+	}
+	fileOff := pc - z.lo + z.off
+	for _, p := range z.progs {
+		if fileOff < p.Off || fileOff >= p.Off+p.Filesz {
+			continue
+		}
+		addr := fileOff - p.Off + p.Vaddr
+		for _, s := range z.funcs {
+			if addr >= s.Value && addr < s.Value+s.Size {
+				return s.Name, addr - s.Value
+			}
+		}
+	}
+	return "", 0
 }
 
 // TestUprobeStacks: a uprobe with Ustack and Kstack sends a user and a
 // kernel stack record ahead of each sample, with the sample's tid and
-// time. The user stack starts at the probed function, in the binary, and
-// the record of a probe on the function's entry carries the return address
-// into the caller (SpecStackEntry), which is in the binary too.
+// time. The user stack's innermost frame is the probed function's first
+// instruction, and the record of a probe on the function's entry carries
+// the return address into the caller (SpecStackEntry), another function of
+// the binary.
 func TestUprobeStacks(t *testing.T) {
 	testutils.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
@@ -58,19 +114,8 @@ func TestUprobeStacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	attachUprobe(t, exe, "work", prog, cookie, w.pid(), false)
-	lo, hi := execRange(t, w.pid(), exe)
-	f, err := elf.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, _ := f.Symbols()
-	f.Close()
-	var workOff uint64
-	for _, sym := range syms {
-		if sym.Name == "work" {
-			workOff = sym.Value
-		}
-	}
+	lo, hi, off := execRange(t, w.pid(), exe)
+	syms := newTextSymbolizer(t, exe, lo, hi, off)
 
 	c := collect(t, newReader(t, objs))
 	w.run(t)
@@ -104,16 +149,26 @@ func TestUprobeStacks(t *testing.T) {
 	if events != n {
 		t.Fatalf("%d samples, want %d", events, n)
 	}
+	// Every user stack starts at work's first instruction, where the
+	// uprobe is, and its return address is in work's caller.
+	for i, st := range user {
+		u, _ := DecodeHeader(st)
+		if u.Nargs < 2 || u.Flags&StackRecRetaddr == 0 {
+			t.Fatalf("user stack %d: %d frames, flags %#x", i, u.Nargs, u.Flags)
+		}
+		leaf, ret := StackFrame(st, 0), StackRetaddr(st)
+		if name, at := syms.symbolize(leaf); name != "work" || at != 0 {
+			t.Fatalf("user stack %d: leaf frame %#x is %s+%#x, want work+0x0 (text at %#x-%#x)", i, leaf, name, at, lo, hi)
+		}
+		if name, _ := syms.symbolize(ret); name == "" || name == "work" {
+			t.Fatalf("user stack %d: return address %#x is in %q, want work's caller (text at %#x-%#x)", i, ret, name, lo, hi)
+		}
+	}
 	u, _ := DecodeHeader(user[0])
-	if u.Nargs < 2 || u.Flags&StackRecRetaddr == 0 {
-		t.Fatalf("user stack: %d frames, flags %#x", u.Nargs, u.Flags)
-	}
 	leaf, ret := StackFrame(user[0], 0), StackRetaddr(user[0])
-	if leaf < lo || leaf >= hi || ret < lo || ret >= hi {
-		t.Errorf("leaf frame %#x or return address %#x outside the binary's text %#x-%#x", leaf, ret, lo, hi)
-	}
-	t.Logf("user stack of work (text at %#x, work at file address %#x): %d frames, leaf %#x, return address %#x, frame 1 %#x (the kernel added the caller itself: %v)",
-		lo, workOff, u.Nargs, leaf, ret, StackFrame(user[0], 1), StackFrame(user[0], 1) == ret)
+	caller, at := syms.symbolize(ret)
+	t.Logf("user stack of work (text at %#x): %d frames, leaf %#x, return address %#x (%s+%#x), frame 1 %#x (the kernel added the caller itself: %v)",
+		lo, u.Nargs, leaf, ret, caller, at, StackFrame(user[0], 1), StackFrame(user[0], 1) == ret)
 	k, _ := DecodeHeader(kernel[0])
 	// A uprobe runs on user registers: its kernel stack is empty.
 	t.Logf("kernel stack of a uprobe: %d frames, flags %#x", k.Nargs, k.Flags)

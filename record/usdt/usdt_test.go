@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bpftape/bpftape/internal/testutils"
 	"github.com/bpftape/bpftape/record/elfsym"
 )
 
@@ -237,11 +239,61 @@ func TestReadNoProbes(t *testing.T) {
 	}
 }
 
+// readelfProbes lists the stapsdt notes of the ELF file at path as
+// binutils' readelf prints them, an implementation independent of Read:
+// by provider:name, the set of link-time locations and the semaphore
+// address (0 if none), both moved by .stapsdt.base as for a prelinked file.
+func readelfProbes(t *testing.T, readelf, path string, f *elf.File) (locs map[string]map[uint64]bool, semas map[string]uint64) {
+	t.Helper()
+	out, err := exec.Command(readelf, "--notes", path).Output()
+	if err != nil {
+		t.Fatalf("readelf --notes %s: %v", path, err)
+	}
+	var base uint64
+	if sec := f.Section(".stapsdt.base"); sec != nil {
+		base = sec.Addr
+	}
+	locs, semas = map[string]map[uint64]bool{}, map[string]uint64{}
+	var provider, name string
+	for line := range strings.Lines(string(out)) {
+		line = strings.TrimSpace(line)
+		if _, v, ok := strings.Cut(line, "Provider: "); ok { // after the owner with --wide
+			provider = v
+		} else if v, ok := strings.CutPrefix(line, "Name: "); ok {
+			name = v
+		} else if v, ok := strings.CutPrefix(line, "Location: "); ok {
+			var loc, noteBase, sema uint64
+			if _, err := fmt.Sscanf(v, "%v, Base: %v, Semaphore: %v", &loc, &noteBase, &sema); err != nil {
+				t.Fatalf("readelf: %q: %v", line, err)
+			}
+			if base != 0 && noteBase != 0 {
+				loc += base - noteBase
+				if sema != 0 {
+					sema += base - noteBase
+				}
+			}
+			key := provider + ":" + name
+			if locs[key] == nil {
+				locs[key] = map[uint64]bool{}
+			}
+			locs[key][loc] = true
+			if semas[key] == 0 {
+				semas[key] = sema
+			}
+		}
+	}
+	return locs, semas
+}
+
 // TestReadSystem reads the probes of installed binaries (glibc, libstdc++'s
-// throw/catch, libpython's semaphore-guarded ones, gcc): every location must
-// be a nop, every argument must parse and map to a spec, and semaphores
-// must lie in .probes.
+// throw/catch, libpython's semaphore-guarded ones, gcc): they must be the
+// probes readelf lists, every location must be a nop, every argument must
+// parse and map to a spec, and semaphores must lie in .probes.
 func TestReadSystem(t *testing.T) {
+	readelf, err := exec.LookPath("readelf")
+	if err != nil {
+		testutils.Unavailable(t, "no readelf (binutils) to check Read against")
+	}
 	found := false
 	for _, name := range []string{"libc", "libstdc++", "libpython3.11", "libpython3.12", "libpython3.13", "gcc"} {
 		path, err := elfsym.ResolveBinary(name, 0)
@@ -253,7 +305,16 @@ func TestReadSystem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(probes) == 0 {
+			f, err := elf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			wantLocs, wantSemas := readelfProbes(t, readelf, path, f)
+			if len(probes) != len(wantLocs) {
+				t.Errorf("Read found %d probes, readelf %d", len(probes), len(wantLocs))
+			}
+			if len(wantLocs) == 0 {
 				t.Logf("%s has no USDT probes: nothing to check", path)
 				return
 			}
@@ -262,13 +323,18 @@ func TestReadSystem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f, err := elf.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
 			sites, semas := 0, 0
 			for _, p := range probes {
+				want, ok := wantLocs[p.String()]
+				if !ok {
+					t.Errorf("%s: not among readelf's probes", &p)
+				}
+				if len(p.Sites) != len(want) {
+					t.Errorf("%s: %d sites, readelf lists %d locations", &p, len(p.Sites), len(want))
+				}
+				if p.SemaphoreAddr != wantSemas[p.String()] {
+					t.Errorf("%s: semaphore at %#x, readelf says %#x", &p, p.SemaphoreAddr, wantSemas[p.String()])
+				}
 				if p.Semaphore != 0 {
 					semas++
 					sec := f.Section(".probes")
@@ -278,6 +344,9 @@ func TestReadSystem(t *testing.T) {
 				}
 				for _, s := range p.Sites {
 					sites++
+					if !want[fileAddr(f, s.Location)] {
+						t.Errorf("%s: location %#x (file offset %#x) is not one readelf lists", &p, fileAddr(f, s.Location), s.Location)
+					}
 					if raw[s.Location] != 0x90 {
 						t.Errorf("%s: location %#x is not a nop", &p, s.Location)
 					}
@@ -290,8 +359,19 @@ func TestReadSystem(t *testing.T) {
 		})
 	}
 	if !found {
-		t.Skip("no installed binary with USDT probes")
+		testutils.Unavailable(t, "no installed binary with USDT probes")
 	}
+}
+
+// fileAddr returns the link-time address that f loads from file offset
+// off, or ^0 if no segment does.
+func fileAddr(f *elf.File, off uint64) uint64 {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && off >= p.Off && off < p.Off+p.Filesz {
+			return off - p.Off + p.Vaddr
+		}
+	}
+	return ^uint64(0)
 }
 
 func TestFind(t *testing.T) {

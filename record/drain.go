@@ -320,7 +320,3 @@ func (d *drainer) readLost() error {
 	}
 	return nil
 }
-
-// bootNow is boottime.Now: the time on the clock of
-// bpf_ktime_get_boot_ns.
-func bootNow() int64 { return boottime.Now() }

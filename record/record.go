@@ -29,6 +29,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/boottime"
 	"github.com/bpftape/bpftape/internal/outfile"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/probespec"
@@ -344,7 +345,7 @@ func (r *recorder) disarm() {
 		r.warn(err.Error())
 		return
 	}
-	r.window.End = bootNow()
+	r.window.End = boottime.Now()
 	if m := r.w.Meta(); m.Window != nil {
 		m.Window.End = r.window.End
 	}
@@ -618,9 +619,9 @@ func (r *recorder) meta(ring uint32) *format.Meta {
 			m.Extra["debug_file:"+p.meta.Name] = p.debugFile
 		}
 	}
-	b1 := bootNow()
+	b1 := boottime.Now()
 	m.StartWall = time.Now()
-	b2 := bootNow()
+	b2 := boottime.Now()
 	m.StartBoot = b1 + (b2-b1)/2
 	m.Window = &format.Window{Start: b2} // the window opens after this (arm)
 	return m

@@ -99,17 +99,6 @@ func BuildC(tb testing.TB, src, name string, args ...string) string {
 	return exe
 }
 
-// BootNow reads CLOCK_BOOTTIME, the clock of BPF timestamps and of a
-// capture's times, in nanoseconds. It is safe in any goroutine: a kernel
-// without CLOCK_BOOTTIME (before 2.6.39) panics.
-func BootNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		panic(fmt.Sprintf("clock_gettime(CLOCK_BOOTTIME): %v", err))
-	}
-	return ts.Nano()
-}
-
 // CPUTime returns the user and system CPU time this process has used.
 func CPUTime() time.Duration {
 	var ru syscall.Rusage

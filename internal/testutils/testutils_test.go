@@ -101,16 +101,12 @@ func TestBuildC(t *testing.T) {
 	}
 }
 
-func TestClocks(t *testing.T) {
-	b0, c0 := BootNow(), CPUTime()
+func TestCPUTime(t *testing.T) {
+	c0 := CPUTime()
 	deadline := time.Now().Add(20 * time.Millisecond)
 	for time.Now().Before(deadline) { // burn CPU
 	}
-	b1, c1 := BootNow(), CPUTime()
-	if d := time.Duration(b1 - b0); d < 20*time.Millisecond || d > 10*time.Second {
-		t.Errorf("BootNow advanced %v over a 20ms spin", d)
-	}
-	if c1 <= c0 {
+	if c1 := CPUTime(); c1 <= c0 {
 		t.Errorf("CPUTime did not advance over a 20ms spin: %v then %v", c0, c1)
 	}
 }

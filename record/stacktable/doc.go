@@ -90,19 +90,12 @@
 // kernel stack, or from ReadKernelSymbols).
 //
 // Time: the Collector runs in the recorder's drain loop, so whatever it
-// reads for a new stack stalls the draining while the rings fill. Reading
-// kallsyms (122,000 lines on the 6.18 host) took 190-310 ms, most of it
-// page faults on fresh slices (15-20 µs a page on that VM): one slice
-// sized for a distribution kernel and names for functions only cut it to
-// 70-120 ms, and a recorder of kernel stacks reads it with
-// ReadKernelSymbols while its programs load (time to ready for a
-// sched_switch probe with stacks: 90-104 ms before, 137-155 after). Under
-// perf bench sched messaging -g 1, three 5 s system-wide recordings of
-// sched_switch with both stacks lost 5,746-8,727 events each with the
-// read at the first stack and none with it at setup. The first stack of a
-// new binary still reads its ELF symbols in the loop (100 ms of CPU in
-// one profile, for perf's; 12-50 ms for the largest tables on the host,
-// libLLVM-15's 35,000 functions).
+// reads for a new stack stalls the draining while the rings fill. So
+// kallsyms, the largest read, is read while the programs load
+// (ReadKernelSymbols) rather than at the first kernel stack, which lost
+// events under load; the first stack of a new binary still reads its ELF
+// symbols in the loop. The measurements are in bench/README.md ("The stack
+// table while recording").
 //
 // What is read of a traced process (its maps, its [vdso], each mapped
 // file's headers and symbols, its debug file) may take much longer, or

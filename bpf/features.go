@@ -16,7 +16,8 @@ import (
 
 // A Feature is something of the kernel's that bpftape uses, with the first
 // mainline Linux version that has it. Features lists them all: it is the
-// one place that says which kernel has what.
+// one place that says which kernel has what. A Feature is the same on every
+// host; Have asks the running kernel whether it has it.
 type Feature struct {
 	// Name says what it is, as errors name it: "BPF_MAP_TYPE_RINGBUF map".
 	Name string

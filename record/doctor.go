@@ -70,7 +70,7 @@ func Diagnose(f *HostFacts) *Diagnosis {
 	// the kernel did not answer about (EPERM) is not blamed on the kernel:
 	// without privileges that is expected, and with them something else
 	// (an LSM, a seccomp filter) stands in the way.
-	need := func(subject string, ft Feature, what, lacks string) {
+	need := func(subject string, ft HostFact, what, lacks string) {
 		switch {
 		case ft.Have:
 		case !ft.Unknown:
@@ -154,7 +154,7 @@ func Diagnose(f *HostFacts) *Diagnosis {
 	}
 	for _, m := range []struct {
 		name string
-		f    Feature
+		f    HostFact
 	}{{"kprobe_multi", f.KprobeMulti}, {"uprobe_multi", f.UprobeMulti}} {
 		have := "has"
 		switch {

@@ -8,7 +8,7 @@ import (
 // capableHost is a host where bpftape records every kind it supports: a
 // 6.12-like kernel with kprobes, fentry, cookies and BTF, run as root.
 func capableHost() *HostFacts {
-	yes := Feature{Have: true}
+	yes := HostFact{Have: true}
 	two := 2
 	return &HostFacts{
 		Release: "6.12.41+deb12-amd64", Version: "#1 SMP PREEMPT_DYNAMIC Debian 6.12.41-1~bpo12+1",
@@ -17,7 +17,7 @@ func capableHost() *HostFacts {
 		MemlockCur: 8 << 20, MemlockMax: 8 << 20, MemcgAccounting: true,
 		TracefsDir: "/sys/kernel/tracing", Debugfs: "/sys/kernel/debug",
 		UprobePMU: true, UprobeEvents: true, KprobePMU: true, KprobeEvents: true,
-		KprobeAttach: yes, RefCtr: yes, BTF: Feature{Have: true, Detail: "/sys/kernel/btf/vmlinux"},
+		KprobeAttach: yes, RefCtr: yes, BTF: HostFact{Have: true, Detail: "/sys/kernel/btf/vmlinux"},
 		KprobePrograms: yes, TracepointProgs: yes, AttachCookies: yes, RingBuf: yes, BootClock: yes,
 		Helpers: yes, KprobeMulti: yes, UprobeMulti: yes, Tracing: yes, FentryAttach: yes, FuncArgs: yes,
 	}
@@ -26,7 +26,7 @@ func capableHost() *HostFacts {
 // TestDoctorDiagnose checks the decisions from facts to verdict, one
 // change from a capable host at a time.
 func TestDoctorDiagnose(t *testing.T) {
-	no := func(detail string) Feature { return Feature{Detail: detail} }
+	no := func(detail string) HostFact { return HostFact{Detail: detail} }
 	type want struct {
 		subject string // a Decision's subject or a probe kind
 		action  Action
@@ -91,7 +91,7 @@ func TestDoctorDiagnose(t *testing.T) {
 		},
 		{
 			name:      "root, but the kernel refuses the checks (EPERM) → refuse, not blamed on the version",
-			change:    func(f *HostFacts) { f.RingBuf = Feature{Unknown: true, Detail: "operation not permitted"} },
+			change:    func(f *HostFacts) { f.RingBuf = HostFact{Unknown: true, Detail: "operation not permitted"} },
 			want:      []want{{"ringbuf", Refuse, "refused to load a program that checks for the BPF ring buffer"}},
 			blockedBy: "operation not permitted",
 		},
@@ -99,7 +99,7 @@ func TestDoctorDiagnose(t *testing.T) {
 			name: "not root: what the kernel would not say is a note, not a refusal",
 			change: func(f *HostFacts) {
 				f.EUID, f.Caps = 1000, 0
-				eperm := Feature{Unknown: true, Detail: "operation not permitted"}
+				eperm := HostFact{Unknown: true, Detail: "operation not permitted"}
 				f.RingBuf, f.BootClock, f.KprobePrograms, f.AttachCookies = eperm, eperm, eperm, eperm
 			},
 			want: []want{

@@ -20,8 +20,12 @@ import (
 	"github.com/bpftape/bpftape/record/tracefs"
 )
 
-// Feature is one thing the kernel has or lacks, as ExamineHost found it.
-type Feature struct {
+// A HostFact is what ExamineHost found about one thing the running kernel
+// may have: whether it has it, and where it was found or why it is missing.
+// It is a finding about this host, where a [bpf.Feature] is a requirement
+// of bpftape's, the same on every host: a name, the Linux version that has
+// it and what bpftape does without it.
+type HostFact struct {
 	Have bool `json:"have"`
 	// Unknown is set when the kernel did not say (an error other than
 	// ebpf.ErrNotSupported, such as EPERM without privileges).
@@ -64,20 +68,20 @@ type HostFacts struct {
 	KprobePMU    bool `json:"kprobe_pmu"`
 	KprobeEvents bool `json:"kprobe_events"`
 
-	KprobeAttach    Feature `json:"kprobe_attach"`    // a kprobe perf event on vfs_read, attached
-	RefCtr          Feature `json:"ref_ctr"`          // uprobe ref_ctr_offset (USDT semaphores), 4.20
-	BTF             Feature `json:"btf"`              // /sys/kernel/btf/vmlinux
-	KprobePrograms  Feature `json:"kprobe_programs"`  // BPF_PROG_TYPE_KPROBE (uprobes use it too)
-	TracepointProgs Feature `json:"tracepoint_progs"` // BPF_PROG_TYPE_TRACEPOINT
-	AttachCookies   Feature `json:"attach_cookies"`   // bpf_get_attach_cookie, 5.15
-	RingBuf         Feature `json:"ringbuf"`          // BPF_MAP_TYPE_RINGBUF and its helpers, 5.8
-	BootClock       Feature `json:"boot_clock"`       // bpf_ktime_get_boot_ns, 5.8
-	Helpers         Feature `json:"helpers"`          // the other helpers bpftape's programs call
-	KprobeMulti     Feature `json:"kprobe_multi"`
-	UprobeMulti     Feature `json:"uprobe_multi"`
-	Tracing         Feature `json:"tracing_progs"` // BPF_PROG_TYPE_TRACING
-	FentryAttach    Feature `json:"fentry_attach"` // a fentry program on vfs_read, loaded
-	FuncArgs        Feature `json:"func_args"`     // bpf_get_func_arg in a fentry program (5.17)
+	KprobeAttach    HostFact `json:"kprobe_attach"`    // a kprobe perf event on vfs_read, attached
+	RefCtr          HostFact `json:"ref_ctr"`          // uprobe ref_ctr_offset (USDT semaphores), 4.20
+	BTF             HostFact `json:"btf"`              // /sys/kernel/btf/vmlinux
+	KprobePrograms  HostFact `json:"kprobe_programs"`  // BPF_PROG_TYPE_KPROBE (uprobes use it too)
+	TracepointProgs HostFact `json:"tracepoint_progs"` // BPF_PROG_TYPE_TRACEPOINT
+	AttachCookies   HostFact `json:"attach_cookies"`   // bpf_get_attach_cookie, 5.15
+	RingBuf         HostFact `json:"ringbuf"`          // BPF_MAP_TYPE_RINGBUF and its helpers, 5.8
+	BootClock       HostFact `json:"boot_clock"`       // bpf_ktime_get_boot_ns, 5.8
+	Helpers         HostFact `json:"helpers"`          // the other helpers bpftape's programs call
+	KprobeMulti     HostFact `json:"kprobe_multi"`
+	UprobeMulti     HostFact `json:"uprobe_multi"`
+	Tracing         HostFact `json:"tracing_progs"` // BPF_PROG_TYPE_TRACING
+	FentryAttach    HostFact `json:"fentry_attach"` // a fentry program on vfs_read, loaded
+	FuncArgs        HostFact `json:"func_args"`     // bpf_get_func_arg in a fentry program (5.17)
 }
 
 // MemlockUnlimited is RLIMIT_MEMLOCK's "unlimited" in HostFacts.
@@ -125,20 +129,20 @@ func ExamineHost() *HostFacts {
 		f.UprobeEvents = fileExists(filepath.Join(f.TracefsDir, "uprobe_events"))
 	}
 	f.KprobePMU, f.KprobeEvents = kernelKprobes(tracefsDir)
-	f.RefCtr = feature(haveRefCtr())
+	f.RefCtr = hostFact(haveRefCtr())
 	if fileExists(btfDir + "/vmlinux") {
-		f.BTF = Feature{Have: true, Detail: btfDir + "/vmlinux"}
+		f.BTF = HostFact{Have: true, Detail: btfDir + "/vmlinux"}
 	} else {
-		f.BTF = Feature{Detail: btfDir + "/vmlinux does not exist (CONFIG_DEBUG_INFO_BTF off)"}
+		f.BTF = HostFact{Detail: btfDir + "/vmlinux does not exist (CONFIG_DEBUG_INFO_BTF off)"}
 	}
 
-	f.KprobePrograms = feature(features.HaveProgramType(ebpf.Kprobe))
-	f.TracepointProgs = feature(features.HaveProgramType(ebpf.TracePoint))
-	f.AttachCookies = feature(haveAttachCookies())
-	f.RingBuf = feature(firstErr(features.HaveMapType(ebpf.RingBuf),
+	f.KprobePrograms = hostFact(features.HaveProgramType(ebpf.Kprobe))
+	f.TracepointProgs = hostFact(features.HaveProgramType(ebpf.TracePoint))
+	f.AttachCookies = hostFact(haveAttachCookies())
+	f.RingBuf = hostFact(firstErr(features.HaveMapType(ebpf.RingBuf),
 		features.HaveProgramHelper(ebpf.Kprobe, asm.FnRingbufReserve),
 		features.HaveProgramHelper(ebpf.Kprobe, asm.FnRingbufQuery)))
-	f.BootClock = feature(features.HaveProgramHelper(ebpf.Kprobe, asm.FnKtimeGetBootNs))
+	f.BootClock = hostFact(features.HaveProgramHelper(ebpf.Kprobe, asm.FnKtimeGetBootNs))
 	var helperErrs []error
 	for _, ft := range bpf.Features() {
 		// The helpers bpftape cannot do without, but for those of the
@@ -150,17 +154,17 @@ func ExamineHost() *HostFacts {
 			}
 		}
 	}
-	f.Helpers = feature(firstErr(helperErrs...))
-	f.KprobeMulti = feature(features.HaveBPFLinkKprobeMulti())
-	f.UprobeMulti = feature(features.HaveBPFLinkUprobeMulti())
-	f.KprobeAttach = feature(tryKprobe())
-	f.Tracing = feature(features.HaveProgramType(ebpf.Tracing))
+	f.Helpers = hostFact(firstErr(helperErrs...))
+	f.KprobeMulti = hostFact(features.HaveBPFLinkKprobeMulti())
+	f.UprobeMulti = hostFact(features.HaveBPFLinkUprobeMulti())
+	f.KprobeAttach = hostFact(tryKprobe())
+	f.Tracing = hostFact(features.HaveProgramType(ebpf.Tracing))
 	if f.Tracing.Have {
-		f.FentryAttach = feature(tryFentry())
-		f.FuncArgs = feature(bpf.HaveFuncArgs())
+		f.FentryAttach = hostFact(tryFentry())
+		f.FuncArgs = hostFact(bpf.HaveFuncArgs())
 	} else {
-		f.FentryAttach = Feature{Detail: "no BPF tracing programs"}
-		f.FuncArgs = Feature{Detail: "no BPF tracing programs"}
+		f.FentryAttach = HostFact{Detail: "no BPF tracing programs"}
+		f.FuncArgs = HostFact{Detail: "no BPF tracing programs"}
 	}
 	return f
 }
@@ -229,12 +233,12 @@ func tryFentry() error {
 	return l.Close()
 }
 
-// feature turns a probe's result into a Feature.
-func feature(err error) Feature {
+// hostFact turns a probe's result into a HostFact.
+func hostFact(err error) HostFact {
 	if err != nil {
-		return Feature{Unknown: !errors.Is(err, ebpf.ErrNotSupported), Detail: err.Error()}
+		return HostFact{Unknown: !errors.Is(err, ebpf.ErrNotSupported), Detail: err.Error()}
 	}
-	return Feature{Have: true}
+	return HostFact{Have: true}
 }
 
 // firstErr returns the first error of errs that is not nil: the first

@@ -106,7 +106,7 @@ func printDoctor(w io.Writer, f *record.HostFacts, d *record.Diagnosis) {
 	}
 
 	fmt.Fprintf(w, "\nBPF features:\n")
-	kprobes := record.Feature{Have: (f.KprobePMU || f.KprobeEvents) && f.KprobeAttach.Have, Detail: f.KprobeAttach.Detail}
+	kprobes := record.HostFact{Have: (f.KprobePMU || f.KprobeEvents) && f.KprobeAttach.Have, Detail: f.KprobeAttach.Detail}
 	if !f.KprobePMU && !f.KprobeEvents {
 		kprobes.Detail = "no kprobe PMU, no kprobe_events in tracefs"
 	}
@@ -116,7 +116,7 @@ func printDoctor(w io.Writer, f *record.HostFacts, d *record.Diagnosis) {
 	}
 	for _, x := range []struct {
 		name, since string
-		f           record.Feature
+		f           record.HostFact
 	}{
 		{"attach cookies", "5.15", f.AttachCookies},
 		{"ring buffer", "5.8", f.RingBuf},

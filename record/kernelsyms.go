@@ -1,36 +1,25 @@
 package record
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/bpftape/bpftape/probespec"
+	"github.com/bpftape/bpftape/record/kallsyms"
 	"github.com/bpftape/bpftape/record/tracefs"
 )
 
-// kallsymsPath lists the kernel's symbols, module functions included.
-const kallsymsPath = "/proc/kallsyms"
-
-// kernelTextSymbols returns the function names of /proc/kallsyms (text
-// symbols, t or T), or nil if it cannot be read.
+// kernelTextSymbols returns the function names of kallsyms (text symbols,
+// t or T), or nil if it cannot be read. Addresses are not needed: the names
+// are there for a reader without privileges too.
 func kernelTextSymbols() map[string]bool {
-	f, err := os.Open(kallsymsPath)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
 	syms := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ADDRESS TYPE NAME [MODULE]
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 3 || (fields[1] != "t" && fields[1] != "T") {
-			continue
+	// An error leaves the names read before it, as many as there are.
+	kallsyms.Read(kallsyms.Path, func(s *kallsyms.Symbol) {
+		if s.Type == 't' || s.Type == 'T' {
+			syms[string(s.Name)] = true
 		}
-		syms[fields[2]] = true
-	}
+	})
 	if len(syms) == 0 {
 		return nil
 	}
@@ -59,7 +48,7 @@ func (r *resolver) checkKernelFunc(s *probespec.Spec) error {
 			names = append(names, n)
 		}
 		msg := fmt.Sprintf("the kernel has no function %s (not in %s: mistyped, or inlined into its callers, which leaves no function to probe)%s",
-			s.Symbol, kallsymsPath, hintFor(s.Symbol, names))
+			s.Symbol, kallsyms.Path, hintFor(s.Symbol, names))
 		if alt := relatedTracepointsOf(s.Symbol, r.tracefsDir); alt != "" {
 			msg += "; " + alt
 		}

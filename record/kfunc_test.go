@@ -8,6 +8,7 @@ import (
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/internal/testutils"
 	"github.com/bpftape/bpftape/internal/usage"
+	"github.com/bpftape/bpftape/record/kallsyms"
 )
 
 func requireBTF(t *testing.T) {
@@ -89,7 +90,7 @@ func TestFentryErrors(t *testing.T) {
 func TestKernelTextSymbols(t *testing.T) {
 	syms := kernelTextSymbols()
 	if syms == nil {
-		t.Fatalf("no text symbols in %s", kallsymsPath)
+		t.Fatalf("no text symbols in %s", kallsyms.Path)
 	}
 	for _, fn := range []string{"vfs_read", "do_sys_openat2"} {
 		if !syms[fn] {

@@ -1,12 +1,10 @@
 package stacktable
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
+
+	"github.com/bpftape/bpftape/record/kallsyms"
 )
 
 // maxModules bounds the module objects taken from kallsyms.
@@ -44,7 +42,7 @@ type ksym struct {
 	mod  uint32
 }
 
-// readKallsyms reads the kernel's symbols from path (/proc/kallsyms). A
+// readKallsyms reads the kernel's symbols from path (kallsyms.Path). A
 // symbol's size is the distance to the next symbol of any type; only
 // functions (types t, T, w, W) are kept, one name per address (see
 // better).
@@ -55,45 +53,28 @@ func readKallsyms(path string) *kernelSyms {
 		k.tab, k.mod = symtab{}, nil
 		return k
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return fail(fmt.Sprintf("kallsyms could not be read: %v", err))
-	}
-	defer f.Close()
 	mods := map[string]uint32{}
 	// Fresh memory costs a page fault a page (15-20 µs on the 6.18 VM):
 	// one slice the size of a distribution kernel's kallsyms (122,000
 	// lines) rather than doublings, and names only for functions.
 	all := make([]ksym, 0, 1<<17)
-	lines := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		lines++
-		// "ffffffff816d5b70 T vfs_read", "ffffffffc0a01000 t f\t[ext4]"
-		fields := bytes.Fields(sc.Bytes())
-		if len(fields) < 3 || len(fields[1]) != 1 {
-			continue
+	lines, err := kallsyms.Read(path, func(ks *kallsyms.Symbol) {
+		if ks.Addr == 0 || ks.Type == 'a' || ks.Type == 'A' || ks.Type == 'U' {
+			return
 		}
-		addr, err := strconv.ParseUint(string(fields[0]), 16, 64)
-		typ := fields[1][0]
-		if err != nil || addr == 0 || typ == 'a' || typ == 'A' || typ == 'U' {
-			continue
+		s := ksym{addr: ks.Addr, typ: ks.Type}
+		if kallsyms.IsFunc(ks.Type) {
+			s.name = string(ks.Name)
 		}
-		s := ksym{addr: addr, typ: typ}
-		if isText(typ) {
-			s.name = string(fields[2])
-		}
-		if len(fields) > 3 {
-			m := fields[3]
+		if m := ks.Module; m != nil {
 			if len(m) < 3 || m[0] != '[' || m[len(m)-1] != ']' {
-				continue
+				return
 			}
 			name := string(m[1 : len(m)-1])
 			id, ok := mods[name]
 			if !ok {
 				if len(k.objs) >= maxModules {
-					continue
+					return
 				}
 				id = uint32(len(k.objs))
 				mods[name] = id
@@ -106,8 +87,8 @@ func readKallsyms(path string) *kernelSyms {
 			s.mod = id
 		}
 		all = append(all, s)
-	}
-	if err := sc.Err(); err != nil {
+	})
+	if err != nil {
 		return fail(fmt.Sprintf("kallsyms could not be read: %v", err))
 	}
 	if len(all) == 0 {
@@ -127,7 +108,7 @@ func readKallsyms(path string) *kernelSyms {
 	})
 	n := 0 // addresses with a function
 	for i, s := range all {
-		if isText(s.typ) && (i == 0 || all[i-1].addr != s.addr || !isText(all[i-1].typ)) {
+		if kallsyms.IsFunc(s.typ) && (i == 0 || all[i-1].addr != s.addr || !kallsyms.IsFunc(all[i-1].typ)) {
 			n++
 		}
 	}
@@ -143,7 +124,7 @@ func readKallsyms(path string) *kernelSyms {
 		}
 		best := -1
 		for n := i; n < j; n++ {
-			if isText(all[n].typ) && (best < 0 || better(kcand(all[n], size), kcand(all[best], size))) {
+			if kallsyms.IsFunc(all[n].typ) && (best < 0 || better(kcand(all[n], size), kcand(all[best], size))) {
 				best = n
 			}
 		}
@@ -158,8 +139,6 @@ func readKallsyms(path string) *kernelSyms {
 	}
 	return k
 }
-
-func isText(typ byte) bool { return typ == 't' || typ == 'T' || typ == 'w' || typ == 'W' }
 
 func kcand(s ksym, size uint64) cand {
 	return cand{addr: s.addr, size: size, name: s.name, global: s.typ == 'T' || s.typ == 'W', weak: s.typ == 'w' || s.typ == 'W'}

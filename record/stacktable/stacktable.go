@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/record/kallsyms"
 )
 
 // Options configure a Collector.
@@ -102,7 +103,7 @@ func New(o Options) *Collector {
 		c.proc = "/proc"
 	}
 	if c.kallsyms == "" {
-		c.kallsyms = "/proc/kallsyms"
+		c.kallsyms = kallsyms.Path
 	}
 	return c
 }

@@ -6,7 +6,7 @@ BIN     := bin
 BPFTAPE := $(BIN)/bpftape
 DEMO    := out/demo
 
-.PHONY: all build install test vmtest vmbench demo generate check-generate bench bench-quick bench-ab progtime-ab bench-go soak fuzz clean root deps
+.PHONY: all build install unit test vmtest vmbench demo generate check-generate bench bench-quick bench-ab progtime-ab bench-go soak fuzz clean root deps
 
 all: build
 
@@ -26,6 +26,13 @@ root:
 # deps installs what the tests need that a fresh machine may lack.
 deps:
 	@sh scripts/deps.sh
+
+# unit runs go vet and the tests that need neither root nor an install, as
+# whoever calls it: -short skips the slow ones and the interop readers not
+# installed yet; without root the privileged tests skip (as root they run).
+unit:
+	$(GO) vet ./...
+	BPFTAPE_REQUIRE_BPF= $(GO) test -short -count=1 ./...
 
 # test sets BPFTAPE_REQUIRE_BPF: a test that finds no root, BPF or gcc
 # fails instead of skipping.

@@ -269,6 +269,9 @@ func waitBatches(t *testing.T, w *Writer, n uint64) int64 {
 // second-to-last batch to its end and checks that exactly the complete
 // batches are recovered, with recovery reported.
 func TestRecoverEveryCut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cuts and recovers a capture at thousands of lengths; TestRepair and the FuzzOpen and FuzzRepair seeds cover recovery")
+	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.arrow")
 	m := testMeta()

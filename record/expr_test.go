@@ -157,6 +157,7 @@ func testExpressions(t *testing.T, b exprsBuild) {
 // TestExpressionErrors checks the errors of fields that cannot be
 // resolved: each is one line, wraps ErrExpr, and says why.
 func TestExpressionErrors(t *testing.T) {
+	testutils.RequireBPF(t, bpf.CheckFeatures) // Record checks privileges first
 	b := buildExprs(t)
 	exe := b["O2"].exe
 	nodebug := testutils.BuildC(t, "../testdata/exprs/exprs.c", "exprs-nodebug", "-O2", "-g0")

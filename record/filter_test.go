@@ -168,32 +168,35 @@ func TestProbeFilterTracepoint(t *testing.T) {
 // record, or a constant its field cannot hold, is refused before anything
 // is attached.
 func TestProbeFilterErrors(t *testing.T) {
-	exe := buildDemo(t)
-	for probe, want := range map[string]string{
-		"u:" + exe + ":virtio_net_receive_rcu(arg2)/arg1 > 3/":                       `the probe records no field "arg1"`,
-		"u:" + exe + ":virtio_net_receive_rcu(arg2:u8)/arg2 > 300/":                  "arg2 holds 0..255 (u8)",
-		"u:" + exe + ":virtio_net_receive_rcu(arg2)/arg2 > -1/":                      "is unsigned",
-		"u:" + exe + ":virtio_net_receive_rcu(str(arg2))/arg2 > 1/":                  "a filter compares integer fields with integers",
-		"u:" + exe + ":virtio_net_receive_rcu(arg2)/pid < -1/":                       "pid holds 0..4294967295",
-		"u:" + exe + ":virtio_net_receive_rcu(arg2)/pid > 0x100000000/":              "pid holds 0..4294967295",
-		"u:" + exe + ":virtio_net_receive_rcu(arg2)/arg2 >= 0xffff888000000000/":     "",
-		"u:" + exe + ":virtio_net_receive_rcu(arg2:s64)/arg2 >= 0xffff888000000000/": "arg2 holds",
-		"t:sched:sched_process_exec(pid)/pid == 1/":                                  "write args.pid for the field",
-		"t:sched:sched_process_exec(pid)/args.pid == 1 && pid > 0/":                  "write args.pid for the field",
-		"t:sched:sched_process_exec(pid)/args.pid == 1/":                             "",
-		"t:syscalls:sys_enter_write(count)/count > 1 && cpu != 9/":                   "",
-	} {
-		_, err, _ := record(t, Options{Probes: []string{probe}, Duration: 1, Command: []string{"true"}})
-		if want == "" {
-			if err != nil {
-				t.Errorf("%s: %v", probe, err)
+	t.Run("record", func(t *testing.T) {
+		testutils.RequireBPF(t, bpf.CheckFeatures) // Record checks privileges first
+		exe := buildDemo(t)
+		for probe, want := range map[string]string{
+			"u:" + exe + ":virtio_net_receive_rcu(arg2)/arg1 > 3/":                       `the probe records no field "arg1"`,
+			"u:" + exe + ":virtio_net_receive_rcu(arg2:u8)/arg2 > 300/":                  "arg2 holds 0..255 (u8)",
+			"u:" + exe + ":virtio_net_receive_rcu(arg2)/arg2 > -1/":                      "is unsigned",
+			"u:" + exe + ":virtio_net_receive_rcu(str(arg2))/arg2 > 1/":                  "a filter compares integer fields with integers",
+			"u:" + exe + ":virtio_net_receive_rcu(arg2)/pid < -1/":                       "pid holds 0..4294967295",
+			"u:" + exe + ":virtio_net_receive_rcu(arg2)/pid > 0x100000000/":              "pid holds 0..4294967295",
+			"u:" + exe + ":virtio_net_receive_rcu(arg2)/arg2 >= 0xffff888000000000/":     "",
+			"u:" + exe + ":virtio_net_receive_rcu(arg2:s64)/arg2 >= 0xffff888000000000/": "arg2 holds",
+			"t:sched:sched_process_exec(pid)/pid == 1/":                                  "write args.pid for the field",
+			"t:sched:sched_process_exec(pid)/args.pid == 1 && pid > 0/":                  "write args.pid for the field",
+			"t:sched:sched_process_exec(pid)/args.pid == 1/":                             "",
+			"t:syscalls:sys_enter_write(count)/count > 1 && cpu != 9/":                   "",
+		} {
+			_, err, _ := record(t, Options{Probes: []string{probe}, Duration: 1, Command: []string{"true"}})
+			if want == "" {
+				if err != nil {
+					t.Errorf("%s: %v", probe, err)
+				}
+				continue
 			}
-			continue
+			if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrFilter) {
+				t.Errorf("%s: error %v, want ErrFilter saying %q", probe, err, want)
+			}
 		}
-		if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrFilter) {
-			t.Errorf("%s: error %v, want ErrFilter saying %q", probe, err, want)
-		}
-	}
+	})
 	if _, err := processFilter([]int{0}, nil); !errors.Is(err, ErrFilter) {
 		t.Errorf("--pid 0: %v", err)
 	}

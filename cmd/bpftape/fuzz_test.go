@@ -37,6 +37,11 @@ func FuzzVerbs(f *testing.F) {
 		if c.Name == "many-hosts" {
 			continue // thousands of partition files an input: too slow to fuzz
 		}
+		if testing.Short() && (c.Name == "stacks-merge" || c.Name == "stacks-maps" || c.Name == "stacks-kernel") {
+			// 10-17 s each here; TestHostileCaptures runs every verb on them (as root),
+			// TestKeyIntervalHostile runs latency on them, and make test keeps them as seeds.
+			continue
+		}
 		p := filepath.Join(dir, c.Name+".arrow")
 		if err := c.Write(p); err != nil {
 			f.Fatal(err)

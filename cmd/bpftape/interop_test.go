@@ -23,6 +23,7 @@ func TestPolarsReadsCapture(t *testing.T) {
 		t.Skip("node is not installed: cannot run the nodejs-polars reader")
 	}
 	interop := filepath.Join("..", "..", "testdata", "interop")
+	skipShortWithoutReaders(t, interop)
 	if out, err := exec.Command("sh", filepath.Join(interop, "install.sh")).CombinedOutput(); err != nil {
 		t.Fatalf("install nodejs-polars: %v\n%s", err, out)
 	}

@@ -257,11 +257,12 @@ var interopOnce sync.Once
 // shares no code with bpftape.
 func readPolars(t *testing.T, path string) polarsResult {
 	t.Helper()
+	interop := filepath.Join("..", "..", "testdata", "interop")
+	skipShortWithoutReaders(t, interop)
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node is not installed (make deps): the independent reader is nodejs-polars")
 	}
-	interop := filepath.Join("..", "..", "testdata", "interop")
 	var installErr error
 	interopOnce.Do(func() {
 		if out, err := exec.Command("sh", filepath.Join(interop, "install.sh")).CombinedOutput(); err != nil {

@@ -1,7 +1,8 @@
 // chain: the stack workload. main calls top, top calls mid N times (argv[1],
 // default 1000), mid calls leaf; it prints its ground truth, "leaf N", and
-// then lingers argv[2] milliseconds (default 0) before it exits, so that a
-// recorder on a busy one-CPU guest has read its mappings by then.
+// then lingers argv[2] milliseconds (default LINGER_MS, 0 unless built with
+// -DLINGER_MS=N) before it exits, so that a recorder on a busy one-CPU
+// guest has read its mappings by then.
 // Built -O0 -fno-omit-frame-pointer -fcf-protection=none: every function
 // keeps a frame pointer and starts with `push %rbp`, which the kernel
 // emulates for a uprobe (~0.7 µs) instead of single-stepping it.
@@ -14,6 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+
+#ifndef LINGER_MS
+#define LINGER_MS 0
+#endif
 
 volatile unsigned long sink;
 
@@ -44,8 +49,8 @@ int main(int argc, char **argv)
 		     : "rax", "rcx", "rdx", "rsi", "r8", "r9", "r10", "r11", "memory", "cc");
 	printf("leaf %lu\n", n);
 	fflush(stdout);
-	if (argc > 2) {
-		unsigned long ms = strtoul(argv[2], 0, 0);
+	unsigned long ms = argc > 2 ? strtoul(argv[2], 0, 0) : LINGER_MS;
+	if (ms) {
 		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
 
 		nanosleep(&ts, 0);

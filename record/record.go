@@ -73,8 +73,9 @@ type Options struct {
 	Compression format.Compression
 	// ReadyFile, if set, is written once every probe is attached, before a
 	// Command is let run. It holds "pid=RECORDER_PID\n", "target=PID\n"
-	// when recording a process, and "setup_ms=MS\n", the time from the
-	// call of Record to ready (resolving, loading, attaching).
+	// when recording a process, "setup_ms=MS\n", the time from the call
+	// of Record to ready (resolving, loading, attaching), and
+	// "kprobe_multi_links=N\n", the kprobe_multi links attached.
 	ReadyFile string
 	// DebugDirs are searched for the separate debug files of stripped
 	// binaries before $BPFTAPE_DEBUG_DIRS and /usr/lib/debug (see
@@ -270,6 +271,8 @@ type recorder struct {
 	stacks *stacktable.Collector
 	// perfLinks are the profile probes' perf events, one per CPU.
 	perfLinks []*bpf.PerfEventLink
+	// kmultiLinks counts the kprobe_multi links among links.
+	kmultiLinks int
 	follow    bool      // record the target's new processes too
 	forks     link.Link // track_fork, with follow
 	// followed and untracked are the processes recorded while following
@@ -744,6 +747,7 @@ func (r *recorder) attach() error {
 			return fmt.Errorf("attach the kprobes of pattern %s (%d functions, one kprobe_multi link): %w", k.pattern, len(o.Symbols), err)
 		}
 		r.links = append(r.links, l)
+		r.kmultiLinks++
 	}
 	if r.follow {
 		return r.startFollowing()
@@ -795,6 +799,7 @@ func (r *recorder) writeReady() error {
 		content += fmt.Sprintf("target=%d\n", r.target)
 	}
 	content += fmt.Sprintf("setup_ms=%d\n", time.Since(r.start).Milliseconds())
+	content += fmt.Sprintf("kprobe_multi_links=%d\n", r.kmultiLinks)
 	tmp := o.ReadyFile + ".tmp"
 	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
 		return fmt.Errorf("ready file: %w", err)

@@ -69,7 +69,7 @@ grep -v '^#' "$table" | while read -r name suite pkg cpus expect; do
 	fi
 	timeout "$timeout" qemu-system-x86_64 -accel tcg -smp "$cpus" -m "$mem" \
 		-kernel "$cache/$name/vmlinuz" -initrd "$initrd" \
-		-append "console=ttyS0 panic=-1 quiet loglevel=3 vmtest.kernel=$name vmtest.expect=$expect" \
+		-append "console=ttyS0 panic=-1 quiet loglevel=3 rcupdate.rcu_task_stall_timeout=7500 vmtest.kernel=$name vmtest.expect=$expect" \
 		-nographic -no-reboot -monitor none -nic none </dev/null >"$log" 2>&1 || st=$?
 	t1=$(date +%s)
 	tr -d '\r' <"$log" | grep '^VMTEST ' | grep -v ' done' >>"$out/results" || true

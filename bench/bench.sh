@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh [--quick] [DRIVER FLAGS]: `make bench` and `make bench-quick`.
 #
-# Installs what it needs (bench/deps.sh), builds bin/bpftape, the workload
+# Installs what it needs (scripts/deps.sh bench), builds bin/bpftape, the workload
 # (checking that its probed functions start with push %rbp and that its
 # USDT site is one nop), the launcher and the Go driver, runs the driver
 # (bench/driver: the table and the targets on stdout, progress on stderr),
@@ -22,7 +22,7 @@ if [ "$(id -u)" != 0 ]; then
 	exit 1
 fi
 mkdir -p "$build"
-bash bench/deps.sh "$dir/headers"
+sh scripts/deps.sh bench "$dir/headers"
 
 go build -o bin/bpftape ./cmd/bpftape
 go build -o "$build/driver" ./bench/driver

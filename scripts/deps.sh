@@ -1,27 +1,49 @@
 #!/bin/sh
-# deps.sh [clang|demo|vmtest|vmbench]: installs, only when missing, the Debian packages and npm
-# modules bpftape's tests use: gcc, clang, binutils and sys/sdt.h to build
-# the workloads (the USDT torture test compares gcc's and clang's operands;
-# objcopy and strip make stripped binaries with debug files), BCC and
-# bpftrace to check that bpftape prints what they print, and nodejs-polars
-# and DuckDB as independent readers, Chromium to render the HTML report,
-# e2fsprogs for the ext4 file system the I/O error test shuts down.
+# deps.sh [clang|demo|vmtest|vmbench|bench HEADERS_DIR]: installs, only when
+# missing, the Debian packages and npm modules bpftape's tests use: gcc,
+# clang, binutils and sys/sdt.h to build the workloads (the USDT torture
+# test compares gcc's and clang's operands; objcopy and strip make stripped
+# binaries with debug files), BCC and bpftrace to check that bpftape prints
+# what they print, and nodejs-polars and DuckDB as independent readers,
+# Chromium to render the HTML report, e2fsprogs for the ext4 file system the
+# I/O error test shuts down.
 # With "clang", the BPF toolchain that
 # `make generate` needs; with "demo", what `make demo` builds its workload
 # with (gcc and sys/sdt.h); with "vmtest", what `make vmtest` boots its
 # guests with (QEMU, a static busybox, gcc for the static workloads, xz and
 # zstd for compressed kernel modules); with "vmbench", those and bpftrace,
 # which `make vmbench` copies into its guest.
+# With "bench HEADERS_DIR", what `make bench` (bench/bench.sh) runs: perf,
+# bpftrace, BCC and its tools (profile), gcc, sys/sdt.h, objdump, and
+# Debian's kernel headers for BCC, merged from the -amd64 and -common
+# packages into HEADERS_DIR (bench.sh points BCC_KERNEL_SOURCE there: this
+# kernel has no /lib/modules/$(uname -r)/build).
+# Nothing is fetched when everything is in place; it never calls sudo.
 set -eu
 cd "$(dirname "$0")/.."
 
+target=${1:-}
+hver=6.1.0-56 # bench: the kernel headers BCC compiles against
 pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium e2fsprogs"
-case "${1:-}" in
+case "$target" in
 clang) pkgs="clang llvm libbpf-dev" ;;
 demo) pkgs="gcc libc6-dev systemtap-sdt-dev" ;;
 vmtest) pkgs="qemu-system-x86 busybox-static gcc libc6-dev systemtap-sdt-dev xz-utils zstd" ;;
 vmbench) pkgs="qemu-system-x86 busybox-static gcc libc6-dev xz-utils zstd bpftrace" ;;
+bench)
+	headers=${2:?usage: deps.sh bench HEADERS_DIR}
+	pkgs="linux-perf bpftrace python3-bpfcc bpfcc-tools gcc systemtap-sdt-dev binutils linux-headers-$hver-amd64 linux-headers-$hver-common"
+	;;
 esac
+
+# note prints progress: bench's on stderr (bench.sh's stdout is its table).
+note() {
+	if [ "$target" = bench ]; then
+		echo "bench: $*" >&2
+	else
+		echo "$*"
+	fi
+}
 
 missing=""
 for p in $pkgs; do
@@ -35,9 +57,37 @@ if [ -n "$missing" ]; then
 		echo "missing packages:$missing (install them as root)" >&2
 		exit 1
 	fi
-	echo "installing:$missing"
+	note "installing:$missing"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq >/dev/null
+	# shellcheck disable=SC2086
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
-[ -n "${1:-}" ] || sh testdata/interop/install.sh
+
+case "$target" in
+"")
+	sh testdata/interop/install.sh
+	;;
+bench)
+	# The -amd64 package holds the generated headers and the config,
+	# -common the sources' include trees; BCC wants one tree. Rebuilt when
+	# the packages' versions change.
+	stamp=$(dpkg-query -W -f='${Version}' "linux-headers-$hver-amd64" "linux-headers-$hver-common")
+	if [ "$(cat "$headers/.bench-stamp" 2>/dev/null)" != "$stamp" ]; then
+		note "merging kernel headers into $headers"
+		rm -rf "$headers.tmp"
+		mkdir -p "$headers.tmp"
+		cp -a "/usr/src/linux-headers-$hver-common/." "$headers.tmp/"
+		cp -a --remove-destination "/usr/src/linux-headers-$hver-amd64/." "$headers.tmp/"
+		# The packages' relative links into /usr/lib/linux-kbuild-*.
+		for l in scripts tools; do
+			if [ -L "$headers.tmp/$l" ]; then
+				ln -sfn "$(readlink -f "/usr/src/linux-headers-$hver-amd64/$l")" "$headers.tmp/$l"
+			fi
+		done
+		echo "$stamp" >"$headers.tmp/.bench-stamp"
+		rm -rf "$headers"
+		mv "$headers.tmp" "$headers"
+	fi
+	;;
+esac

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/bpftape/bpftape/internal/testutils"
 )
@@ -342,11 +344,61 @@ func TestExportFormatFlag(t *testing.T) {
 	}
 }
 
+// dirWatch watches a folder with inotify for what happens to the names in
+// it: whose files are opened, created, deleted or renamed in.
+type dirWatch struct {
+	t  *testing.T
+	fd int
+}
+
+func watchDir(t *testing.T, dir string) *dirWatch {
+	t.Helper()
+	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_OPEN|syscall.IN_CREATE|syscall.IN_DELETE|syscall.IN_MOVED_TO); err != nil {
+		t.Fatal(err)
+	}
+	return &dirWatch{t, fd}
+}
+
+// events returns what happened since the last call: the inotify mask of
+// each name, the events or'ed together.
+func (w *dirWatch) events() map[string]uint32 {
+	w.t.Helper()
+	seen := map[string]uint32{}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := syscall.Read(w.fd, buf)
+		if err == syscall.EAGAIN {
+			return seen
+		}
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for off := 0; off+syscall.SizeofInotifyEvent <= n; {
+			ev := (*syscall.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			name := buf[off+syscall.SizeofInotifyEvent : off+syscall.SizeofInotifyEvent+int(ev.Len)]
+			if ev.Mask&syscall.IN_Q_OVERFLOW != 0 {
+				w.t.Fatal("inotify queue overflow")
+			}
+			seen[string(bytes.TrimRight(name, "\x00"))] |= ev.Mask
+			off += syscall.SizeofInotifyEvent + int(ev.Len)
+		}
+	}
+}
+
 // TestRecordOutputSetupFailure: a recording that fails once its output is
 // open (the -p process is a zombie: attaching fails) removes only a file
 // it created: a device node survives (before, it was deleted), and an
 // existing capture replaced with --force is intact (before, it was
-// truncated and deleted). A new output it created is removed.
+// truncated and deleted). A new output it created is removed. Each
+// recording must fail where the test needs it to, attaching the uprobe to
+// the zombie, and must have opened its output first (seen with inotify):
+// one that fails earlier would leave every file as it was and prove
+// nothing.
 func TestRecordOutputSetupFailure(t *testing.T) {
 	bin, probes := bpftapeBin(t)
 	dir := t.TempDir()
@@ -361,13 +413,42 @@ func TestRecordOutputSetupFailure(t *testing.T) {
 	writeVnet(t, existing, "host-a", 100)
 	old := readAll(t, existing)
 	fresh := filepath.Join(dir, "fresh.arrow")
-	for _, o := range [][]string{{"-o", null}, {"-o", existing, "--force"}, {"-o", fresh}} {
-		args := append([]string{"record", "-p", strconv.Itoa(zombie.Process.Pid), "u:" + probes + ":tick"}, o...)
+	watch := watchDir(t, dir)
+	for _, tc := range []struct {
+		o []string
+		// opened says, from the recording's inotify events by name,
+		// whether it opened its output as the rules have it (what it
+		// removed after is checked below, from what the folder holds).
+		opened func(ev map[string]uint32) bool
+	}{
+		{[]string{"-o", null}, func(ev map[string]uint32) bool {
+			return ev["null"]&syscall.IN_OPEN != 0 && ev["null"]&syscall.IN_CREATE == 0 // written in place
+		}},
+		{[]string{"-o", existing, "--force"}, func(ev map[string]uint32) bool {
+			tmp := 0
+			for name, m := range ev {
+				if strings.HasPrefix(name, ".old.arrow.") && strings.HasSuffix(name, ".tmp") && m&syscall.IN_CREATE != 0 {
+					tmp++
+				}
+			}
+			return tmp == 1 // a temporary file beside it
+		}},
+		{[]string{"-o", fresh}, func(ev map[string]uint32) bool {
+			return ev["fresh.arrow"]&syscall.IN_CREATE != 0 // created at its name
+		}},
+	} {
+		args := append([]string{"record", "-p", strconv.Itoa(zombie.Process.Pid), "u:" + probes + ":tick"}, tc.o...)
+		watch.events()
 		r := runBin(t, exec.Command(bin, args...))
-		if r.code == exitOK {
-			t.Fatalf("%q: recorded a zombie (the test needs a setup failure): %s", args, r.stderr)
+		ev := watch.events()
+		t.Logf("%q: in the folder (inotify masks): %v", tc.o, ev)
+		if r.code != exitFailure || !strings.Contains(r.stderr, "attach uprobe") ||
+			!strings.Contains(r.stderr, fmt.Sprintf("process %d exited before recording started", zombie.Process.Pid)) {
+			t.Fatalf("%q: exit %d, %q; want %d, attaching to the zombie failed (the test needs that setup failure)", tc.o, r.code, r.stderr, exitFailure)
 		}
-		t.Logf("%q: exit %d: %s", o, r.code, r.stderr)
+		if !tc.opened(ev) {
+			t.Errorf("%q: the recording failed without opening its output as the rules have it (inotify masks: %v): the test checks nothing", tc.o, ev)
+		}
 	}
 	if !isCharDevice(null) {
 		t.Error("the device node is gone")
@@ -385,7 +466,8 @@ func TestRecordOutputSetupFailure(t *testing.T) {
 
 // TestRecordOutputRules: record checks its output before anything is
 // attached: a symbolic link is not followed (exit 2, a dangling link's
-// target not created, a linked file not replaced even with --force).
+// target not created, a linked file not replaced even with --force), while
+// the same recording into a plain file succeeds.
 func TestRecordOutputRules(t *testing.T) {
 	bin, probes := bpftapeBin(t)
 	dir := t.TempDir()
@@ -407,6 +489,16 @@ func TestRecordOutputRules(t *testing.T) {
 	r = runBin(t, exec.Command(bin, "record", "-o", link, "--force", "-d", "100ms", "u:"+probes+":tick"))
 	if r.code != exitUsage || !strings.Contains(r.stderr, "symbolic link to "+target) || string(readAll(t, target)) != "keep\n" {
 		t.Errorf("link to a file, --force: exit %d, %q", r.code, r.stderr)
+	}
+	// The same recording into a plain file records: the refusals above
+	// are the link's, not a recording that could not have run.
+	plain := filepath.Join(dir, "plain.arrow")
+	r = runBin(t, exec.Command(bin, "record", "-o", plain, "-d", "100ms", "u:"+probes+":tick"))
+	if r.code != exitOK {
+		t.Fatalf("into a plain file: exit %d, %q", r.code, r.stderr)
+	}
+	if _, _, recovered := countEvents(t, plain); recovered {
+		t.Error("into a plain file: the capture has no footer")
 	}
 }
 

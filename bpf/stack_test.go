@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -201,7 +202,9 @@ func TestProfileProgram(t *testing.T) {
 		t.Cleanup(func() { l.Close() })
 	}
 	c := collect(t, newReader(t, objs))
+	cpu0 := procCPUTime(t, busy.Process.Pid)
 	time.Sleep(500 * time.Millisecond)
+	ran := procCPUTime(t, busy.Process.Pid) - cpu0
 	samples := c.finish(t)
 	events, withUser := 0, 0
 	for _, raw := range samples {
@@ -216,11 +219,40 @@ func TestProfileProgram(t *testing.T) {
 			events++
 		}
 	}
-	// 0.5 s of one busy thread at 499 Hz: about 250 samples.
-	if events < 100 || events > 2*hz || withUser < events/2 {
-		t.Fatalf("%d samples (%d with a user stack) in 0.5 s at %d Hz", events, withUser, hz)
+	// One sample per 1/hz of the CPU time the busy thread got: about 250
+	// in 0.5 s on an idle machine, fewer on a busy one. The clock ticks of
+	// /proc are 10 ms: allow for one either side.
+	want := ran.Seconds() * hz
+	lo, hi := (ran.Seconds()-0.01)*hz/2, (ran.Seconds()+0.01)*hz*1.5+2
+	if ran < 50*time.Millisecond || float64(events) < lo || float64(events) > hi || withUser < events/2 {
+		t.Fatalf("%d samples (%d with a user stack) in 0.5 s at %d Hz; the thread ran %v, about %.0f samples", events, withUser, hz, ran, want)
 	}
 	if _, err := AttachPerfEvent(prog, 0, 1<<40); err == nil {
 		t.Error("a 2^40 Hz perf event was accepted")
 	}
+}
+
+// procCPUTime is the user and system CPU time process pid has used, from
+// /proc/PID/stat (in clock ticks of 10 ms).
+func procCPUTime(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the comm, which ends at the last ')': state is
+	// field 3, utime 14 and stime 15.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }

@@ -62,6 +62,7 @@ int main(int argc, char **argv)
 
 var (
 	slowOnce sync.Once
+	slowDir  string // removed by TestMain
 	slowBin  string
 	slowErr  error
 )
@@ -75,6 +76,7 @@ func slowWorkload(t *testing.T) string {
 			slowErr = err
 			return
 		}
+		slowDir = dir
 		src := filepath.Join(dir, "slowticks.c")
 		if slowErr = os.WriteFile(src, []byte(slowSource), 0o644); slowErr != nil {
 			return

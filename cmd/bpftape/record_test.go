@@ -27,7 +27,8 @@ var (
 	binErr  error
 )
 
-// bpftapeBin builds bpftape and the C test workload once per test binary.
+// bpftapeBin builds bpftape and the C test workload once per test binary,
+// in binDir (TestMain removes it).
 func bpftapeBin(t *testing.T) (bin, probes string) {
 	t.Helper()
 	testutils.RequireBPF(t, bpf.CheckFeatures)
@@ -45,7 +46,6 @@ func bpftapeBin(t *testing.T) (bin, probes string) {
 	if binErr != nil {
 		t.Fatal(binErr)
 	}
-	t.Cleanup(func() {}) // binDir is removed by the OS's tmp cleaning; it is shared by the tests
 	return filepath.Join(binDir, "bpftape"), filepath.Join(binDir, "probes")
 }
 

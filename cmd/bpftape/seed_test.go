@@ -32,10 +32,14 @@ func seedCaptures(t *testing.T) string {
 	return seedDir
 }
 
+// TestMain removes what the tests built once and shared: the seed
+// captures, the bpftape binary with its workload, the low-rate workload.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if seedDir != "" {
-		os.RemoveAll(seedDir)
+	for _, dir := range []string{seedDir, binDir, slowDir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }

@@ -239,14 +239,23 @@ func (p *exprParser) unary(depth int) (string, []Step, error) {
 	return p.postfix(depth)
 }
 
-// cTypeWords start a C type in a cast.
-var cTypeWords = map[string]bool{
-	"struct": true, "union": true, "enum": true, "unsigned": true, "signed": true, "const": true,
-	"char": true, "short": true, "int": true, "long": true, "void": true, "bool": true, "_Bool": true,
-	"u8": true, "u16": true, "u32": true, "u64": true, "s8": true, "s16": true, "s32": true, "s64": true,
-	"uint8_t": true, "uint16_t": true, "uint32_t": true, "uint64_t": true,
-	"int8_t": true, "int16_t": true, "int32_t": true, "int64_t": true, "size_t": true, "ssize_t": true,
-}
+// cTypeWords start a C type in a cast: the words of types.go's integer
+// names and C's other type keywords.
+var cTypeWords = func() map[string]bool {
+	words := map[string]bool{
+		"struct": true, "union": true, "enum": true, "const": true, "void": true, "bool": true, "_Bool": true,
+	}
+	for _, w := range cIntKeywords {
+		words[w] = true
+	}
+	for _, ft := range fieldTypes {
+		words[ft.name] = true
+	}
+	for name := range cIntTypedefs {
+		words[name] = true
+	}
+	return words
+}()
 
 // isCast reports whether the '(' at pos opens a cast: a type word follows,
 // or an identifier and then '*' or ')' ... followed by an operand.

@@ -660,48 +660,6 @@ func parseField(kind Kind, text string) (Field, error) {
 	return f, nil
 }
 
-// ParseType parses s8, u8, s16, u16, s32, u32, s64 or u64.
-func ParseType(s string) (format.Type, error) {
-	var t format.Type
-	switch s {
-	case "s8":
-		t = format.Int8
-	case "u8":
-		t = format.Uint8
-	case "s16":
-		t = format.Int16
-	case "u16":
-		t = format.Uint16
-	case "s32":
-		t = format.Int32
-	case "u32":
-		t = format.Uint32
-	case "s64":
-		t = format.Int64
-	case "u64":
-		t = format.Uint64
-	default:
-		return t, fmt.Errorf("unknown type %q: use s8, u8, s16, u16, s32, u32, s64 or u64", s)
-	}
-	return t, nil
-}
-
-// TypeName returns the name ParseType parses into t (s8 ... u64), "string"
-// for format.String, and "" for any other type.
-func TypeName(t format.Type) string {
-	switch {
-	case t == format.String:
-		return "string"
-	case t.IsInt():
-		sign := "u"
-		if t.Signed() {
-			sign = "s"
-		}
-		return sign + strconv.Itoa(8*t.Size())
-	}
-	return ""
-}
-
 func isDigits(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {

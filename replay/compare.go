@@ -31,9 +31,9 @@ func (s *Side) name() string {
 
 // CompareOptions compare two log2 histograms bucket by bucket.
 type CompareOptions struct {
-	Filter Filter
-	Label  string
-	JSON   bool
+	Rows  RowFilter
+	Label string
+	JSON  bool
 }
 
 // CompareResult says whether the histograms are equal and how far apart.
@@ -89,12 +89,12 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 		return nil, err
 	}
 	if a.Capture == b.Capture {
-		a.Pass, err = a.Capture.Scan(&o.Filter, func(bt *format.Batch, i int) { cmp.AddA(bt, i); cmp.AddB(bt, i) })
+		a.Pass, err = a.Capture.Scan(&o.Rows, func(bt *format.Batch, i int) { cmp.AddA(bt, i); cmp.AddB(bt, i) })
 		b.Pass = a.Pass
 	} else {
-		a.Pass, err = a.Capture.Scan(&o.Filter, cmp.AddA)
+		a.Pass, err = a.Capture.Scan(&o.Rows, cmp.AddA)
 		if err == nil {
-			b.Pass, err = b.Capture.Scan(&o.Filter, cmp.AddB)
+			b.Pass, err = b.Capture.Scan(&o.Rows, cmp.AddB)
 		}
 	}
 	if err != nil {
@@ -103,7 +103,7 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 	return cmp.Write(out, o)
 }
 
-// Write prints the sides as Compare does; o.Filter is not used.
+// Write prints the sides as Compare does; o.Rows is not used.
 func (c *Comparison) Write(out io.Writer, o CompareOptions) (*CompareResult, error) {
 	a, b := c.a, c.b
 	sa, sb := a.Log2.Slots(), b.Log2.Slots()

@@ -16,7 +16,7 @@ import (
 
 // CountOptions configure Count.
 type CountOptions struct {
-	Filter Filter
+	Rows RowFilter
 	// Probes are glob patterns (path.Match) of the probes counted, as
 	// funccount takes 'vfs_*'; empty counts every probe.
 	Probes []string
@@ -69,7 +69,7 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 		k     string
 	}
 	counts := map[key]uint64{}
-	p, err := c.Scan(&o.Filter, func(b *format.Batch, i int) {
+	p, err := c.Scan(&o.Rows, func(b *format.Batch, i int) {
 		pr := b.Probe[i]
 		if int(pr) >= len(want) || !want[pr] {
 			return

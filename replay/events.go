@@ -118,7 +118,7 @@ func (f *EventFormat) compile() error {
 
 // EventsOptions select and shape an event listing.
 type EventsOptions struct {
-	Filter  Filter
+	Rows    RowFilter
 	Probes  []string // empty: all
 	Formats []*EventFormat
 	Time    string // "rel" (default: seconds since capture start), "wall" or "none"
@@ -186,7 +186,7 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 	var n uint64
 	var line []byte
 	stop := false
-	return c.Scan(&o.Filter, func(b *format.Batch, i int) {
+	return c.Scan(&o.Rows, func(b *format.Batch, i int) {
 		po := &outs[b.Probe[i]]
 		if !po.show || stop {
 			return

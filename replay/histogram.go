@@ -40,9 +40,9 @@ func ParseLinear(s string) (*Linear, error) {
 
 // HistOptions select and shape a histogram of one probe field.
 type HistOptions struct {
-	Filter Filter
-	Probe  string
-	Field  string
+	Rows  RowFilter
+	Probe string
+	Field string
 	// By splits the histogram per key: "comm", "pid", "tid" or a field of the probe.
 	By     string
 	Style  string // "bcc" (default) or "bpftrace"
@@ -181,9 +181,9 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 		return c.histIntervals(&o, &ref, byRef, out)
 	}
 	r := c.reader()
-	// Without a comm filter or key, only integer columns are needed: read
+	// Without --comm in the row filter or key, only integer columns are needed: read
 	// just those, straight from the file.
-	if len(o.Filter.Comms) == 0 && o.By != "comm" && (byRef == nil || byRef.IsInt()) && !c.noProject {
+	if len(o.Rows.Comms) == 0 && o.By != "comm" && (byRef == nil || byRef.IsInt()) && !c.noProject {
 		if proj, err := r.Project(); err == nil {
 			groups := newKeyed(&o)
 			p, err := c.histProjected(r, proj, &o, &ref, byRef, groups)
@@ -205,7 +205,7 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 	if o.By == "" {
 		all = groups.int(0)
 	}
-	p, err := c.walkWith(r, &o.Filter, false, func(b *format.Batch, i int, _ bool) error {
+	p, err := c.walkWith(r, &o.Rows, false, func(b *format.Batch, i int, _ bool) error {
 		v, ok := ref.Int(b, i)
 		if !ok {
 			return nil
@@ -271,7 +271,7 @@ func printHist(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool
 func noteEmpty(o *HistOptions, n uint64) {
 	if n == 0 && o.Notes != nil {
 		fmt.Fprintf(o.Notes, "NOTE: no event of probe %s has a value of %s", textsafe.Escape(o.Probe), textsafe.Escape(o.Field))
-		if f := &o.Filter; len(f.PIDs)+len(f.TIDs)+len(f.Comms) > 0 || f.From != 0 || f.To != 0 {
+		if f := &o.Rows; len(f.PIDs)+len(f.TIDs)+len(f.Comms) > 0 || f.From != 0 || f.To != 0 {
 			fmt.Fprintf(o.Notes, " that passes the --pid, --tid, --comm, --from and --to filters")
 		}
 		fmt.Fprintln(o.Notes, ": the histogram is empty.")

@@ -97,12 +97,12 @@ func (s *histSlices) writeIntervals(out io.Writer, isKeyed bool) error {
 // histIntervals is Hist with o.Interval: one histogram (or one per key)
 // per interval of the capture, in one pass that reads every column.
 func (c *Capture) histIntervals(o *HistOptions, ref, byRef *Ref, out io.Writer) (*Pass, error) {
-	grid, err := newIntervalGrid(c.Meta(), &o.Filter, o.Interval)
+	grid, err := newIntervalGrid(c.Meta(), &o.Rows, o.Interval)
 	if err != nil {
 		return nil, err
 	}
 	s := newSlices(o, grid)
-	p, err := c.walkWith(c.reader(), &o.Filter, false, func(b *format.Batch, i int, _ bool) error {
+	p, err := c.walkWith(c.reader(), &o.Rows, false, func(b *format.Batch, i int, _ bool) error {
 		grid.see(b.Time[i])
 		v, ok := ref.Int(b, i)
 		if !ok {

@@ -73,7 +73,7 @@ func TestHistInterval(t *testing.T) {
 				}
 				alone := o
 				alone.Interval = 0
-				alone.Filter = Filter{From: time.Duration(int64(k) * 1e9), To: time.Duration(int64(k+1) * 1e9)}
+				alone.Rows = RowFilter{From: time.Duration(int64(k) * 1e9), To: time.Duration(int64(k+1) * 1e9)}
 				if _, err := Hist(c, alone, &want); err != nil {
 					t.Fatal(err)
 				}
@@ -155,7 +155,7 @@ func TestHistIntervalJSON(t *testing.T) {
 	}
 
 	out.Reset()
-	if _, err := Hist(c, HistOptions{Probe: "p", Field: "v", JSON: true, Interval: time.Second, Filter: Filter{From: 1600 * time.Millisecond, To: 3 * time.Second}}, &out); err != nil {
+	if _, err := Hist(c, HistOptions{Probe: "p", Field: "v", JSON: true, Interval: time.Second, Rows: RowFilter{From: 1600 * time.Millisecond, To: 3 * time.Second}}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(out.Bytes(), &ivs); err != nil {

@@ -39,7 +39,7 @@ func (a *accum) addN(v int64, n uint64, o *HistOptions, stats bool) {
 // histProjected fills the histograms of Hist from proj, a projection of
 // r, reading only the columns they need: the probe indices, the field, the
 // validity of the lost column (and, in batches with loss records, their
-// cpu, time and count), and the columns of the filter and of --by. Its
+// cpu, time and count), and the columns of the row filter and of --by. Its
 // Pass is Scan's: loss records tallied, Events counted, the same rows
 // added.
 //
@@ -198,7 +198,7 @@ type histPass struct {
 }
 
 func (c *Capture) newHistPass(o *HistOptions, ref, byRef *Ref, groups *keyed, all *accum) *histPass {
-	f := &o.Filter
+	f := &o.Rows
 	return &histPass{o: o, m: c.Meta(), ref: ref, byRef: byRef, groups: groups, all: all,
 		filtered: len(f.PIDs) > 0 || len(f.TIDs) > 0 || f.From != 0 || f.To != 0,
 		run:      runAcc{o: o, stats: statsNeeded(o), a: all, cast: o.Cast}}
@@ -206,7 +206,7 @@ func (c *Capture) newHistPass(o *HistOptions, ref, byRef *Ref, groups *keyed, al
 
 // batch counts the current batch of p.
 func (h *histPass) batch(p *format.Projection) error {
-	o, f, ref := h.o, &h.o.Filter, h.ref
+	o, f, ref := h.o, &h.o.Rows, h.ref
 	rows := p.Len()
 	if rows == 0 {
 		return nil
@@ -290,8 +290,8 @@ func (h *histPass) batch(p *format.Projection) error {
 	return nil
 }
 
-// matchCols is Match on projected columns; only those the filter uses are loaded.
-func (f *Filter) matchCols(i int, pid, tid, tim *format.IntColumn, startBoot int64) bool {
+// matchCols is Match on projected columns; only those the row filter uses are loaded.
+func (f *RowFilter) matchCols(i int, pid, tid, tim *format.IntColumn, startBoot int64) bool {
 	if len(f.PIDs) > 0 && !contains(f.PIDs, pid.U32[i]) {
 		return false
 	}

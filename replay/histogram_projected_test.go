@@ -175,11 +175,11 @@ func TestHistProjectedSameAsScan(t *testing.T) {
 		{name: "by-pid", probe: "b", fld: "s64", o: HistOptions{By: "pid"}},
 		{name: "by-tid-bpftrace", probe: "a", fld: "u8", o: HistOptions{By: "tid", Style: "bpftrace", Stats: true}},
 		{name: "by-field", probe: "b", fld: "u32", o: HistOptions{By: "s32"}},
-		{name: "filter-pid", probe: "b", fld: "s64", o: HistOptions{Filter: Filter{PIDs: []uint32{100}}}},
-		{name: "filter-tid", probe: "a", fld: "s16", o: HistOptions{Filter: Filter{TIDs: []uint32{101, 102}}, Stats: true}},
-		{name: "filter-time", probe: "b", fld: "u32", o: HistOptions{Filter: Filter{From: 20 * time.Millisecond, To: 60 * time.Millisecond}}},
-		{name: "filter-from", probe: "c", fld: "retval", o: HistOptions{Filter: Filter{From: 10 * time.Millisecond}, By: "tid"}},
-		{name: "filter-comm", probe: "b", fld: "s64", o: HistOptions{Filter: Filter{Comms: []string{"worker-1"}}}, noProjecton: true},
+		{name: "filter-pid", probe: "b", fld: "s64", o: HistOptions{Rows: RowFilter{PIDs: []uint32{100}}}},
+		{name: "filter-tid", probe: "a", fld: "s16", o: HistOptions{Rows: RowFilter{TIDs: []uint32{101, 102}}, Stats: true}},
+		{name: "filter-time", probe: "b", fld: "u32", o: HistOptions{Rows: RowFilter{From: 20 * time.Millisecond, To: 60 * time.Millisecond}}},
+		{name: "filter-from", probe: "c", fld: "retval", o: HistOptions{Rows: RowFilter{From: 10 * time.Millisecond}, By: "tid"}},
+		{name: "filter-comm", probe: "b", fld: "s64", o: HistOptions{Rows: RowFilter{Comms: []string{"worker-1"}}}, noProjecton: true},
 		{name: "by-comm", probe: "a", fld: "u16", o: HistOptions{By: "comm"}, noProjecton: true},
 		{name: "by-string", probe: "b", fld: "u32", o: HistOptions{By: "name"}, noProjecton: true},
 	}
@@ -220,7 +220,7 @@ func TestHistProjectedSameAsScan(t *testing.T) {
 			})
 		}
 	}
-	for _, o := range []HistOptions{{}, {Style: "bpftrace", Stats: true}, {By: "tid"}, {Filter: Filter{PIDs: []uint32{4242}}, JSON: true}} {
+	for _, o := range []HistOptions{{}, {Style: "bpftrace", Stats: true}, {By: "tid"}, {Rows: RowFilter{PIDs: []uint32{4242}}, JSON: true}} {
 		o.Probe, o.Field, o.Now = "rx", "arg2", now
 		want, wantNotes, _, err := runHist(t, p("stream"), o, false)
 		if err != nil {

@@ -30,7 +30,7 @@ type intervalGrid struct {
 	m    *format.Meta
 	d    int64
 	base int64 // boot ns of the start of interval 0
-	f    *Filter
+	f    *RowFilter
 	// last is the latest event time seen: the end of a capture whose
 	// window end is not recorded (a killed recorder's).
 	last       int64
@@ -40,8 +40,8 @@ type intervalGrid struct {
 }
 
 // newIntervalGrid checks d and starts a grid for a pass over a capture
-// with meta m and filter f.
-func newIntervalGrid(m *format.Meta, f *Filter, d time.Duration) (*intervalGrid, error) {
+// with meta m and row filter f.
+func newIntervalGrid(m *format.Meta, f *RowFilter, d time.Duration) (*intervalGrid, error) {
 	if d <= 0 {
 		return nil, usage.Errorf("--interval %v: must be more than 0", d)
 	}

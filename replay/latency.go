@@ -23,7 +23,7 @@ import (
 // decimals. funclatency sums the truncated durations instead, so that in
 // msecs its total of a thousand calls of 0.9 ms is 0: bpftape's is 900.000.
 type LatencyOptions struct {
-	Filter        Filter
+	Rows          RowFilter
 	Entry, Return string
 	Unit          string // ns (default), us or ms
 	JSON          bool
@@ -100,7 +100,7 @@ type Latencies struct {
 	slices *histSlices
 }
 
-// NewLatencies resolves o's probes against c. o.Filter is the pass's to apply.
+// NewLatencies resolves o's probes against c. o.Rows is the pass's to apply.
 func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 	if o.Unit == "" {
 		o.Unit = "ns"
@@ -137,7 +137,7 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 	if o.By == "" && o.Interval == 0 && !bpftrace {
 		return l, nil
 	}
-	l.ho = HistOptions{Filter: o.Filter, Probe: o.Return, Label: u.label, By: o.By, JSON: o.JSON, Now: o.Now, unit: u.div}
+	l.ho = HistOptions{Rows: o.Rows, Probe: o.Return, Label: u.label, By: o.By, JSON: o.JSON, Now: o.Now, unit: u.div}
 	if bpftrace {
 		l.ho.Style, l.ho.Bpftrace = "bpftrace", o.Bpftrace
 	}
@@ -151,7 +151,7 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 		l.byRef = &r
 	}
 	if o.Interval != 0 {
-		if l.grid, err = newIntervalGrid(c.Meta(), &l.o.Filter, o.Interval); err != nil {
+		if l.grid, err = newIntervalGrid(c.Meta(), &l.o.Rows, o.Interval); err != nil {
 			return nil, err
 		}
 	}
@@ -241,7 +241,7 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, *Pass
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := c.Scan(&o.Filter, l.Add)
+	p, err := c.Scan(&o.Rows, l.Add)
 	if err != nil {
 		return nil, p, err
 	}

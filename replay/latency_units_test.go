@@ -135,7 +135,7 @@ func TestLatencyUnitSlices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Scan(&o.Filter, l.Add); err != nil {
+		if _, err := c.Scan(&o.Rows, l.Add); err != nil {
 			t.Fatal(err)
 		}
 		es := l.slices.entries(0)

@@ -53,7 +53,7 @@ func TestOffCPUMissingSwitchIn(t *testing.T) {
 	}
 
 	// Picking the other thread: its interval is whole, nothing is missing.
-	r, _, err = OffCPU(c, StacksOptions{Mode: StacksKernel, Filter: Filter{Comms: []string{"other"}}})
+	r, _, err = OffCPU(c, StacksOptions{Mode: StacksKernel, Rows: RowFilter{Comms: []string{"other"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@ import (
 // about losses and recovery (Notes).
 type Pass struct {
 	// Events counts the event rows read (loss records excluded), before
-	// filtering.
+	// the row filter.
 	Events uint64
-	// Losses tallies every loss record read, whatever the filter: they are
+	// Losses tallies every loss record read, whatever the row filter: they are
 	// data, and every analysis reports them so that an undercounted
 	// histogram is never silent.
 	Losses Losses
@@ -36,7 +36,7 @@ type Pass struct {
 
 	name string
 	meta *format.Meta
-	// unmatched says what a filter that matched no event left out (Scan).
+	// unmatched says what a row filter that matched no event left out (Scan).
 	unmatched unmatched
 	projected bool // read by a format.Projection
 }
@@ -51,7 +51,7 @@ func (p *Pass) read(r *format.Reader) {
 }
 
 // Notes prints what the reader of an analysis must know about the pass:
-// recovery, losses, implausible times, and a filter that matched nothing.
+// recovery, losses, implausible times, and a row filter that matched nothing.
 // A nil Pass (an analysis that failed before it read) prints nothing.
 func (p *Pass) Notes(w io.Writer) {
 	if p == nil {
@@ -72,7 +72,7 @@ func (p *Pass) Notes(w io.Writer) {
 // Scan reads the capture from its first batch and calls fn for every event
 // row that passes f (nil: every event); loss records are tallied in the
 // Pass, not handed on.
-func (c *Capture) Scan(f *Filter, fn func(b *format.Batch, i int)) (*Pass, error) {
+func (c *Capture) Scan(f *RowFilter, fn func(b *format.Batch, i int)) (*Pass, error) {
 	return c.walk(f, false, func(b *format.Batch, i int, _ bool) error {
 		fn(b, i)
 		return nil
@@ -84,19 +84,19 @@ func (c *Capture) Scan(f *Filter, fn func(b *format.Batch, i int)) (*Pass, error
 // have no process), in file order, with lost set for loss records: for
 // the tools that must place losses (exports, time lines) where Scan only
 // tallies them. It stops at the first error fn returns, and returns it.
-func (c *Capture) Walk(f *Filter, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
+func (c *Capture) Walk(f *RowFilter, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
 	if f == nil {
-		f = &Filter{}
+		f = &RowFilter{}
 	}
 	return c.walk(f, true, fn)
 }
 
-func (c *Capture) walk(f *Filter, losses bool, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
+func (c *Capture) walk(f *RowFilter, losses bool, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
 	return c.walkWith(c.reader(), f, losses, fn)
 }
 
 // walkWith is Scan (losses false) or Walk with r, a reader at its first batch.
-func (c *Capture) walkWith(r *format.Reader, f *Filter, losses bool, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
+func (c *Capture) walkWith(r *format.Reader, f *RowFilter, losses bool, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
 	p := c.newPass()
 	m := c.Meta()
 	for r.Next() {
@@ -134,9 +134,9 @@ func (c *Capture) walkWith(r *format.Reader, f *Filter, losses bool, fn func(b *
 	return p, nil
 }
 
-// unmatched gathers, while a filter has matched nothing, a few of the
-// values the capture has instead, for the note that says so: a filter that
-// selects nothing otherwise prints an empty result and exits 0.
+// unmatched gathers, while a row filter has matched nothing, a few of the
+// values the capture has instead, for the note that says so: a row filter
+// that selects nothing otherwise prints an empty result and exits 0.
 type unmatched struct {
 	filtered, matched bool
 	pids              map[uint32]bool
@@ -145,7 +145,7 @@ type unmatched struct {
 
 const unmatchedValues = 8
 
-func (u *unmatched) saw(f *Filter, b *format.Batch, i int) {
+func (u *unmatched) saw(f *RowFilter, b *format.Batch, i int) {
 	u.filtered = true
 	if u.matched {
 		return

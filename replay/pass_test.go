@@ -44,7 +44,7 @@ func TestWalk(t *testing.T) {
 	}
 	defer c.Close()
 	var events, losses int
-	f := &Filter{PIDs: []uint32{2}, From: 20 * time.Millisecond, To: 60 * time.Millisecond}
+	f := &RowFilter{PIDs: []uint32{2}, From: 20 * time.Millisecond, To: 60 * time.Millisecond}
 	p, err := c.Walk(f, func(b *format.Batch, i int, lost bool) error {
 		if lost {
 			losses++
@@ -77,7 +77,7 @@ func TestPasses(t *testing.T) {
 	defer c.Close()
 	scan := func() (*Pass, []int64) {
 		var times []int64
-		p, err := c.Scan(&Filter{PIDs: []uint32{1}}, func(b *format.Batch, i int) { times = append(times, b.Time[i]) })
+		p, err := c.Scan(&RowFilter{PIDs: []uint32{1}}, func(b *format.Batch, i int) { times = append(times, b.Time[i]) })
 		if err != nil {
 			t.Fatal(err)
 		}

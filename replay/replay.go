@@ -21,11 +21,15 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/probespec"
 )
 
-// Filter selects events by process, thread, command and time window.
-// Empty lists match everything; From and To are offsets from the capture start.
-type Filter struct {
+// RowFilter selects the rows (events) an analysis reads by process,
+// thread, command and time window: the --pid, --tid, --comm, --from and --to
+// of the analysis verbs. Empty lists match everything; From and To are
+// offsets from the capture start. (A probe's own filter, which the kernel
+// applied while recording, is probespec's.)
+type RowFilter struct {
 	PIDs  []uint32
 	TIDs  []uint32
 	Comms []string
@@ -33,9 +37,9 @@ type Filter struct {
 	To    time.Duration // 0: no end
 }
 
-// Match reports whether event row i of b passes the filter; startBoot is
+// Match reports whether event row i of b is selected; startBoot is
 // the capture's Meta.StartBoot, from which From and To are measured.
-func (f *Filter) Match(b *format.Batch, i int, startBoot int64) bool {
+func (f *RowFilter) Match(b *format.Batch, i int, startBoot int64) bool {
 	if len(f.PIDs) > 0 && !contains(f.PIDs, b.PID[i]) {
 		return false
 	}
@@ -63,7 +67,7 @@ func (f *Filter) Match(b *format.Batch, i int, startBoot int64) bool {
 
 // InWindow reports whether boot-clock time t is within f's From and To;
 // it selects loss records, which have no process.
-func (f *Filter) InWindow(t, startBoot int64) bool {
+func (f *RowFilter) InWindow(t, startBoot int64) bool {
 	off := time.Duration(t - startBoot)
 	return off >= f.From && (f.To == 0 || off < f.To)
 }
@@ -144,22 +148,17 @@ type Cast struct {
 	signed bool
 }
 
-// ParseCast parses s8, u8, s16, u16, s32, u32, s64 or u64; "" is no cast.
+// ParseCast parses s8, u8, s16, u16, s32, u32, s64 or u64, the names
+// probespec.ParseType takes; "" is no cast.
 func ParseCast(s string) (Cast, error) {
 	if s == "" {
 		return Cast{}, nil
 	}
-	var c Cast
-	if _, err := fmt.Sscanf(s[1:], "%d", &c.size); err != nil || (s[0] != 's' && s[0] != 'u') {
-		return c, fmt.Errorf("cast %q: want s8, u8, s16, u16, s32, u32, s64 or u64", s)
+	t, err := probespec.ParseType(s)
+	if err != nil {
+		return Cast{}, fmt.Errorf("cast %q: want %s", s, probespec.FieldTypeNames)
 	}
-	c.signed = s[0] == 's'
-	switch c.size {
-	case 8, 16, 32, 64:
-	default:
-		return c, fmt.Errorf("cast %q: want s8, u8, s16, u16, s32, u32, s64 or u64", s)
-	}
-	return c, nil
+	return Cast{size: 8 * t.Size(), signed: t.Signed()}, nil
 }
 
 // Apply casts v.

@@ -222,7 +222,7 @@ func TestHistFiltersAndKeys(t *testing.T) {
 	}
 	c := writeCapture(t, probes, rows)
 	var out bytes.Buffer
-	_, err := Hist(c, HistOptions{Probe: "p", Field: "v", By: "comm", Filter: Filter{From: 1500 * time.Millisecond, To: 4 * time.Second}}, &out)
+	_, err := Hist(c, HistOptions{Probe: "p", Field: "v", By: "comm", Rows: RowFilter{From: 1500 * time.Millisecond, To: 4 * time.Second}}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // event on a thread is summed until that thread's end event, the way seed
 // 000 sums per-packet TX lengths until virtio_net_flush_tx returns.
 type RequestsOptions struct {
-	Filter               Filter
+	Rows                 RowFilter
 	ItemProbe, ItemField string
 	EndProbe, EndField   string
 	EndCast              Cast
@@ -72,7 +72,7 @@ type RequestTotals struct {
 }
 
 // NewRequestTotals resolves o's fields against c; with o.List, it prints
-// the header of the list to out, and Add prints each request there. o.Filter
+// the header of the list to out, and Add prints each request there. o.Rows
 // is the pass's to apply.
 func NewRequestTotals(c *Capture, o RequestsOptions, out io.Writer) (*RequestTotals, error) {
 	item, err := c.Resolve(o.ItemProbe, o.ItemField)
@@ -223,7 +223,7 @@ func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, *P
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := c.Scan(&o.Filter, r.Add)
+	p, err := c.Scan(&o.Rows, r.Add)
 	if err != nil {
 		return nil, p, err
 	}

@@ -27,7 +27,7 @@ const (
 
 // StacksOptions configure Stacks and OffCPU.
 type StacksOptions struct {
-	Filter Filter
+	Rows RowFilter
 	// Probe is the probe whose stacks are counted; "" is the capture's
 	// only probe with stacks.
 	Probe string
@@ -319,7 +319,7 @@ func Stacks(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 		return nil, nil, err
 	}
 	probe := uint16(pi)
-	p, err := c.Scan(&o.Filter, func(b *format.Batch, i int) {
+	p, err := c.Scan(&o.Rows, func(b *format.Batch, i int) {
 		if b.Probe[i] != probe {
 			return
 		}
@@ -422,9 +422,10 @@ func (r *StackCounts) Notes(w io.Writer) {
 // prev_pid, next_pid and stacks. A sched_switch event runs in the thread
 // leaving the CPU (its tid is prev_pid, its stacks are that thread's);
 // the thread's time off CPU ends at the next event whose next_pid is its
-// tid, which runs in another thread. The filter picks the threads whose
-// time is summed (by the switch-out's pid, tid, comm and time), not the
-// events read: every switch-in is needed. Values are nanoseconds. A
+// tid, which runs in another thread. The row filter (o.Rows) picks the
+// threads whose time is summed (by the switch-out's pid, tid, comm and
+// time), not the events read: every switch-in is needed. Values are
+// nanoseconds. A
 // capture that kept some threads' events only (-p, -c, a filter on the
 // probe) lacks the switch-ins that other threads' events carry:
 // SwitchesKept then says so, and Notes warns.
@@ -462,10 +463,10 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 	}
 	away := map[uint32]out{} // by tid: the switch-out not yet matched
 	var missing uint64
-	filter := o.Filter
+	rows := o.Rows
 	start := c.Meta().StartBoot
 	probe := uint16(pi)
-	pass, err := c.Scan(&Filter{}, func(b *format.Batch, i int) {
+	pass, err := c.Scan(&RowFilter{}, func(b *format.Batch, i int) {
 		if b.Probe[i] != probe {
 			return
 		}
@@ -479,7 +480,7 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 			}
 		}
 		tid := b.TID[i]
-		if tid == 0 || !filter.Match(b, i, start) {
+		if tid == 0 || !rows.Match(b, i, start) {
 			return
 		}
 		var k stackKey

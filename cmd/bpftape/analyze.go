@@ -63,7 +63,7 @@ Examples:
   bpftape hist cap.arrow exit_read ret --linear 0,2000,200 --stats
   bpftape hist cap.arrow issue nr_sector --interval 1s --by dev   # per second and disk
   bpftape hist cap.arrow issue nr_sector --interval 10s --json | jq '.[].count'`, stdout)
-	filter := filterFlags(fs)
+	rowFilter := rowFlags(fs)
 	label := fs.String("label", "", "label of the value column (default: the field name)")
 	style := fs.String("style", "bcc", "output style: bcc or bpftrace")
 	by := fs.String("by", "", "one histogram per key: comm, pid, tid or a field of the probe")
@@ -84,7 +84,7 @@ Examples:
 	if flagSet(fs, "interval") && *interval <= 0 {
 		return fail(stderr, "hist", usage.Errorf("--interval %v: must be more than 0", *interval))
 	}
-	if o.Filter, err = filter(); err != nil {
+	if o.Rows, err = rowFilter(); err != nil {
 		return fail(stderr, "hist", err)
 	}
 	if *style != "bcc" && *style != "bpftrace" {
@@ -167,7 +167,7 @@ by its id or a pointer).
 Examples:
   bpftape requests cap.arrow tx_len arg0 tx_flush retval --end-label "sent pkts" --total-label len
   bpftape requests cap.arrow chunk len done status --key req_id`, stdout)
-	filter := filterFlags(fs)
+	rowFilter := rowFlags(fs)
 	endLabel := fs.String("end-label", "", "label of the end value histogram (default: END_FIELD)")
 	totalLabel := fs.String("total-label", "", "label of the totals histogram (default: ITEM_FIELD)")
 	endCast := fs.String("end-cast", "", "reinterpret end values as s8|u8|s16|u16|s32|u32|s64|u64")
@@ -184,7 +184,7 @@ Examples:
 	}
 	o := replay.RequestsOptions{ItemProbe: pos[1], ItemField: pos[2], EndProbe: pos[3], EndField: pos[4],
 		EndLabel: *endLabel, TotalLabel: *totalLabel, Global: *global, List: *list, JSON: *asJSON}
-	if o.Filter, err = filter(); err != nil {
+	if o.Rows, err = rowFilter(); err != nil {
 		return fail(stderr, "requests", err)
 	}
 	if o.EndCast, err = replay.ParseCast(*endCast); err != nil {
@@ -244,7 +244,7 @@ Examples:
   bpftape latency -m bio.arrow issue complete --key dev,sector              # biolatency -m
   bpftape latency -m bio.arrow issue complete --key dev,sector --interval 1s   # biolatency -mT 1
   bpftape latency bio.arrow issue complete --key dev,sector --by dev -u    # biolatency -D`, stdout)
-	filter := filterFlags(fs)
+	rowFilter := rowFlags(fs)
 	us := fs.Bool("u", false, "microsecond histogram")
 	ms := fs.Bool("m", false, "millisecond histogram")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -288,7 +288,7 @@ Examples:
 	case *ms:
 		o.Unit = "ms"
 	}
-	if o.Filter, err = filter(); err != nil {
+	if o.Rows, err = rowFilter(); err != nil {
 		return fail(stderr, "latency", err)
 	}
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
@@ -374,7 +374,7 @@ Examples (the virtio-net case study: RX entry size vs RX return value; a
 field before and after a change):
   bpftape compare cap.arrow rx arg2 rx_ret retval --identical
   bpftape compare before.arrow after.arrow rx arg2`, stdout)
-	filter := filterFlags(fs)
+	rowFilter := rowFlags(fs)
 	identical := fs.Bool("identical", false, "exit 0 only if every bucket count is equal, 3 otherwise")
 	castA := fs.String("cast-a", "", "reinterpret A's values as s8|u8|s16|u16|s32|u32|s64|u64")
 	castB := fs.String("cast-b", "", "reinterpret B's values likewise")
@@ -406,7 +406,7 @@ field before and after a change):
 		return fail(stderr, "compare", usage.Wrap(err))
 	}
 	o := replay.CompareOptions{Label: *label, JSON: *asJSON}
-	if o.Filter, err = filter(); err != nil {
+	if o.Rows, err = rowFilter(); err != nil {
 		return fail(stderr, "compare", err)
 	}
 	ca, err := replay.Open(fileA)
@@ -444,7 +444,7 @@ fields, or a printf-style message per probe given as BCC's trace takes it.
 Examples:
   bpftape events cap.arrow
   bpftape events cap.arrow --time none -f 'usdt1 "x=%d", arg0' -f 'usdt2 "x=%d, arg2=%s, arg3=%d", arg0, arg1, arg2'`, stdout)
-	filter := filterFlags(fs)
+	rowFilter := rowFlags(fs)
 	var formats []*replay.EventFormat
 	fs.Func("f", "per-probe message: 'PROBE \"FMT\", FIELD, ...' (repeatable)", func(s string) error {
 		f, err := replay.ParseEventFormat(s)
@@ -468,7 +468,7 @@ Examples:
 	for _, f := range formats {
 		o.Probes = append(o.Probes, f.Probe)
 	}
-	if o.Filter, err = filter(); err != nil {
+	if o.Rows, err = rowFilter(); err != nil {
 		return fail(stderr, "events", err)
 	}
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) { return replay.Events(c, o, stdout) })

@@ -29,7 +29,7 @@ Examples:
 	by := fs.String("by", "", "also split the counts by `KEY`: comm, pid or tid")
 	zeros := fs.Bool("zeros", false, "list the probes that recorded nothing too (a pattern's functions never called)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	filter := filterFlags(fs)
+	rowFilter := rowFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "count", err)
@@ -37,11 +37,11 @@ Examples:
 	if len(pos) < 1 {
 		return fail(stderr, "count", usage.Errorf("want FILE [PROBE-PATTERN...]"))
 	}
-	f, err := filter()
+	f, err := rowFilter()
 	if err != nil {
 		return fail(stderr, "count", err)
 	}
-	o := replay.CountOptions{Filter: f, Probes: pos[1:], By: *by, Zeros: *zeros, JSON: *asJSON}
+	o := replay.CountOptions{Rows: f, Probes: pos[1:], By: *by, Zeros: *zeros, JSON: *asJSON}
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
 		_, p, err := replay.Count(c, o, stdout)
 		return p, err

@@ -111,7 +111,7 @@ Examples:
 		end = d
 		return err
 	})
-	filter := idFilterFlags(fs, "rows", func() time.Duration { return end })
+	rowFilter := idRowFlags(fs, "rows", func() time.Duration { return end })
 	out := outputFlags(fs, "output file (default: standard output); the folder with --partition", true)
 	lost := fs.String("lost", "", "loss records: drop (events only), keep (add them and a lost column) or only (default drop; keep for arrow)")
 	partition := fs.Bool("partition", false, "Parquet only: hive-style folders host=HOST/probe=PROBE under -o")
@@ -145,7 +145,7 @@ Examples:
 	if o.Lost, err = export.ParseLostMode(*lost); err != nil {
 		return fail(stderr, "export", usage.Wrap(err))
 	}
-	if o.Filter, err = filter(); err != nil {
+	if o.Rows, err = rowFilter(); err != nil {
 		return fail(stderr, "export", err)
 	}
 	if *partition && (o.Format != export.Parquet || out.toStdout()) {

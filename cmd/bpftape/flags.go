@@ -94,23 +94,24 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// filterFlags registers the event filters every analysis verb takes.
-func filterFlags(fs *flag.FlagSet) func() (replay.Filter, error) {
+// rowFlags registers the flags of the row filter every analysis verb
+// takes: --pid, --tid, --comm, --from and --to.
+func rowFlags(fs *flag.FlagSet) func() (replay.RowFilter, error) {
 	to := fs.Duration("to", 0, "only events less than this long after the capture start")
-	return idFilterFlags(fs, "events", func() time.Duration { return *to })
+	return idRowFlags(fs, "events", func() time.Duration { return *to })
 }
 
-// idFilterFlags registers --pid, --tid, --comm and --from (help naming the
-// filtered things what) and returns the parser of the filter, whose end comes
-// from to: export's --to also explains that the format is --format.
-func idFilterFlags(fs *flag.FlagSet, what string, to func() time.Duration) func() (replay.Filter, error) {
+// idRowFlags registers --pid, --tid, --comm and --from (help naming the
+// selected rows what) and returns the parser of the row filter, whose end
+// comes from to: export's --to also explains that the format is --format.
+func idRowFlags(fs *flag.FlagSet, what string, to func() time.Duration) func() (replay.RowFilter, error) {
 	most := fmt.Sprintf(", at most %d)", maxListValues)
 	pids := fs.String("pid", "", "only "+what+" of these processes (comma-separated PIDs"+most)
 	tids := fs.String("tid", "", "only "+what+" of these threads (comma-separated TIDs"+most)
 	comms := fs.String("comm", "", "only "+what+" of these commands (comma-separated names"+most)
 	from := fs.Duration("from", 0, "only "+what+" at least this long after the capture start (e.g. 1.5s)")
-	return func() (replay.Filter, error) {
-		var f replay.Filter
+	return func() (replay.RowFilter, error) {
+		var f replay.RowFilter
 		var err error
 		if f.PIDs, err = parseIDs(*pids); err != nil {
 			return f, usage.Errorf("--pid: %w", err)

@@ -32,7 +32,7 @@ Examples:
   bpftape heatmap cap.arrow --latency rx rx_ret --step 10ms -o rx-latency.svg
   bpftape heatmap cap.arrow tx_len arg0 --rows 30 --min 0 --max 1500 --color linear > tx.svg
   bpftape heatmap cap.arrow --latency rx rx_ret --rows 40 --max 50us --from 2s --to 4s`, stdout)
-	filter := filterFlags(fs)
+	rowFilter := rowFlags(fs)
 	out := outputFlags(fs, "write the SVG to this file (default: standard output)", true)
 	latency := fs.Bool("latency", false, "arguments are ENTRY_PROBE RETURN_PROBE: map the latencies between them")
 	step := fs.Duration("step", 0, "column width (default: a round step giving at most --cols columns)")
@@ -79,7 +79,7 @@ Examples:
 	if *color != heatmap.ColorLog && *color != heatmap.ColorLinear {
 		return fail(stderr, "heatmap", usage.Errorf("--color %q: use log or linear", *color))
 	}
-	f, err := filter()
+	f, err := rowFilter()
 	if err != nil {
 		return fail(stderr, "heatmap", err)
 	}

@@ -39,7 +39,7 @@ Examples:
   bpftape report cap.arrow -o report.html --latency "rx rx_ret" \
       --requests "tx_len arg0 tx_ret retval" --compare "rx arg2 rx_ret retval"
   bpftape report after.arrow --compare "rx arg2 before.arrow rx arg2" --from 10s --to 20s -o r.html`, stdout)
-	filter := filterFlags(fs)
+	rowFilter := rowFlags(fs)
 	out := outputFlags(fs, "write the HTML to this file (default: standard output)", true)
 	title := fs.String("title", "", "title of the page (default: the file name)")
 	heatmaps := fs.Int("heatmaps", report.DefaultMaxHeatmaps, "heat maps of at most this many numeric fields (0: none)")
@@ -79,7 +79,7 @@ Examples:
 	if len(pos) != 1 {
 		return fail(stderr, "report", usage.Errorf("want FILE, got %d arguments", len(pos)))
 	}
-	if o.Filter, err = filter(); err != nil {
+	if o.Rows, err = rowFilter(); err != nil {
 		return fail(stderr, "report", err)
 	}
 	if *heatmaps < 0 || *cols <= 0 || *pairs < 0 {

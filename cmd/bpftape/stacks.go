@@ -17,7 +17,7 @@ func init() {
 // flamegraph): which events and stacks, and a base profile to compare
 // with.
 type stackFlags struct {
-	filter           func() (replay.Filter, error)
+	rowFilter        func() (replay.RowFilter, error)
 	user, kernel     *bool
 	both, offcpu     *bool
 	by               *string
@@ -29,7 +29,7 @@ type stackFlags struct {
 
 func addStackFlags(fs *flag.FlagSet) *stackFlags {
 	return &stackFlags{
-		filter:    filterFlags(fs),
+		rowFilter: rowFlags(fs),
 		user:      fs.Bool("user", false, "user stacks only"),
 		kernel:    fs.Bool("kernel", false, "kernel stacks only"),
 		both:      fs.Bool("both", false, "user and kernel stacks joined, kernel frames marked _[k] (the default when the probe recorded both)"),
@@ -45,11 +45,11 @@ func addStackFlags(fs *flag.FlagSet) *stackFlags {
 
 // options builds the analysis options; probe is PROBE or "".
 func (sf *stackFlags) options(probe string) (replay.StacksOptions, error) {
-	f, err := sf.filter()
+	f, err := sf.rowFilter()
 	if err != nil {
 		return replay.StacksOptions{}, err
 	}
-	o := replay.StacksOptions{Filter: f, By: *sf.by, Offsets: *sf.offsets, Probe: probe}
+	o := replay.StacksOptions{Rows: f, By: *sf.by, Offsets: *sf.offsets, Probe: probe}
 	n := 0
 	for _, m := range []struct {
 		on   bool
@@ -91,7 +91,7 @@ func (sf *stackFlags) counts(path string, o replay.StacksOptions, stderr io.Writ
 	if cur, err = read(path, o); err != nil || *sf.base == "" {
 		return cur, nil, err
 	}
-	o.Filter.From, o.Filter.To = *sf.baseFrom, *sf.baseTo
+	o.Rows.From, o.Rows.To = *sf.baseFrom, *sf.baseTo
 	base, err = read(*sf.base, o)
 	return cur, base, err
 }

@@ -3,6 +3,9 @@ package ctypes
 import (
 	"fmt"
 	"strings"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/probespec"
 )
 
 // Source looks types up by their C name ("struct foo", "size_t"): a
@@ -16,24 +19,12 @@ var (
 	_ Source = (*BTF)(nil)
 )
 
-// fixed are the integer type names a cast may use without debug info:
-// bpftrace's u8..s64 and stdint's.
-var fixed = map[string]*Type{}
-
-func init() {
-	for _, size := range []int64{1, 2, 4, 8} {
-		bits := size * 8
-		fixed[fmt.Sprintf("u%d", bits)] = &Type{Kind: Int, Size: size, name: fmt.Sprintf("u%d", bits)}
-		fixed[fmt.Sprintf("s%d", bits)] = &Type{Kind: Int, Size: size, Signed: true, name: fmt.Sprintf("s%d", bits)}
-		fixed[fmt.Sprintf("uint%d_t", bits)] = &Type{Kind: Int, Size: size, name: fmt.Sprintf("uint%d_t", bits)}
-		fixed[fmt.Sprintf("int%d_t", bits)] = &Type{Kind: Int, Size: size, Signed: true, name: fmt.Sprintf("int%d_t", bits)}
-	}
-	for name, signed := range map[string]bool{"size_t": false, "ssize_t": true, "uintptr_t": false, "intptr_t": true, "off_t": true} {
-		fixed[name] = &Type{Kind: Int, Size: 8, Signed: signed, name: name}
-	}
-	fixed["bool"] = &Type{Kind: Bool, Size: 1, name: "bool"}
-	fixed["_Bool"] = &Type{Kind: Bool, Size: 1, name: "_Bool"}
-	fixed["void"] = voidType
+// fixed are the non-integer type names a cast may use without debug info;
+// the integer ones (u8..s64, stdint's, C's keywords) are probespec's.
+var fixed = map[string]*Type{
+	"bool":  {Kind: Bool, Size: 1, name: "bool"},
+	"_Bool": {Kind: Bool, Size: 1, name: "_Bool"},
+	"void":  voidType,
 }
 
 // ParseType returns the type a cast names: "u32 *", "unsigned long",
@@ -91,8 +82,8 @@ func baseType(words []string, src Source) (*Type, error) {
 		}
 		return src.LookupType(words[0] + " " + words[1])
 	}
-	if t, ok := cInteger(words); ok {
-		return t, nil
+	if t, ok := probespec.ParseCInteger(words); ok {
+		return intType(t, strings.Join(words, " ")), nil
 	}
 	if len(words) == 1 {
 		if src != nil {
@@ -103,6 +94,9 @@ func baseType(words []string, src Source) (*Type, error) {
 		if t, ok := fixed[words[0]]; ok {
 			return t, nil
 		}
+		if t, ok := probespec.LookupIntName(words[0]); ok {
+			return intType(t, words[0]), nil
+		}
 		if src == nil {
 			return nil, errorf(ErrBadType, "unknown type %s (no debug info to look it up in)", words[0])
 		}
@@ -111,40 +105,7 @@ func baseType(words []string, src Source) (*Type, error) {
 	return nil, errorf(ErrBadType, "unknown type %s", strings.Join(words, " "))
 }
 
-// cInteger parses C's integer type names from their keywords: "unsigned",
-// "long long int", "signed char", "short".
-func cInteger(words []string) (*Type, bool) {
-	var signed, unsigned, char, short, int_, longs int
-	for _, w := range words {
-		switch w {
-		case "signed", "__signed__":
-			signed++
-		case "unsigned":
-			unsigned++
-		case "char":
-			char++
-		case "short":
-			short++
-		case "int":
-			int_++
-		case "long":
-			longs++
-		default:
-			return nil, false
-		}
-	}
-	if signed+unsigned > 1 || char > 1 || short > 1 || int_ > 1 || longs > 2 ||
-		char > 0 && short+longs+int_ > 0 || short > 0 && longs > 0 {
-		return nil, false
-	}
-	size := int64(4)
-	switch {
-	case char > 0:
-		size = 1
-	case short > 0:
-		size = 2
-	case longs > 0:
-		size = 8
-	}
-	return &Type{Kind: Int, Size: size, Signed: unsigned == 0, name: strings.Join(words, " ")}, true
+// intType is the integer type t spelt name.
+func intType(t format.Type, name string) *Type {
+	return &Type{Kind: Int, Size: int64(t.Size()), Signed: t.Signed(), name: name}
 }

@@ -68,9 +68,9 @@ func ParseLostMode(s string) (LostMode, error) {
 type Options struct {
 	Format Format
 	Lost   LostMode // "" is LostDrop
-	// Filter selects events; loss records, which have no process, are
-	// selected by its time window only.
-	Filter replay.Filter
+	// Rows selects the event rows; loss records, which have no process,
+	// are selected by its time window only.
+	Rows replay.RowFilter
 	// Redact leaves out comm, every string field and the metadata that
 	// identifies the host or a command (see RedactMeta).
 	Redact bool
@@ -181,7 +181,7 @@ func (col *column) folded(b *format.Batch, i int) (string, bool) {
 // walk calls fn for every row the options select, in file order, with
 // lost set for loss records, in a pass over c (replay.Capture.Walk).
 func walk(c *replay.Capture, o *Options, fn func(b *format.Batch, i int, lost bool) error) (*replay.Pass, error) {
-	return c.Walk(&o.Filter, func(b *format.Batch, i int, lost bool) error {
+	return c.Walk(&o.Rows, func(b *format.Batch, i int, lost bool) error {
 		if lost && o.Lost == LostDrop || !lost && o.Lost == LostOnly {
 			return nil
 		}

@@ -108,7 +108,7 @@ func capture(t *testing.T) (string, []row) {
 }
 
 // want lists the rows a mode and filter select.
-func want(rs []row, mode LostMode, f replay.Filter) []row {
+func want(rs []row, mode LostMode, f replay.RowFilter) []row {
 	var out []row
 	for _, r := range rs {
 		inWin := time.Duration(r.t) >= f.From && (f.To == 0 || time.Duration(r.t) < f.To)
@@ -125,13 +125,13 @@ func want(rs []row, mode LostMode, f replay.Filter) []row {
 func TestCSV(t *testing.T) {
 	path, rs := capture(t)
 	for _, mode := range []LostMode{LostDrop, LostKeep, LostOnly} {
-		f := replay.Filter{}
+		f := replay.RowFilter{}
 		if mode == LostDrop {
-			f = replay.Filter{PIDs: []uint32{11}, From: 100 * time.Millisecond, To: 900 * time.Millisecond}
+			f = replay.RowFilter{PIDs: []uint32{11}, From: 100 * time.Millisecond, To: 900 * time.Millisecond}
 		}
 		var b bytes.Buffer
 		c := open(t, path)
-		res, pass, err := WriteCSV(c, &b, Options{Format: CSV, Lost: mode, Filter: f})
+		res, pass, err := WriteCSV(c, &b, Options{Format: CSV, Lost: mode, Rows: f})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestJSONL(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	ws := want(rs, LostKeep, replay.Filter{})
+	ws := want(rs, LostKeep, replay.RowFilter{})
 	if len(lines) != len(ws) || res.LossRecords != 10 {
 		t.Fatalf("%d lines, %d loss records; want %d, 10", len(lines), res.LossRecords, len(ws))
 	}
@@ -271,7 +271,7 @@ func TestParquet(t *testing.T) {
 	}
 	f.Close()
 	tbl := readParquet(t, out)
-	ws := want(rs, LostKeep, replay.Filter{})
+	ws := want(rs, LostKeep, replay.RowFilter{})
 	if tbl.NumRows() != int64(len(ws)) || res.Events != 990 {
 		t.Fatalf("%d rows, want %d", tbl.NumRows(), len(ws))
 	}

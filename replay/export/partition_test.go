@@ -95,7 +95,7 @@ func TestPartitionedManyProbes(t *testing.T) {
 	}{
 		{"65", 65, Options{Format: Parquet}, true},
 		{"200", 200, Options{Format: Parquet}, false},
-		{"200-lost-keep-pid", 200, Options{Format: Parquet, Lost: LostKeep, Filter: replay.Filter{PIDs: []uint32{100}}}, false},
+		{"200-lost-keep-pid", 200, Options{Format: Parquet, Lost: LostKeep, Rows: replay.RowFilter{PIDs: []uint32{100}}}, false},
 		{"130-lost-only", 130, Options{Format: Parquet, Lost: LostOnly}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestPartitionedManyProbes(t *testing.T) {
 			// What each partition should hold: the arg0 of its events, and
 			// its loss records.
 			keep := func(i int) bool {
-				return tc.o.Lost != LostOnly && (len(tc.o.Filter.PIDs) == 0 || uint32(100+i%2) == tc.o.Filter.PIDs[0])
+				return tc.o.Lost != LostOnly && (len(tc.o.Rows.PIDs) == 0 || uint32(100+i%2) == tc.o.Rows.PIDs[0])
 			}
 			wantArgs := make([][]uint64, pc.probes)
 			wantLosses := make([]int, pc.probes)
@@ -143,7 +143,7 @@ func TestPartitionedManyProbes(t *testing.T) {
 				t.Errorf("%d parts open at once, want 1 to %d", res.OpenParts, MaxOpenParts)
 			}
 			// The pass is one pass's: as a walk over the capture counts it.
-			one, err := c.Walk(&tc.o.Filter, func(*format.Batch, int, bool) error { return nil })
+			one, err := c.Walk(&tc.o.Rows, func(*format.Batch, int, bool) error { return nil })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -30,7 +30,7 @@ func (s *Spec) Latency() bool { return s.Entry != "" }
 type Options struct {
 	Step    time.Duration // column width; 0 picks one from MaxCols
 	MaxCols int           // most columns an automatic step gives; 0 is DefaultCols
-	// From and To, offsets from the capture start as in replay.Filter, fix
+	// From and To, offsets from the capture start as in replay.RowFilter, fix
 	// the axis to that window instead of the samples' span.
 	From, To time.Duration
 }
@@ -238,7 +238,7 @@ func (b *Builder) Maps() []*Map {
 // Build makes the maps of specs from c in two passes, each over the events
 // that pass f. It returns the second pass (or the one that failed), whose
 // Notes tell its losses.
-func Build(c *replay.Capture, f *replay.Filter, specs []Spec, o Options) ([]*Map, *replay.Pass, error) {
+func Build(c *replay.Capture, f *replay.RowFilter, specs []Spec, o Options) ([]*Map, *replay.Pass, error) {
 	if f != nil {
 		o.From, o.To = f.From, f.To
 	}

@@ -59,7 +59,7 @@ func write(t *testing.T, evs []ev) string {
 	return path
 }
 
-func build(t *testing.T, path string, f *replay.Filter, s Spec, o Options) *Map {
+func build(t *testing.T, path string, f *replay.RowFilter, s Spec, o Options) *Map {
 	t.Helper()
 	c, err := replay.Open(path)
 	if err != nil {
@@ -159,7 +159,7 @@ func TestSumEqualsEvents(t *testing.T) {
 		t.Errorf("linear: cells hold %d, below %d, above %d; want %d in range of %d", m.Total(), m.Below, m.Above, inRange, n)
 	}
 	// A window: only its events, on an axis that spans it.
-	f := &replay.Filter{From: 100 * time.Millisecond, To: 900 * time.Millisecond}
+	f := &replay.RowFilter{From: 100 * time.Millisecond, To: 900 * time.Millisecond}
 	m = build(t, path, f, Spec{Probe: "size", Field: "len"}, Options{Step: 100 * time.Millisecond})
 	var want uint64
 	for _, e := range evs {

@@ -40,7 +40,7 @@ type CompareSpec struct{ ProbeA, FieldA, FileB, ProbeB, FieldB string }
 
 // Options say what the report holds besides the capture's own facts.
 type Options struct {
-	Filter   replay.Filter
+	Rows     replay.RowFilter
 	Title    string
 	Requests []RequestsSpec
 	// Latencies are the latency analyses asked for. Without any, the
@@ -108,8 +108,10 @@ type view struct {
 	Recovered                    string
 	// Filtered is set when a probe had an in-kernel filter: the capture
 	// is a subset of the events.
-	Filtered  bool
-	Filter    string
+	Filtered bool
+	// RowFilter is the --pid, --tid, --comm, --from and --to the report
+	// was made with, as text; "" if none.
+	RowFilter string
 	Probes    []probeView
 	Timeline  template.HTML
 	Latencies []latencyView
@@ -148,7 +150,7 @@ func flames(c *replay.Capture, o *Options) ([]flameView, error) {
 			default:
 				continue
 			}
-			r, _, err := replay.Stacks(c, replay.StacksOptions{Filter: o.Filter, Probe: p.Name, Mode: mode})
+			r, _, err := replay.Stacks(c, replay.StacksOptions{Rows: o.Rows, Probe: p.Name, Mode: mode})
 			if err != nil {
 				return nil, fmt.Errorf("stacks of %s %s: %w", p.Name, f.Name, err)
 			}
@@ -262,14 +264,14 @@ type comparison struct {
 func newAnalyses(c *replay.Capture, o *Options) (*analyses, error) {
 	as := &analyses{}
 	for _, l := range o.Latencies {
-		la, err := replay.NewLatencies(c, replay.LatencyOptions{Filter: o.Filter, Entry: l.Entry, Return: l.Return, Now: o.Now})
+		la, err := replay.NewLatencies(c, replay.LatencyOptions{Rows: o.Rows, Entry: l.Entry, Return: l.Return, Now: o.Now})
 		if err != nil {
 			return as, fmt.Errorf("--latency %s %s: %w", l.Entry, l.Return, err)
 		}
 		as.latencies = append(as.latencies, la)
 	}
 	for _, r := range o.Requests {
-		ra, err := replay.NewRequestTotals(c, replay.RequestsOptions{Filter: o.Filter, ItemProbe: r.ItemProbe, ItemField: r.ItemField,
+		ra, err := replay.NewRequestTotals(c, replay.RequestsOptions{Rows: o.Rows, ItemProbe: r.ItemProbe, ItemField: r.ItemField,
 			EndProbe: r.EndProbe, EndField: r.EndField, Now: o.Now}, nil)
 		if err != nil {
 			return as, fmt.Errorf("--requests %s %s %s %s: %w", r.ItemProbe, r.ItemField, r.EndProbe, r.EndField, err)
@@ -380,7 +382,7 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 	var seen uint64
 	var lossFirst, lossLast int64
 	var lossSeen bool
-	pass, err := c.Walk(&o.Filter, func(b *format.Batch, i int, lost bool) error {
+	pass, err := c.Walk(&o.Rows, func(b *format.Batch, i int, lost bool) error {
 		t := b.Time[i]
 		if lost {
 			if !lossSeen {
@@ -421,10 +423,10 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 		}
 		win.First, win.Last = min(win.First, lossFirst), max(win.Last, lossLast)
 	}
-	if o.Filter.From != 0 || o.Filter.To != 0 {
-		win.First = m.StartBoot + int64(o.Filter.From)
-		if o.Filter.To != 0 {
-			win.Last = m.StartBoot + int64(o.Filter.To) - 1
+	if o.Rows.From != 0 || o.Rows.To != 0 {
+		win.First = m.StartBoot + int64(o.Rows.From)
+		if o.Rows.To != 0 {
+			win.Last = m.StartBoot + int64(o.Rows.To) - 1
 		}
 		win.Last = max(win.Last, win.First)
 	}
@@ -443,7 +445,7 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 	lostRow := int64(len(m.Probes))
 
 	// The second pass fills the time line and the heat maps.
-	pass, err = c.Walk(&o.Filter, func(b *format.Batch, i int, lost bool) error {
+	pass, err = c.Walk(&o.Rows, func(b *format.Batch, i int, lost bool) error {
 		if lost {
 			n, _ := b.Lost(i)
 			tl.AddN(b.Time[i], lostRow, n)
@@ -475,8 +477,8 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 		v.Sub += " in " + humanfmt.Duration(float64(last-first))
 	}
 	v.Sub += " · started " + m.StartWall.UTC().Format("2006-01-02 15:04 UTC")
-	if f := filterText(&o.Filter); f != "" {
-		v.Filter = f
+	if f := rowFilterText(&o.Rows); f != "" {
+		v.RowFilter = f
 	}
 	if pass.Recovered {
 		v.Recovered = fmt.Sprintf("%s has no footer (was the recorder killed?): the report reads its %d complete batches", path, pass.Batches)
@@ -624,7 +626,7 @@ func losses(l *replay.Losses, m *format.Meta, events uint64) *lossView {
 	return lv
 }
 
-func filterText(f *replay.Filter) string {
+func rowFilterText(f *replay.RowFilter) string {
 	var parts []string
 	if len(f.PIDs) > 0 {
 		parts = append(parts, fmt.Sprintf("pid %v", f.PIDs))
@@ -760,12 +762,12 @@ func compare(path string, o *Options, cmp *comparison) (*compareView, error) {
 	cs, a, b := cmp.spec, cmp.a, cmp.b
 	ca, cb := a.Capture, b.Capture
 	if !cmp.shared {
-		if _, err := cb.Scan(&o.Filter, cmp.cmp.AddB); err != nil {
+		if _, err := cb.Scan(&o.Rows, cmp.cmp.AddB); err != nil {
 			return nil, err
 		}
 	}
 	var text bytes.Buffer
-	res, err := cmp.cmp.Write(&text, replay.CompareOptions{Filter: o.Filter})
+	res, err := cmp.cmp.Write(&text, replay.CompareOptions{Rows: o.Rows})
 	if err != nil {
 		return nil, err
 	}

@@ -90,7 +90,7 @@ Counts, histograms and heat maps of these probes are too low; the time line belo
 <div><b>By CPU</b><ul>{{range .ByCPU}}<li>{{.Label}}: {{.Value}}</li>{{end}}</ul></div></div>
 </div>{{else}}<div class="box ok" id="losses"><strong>✓ No events were lost.</strong> Every event the probes fired is in the capture.</div>{{end}}
 {{with .Recovered}}<div class="box notice" id="recovered"><strong>Recovered capture.</strong> {{.}}</div>{{end}}
-{{with .Filter}}<div class="box notice" id="filter"><strong>Filtered:</strong> this report shows only events with {{.}}.</div>{{end}}
+{{with .RowFilter}}<div class="box notice" id="filter"><strong>Filtered:</strong> this report shows only events with {{.}}.</div>{{end}}
 <dl class="facts">
 {{range .Facts}}<dt>{{.Label}}</dt><dd>{{if .Mono}}<code>{{.Value}}</code>{{else}}{{.Value}}{{end}}</dd>
 {{end}}</dl>

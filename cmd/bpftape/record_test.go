@@ -68,6 +68,9 @@ func runBin(t *testing.T, cmd *exec.Cmd) result {
 	// A command the recorder left running keeps its output pipes open.
 	cmd.WaitDelay = 2 * time.Second
 	err := cmd.Run()
+	if cmd.ProcessState == nil { // it did not start
+		t.Fatalf("run %v: %v", cmd.Args, err)
+	}
 	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errb.String(),
 		cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {

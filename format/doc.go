@@ -39,11 +39,8 @@
 //     struct's children carry validity of their own that readers disagree
 //     about when the parent is null. Flat columns are one more
 //     quoted identifier in SQL, and no reader has to agree on anything.
-//     They also compress better on the seed-like stream: 3.691 bytes an
-//     event against version 1's 3.903 (TestSeedStreamSize, both built
-//     from one tree): rx_ret's and tx_ret's return values no longer
-//     interleave in one column (0.721 bytes an event shared; 0.169 +
-//     0.212 apart, plus 0.125 for the second validity bitmap).
+//     They also compress better: two probes' values no longer interleave
+//     in one column (bench/README.md, "Capture format: flat columns").
 //     The metadata's format version says which rule made the columns; a
 //     reader refuses a newer version (ErrNewerVersion) and reads version
 //     1 through the column each field names in the metadata.
@@ -83,26 +80,22 @@
 //     uncompressed length -1), such as the validity bitmap of a field two
 //     probes share, which is as random as which probe fired. zstd frames
 //     carry their content checksum (neither libzstd's nor Arrow C++'s
-//     default, but a capture is a file from anywhere: without it 400
-//     flipped bytes changed 223 values silently). The writer pays about 5%
-//     (BenchmarkWriter/zstd, old and new built side by side, 3 runs each:
-//     94.6-113.6 against 102.6-107.6 ns/event, 3.902 against 3.903
-//     bytes/event). Every read verifies it as it decodes, once (Arrow Go's
-//     reader, on the read path before, stopped at a buffer's declared
-//     length before the checksum, so each zstd buffer was decoded twice:
-//     once to verify, once by Arrow). A batch that fails is
-//     ErrCorrupt, named by batch and buffer; repair leaves it out. And
-//     the levels are chosen per column by measurement on the seed-like
-//     stream (format/formattest): every column but time gets level 3
-//     (SpeedDefault), which is no slower there and makes them 1.7 bytes an
-//     event instead of 2.1. Time, the low bytes of increasing timestamps,
-//     is literals at any level; its frames come from an encoder that
-//     knows the layout (format/internal/zstdtime: k literals and a match
-//     at offset 8 per value), which writes them in 0.6 times the time of
-//     klauspost's fastest level and a little smaller (its doc.go has the
-//     numbers). They are ordinary zstd frames: polars reads them. That
-//     stream takes 3.9 bytes an event, 2.15 of them time
-//     (TestSeedStreamSize logs the breakdown).
+//     default, but a capture is a file from anywhere, and without it
+//     flipped bytes change values silently; it costs the writer a few
+//     percent: bench/README.md, "Capture format: zstd checksums"). Every
+//     read verifies it as it decodes, once (Arrow Go's reader, on the read
+//     path before, stopped at a buffer's declared length before the
+//     checksum, so each zstd buffer was decoded twice: once to verify,
+//     once by Arrow). A batch that fails is ErrCorrupt, named by batch and
+//     buffer; repair leaves it out. And the levels are chosen per column
+//     by measurement on the seed-like stream (format/formattest): every
+//     column but time gets level 3 (SpeedDefault), which is no slower
+//     there and makes them smaller than the fastest level (bench/README.md,
+//     "Capture format: zstd levels"). Time, the low bytes of increasing
+//     timestamps, is literals at any level; its frames come from an
+//     encoder that knows the layout (format/internal/zstdtime: k literals
+//     and a match at offset 8 per value). They are ordinary zstd frames:
+//     polars reads them. See "The time column's encoder" below.
 //   - Null rows of a field column hold the previous row's value, not zero:
 //     Arrow leaves a null slot's value undefined and readers skip it, and
 //     a repeated value compresses to nothing where zeros between values
@@ -112,8 +105,8 @@
 //   - A batch is at most 32Ki rows (and at most 8 MiB of fixed-width column
 //     bytes, for probes with many fields), allocated whole so that Append
 //     is stores at fixed offsets; the writer holds three (one filling, two
-//     being compressed or waiting), about 6 MiB on the seed stream. Larger
-//     batches compressed no better than 0.01 bytes an event.
+//     being compressed or waiting). Larger batches compressed hardly
+//     better (bench/README.md, "Capture format: batch size").
 //   - Times are boot-clock nanoseconds rather than wall-clock timestamps,
 //     because that is what the kernel stamps and what latencies subtract.
 //   - Stacks (UserStack and KernelStack fields) are a uint64 column of
@@ -121,14 +114,12 @@
 //     table (StackTable): the unique stacks, the mappings of each process
 //     a user stack was taken in, the objects mapped (path, build id) and
 //     only the symbols that some frame falls in, so that replay
-//     symbolizes from the file alone. On a profile-like stream (1Mi
-//     samples, 2,000 user and 300 kernel stacks of 8 to 40 frames, Zipf)
-//     the two id columns take 1.95 and 1.45 bytes an event and the table
-//     0.39, where storing each event's frames, as perf.data's callchains
-//     do, would be 361 bytes before compression (TestStackStreamSize).
+//     symbolizes from the file alone: a few bytes an event where storing
+//     each event's frames, as perf.data's callchains do, takes hundreds
+//     (bench/README.md, "Capture format: stacks").
 //     The id is a 64-bit hash of the frames (StackID), not a counter: it
 //     is the same in every capture, so captures merge and compare without
-//     renumbering; a counter would compress to about a byte less.
+//     renumbering, for about a byte an event more than a counter.
 //     A list<uint64> column of the frames was the other choice, readable
 //     in DuckDB as is, but Arrow's nested layout would have cost every
 //     reader of this package, and symbol names are what a user wants:
@@ -141,25 +132,23 @@
 //     part is at most 4 MiB of JSON; more goes in several, those before
 //     the last in batches of no rows just ahead of the batch, so that every
 //     message stays well under MaxMessageMeta (a million stacks in one part
-//     made 39 MiB of metadata, which no reader would open).
+//     made more metadata than a reader would open).
 //   - A stack table is read within limits of its own (MaxStacks and the
 //     constants beside it), since its JSON grows when decoded (an empty
-//     mapping, {}, is 3 bytes of JSON and 56 of memory: a 69 KB capture
-//     took 8.8 GB) and it comes in parts. The limits hold over the whole
-//     table, not a part, and are checked as each part is decoded, entry
-//     by entry from the decompressing stream, so a table over one fails
-//     with ErrLimit, naming it, having allocated at most about twice what
-//     the limit admits. A table may take 256 MiB decoded, which a million
-//     stacks of a dozen frames and a million symbols fit in; reading one
-//     takes up to about twice that at its peak. Decoding as it streams
-//     costs 1.1 to 1.2 times the CPU of decoding the whole JSON at once,
-//     for a third of the allocation (BenchmarkDecodeStackTable/1M, CPU
-//     time on a busy machine, 7 runs each: 2.34-2.47 s against 2.04-2.27
-//     s, and 412 MB allocated against 1.18 GB).
+//     mapping, {}, is 3 bytes of JSON and 56 of memory: a small capture
+//     could take gigabytes) and it comes in parts. The limits hold over
+//     the whole table, not a part, and are checked as each part is
+//     decoded, entry by entry from the decompressing stream, so a table
+//     over one fails with ErrLimit, naming it, having allocated at most
+//     about twice what the limit admits. A table may take 256 MiB
+//     decoded, which a million stacks of a dozen frames and a million
+//     symbols fit in; reading one takes up to about twice that at its
+//     peak. Decoding as it streams costs a little more CPU than decoding
+//     the whole JSON at once, for a third of the allocation
+//     (bench/README.md, "Capture format: reading the stack table").
 //     The parts are united by Add, which keeps its index of the table
-//     between calls: indexing the table anew for each part made a part of
-//     a million mappings and 100 parts of one take 44 s of CPU; with 3,000
-//     it takes 1.1 s (BenchmarkStackTableParts).
+//     between calls: indexing the table anew for each part made the cost
+//     grow with parts × table size (same section).
 //   - Meta.Window is the interval in which every probe was recording. Its
 //     start is written with the schema (the recorder starts the capture
 //     once every probe is attached, and only then opens the window); its
@@ -167,7 +156,16 @@
 //     which Arrow's file readers take the schema from, carries the
 //     metadata as it is at Close. The schema at the start keeps the
 //     metadata as it was then: a footerless file recovers without the end.
-//     Without the window, links closed one by one (~90 ms a uprobe) let the
-//     probes closed last record for longer: 2 s of a u:/ur: pair left
-//     151,488 returns without entry.
+//     Without the window, links closed one by one let the probes closed
+//     last record for longer, and a u:/ur: pair left returns without entry
+//     (bench/README.md, "Capture format: the recording window").
+//
+// The time column's encoder, format/internal/zstdtime, stays: judged by
+// the recorder's total CPU per event (user+sys of bpftape record / events
+// recorded), it saves 22-24% of it against klauspost's fastest level (1T:
+// 63.4 against 83.9 ns an event, 2T: 65.2 against 84.3; medians of 12
+// alternating rounds, per-round ratios 1.28× and 1.29×, none under
+// 1.18×), above the 10% that keeping its ~900 lines needed, at the same
+// file size. Reproduce, as root: bash bench/bench.sh --only reccpu
+// --reccpu-rounds 12 (bench/README.md, "The time column's encoder").
 package format

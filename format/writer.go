@@ -66,16 +66,25 @@ var zstdLevels = []arrowipc.Option{
 // ipcCodec returns the body compression of a capture compressed with c, and
 // its options: zstd at zstdLevels, and the time column's frames written by
 // zstdtime, which knows that a time shares its high bytes with the one
-// before (format/internal/zstdtime/doc.go has the measurements).
+// before (format/doc.go has the decision, bench/README.md the numbers).
 func ipcCodec(c Compression) (arrowipc.Codec, []arrowipc.Option) {
 	switch c {
 	case Zstd:
-		return arrowipc.Zstd, append(zstdLevels[:len(zstdLevels):len(zstdLevels)],
-			arrowipc.WithColumnZstdEncoder(ColTime, new(zstdtime.Encoder).Encode))
+		return arrowipc.Zstd, append(zstdLevels[:len(zstdLevels):len(zstdLevels)], timeColumnZstd())
 	case LZ4:
 		return arrowipc.LZ4, nil
 	}
 	return arrowipc.None, nil
+}
+
+// timeColumnZstd writes the time column with zstdtime, or, when the
+// environment has BPFTAPE_BENCH_TIME_ZSTD=fastest (bench/driver's reccpu
+// part, which compares the two), with klauspost's fastest level.
+func timeColumnZstd() arrowipc.Option {
+	if os.Getenv("BPFTAPE_BENCH_TIME_ZSTD") == "fastest" {
+		return arrowipc.WithColumnZstdLevel(ColTime, zstd.SpeedFastest)
+	}
+	return arrowipc.WithColumnZstdEncoder(ColTime, new(zstdtime.Encoder).Encode)
 }
 
 // maxBatchColumnBytes bounds the rows of a batch by the fixed-width bytes

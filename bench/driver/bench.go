@@ -168,6 +168,7 @@ type soakResult struct {
 type results struct {
 	rows              []*row
 	soak              []soakResult
+	recCPU            []*recCPURow
 	ready             map[string]*cell
 	replay            *replayResult
 	progTimes         map[string]map[string]progTime
@@ -289,6 +290,16 @@ func (d *driver) bench() (*results, error) {
 				return nil, err
 			}
 			res.rows = append(res.rows, r)
+		}
+	}
+	for ti, th := range threadings {
+		key := "1t"
+		if ti == 1 {
+			key = "mt"
+		}
+		if c.wantRecCPU(key) {
+			d.logf("reccpu %s: bpftape alone, %d rounds of %d events per thread, variants %s (load %s)", th.name, c.recRounds, c.recEvents, recNames(c.recVariants), loadavg())
+			res.recCPU = append(res.recCPU, d.recCPU(th.name, th.cpus, th.n))
 		}
 	}
 	if c.want("soak") {

@@ -1,8 +1,10 @@
 // Command driver is the harness behind `make bench` (see bench/README.md):
 // it runs the workloads of bench/workload.c untraced and under the empty
 // BPF program, BCC, bpftrace, perf record and bpftape record in
-// alternation, times replay (bpftape hist against perf script), and prints
-// one table and the targets of issue 5 with PASS or FAIL.
+// alternation, times replay (bpftape hist against perf script), measures
+// bpftape's own CPU per event with its variants side by side (reccpu), and
+// prints one table and the targets of issues 5 and 17 with PASS, FAIL or
+// N/A (targets.go: a target passes only on a measurement).
 //
 //	driver run [flags]         the benchmark (bench/bench.sh passes the paths)
 //	driver empty [-clock] PROBE...  the empty-program floor tool (used by run)
@@ -63,6 +65,10 @@ type config struct {
 	replayRepeats int
 	skipReplay    bool
 	only          map[string]bool
+	// reccpu: bpftape alone, its variants alternating (reccpu.go)
+	recEvents   int64 // per thread per run
+	recRounds   int
+	recVariants []recVariant
 }
 
 type driver struct {
@@ -132,15 +138,25 @@ func runBench(args []string) error {
 	headers := fs.String("headers", "/var/tmp/bpftape-bench/headers", "kernel headers for BCC (BCC_KERNEL_SOURCE)")
 	rounds := fs.Int("rounds", 0, "rounds (default 5, 2 with --quick)")
 	events := fs.Int64("events", 0, "iterations per thread per run (default 1000000, 100000 with --quick)")
-	only := fs.String("only", "", "comma-separated parts to run: uprobe,uretprobe,usdt,tracepoint,ustack,profile,1t,mt,soak,ready,replay,progtime (default all)")
+	only := fs.String("only", "", "comma-separated parts to run: uprobe,uretprobe,usdt,tracepoint,ustack,profile,chain,1t,mt,reccpu,soak,ready,replay,progtime (default all)")
 	skipReplay := fs.Bool("skip-replay", false, "skip the replay benchmark")
+	recEvents := fs.Int64("reccpu-events", 0, "reccpu: iterations per thread per run (default 2000000, 100000 with --quick)")
+	recRounds := fs.Int("reccpu-rounds", 0, "reccpu: rounds (default 8, 2 with --quick)")
+	var recVariants []recVariant
+	fs.Func("reccpu-variant", "reccpu: NAME[:BIN[:K=V,...]], a bpftape binary (default --bpftape) and environment to measure; repeat it for each (default: the time column's encoders)", func(s string) error {
+		v, err := parseRecVariant(s)
+		recVariants = append(recVariants, v)
+		return err
+	})
 	fs.Parse(args)
 
 	c := config{quick: *quick, rounds: 5, events: 1_000_000, tpEvents: 1_000_000, soakSeconds: 10,
 		profileHz: *profileHz, profileSecs: 2,
 		readyRounds: 5, readyIters: 10_000, replayEvents: 100_000_000, perfEvents: 10_000_000,
-		replayRepeats: 3, skipReplay: *skipReplay, idleWindow: time.Second}
+		replayRepeats: 3, skipReplay: *skipReplay, idleWindow: time.Second,
+		recEvents: 2_000_000, recRounds: 8, recVariants: defaultRecVariants}
 	if c.quick {
+		c.recEvents, c.recRounds = 100_000, 2
 		c.rounds, c.events, c.tpEvents, c.soakSeconds = 2, 100_000, 100_000, 2
 		c.profileSecs = 0.5
 		c.readyRounds, c.readyIters = 2, 1000
@@ -152,6 +168,15 @@ func runBench(args []string) error {
 	}
 	if *events > 0 {
 		c.events, c.tpEvents = *events, *events
+	}
+	if *recEvents > 0 {
+		c.recEvents = *recEvents
+	}
+	if *recRounds > 0 {
+		c.recRounds = *recRounds
+	}
+	if len(recVariants) > 0 {
+		c.recVariants = recVariants
 	}
 	if *profileSecs > 0 {
 		c.profileSecs = *profileSecs
@@ -202,6 +227,15 @@ func runBench(args []string) error {
 }
 
 func (c *config) want(part string) bool { return c.only == nil || c.only[part] }
+
+// wantRecCPU: the reccpu part on threading 1t or mt runs when reccpu is
+// wanted and, if 1t or mt is named, that threading is.
+func (c *config) wantRecCPU(threads string) bool {
+	if !c.want("reccpu") {
+		return false
+	}
+	return c.only == nil || (!c.only["1t"] && !c.only["mt"]) || c.only[threads]
+}
 
 // wantRow: with --only, a workload row runs when its workload (if any is
 // named) and its threading (1t, mt; if either is named) are named.

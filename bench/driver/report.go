@@ -216,6 +216,8 @@ func (res *results) print(w io.Writer, d *driver) {
 		}
 	}
 
+	printRecCPU(w, res.recCPU)
+
 	if len(res.soak) > 0 {
 		fmt.Fprintf(w, "\nLoss at full speed: bpftape record, default settings, one workload thread per CPU\n")
 		st := &table{head: []string{"workload", "seconds", "events fired", "recorded", "lost", "loop ns/event traced", "recorder CPU ns/event", "peak RSS MiB"},
@@ -323,7 +325,7 @@ func (res *results) print(w io.Writer, d *driver) {
 		errs = append(errs, n)
 	}
 
-	res.printTargets(w, d)
+	res.printTargets(w)
 
 	if len(errs) > 0 {
 		fmt.Fprintf(w, "\nErrors\n")
@@ -331,12 +333,6 @@ func (res *results) print(w io.Writer, d *driver) {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
 	}
-}
-
-type target struct {
-	name, measured string
-	pass           bool
-	na             bool
 }
 
 // perRound is the ratio a/b taken round by round (the two tools ran next to
@@ -361,165 +357,6 @@ func perRound(a, b []float64) string {
 		lo, hi = min(lo, q), max(hi, q)
 	}
 	return fmt.Sprintf("; per round %.2f× [%.2f–%.2f]", median(qs), lo, hi)
-}
-
-func (res *results) printTargets(w io.Writer, d *driver) {
-	var ts []target
-	add := func(name, measured string, pass bool) {
-		ts = append(ts, target{name: name, measured: measured, pass: pass})
-	}
-	na := func(name, why string) { ts = append(ts, target{name: name, measured: why, na: true}) }
-
-	var bpftapeRSS int64
-	stackRows := false
-	for _, r := range res.rows {
-		name := r.workload + " " + r.threads
-		bt, bc, pf := r.cells[bpftape], r.cells[bcc], r.cells[perf]
-		if r.stacks {
-			// Issue 5's targets are for the rows without stacks; the stack
-			// rows' RSS is in the table.
-			stackRows = true
-			continue
-		}
-		if r.chain {
-			continue // set against the uprobe row (chainNote)
-		}
-		bpftapeRSS = max(bpftapeRSS, bt.maxrssKB)
-		ob, oc, op := median(bt.overhead), median(bc.overhead), median(pf.overhead)
-		limit := 1.10 // issue 17 (issue 5 had 1.15)
-		if r.workload == "tracepoint" {
-			limit = 1.5
-		}
-		tn := fmt.Sprintf("%s: overhead ≤ %.2f× BCC hist", name, limit)
-		if len(bt.overhead) == 0 || len(bc.overhead) == 0 {
-			na(tn, "not measured")
-		} else if q, ok := ratio(ob, oc); ok {
-			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)%s", q, num(ob), num(oc), perRound(bt.overhead, bc.overhead)), q <= limit)
-		} else {
-			na(tn, fmt.Sprintf("BCC overhead %s ns/event is not positive", num(oc)))
-		}
-		ot := median(r.cells[bpftrace].overhead)
-		tn = name + ": overhead ≤ 1.0× bpftrace hist"
-		if len(bt.overhead) == 0 || len(r.cells[bpftrace].overhead) == 0 {
-			na(tn, "not measured")
-		} else if q, ok := ratio(ob, ot); ok {
-			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)%s", q, num(ob), num(ot), perRound(bt.overhead, r.cells[bpftrace].overhead)), q <= 1.0)
-		} else {
-			na(tn, fmt.Sprintf("bpftrace overhead %s ns/event is not positive", num(ot)))
-		}
-		tn = name + ": overhead < 0.6× perf record"
-		if len(bt.overhead) == 0 || len(pf.overhead) == 0 {
-			na(tn, "not measured")
-		} else if q, ok := ratio(ob, op); ok {
-			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)%s", q, num(ob), num(op), perRound(bt.overhead, pf.overhead)), q < 0.6)
-		} else {
-			na(tn, "perf overhead not positive")
-		}
-		cb, cp := bt.cpuPerEvent(), pf.cpuPerEvent()
-		tn = name + ": recorder CPU ≤ 100 ns/event (issue 17; issue 5 had 150)"
-		if len(bt.cpu) == 0 {
-			na(tn, "not measured")
-		} else {
-			add(tn, num(cb)+" ns/event", cb <= 100)
-		}
-		tn = name + ": recorder CPU ≤ 0.5× perf record's"
-		if len(bt.cpu) == 0 || len(pf.cpu) == 0 {
-			na(tn, "not measured")
-		} else if q, ok := ratio(cb, cp); ok {
-			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/event)", q, num(cb), num(cp)), q <= 0.5)
-		}
-		tn = name + ": bytes/event ≤ 0.1× perf.data"
-		if bt.recorded > 0 && pf.recorded > 0 && bt.bytes > 0 && pf.bytes > 0 {
-			xb, xp := float64(bt.bytes)/float64(bt.recorded), float64(pf.bytes)/float64(pf.recorded)
-			q := xb / xp
-			add(tn, fmt.Sprintf("%.3f× (%.2f vs %.1f bytes/event)", q, xb, xp), q <= 0.1)
-		} else {
-			na(tn, "not measured")
-		}
-	}
-	for _, wd := range wdefs {
-		m := res.progTimes[wd.name]
-		e, okE := m[empty]
-		f, okF := m[bpftapeRejecting]
-		if !okE || !okF {
-			continue
-		}
-		tn := wd.name + ": a filtered-out event ≤ 1.1× the empty program (BPF run time)"
-		if q, ok := ratio(f.runNs, e.runNs); ok {
-			add(tn, fmt.Sprintf("%.2f× (%s vs %s ns/run)", q, num(f.runNs), num(e.runNs)), q <= 1.1)
-		} else {
-			na(tn, "the empty program's run time is not positive")
-		}
-	}
-	for _, s := range res.soak {
-		bpftapeRSS = max(bpftapeRSS, s.maxrssKB)
-		tn := fmt.Sprintf("0 lost, %s, every core as fast as possible, default settings, 10 s", s.name)
-		if s.err != "" && s.recorded < 0 {
-			na(tn, s.err)
-			continue
-		}
-		m := fmt.Sprintf("%s lost of %s in %gs", count(s.lost), count(s.generated), s.seconds)
-		if s.seconds < 10 {
-			m += " (quick: shorter)"
-		}
-		add(tn, m, s.lost == 0 && s.recorded > 0)
-	}
-	if rp := res.replay; rp != nil {
-		if rp.synthCap.recorded > 0 {
-			x := rp.synthCap.perEvent()
-			add("≤ 4 bytes/event for a seed-like stream (synthesized)", fmt.Sprintf("%.2f bytes/event over %s events", x, count(rp.synthCap.recorded)), x <= 4)
-		}
-		if rp.smallCap.recorded > 0 {
-			x := rp.smallCap.perEvent()
-			add("≤ 4 bytes/event, recorded uprobe workload (seed-like sizes)", fmt.Sprintf("%.2f bytes/event over %s events", x, count(rp.smallCap.recorded)), x <= 4)
-		}
-		if len(rp.histBig.cpu) > 0 {
-			x := rp.histBig.ratePerCore()
-			add(fmt.Sprintf("replay ≥ 50M events/s per core (bpftape hist, %s-event capture)", count(rp.histBig.events)),
-				fmt.Sprintf("%.1fM events/s per core (%.1fM/s wall)", x/1e6, rp.histBig.rate()/1e6), x >= 50e6)
-		}
-		if len(rp.histSmall.wall) > 0 && len(rp.perfScript.wall) > 0 {
-			q := rp.histSmall.rate() / rp.perfScript.rate()
-			add("replay ≥ 40× perf script (same workload, same event count)",
-				fmt.Sprintf("%.0f× (%.2fM vs %.3fM events/s)", q, rp.histSmall.rate()/1e6, rp.perfScript.rate()/1e6), q >= 40)
-		}
-		if len(rp.histBig.wall) > 0 && len(rp.perfScript.wall) > 0 {
-			q := rp.histBig.rate() / rp.perfScript.rate()
-			add(fmt.Sprintf("replay ≥ 40× perf script (bpftape hist on %s events vs perf script on %s)", count(rp.histBig.events), count(rp.perfScript.events)),
-				fmt.Sprintf("%.0f×", q), q >= 40)
-		}
-	}
-	if bpftapeRSS > 0 {
-		which := "every bpftape record session"
-		if stackRows {
-			which += " but the ustack and profile rows'"
-		}
-		add("recorder peak RSS ≤ 64 MiB ("+which+")", mib(bpftapeRSS)+" MiB", bpftapeRSS <= 64<<10)
-	}
-	if cl := res.ready[bpftape]; cl != nil && len(cl.ready) > 0 {
-		lo, hi := minMax(cl.ready)
-		x := median(cl.ready)
-		add("time to ready ≤ 0.2 s for 4 probes", fmt.Sprintf("%.3f s median [%.3f–%.3f]", x, lo, hi), x <= 0.2)
-	}
-
-	fmt.Fprintf(w, "\nTargets (issues 5 and 17; ratios from this run)\n")
-	tt := &table{head: []string{"target", "measured", "result"}, left: map[int]bool{0: true, 1: true}}
-	pass, fail := 0, 0
-	for _, t := range ts {
-		r := "PASS"
-		switch {
-		case t.na:
-			r = "N/A"
-		case !t.pass:
-			r = "FAIL"
-			fail++
-		default:
-			pass++
-		}
-		tt.add(t.name, t.measured, r)
-	}
-	tt.print(w)
-	fmt.Fprintf(w, "targets: %d PASS, %d FAIL\n", pass, fail)
 }
 
 // chainRow is the pointer-chain row of rows, nil if it did not run.

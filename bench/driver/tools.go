@@ -96,6 +96,12 @@ func (d *driver) startSession(tool string, probes []probe, pid int) (*session, e
 }
 
 func (d *driver) startSessionKeep(tool string, probes []probe, pid int, keep bool) (*session, error) {
+	return d.startSessionOf(tool, probes, pid, keep, recVariant{})
+}
+
+// startSessionOf starts a session; for bpftape, v may name another binary
+// and add to its environment (the reccpu part's variants).
+func (d *driver) startSessionOf(tool string, probes []probe, pid int, keep bool, v recVariant) (*session, error) {
 	s := &session{tool: tool, probes: probes, pid: pid, keep: keep, recorded: -1, toolLost: -1, bytes: -1, idle: -1}
 	var err error
 	if s.dir, err = os.MkdirTemp(d.work, tool+"-"); err != nil {
@@ -158,14 +164,18 @@ func (d *driver) startSessionKeep(tool string, probes []probe, pid int, keep boo
 		err = d.startPerf(s)
 	case bpftape:
 		ready := filepath.Join(s.dir, "ready")
-		args := []string{d.bpftape, "record", "-o", s.output(), "--ready-file", ready}
+		bin := d.bpftape
+		if v.bin != "" {
+			bin = v.bin
+		}
+		args := []string{bin, "record", "-o", s.output(), "--ready-file", ready}
 		if pid != 0 {
 			args = append(args, "-p", strconv.Itoa(pid))
 		}
 		for _, p := range probes {
 			args = append(args, p.bpftapeSpec())
 		}
-		if s.p, err = d.startProc(tool, nil, nil, args...); err == nil {
+		if s.p, err = d.startProc(tool, v.env, nil, args...); err == nil {
 			err = waitFile(s.p, ready, readyTimeout)
 		}
 	default:

@@ -12,21 +12,22 @@
 //
 // # Why not Arrow Go's IPC
 //
-// Measured, not assumed:
+// Measured, not assumed (the numbers are in bench/README.md, "Capture
+// format: arrowipc against Arrow Go's IPC"):
 //
 //   - Writing: Arrow Go v15 builds a new zstd encoder for every batch
-//     (about 25 MB allocated a batch) and takes neither a level nor a
+//     (megabytes allocated a batch) and takes neither a level nor a
 //     codec option. This writer keeps one encoder per level in use
 //     (EncodeAll, concurrency 1) and its scratch buffers: after the first
 //     batches, writing a batch allocates nothing but, now and then, a
 //     larger list of batch positions for the footer. On the realistic
-//     stream (format's BenchmarkWriter, 2M events, 3 runs) CPU per event
-//     went from 303-328 to 127-132 ns with zstd (134-139 to 93-96 with
-//     lz4), and per-column levels became possible (format's zstdLevels).
+//     stream (format's BenchmarkWriter) that more than halved the CPU per
+//     event with zstd (and cut it by a third with lz4), and per-column
+//     levels became possible (format's zstdLevels).
 //   - Reading: Arrow Go builds every column of every batch as Arrow arrays.
 //     The Decoder reads only the buffers asked for, into memory it may
-//     reuse: replaying 100 M events through the projected reader took 0.7 s
-//     of CPU instead of 10 s. Arrow Go's reader also stops decoding a zstd
+//     reuse: replaying through the projected reader took more than ten
+//     times less CPU. Arrow Go's reader also stops decoding a zstd
 //     frame at the buffer's declared length, before the frame's content
 //     checksum, so it needed a second, verifying decode of every zstd
 //     buffer; the Decoder verifies as it decodes, once.

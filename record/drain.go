@@ -9,6 +9,7 @@ import (
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/boottime"
+	"github.com/bpftape/bpftape/record/resolve"
 )
 
 // LostInterval is how often the drain loop reads the per-CPU lost counters
@@ -33,7 +34,7 @@ type drainer struct {
 	rd     *bpf.Ring
 	w      *format.Writer
 	lost   lostMap
-	probes []*probe
+	probes []*resolve.Probe
 
 	h        bpf.Header // of the sample being decoded
 	ev       format.Event
@@ -62,7 +63,7 @@ type drainer struct {
 
 // newDrainer returns a drainer of rd into w; forget, if not nil, makes the
 // programs send every comm again (bpf.Objects.ForgetComms).
-func newDrainer(rd *bpf.Ring, w *format.Writer, lost lostMap, probes []*probe, forget func() error) *drainer {
+func newDrainer(rd *bpf.Ring, w *format.Writer, lost lostMap, probes []*resolve.Probe, forget func() error) *drainer {
 	d := &drainer{rd: rd, w: w, lost: lost, probes: probes, comms: newCommTable(forget),
 		events: make([]uint64, len(probes)), lostN: make([]uint64, len(probes)),
 		lostPrev: make([][]uint64, len(probes)),
@@ -207,24 +208,7 @@ func (d *drainer) sample(raw []byte) error {
 	h := &d.h
 	err := h.Decode(raw)
 	if err == nil && h.Class == bpf.ClassComm {
-		comm := bpf.Comm(raw)
-		if d.stacks != nil {
-			// Take the process's mappings now, while it runs: at a
-			// thread's first comm record, and again when an exec may
-			// have replaced them. An exec leaves one thread, the
-			// leader (tid == pid), under the new name: its first
-			// record, or a new name of it, re-reads them. (Its other
-			// threads may have been seen before it: a -c command's
-			// gate, a Go program, runs several.)
-			prev := d.comms.get(h.TID)
-			switch {
-			case h.TID == h.PID && (prev == nil || string(prev) != string(comm)):
-				d.stacks.Exec(h.PID, int64(h.Time))
-			case prev == nil:
-				d.stacks.Snapshot(h.PID, int64(h.Time))
-			}
-		}
-		return d.comms.set(h.TID, comm)
+		return d.comm(raw)
 	}
 	if err == nil && h.Class == bpf.ClassStack {
 		if d.stacks == nil {
@@ -239,7 +223,7 @@ func (d *drainer) sample(raw []byte) error {
 		return nil
 	}
 	p := d.probes[h.ProbeID]
-	if h.Class != p.class || int(h.Nargs) != len(p.strSlot) {
+	if h.Class != p.Class || int(h.Nargs) != len(p.StrSlot) {
 		d.malformed++
 		return nil
 	}
@@ -252,20 +236,20 @@ func (d *drainer) sample(raw []byte) error {
 		d.noComm++
 	}
 	ev.Probe = h.ProbeID
-	for i, slot := range p.strSlot {
+	for i, slot := range p.StrSlot {
 		if slot >= 0 {
 			ev.Strs[i] = bpf.Str(raw, int(slot))
 		} else {
 			ev.Ints[i] = bpf.Arg(raw, i)
 		}
 	}
-	if p.ustack > 0 {
-		ev.Ints[p.ustack-1] = d.stackID(d.ustacks, false)
+	if p.UStack > 0 {
+		ev.Ints[p.UStack-1] = d.stackID(d.ustacks, false)
 	}
-	if p.kstack > 0 {
-		ev.Ints[p.kstack-1] = d.stackID(d.kstacks, true)
+	if p.KStack > 0 {
+		ev.Ints[p.KStack-1] = d.stackID(d.kstacks, true)
 	}
-	if p.ustack > 0 || p.kstack > 0 {
+	if p.UStack > 0 || p.KStack > 0 {
 		// The table's entries go with the batch of the first event
 		// that needs them, or an earlier one.
 		d.w.AddStacks(d.stacks.Take())
@@ -290,6 +274,30 @@ func (d *drainer) sample(raw []byte) error {
 		return d.cycle(time.Now())
 	}
 	return nil
+}
+
+// comm records the name of a thread from its comm record (the record
+// d.h holds).
+func (d *drainer) comm(raw []byte) error {
+	h := &d.h
+	comm := bpf.Comm(raw)
+	if d.stacks != nil {
+		// Take the process's mappings now, while it runs: at a
+		// thread's first comm record, and again when an exec may
+		// have replaced them. An exec leaves one thread, the
+		// leader (tid == pid), under the new name: its first
+		// record, or a new name of it, re-reads them. (Its other
+		// threads may have been seen before it: a -c command's
+		// gate, a Go program, runs several.)
+		prev := d.comms.get(h.TID)
+		switch {
+		case h.TID == h.PID && (prev == nil || string(prev) != string(comm)):
+			d.stacks.Exec(h.PID, int64(h.Time))
+		case prev == nil:
+			d.stacks.Snapshot(h.PID, int64(h.Time))
+		}
+	}
+	return d.comms.set(h.TID, comm)
 }
 
 // readLost writes, per probe and CPU, how much the lost counter grew since

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/record/resolve"
 )
 
 // stackRecord builds a raw stack record of thread pid+1 at time t for probe.
@@ -53,19 +54,19 @@ func (f *fakeStacks) Exec(pid uint32, t int64) { f.calls = append(f.calls, "exec
 // whose sample never came (the ring was full) is not given to the next
 // sample, which then has no stack.
 func TestDrainerStacks(t *testing.T) {
-	p := &probe{meta: format.Probe{Name: "leaf", Kind: "uprobe", Fields: []format.Field{
+	p := &resolve.Probe{Meta: format.Probe{Name: "leaf", Kind: "uprobe", Fields: []format.Field{
 		{Name: "arg0", Type: format.Uint64}, {Name: "ustack", Type: format.UserStack}, {Name: "kstack", Type: format.KernelStack}}},
-		ustack: 2, kstack: 3}
-	if _, err := p.probeSpec(make([]bpf.ArgSpec, 1)); err != nil {
+		UStack: 2, KStack: 3}
+	if _, err := p.ProbeSpec(make([]bpf.ArgSpec, 1)); err != nil {
 		t.Fatal(err)
 	}
-	w, err := format.NewWriter(io.Discard, &format.Meta{Probes: []format.Probe{p.meta}}, format.WriterOptions{})
+	w, err := format.NewWriter(io.Discard, &format.Meta{Probes: []format.Probe{p.Meta}}, format.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	fs := &fakeStacks{}
-	d := newDrainer(nil, w, fakeLost{}, []*probe{p}, nil)
+	d := newDrainer(nil, w, fakeLost{}, []*resolve.Probe{p}, nil)
 	d.stacks = fs
 	feed := func(raws ...[]byte) {
 		t.Helper()
@@ -80,14 +81,14 @@ func TestDrainerStacks(t *testing.T) {
 		// Before 6.11: mid missing, the record has the return address.
 		stackRecord(0, 10, 100, bpf.StackRecKernel, 0, 0xffff1, 0xffff2),
 		stackRecord(0, 10, 100, bpf.StackRecRetaddr, mid, leaf, top, main),
-		sample(p.class, 0, 0, 10, 100, 0, []uint64{7}, nil),
+		sample(p.Class, 0, 0, 10, 100, 0, []uint64{7}, nil),
 		// 6.11 and later: the kernel put mid there itself.
 		stackRecord(0, 10, 200, bpf.StackRecRetaddr, mid, leaf, mid, top, main),
 		stackRecord(0, 10, 200, bpf.StackRecKernel, 0, 0xffff1, 0xffff2),
-		sample(p.class, 0, 0, 10, 200, 0, []uint64{8}, nil),
+		sample(p.Class, 0, 0, 10, 200, 0, []uint64{8}, nil),
 		// A stack whose sample was lost, then a sample without stacks.
 		stackRecord(0, 10, 300, 0, 0, leaf),
-		sample(p.class, 0, 0, 10, 400, 0, []uint64{9}, nil),
+		sample(p.Class, 0, 0, 10, 400, 0, []uint64{9}, nil),
 	)
 	want := [][]uint64{{leaf, mid, top, main}, {0xffff1, 0xffff2}, {leaf, mid, top, main}, {0xffff1, 0xffff2}}
 	if !reflect.DeepEqual(fs.added, want) || !reflect.DeepEqual(fs.kinds, []bool{false, true, false, true}) {

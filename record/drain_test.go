@@ -9,6 +9,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/record/resolve"
 )
 
 // fakeLost is a per-CPU lost map.
@@ -53,22 +54,22 @@ func commRecord(pid, tid uint32, comm string) []byte {
 // TestDrainerDecode feeds hand-made samples through the drainer into a
 // capture and reads them back, with loss records from per-CPU counters.
 func TestDrainerDecode(t *testing.T) {
-	ints := &probe{meta: format.Probe{Name: "ints", Kind: "uprobe", Fields: []format.Field{
+	ints := &resolve.Probe{Meta: format.Probe{Name: "ints", Kind: "uprobe", Fields: []format.Field{
 		{Name: "arg0", Type: format.Int32}, {Name: "arg2", Type: format.Uint64}}}}
-	if _, err := ints.probeSpec(make([]bpf.ArgSpec, 2)); err != nil {
+	if _, err := ints.ProbeSpec(make([]bpf.ArgSpec, 2)); err != nil {
 		t.Fatal(err)
 	}
-	strs := &probe{meta: format.Probe{Name: "strs", Kind: "usdt", Fields: []format.Field{
+	strs := &resolve.Probe{Meta: format.Probe{Name: "strs", Kind: "usdt", Fields: []format.Field{
 		{Name: "arg0", Type: format.Int8}, {Name: "arg1", Type: format.String}, {Name: "arg2", Type: format.String}}}}
-	if _, err := strs.probeSpec(make([]bpf.ArgSpec, 3)); err != nil {
+	if _, err := strs.ProbeSpec(make([]bpf.ArgSpec, 3)); err != nil {
 		t.Fatal(err)
 	}
-	if ints.class != bpf.ClassArgs2 || strs.class != bpf.ClassArgs12Str4 || strs.strSlot[1] != 0 || strs.strSlot[2] != 1 {
-		t.Fatalf("classes %d %d, slots %v", ints.class, strs.class, strs.strSlot)
+	if ints.Class != bpf.ClassArgs2 || strs.Class != bpf.ClassArgs12Str4 || strs.StrSlot[1] != 0 || strs.StrSlot[2] != 1 {
+		t.Fatalf("classes %d %d, slots %v", ints.Class, strs.Class, strs.StrSlot)
 	}
-	probes := []*probe{ints, strs}
+	probes := []*resolve.Probe{ints, strs}
 	path := filepath.Join(t.TempDir(), "c.arrow")
-	w, err := format.Create(path, &format.Meta{Probes: []format.Probe{ints.meta, strs.meta}}, format.WriterOptions{})
+	w, err := format.Create(path, &format.Meta{Probes: []format.Probe{ints.Meta, strs.Meta}}, format.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,18 +165,18 @@ func TestCommTableGenerations(t *testing.T) {
 // TestDrainerNoAllocs checks that decoding and appending a sample does not
 // allocate per event (the writer's column buffers grow, amortised).
 func TestDrainerNoAllocs(t *testing.T) {
-	p := &probe{meta: format.Probe{Name: "p", Kind: "usdt", Fields: []format.Field{
+	p := &resolve.Probe{Meta: format.Probe{Name: "p", Kind: "usdt", Fields: []format.Field{
 		{Name: "arg0", Type: format.Int64}, {Name: "arg1", Type: format.String}}}}
-	if _, err := p.probeSpec(make([]bpf.ArgSpec, 2)); err != nil {
+	if _, err := p.ProbeSpec(make([]bpf.ArgSpec, 2)); err != nil {
 		t.Fatal(err)
 	}
-	w, err := format.Create(filepath.Join(t.TempDir(), "c.arrow"), &format.Meta{Probes: []format.Probe{p.meta}},
+	w, err := format.Create(filepath.Join(t.TempDir(), "c.arrow"), &format.Meta{Probes: []format.Probe{p.Meta}},
 		format.WriterOptions{BatchRows: 1 << 30, BatchBytes: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	d := newDrainer(nil, w, fakeLost{}, []*probe{p}, nil)
+	d := newDrainer(nil, w, fakeLost{}, []*resolve.Probe{p}, nil)
 	if err := d.sample(commRecord(1, 2, "c")); err != nil {
 		t.Fatal(err)
 	}
@@ -196,21 +197,21 @@ func TestDrainerNoAllocs(t *testing.T) {
 // BenchmarkDrainerSample decodes and appends one 1-arg uprobe sample per
 // op (the ring reading and the writer's encoding are not in it).
 func BenchmarkDrainerSample(b *testing.B) {
-	p := &probe{meta: format.Probe{Name: "p", Kind: "uprobe", Fields: []format.Field{{Name: "arg0", Type: format.Uint64}}}}
-	if _, err := p.probeSpec(make([]bpf.ArgSpec, 1)); err != nil {
+	p := &resolve.Probe{Meta: format.Probe{Name: "p", Kind: "uprobe", Fields: []format.Field{{Name: "arg0", Type: format.Uint64}}}}
+	if _, err := p.ProbeSpec(make([]bpf.ArgSpec, 1)); err != nil {
 		b.Fatal(err)
 	}
-	w, err := format.NewWriter(io.Discard, &format.Meta{Probes: []format.Probe{p.meta}},
+	w, err := format.NewWriter(io.Discard, &format.Meta{Probes: []format.Probe{p.Meta}},
 		format.WriterOptions{Compression: format.None})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	d := newDrainer(nil, w, fakeLost{}, []*probe{p}, nil)
+	d := newDrainer(nil, w, fakeLost{}, []*resolve.Probe{p}, nil)
 	if err := d.sample(commRecord(1, 2, "workload")); err != nil {
 		b.Fatal(err)
 	}
-	raw := sample(p.class, 0, 1, 1, 1000, 0, []uint64{1514}, nil)
+	raw := sample(p.Class, 0, 1, 1, 1000, 0, []uint64{1514}, nil)
 	b.ResetTimer()
 	for i := range b.N {
 		binary.LittleEndian.PutUint64(raw[bpf.OffTime:], uint64(1000+i))

@@ -9,9 +9,8 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/testutils"
-	"github.com/bpftape/bpftape/probespec"
+	"github.com/bpftape/bpftape/record/resolve"
 )
 
 // TestProbeFilter records the demo with a filtered and an unfiltered probe on
@@ -192,29 +191,9 @@ func TestProbeFilterErrors(t *testing.T) {
 				}
 				continue
 			}
-			if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrFilter) {
+			if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, resolve.ErrFilter) {
 				t.Errorf("%s: error %v, want ErrFilter saying %q", probe, err, want)
 			}
 		}
 	})
-	if _, err := processFilter([]int{0}, nil); !errors.Is(err, ErrFilter) {
-		t.Errorf("--pid 0: %v", err)
-	}
-	if _, err := processFilter(nil, []string{"a-name-that-is-too-long"}); !errors.Is(err, ErrFilter) {
-		t.Errorf("--comm too long: %v", err)
-	}
-	// Sixteen comparisons joined by || make 31 operations.
-	var many []string
-	for i := range 16 {
-		many = append(many, fmt.Sprintf("arg2 == %d", i))
-	}
-	f, err := probespec.ParseFilter(strings.Join(many[:8], " || "))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var spec bpf.ProbeSpec
-	fields := []format.Field{{Name: "arg2", Type: format.Uint64}}
-	if err := compileFilter(both(f, f), fields, 1, &spec); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "31 operations") {
-		t.Errorf("too long a filter: %v", err)
-	}
 }

@@ -2,6 +2,7 @@ package record
 
 import (
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/record/resolve"
 )
 
 // Live is shown a recording while it is made, for a live view of it
@@ -35,11 +36,11 @@ type Live interface {
 }
 
 // liveProbes are the probes' metadata, for Live.Check.
-func liveProbes(probes []*probe) []format.Probe {
+func liveProbes(probes []*resolve.Probe) []format.Probe {
 	out := make([]format.Probe, len(probes))
 	for i, p := range probes {
-		out[i] = p.meta
-		out[i].Fields = append([]format.Field(nil), p.meta.Fields...)
+		out[i] = p.Meta
+		out[i].Fields = append([]format.Field(nil), p.Meta.Fields...)
 	}
 	return out
 }

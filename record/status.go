@@ -2,10 +2,11 @@ package record
 
 import (
 	"fmt"
-	"github.com/bpftape/bpftape/bpf"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/bpftape/bpftape/bpf"
 )
 
 // StatusInterval is how often the live status line is redrawn.

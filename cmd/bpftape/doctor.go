@@ -11,7 +11,7 @@ import (
 
 	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/internal/usage"
-	"github.com/bpftape/bpftape/record"
+	"github.com/bpftape/bpftape/record/host"
 )
 
 func init() {
@@ -63,8 +63,8 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return fail(stderr, "doctor", usage.Errorf("doctor takes no arguments, got %q", pos[0]))
 	}
-	facts := record.ExamineHost()
-	d := record.Diagnose(facts)
+	facts := host.ExamineHost()
+	d := host.Diagnose(facts)
 	w := bufio.NewWriter(stdout)
 	if *asJSON {
 		enc := json.NewEncoder(w)
@@ -87,11 +87,11 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 
 // doctorJSON is doctor's --json object: the diagnosis's keys, and facts.
 type doctorJSON struct {
-	*record.Diagnosis
-	Facts *record.HostFacts `json:"facts"`
+	*host.Diagnosis
+	Facts *host.HostFacts `json:"facts"`
 }
 
-func printDoctor(w io.Writer, f *record.HostFacts, d *record.Diagnosis) {
+func printDoctor(w io.Writer, f *host.HostFacts, d *host.Diagnosis) {
 	rt := "not PREEMPT_RT"
 	if f.PreemptRT {
 		rt = "PREEMPT_RT"
@@ -106,7 +106,7 @@ func printDoctor(w io.Writer, f *record.HostFacts, d *record.Diagnosis) {
 	}
 
 	fmt.Fprintf(w, "\nBPF features:\n")
-	kprobes := record.HostFact{Have: (f.KprobePMU || f.KprobeEvents) && f.KprobeAttach.Have, Detail: f.KprobeAttach.Detail}
+	kprobes := host.HostFact{Have: (f.KprobePMU || f.KprobeEvents) && f.KprobeAttach.Have, Detail: f.KprobeAttach.Detail}
 	if !f.KprobePMU && !f.KprobeEvents {
 		kprobes.Detail = "no kprobe PMU, no kprobe_events in tracefs"
 	}
@@ -116,7 +116,7 @@ func printDoctor(w io.Writer, f *record.HostFacts, d *record.Diagnosis) {
 	}
 	for _, x := range []struct {
 		name, since string
-		f           record.HostFact
+		f           host.HostFact
 	}{
 		{"attach cookies", "5.15", f.AttachCookies},
 		{"ring buffer", "5.8", f.RingBuf},
@@ -165,7 +165,7 @@ func printDoctor(w io.Writer, f *record.HostFacts, d *record.Diagnosis) {
 	} else {
 		fmt.Fprintf(w, "\nverdict: bpftape cannot record here\n")
 	}
-	for _, a := range []record.Action{record.Refuse, record.Fallback, record.Use, record.Note} {
+	for _, a := range []host.Action{host.Refuse, host.Fallback, host.Use, host.Note} {
 		var kinds []string
 		for _, p := range d.Probes {
 			if p.Action == a {
@@ -198,7 +198,7 @@ func intOr(p *int) string {
 }
 
 func bytesOr(v uint64) string {
-	if v == record.MemlockUnlimited {
+	if v == host.MemlockUnlimited {
 		return "unlimited"
 	}
 	return fmt.Sprintf("%d KiB", v/1024)

@@ -10,9 +10,9 @@ import (
 
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/probespec"
-	"github.com/bpftape/bpftape/record"
 	"github.com/bpftape/bpftape/record/ctypes"
 	"github.com/bpftape/bpftape/record/elfsym"
+	"github.com/bpftape/bpftape/record/resolve"
 	"github.com/bpftape/bpftape/record/usdt"
 )
 
@@ -65,7 +65,7 @@ failure, 2 on a usage error.
 
 func runList(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("list", "[-v] [-p PID] [--usdt | --funcs] [--debug-dir DIR] [TARGET] [FILTER]", listHelp, stdout)
-	var q record.ListQuery
+	var q resolve.ListQuery
 	verbose := fs.Bool("v", false, "verbose: argument operands and recorded types of USDT sites, function prototypes, tracepoint fields")
 	fs.IntVar(&q.PID, "p", 0, "resolve TARGET among the files process `PID` has mapped; without TARGET list their USDT probes")
 	fs.BoolVar(&q.USDT, "usdt", false, "list only USDT probes")
@@ -92,9 +92,9 @@ func runList(args []string, stdout, stderr io.Writer) int {
 		q.Target = pos[0]
 	}
 	if len(pos) > 1 {
-		q.Filter = pos[1]
+		q.Glob = pos[1]
 	}
-	l, err := record.List(q)
+	l, err := resolve.List(q)
 	if err != nil {
 		return fail(stderr, "list", err)
 	}
@@ -109,7 +109,7 @@ func runList(args []string, stdout, stderr io.Writer) int {
 	}
 	if l.Len() == 0 {
 		what := "nothing to list"
-		if f := l.Filter.String(); f != "" {
+		if f := l.Glob.String(); f != "" {
 			what = fmt.Sprintf("nothing matches %q", f)
 		}
 		fmt.Fprintf(stderr, "bpftape list: %s\n", what)
@@ -132,7 +132,7 @@ type listLine struct {
 	details       []string
 }
 
-func (p *listPrinter) listing(l *record.Listing) {
+func (p *listPrinter) listing(l *resolve.Listing) {
 	for i := range l.Binaries {
 		p.binary(&l.Binaries[i])
 	}
@@ -143,7 +143,7 @@ func (p *listPrinter) listing(l *record.Listing) {
 				details = append(details, fmt.Sprintf("(format unreadable: %v)", tp.FormatErr))
 			}
 			for _, f := range tp.Fields {
-				as := probespec.TypeName(record.TracepointFieldType(&f))
+				as := probespec.TypeName(resolve.TracepointFieldType(&f))
 				if as == "" {
 					as = "not recorded"
 				}
@@ -173,7 +173,7 @@ func (p *listPrinter) listing(l *record.Listing) {
 }
 
 // binary prints a binary's header, its USDT probes and its functions.
-func (p *listPrinter) binary(b *record.ListedBinary) {
+func (p *listPrinter) binary(b *resolve.ListedBinary) {
 	header := "# " + b.Path
 	if b.BuildID != "" {
 		header += " (build id " + b.BuildID + ")"
@@ -197,7 +197,7 @@ func (p *listPrinter) binary(b *record.ListedBinary) {
 
 // function queues a function: its address and size, and its prototype
 // when the DWARF gives it, with -v each parameter's argN and type.
-func (p *listPrinter) function(f *record.ListedFunction) {
+func (p *listPrinter) function(f *resolve.ListedFunction) {
 	comment := fmt.Sprintf("%#x", f.Addr)
 	if f.Size > 0 {
 		comment += fmt.Sprintf(", %d bytes", f.Size)
@@ -221,7 +221,7 @@ func (p *listPrinter) function(f *record.ListedFunction) {
 // where it is and why the spec leaves it out.
 func paramDetail(prm *ctypes.Param) string {
 	name := fmt.Sprintf("%s (%s)", prm.ArgName(), prm.Type)
-	switch n := record.ParamRegister(prm); {
+	switch n := resolve.ParamRegister(prm); {
 	case prm.Err != nil:
 		return fmt.Sprintf("%s: not recorded: %v", name, prm.Err)
 	case !prm.Type.IsInteger() && (prm.Type.Kind == ctypes.Struct || prm.Type.Kind == ctypes.Union):
@@ -243,7 +243,7 @@ func noTypesReason(err error) string {
 
 // usdt queues a USDT probe: its sites, arguments and semaphore, and with
 // -v each site's operands and the type each is recorded as.
-func (p *listPrinter) usdt(u *record.ListedUSDT) {
+func (p *listPrinter) usdt(u *resolve.ListedUSDT) {
 	var addrs []string
 	for _, s := range u.Sites {
 		addrs = append(addrs, fmt.Sprintf("%#x", s.Addr))
@@ -287,7 +287,7 @@ func (p *listPrinter) usdt(u *record.ListedUSDT) {
 
 // usdtArgTypeName names the type record gives a USDT argument.
 func usdtArgTypeName(a usdt.Arg) string {
-	t, err := record.USDTArgType(a)
+	t, err := resolve.USDTArgType(a)
 	if err != nil {
 		return fmt.Sprintf("%d-byte", a.Size)
 	}

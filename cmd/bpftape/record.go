@@ -24,6 +24,7 @@ import (
 	"github.com/bpftape/bpftape/internal/shellwords"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record"
+	"github.com/bpftape/bpftape/record/resolve"
 )
 
 func init() {
@@ -202,8 +203,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	compress := fs.String("compress", "zstd", "batch compression: zstd, lz4 or none")
 	ready := fs.String("ready-file", "", "write `PATH` once every probe is attached (for scripts and tests)")
 	var pidList, commList stringList
-	fs.Var(&pidList, "pid", fmt.Sprintf("record only events of processes `PID[,PID...]`, filtered in the kernel; unlike -p, attaches nothing differently (repeatable, at most %d PIDs)", record.MaxProcessValues))
-	fs.Var(&commList, "comm", fmt.Sprintf("record only events of threads named `NAME[,NAME...]`, filtered in the kernel (repeatable, at most %d names)", record.MaxProcessValues))
+	fs.Var(&pidList, "pid", fmt.Sprintf("record only events of processes `PID[,PID...]`, filtered in the kernel; unlike -p, attaches nothing differently (repeatable, at most %d PIDs)", resolve.MaxProcessValues))
+	fs.Var(&commList, "comm", fmt.Sprintf("record only events of threads named `NAME[,NAME...]`, filtered in the kernel (repeatable, at most %d names)", resolve.MaxProcessValues))
 	var debugDirs stringList
 	fs.Var(&debugDirs, "debug-dir", "look for separate debug files of stripped binaries in `DIR` (repeatable; before $BPFTAPE_DEBUG_DIRS and /usr/lib/debug)")
 	var prints stringList

@@ -1,4 +1,6 @@
 // Package layering holds no code: its test checks that no bpftape package
-// imports a package on a floor above its own, and that record and replay do
-// not import each other. The floors table is in layering_test.go.
+// imports a package on a floor above its own, that record and replay do
+// not import each other, and that inside record no package imports one in a
+// higher room (record/host below record/resolve below record). The floors
+// and rooms tables are in layering_test.go.
 package layering

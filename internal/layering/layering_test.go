@@ -44,6 +44,40 @@ var floors = []struct {
 	{"bench", 2},
 }
 
+// rooms orders the packages inside the record tree, which is one floor, by
+// the longest matching path prefix as floors does: a package of the tree
+// may import packages of the tree in its own room or below, never above.
+//
+//	0  Leaves: suggest (close names for error messages) and kallsyms
+//	   (reading /proc/kallsyms).
+//	1  Readers of what is on disk: elfsym (ELF symbols, debug files) and
+//	   tracefs (tracepoints, traceable functions).
+//	2  Helpers built on them: usdt (USDT notes), ctypes (DWARF and BTF
+//	   types) and stacktable (symbolising stacks for the capture).
+//	3  host: what the host offers (privileges, BPF features, doctor).
+//	4  resolve: probe specs to probes, listing what can be probed.
+//	5  record itself: the recording session.
+//
+// A new package under record fails the test until it is given a room here.
+var rooms = []struct {
+	prefix string
+	room   int
+}{
+	{"record/suggest", 0},
+	{"record/kallsyms", 0},
+	{"record/elfsym", 1},
+	{"record/tracefs", 1},
+	{"record/usdt", 2},
+	{"record/ctypes", 2},
+	{"record/stacktable", 2},
+	{"record/host", 3},
+	{"record/resolve", 4},
+	{"record", 5},
+}
+
+// roomTree is the tree that rooms orders.
+const roomTree = "record"
+
 // apart lists trees that share a floor but must not import each other, in
 // either direction.
 var apart = [][2]string{
@@ -117,12 +151,31 @@ func floorOf(path string) int {
 	return floor
 }
 
+// roomOf returns the room of a module-relative path inside roomTree and
+// the prefix that gave it, or -1 and "" if no entry of rooms matches it.
+func roomOf(path string) (room int, prefix string) {
+	best, room := -1, -1
+	for _, r := range rooms {
+		if under(path, r.prefix) && len(r.prefix) > best {
+			best, room, prefix = len(r.prefix), r.room, r.prefix
+		}
+	}
+	return room, prefix
+}
+
 // violation returns why importer may not import imported (both
 // module-relative), or "" if it may.
 func violation(importer, imported string) string {
 	fi, fd := floorOf(importer), floorOf(imported)
 	if fd > fi {
 		return "imports a package on a higher floor"
+	}
+	if under(importer, roomTree) && under(imported, roomTree) {
+		ri, _ := roomOf(importer)
+		rd, _ := roomOf(imported)
+		if rd > ri {
+			return "imports a package in a higher room of " + roomTree
+		}
 	}
 	for _, a := range apart {
 		if (under(importer, a[0]) && under(imported, a[1])) || (under(importer, a[1]) && under(imported, a[0])) {
@@ -143,6 +196,9 @@ func TestLayering(t *testing.T) {
 		if floorOf(from) < 0 {
 			t.Errorf("%s has no floor: add it to the floors table", from)
 			continue
+		}
+		if _, prefix := roomOf(from); under(from, roomTree) && prefix == roomTree && from != roomTree {
+			t.Errorf("%s has no room: add it to the rooms table", from)
 		}
 		for kind, imports := range map[string][]string{"": p.Imports, " (test)": append(p.TestImports, p.XTestImports...)} {
 			for _, imp := range imports {
@@ -201,6 +257,18 @@ func TestViolation(t *testing.T) {
 		{"record", "replay", false},
 		{"replay/report", "record/tracefs", false},
 		{"record", "cmd/bpftape", false},
+		{"record", "record/resolve", true},
+		{"record", "record/host", true},
+		{"record/resolve", "record/host", true},
+		{"record/resolve", "record/usdt", true},
+		{"record/host", "record/tracefs", true},
+		{"record/usdt/internal/genseeds", "record/usdt", true},
+		{"record/host", "record/resolve", false},
+		{"record/host", "record", false},
+		{"record/resolve", "record", false},
+		{"record/elfsym", "record/host", false},
+		{"record/stacktable", "record/resolve", false},
+		{"record/suggest", "record/elfsym", false},
 	} {
 		if got := violation(c.from, c.to) == ""; got != c.ok {
 			t.Errorf("%s importing %s: allowed = %v, want %v", c.from, c.to, got, c.ok)
@@ -208,5 +276,8 @@ func TestViolation(t *testing.T) {
 	}
 	if floorOf("formatx") != -1 {
 		t.Error("prefix format matched formatx")
+	}
+	if r, _ := roomOf("record/hostx"); r != 5 {
+		t.Errorf("record/hostx is in room %d, want record's own (5): prefix record/host matched it", r)
 	}
 }

@@ -1,4 +1,4 @@
-package record
+package resolve
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/probespec"
+	"github.com/bpftape/bpftape/record/host"
 	"github.com/bpftape/bpftape/record/tracefs"
 )
 
@@ -17,14 +18,14 @@ import (
 // almost always a mistake.
 const MaxWildcardMatches = 512
 
-// expandWildcards replaces each kernel probe whose function is a pattern
+// ExpandWildcards replaces each kernel probe whose function is a pattern
 // (k:vfs_*, f:tcp_send*) with one probe per traceable function it matches
 // (available_filter_functions, whose functions kprobes and BPF trampolines
 // can attach to), named after the function: funccount's question is then
 // the count of events per probe. fentry and fexit patterns keep only the
 // functions with BTF. Names that several functions share are skipped: a
 // probe by name reaches only one of them.
-func expandWildcards(specs []*probespec.Spec, tracefsDir func() (string, error)) ([]*probespec.Spec, error) {
+func ExpandWildcards(specs []*probespec.Spec, tracefsDir func() (string, error)) ([]*probespec.Spec, error) {
 	var out []*probespec.Spec
 	var fns []tracefs.Func
 	var funcBTF func(fn tracefs.Func) bool
@@ -37,8 +38,8 @@ func expandWildcards(specs []*probespec.Spec, tracefsDir func() (string, error))
 			return nil, usage.Errorf("probe %s: a pattern's probes are named after the functions it matches: leave out %s=", s.Text, s.Name)
 		}
 		if fns == nil {
-			if (s.Kind == probespec.Kprobe || s.Kind == probespec.Kretprobe) && !kprobesPresent(tracefsDir) {
-				return nil, fmt.Errorf("probe %s: %w", s.Text, kprobeUnavailable(s, tracefsDir))
+			if (s.Kind == probespec.Kprobe || s.Kind == probespec.Kretprobe) && !host.KprobesPresent(tracefsDir) {
+				return nil, fmt.Errorf("probe %s: %w", s.Text, host.KprobeUnavailable(s, tracefsDir))
 			}
 			dir, err := tracefsDir()
 			if err != nil {
@@ -81,12 +82,6 @@ func expandWildcards(specs []*probespec.Spec, tracefsDir func() (string, error))
 		out = append(out, matched...)
 	}
 	return out, nil
-}
-
-// kprobesPresent reports whether the kernel has kprobes at all.
-func kprobesPresent(tracefsDir func() (string, error)) bool {
-	pmu, events := kernelKprobes(tracefsDir)
-	return pmu || events
 }
 
 // hasFuncBTF returns whether a traceable function has BTF, which fentry

@@ -1,4 +1,4 @@
-package record
+package resolve
 
 import (
 	"errors"
@@ -369,13 +369,13 @@ func typedDefaults(fn *ctypes.Func, ret bool, warn func(string)) []probespec.Fie
 // userFunc reads the types of a uprobe's function from the binary's DWARF
 // or its debug file. Without debug info it returns no function and no
 // error when the fields can do without (the defaults, argN casts).
-func (r *resolver) userFunc(path string, loc elfsym.Location, fields []probespec.Field) (*ctypes.Func, ctypes.Source, error) {
+func (r *Resolver) userFunc(path string, loc elfsym.Location, fields []probespec.Field) (*ctypes.Func, ctypes.Source, error) {
 	need := false // a field that cannot do without types
 	for i := range fields {
 		f := &fields[i]
 		need = need || f.Source == probespec.Param || f.Steps != nil && !hasLeadingCast(f)
 	}
-	b, err := ctypes.OpenBinary(path, r.debugDirs)
+	b, err := ctypes.OpenBinary(path, r.DebugDirs)
 	if err != nil {
 		if need {
 			return nil, nil, fmt.Errorf("%w: %s: %w", ErrExpr, path, err)

@@ -1,4 +1,4 @@
-package record
+package host
 
 import (
 	"bufio"
@@ -87,9 +87,9 @@ type HostFacts struct {
 // MemlockUnlimited is RLIMIT_MEMLOCK's "unlimited" in HostFacts.
 const MemlockUnlimited = ^uint64(0)
 
-// doctorFunc is the kernel function the kprobe and fentry attempts attach
+// DoctorFunc is the kernel function the kprobe and fentry attempts attach
 // to: in every kernel and in its BTF.
-const doctorFunc = "vfs_read"
+const DoctorFunc = "vfs_read"
 
 // ExamineHost finds what the running kernel supports and what this process
 // may do, by reading /proc and /sys and by asking the kernel (loading
@@ -126,14 +126,14 @@ func ExamineHost() *HostFacts {
 	_, err := os.Stat("/sys/bus/event_source/devices/uprobe")
 	f.UprobePMU = err == nil
 	if f.TracefsDir != "" {
-		f.UprobeEvents = fileExists(filepath.Join(f.TracefsDir, "uprobe_events"))
+		f.UprobeEvents = FileExists(filepath.Join(f.TracefsDir, "uprobe_events"))
 	}
-	f.KprobePMU, f.KprobeEvents = kernelKprobes(tracefsDir)
+	f.KprobePMU, f.KprobeEvents = KernelKprobes(tracefsDir)
 	f.RefCtr = hostFact(haveRefCtr())
-	if fileExists(btfDir + "/vmlinux") {
-		f.BTF = HostFact{Have: true, Detail: btfDir + "/vmlinux"}
+	if FileExists(BTFDir + "/vmlinux") {
+		f.BTF = HostFact{Have: true, Detail: BTFDir + "/vmlinux"}
 	} else {
-		f.BTF = HostFact{Detail: btfDir + "/vmlinux does not exist (CONFIG_DEBUG_INFO_BTF off)"}
+		f.BTF = HostFact{Detail: BTFDir + "/vmlinux does not exist (CONFIG_DEBUG_INFO_BTF off)"}
 	}
 
 	f.KprobePrograms = hostFact(features.HaveProgramType(ebpf.Kprobe))
@@ -204,7 +204,7 @@ func tryKprobe() error {
 		return fmt.Errorf("load a kprobe program: %w", err)
 	}
 	defer prog.Close()
-	l, err := link.Kprobe(doctorFunc, prog, nil)
+	l, err := link.Kprobe(DoctorFunc, prog, nil)
 	if err != nil {
 		return err
 	}
@@ -215,20 +215,20 @@ func tryKprobe() error {
 // (tracingUnavailable, which record's errors use), then attaches one and
 // detaches it: loading checks BTF, attaching needs a BPF trampoline.
 func tryFentry() error {
-	if err := tracingUnavailable(&probespec.Spec{Kind: probespec.Fentry, Symbol: doctorFunc}); err != nil {
+	if err := TracingUnavailable(&probespec.Spec{Kind: probespec.Fentry, Symbol: DoctorFunc}); err != nil {
 		return err
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: "bpftape_doctor", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: doctorFunc, License: "GPL",
+		Name: "bpftape_doctor", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: DoctorFunc, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
 	})
 	if err != nil {
-		return fmt.Errorf("load a fentry program for %s: %w", doctorFunc, err)
+		return fmt.Errorf("load a fentry program for %s: %w", DoctorFunc, err)
 	}
 	defer prog.Close()
 	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceFEntry})
 	if err != nil {
-		return fmt.Errorf("attach a fentry program to %s: %w", doctorFunc, err)
+		return fmt.Errorf("attach a fentry program to %s: %w", DoctorFunc, err)
 	}
 	return l.Close()
 }
@@ -343,4 +343,13 @@ func releaseAtLeast(release string, major, minor int) bool {
 		return false
 	}
 	return maj > major || maj == major && min >= minor
+}
+
+// BTFDir is where the kernel exposes its BTF and its modules'.
+const BTFDir = "/sys/kernel/btf"
+
+// FileExists reports whether path exists (and can be looked at).
+func FileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -1,4 +1,4 @@
-package record
+package resolve
 
 import (
 	"fmt"
@@ -12,54 +12,55 @@ import (
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/ctypes"
 	"github.com/bpftape/bpftape/record/elfsym"
+	"github.com/bpftape/bpftape/record/host"
 	"github.com/bpftape/bpftape/record/tracefs"
 	"github.com/bpftape/bpftape/record/usdt"
 )
 
 // This file is the listing policy behind `bpftape list`: what Record can
 // attach to, each as the probe spec that attaches to it, and which names a
-// filter selects. The caller prints.
+// glob selects. The caller prints.
 
-// Filter selects the names a listing shows, as bpftrace -l does. A glob (*,
-// ?, [...]) with a ':' matches the whole name (PROVIDER:PROBE, FUNCTION,
-// CATEGORY:EVENT), one without a ':' the last part alone (the probe,
-// function or event). A filter without a wildcard selects that exact name or
-// last part, or every event of the tracepoint category it names. The empty
-// filter selects everything.
-type Filter struct {
+// Glob selects the names a listing shows, as bpftrace -l does (the FILTER
+// of `bpftape list`). A glob with wildcards (*, ?, [...]) and a ':' matches
+// the whole name (PROVIDER:PROBE, FUNCTION, CATEGORY:EVENT), one without a
+// ':' the last part alone (the probe, function or event). A glob without a
+// wildcard selects that exact name or last part, or every event of the
+// tracepoint category it names. The empty glob selects everything.
+type Glob struct {
 	text string
-	glob bool
+	wild bool
 }
 
-// ParseFilter checks a filter: a malformed glob is a usage error.
-func ParseFilter(text string) (Filter, error) {
-	f := Filter{text: text, glob: strings.ContainsAny(text, "*?[")}
-	if f.glob {
+// ParseGlob checks a glob: a malformed one is a usage error.
+func ParseGlob(text string) (Glob, error) {
+	g := Glob{text: text, wild: strings.ContainsAny(text, "*?[")}
+	if g.wild {
 		if _, err := path.Match(text, ""); err != nil {
-			return Filter{}, usage.Errorf("bad filter %q: %w", text, err)
+			return Glob{}, usage.Errorf("bad filter %q: %w", text, err)
 		}
 	}
-	return f, nil
+	return g, nil
 }
 
-// String returns the filter as given.
-func (f Filter) String() string { return f.text }
+// String returns the glob as given.
+func (g Glob) String() string { return g.text }
 
-// match reports whether a name passes the filter: whole is the full name,
-// last its last part, and group a category an exact filter selects in full
+// match reports whether a name matches the glob: whole is the full name,
+// last its last part, and group a category an exact glob selects in full
 // ("" if the name has none).
-func (f Filter) match(whole, last, group string) bool {
+func (g Glob) match(whole, last, group string) bool {
 	switch {
-	case f.text == "":
+	case g.text == "":
 		return true
-	case f.glob && strings.Contains(f.text, ":"):
-		ok, _ := path.Match(f.text, whole)
+	case g.wild && strings.Contains(g.text, ":"):
+		ok, _ := path.Match(g.text, whole)
 		return ok
-	case f.glob:
-		ok, _ := path.Match(f.text, last)
+	case g.wild:
+		ok, _ := path.Match(g.text, last)
 		return ok
 	}
-	return f.text == whole || f.text == last || (group != "" && f.text == group)
+	return g.text == whole || g.text == last || (group != "" && g.text == group)
 }
 
 // ListQuery says what List lists.
@@ -67,10 +68,10 @@ type ListQuery struct {
 	// Target is a binary or library, named as a probe's BINARY (its USDT
 	// probes and functions); "tracepoint" or "t" (kernel tracepoints); or
 	// "" (the USDT probes of the files PID maps when PID is set, else
-	// kernel tracepoints). Without a Filter or PID, a Target without '/'
-	// that names no binary is a tracepoint filter.
+	// kernel tracepoints). Without a Glob or PID, a Target without '/'
+	// that names no binary is a tracepoint glob.
 	Target string
-	Filter string
+	Glob   string
 	// PID resolves Target among the files the process maps.
 	PID int
 	// USDT and Functions say what a binary lists; neither means both.
@@ -79,7 +80,7 @@ type ListQuery struct {
 	TracepointFields bool
 	// FunctionTypes reads each listed function's prototype from the
 	// binary's DWARF or its debug file (the Target binary's only; the
-	// DWARF is read once, and only for the functions the filter keeps).
+	// DWARF is read once, and only for the functions the glob keeps).
 	FunctionTypes bool
 	// DebugDirs are where a stripped binary's debug file is looked for
 	// (see elfsym.DebugDirs).
@@ -88,9 +89,9 @@ type ListQuery struct {
 
 // Listing is what List found.
 type Listing struct {
-	// Filter is the filter applied: the query's, or its Target taken as
-	// a tracepoint filter.
-	Filter Filter
+	// Glob is the glob applied: the query's, or its Target taken as a
+	// tracepoint glob.
+	Glob Glob
 	// Binaries holds the Target binary, or each file the PID maps that
 	// has USDT probes.
 	Binaries    []ListedBinary
@@ -197,19 +198,19 @@ func TracepointFieldType(f *tracefs.Field) format.Type {
 }
 
 // List returns what q asks for. It fails if the Target is neither a binary
-// nor a tracepoint filter, and with a usage error for a malformed filter;
-// a filter that matches nothing is an empty listing.
+// nor a tracepoint glob, and with a usage error for a malformed glob; a
+// glob that matches nothing is an empty listing.
 func List(q ListQuery) (*Listing, error) {
 	if !q.USDT && !q.Functions {
 		q.USDT, q.Functions = true, true
 	}
 	l := &Listing{}
 	var err error
-	if l.Filter, err = ParseFilter(q.Filter); err != nil {
+	if l.Glob, err = ParseGlob(q.Glob); err != nil {
 		return nil, err
 	}
 	if kind, pattern, ok := kernelTarget(q.Target); ok {
-		if q.Filter != "" {
+		if q.Glob != "" {
 			return nil, usage.Errorf("%s takes no FILTER: put the pattern in it (k:vfs_*)", q.Target)
 		}
 		if err := kernelKindUnavailable(kind, pattern); err != nil {
@@ -226,13 +227,13 @@ func List(q ListQuery) (*Listing, error) {
 		return l, l.tracepoints(q.TracepointFields)
 	}
 	bin, rerr := elfsym.ResolveBinary(q.Target, q.PID)
-	bare := q.Filter == "" && !strings.Contains(q.Target, "/")
+	bare := q.Glob == "" && !strings.Contains(q.Target, "/")
 	switch {
 	case rerr == nil && isELFFile(bin):
 		l.AlsoCategory = bare && isCategory(q.Target)
 		return l, l.binary(bin, q)
 	case bare && q.PID == 0:
-		if l.Filter, err = ParseFilter(q.Target); err != nil {
+		if l.Glob, err = ParseGlob(q.Target); err != nil {
 			return nil, err
 		}
 		if err := l.tracepoints(q.TracepointFields); err != nil {
@@ -268,7 +269,7 @@ func (l *Listing) binary(bin string, q ListQuery) error {
 		}
 		b.DebugFile = debug
 		for _, f := range fns {
-			if l.Filter.match(f.Name, f.Name, "") {
+			if l.Glob.match(f.Name, f.Name, "") {
 				b.Functions = append(b.Functions, ListedFunction{Spec: "uprobe:" + bin + ":" + f.Name, Func: f})
 			}
 		}
@@ -327,11 +328,11 @@ func ParamRegister(p *ctypes.Param) int {
 	return -1
 }
 
-// usdtProbes returns the probes of bin that pass the filter.
+// usdtProbes returns the probes of bin that match the glob.
 func (l *Listing) usdtProbes(bin string, probes []usdt.Probe) []ListedUSDT {
 	var out []ListedUSDT
 	for _, p := range probes {
-		if !l.Filter.match(p.String(), p.Name, "") {
+		if !l.Glob.match(p.String(), p.Name, "") {
 			continue
 		}
 		out = append(out, ListedUSDT{
@@ -362,7 +363,7 @@ func (l *Listing) mapped(pid int) error {
 	return nil
 }
 
-// tracepoints lists the kernel tracepoints that pass the filter, with
+// tracepoints lists the kernel tracepoints that match the glob, with
 // their fields if asked.
 func (l *Listing) tracepoints(fields bool) error {
 	dir, err := tracefs.Dir()
@@ -375,7 +376,7 @@ func (l *Listing) tracepoints(fields bool) error {
 	}
 	for _, n := range names {
 		cat, ev, _ := strings.Cut(n, ":")
-		if !l.Filter.match(n, ev, cat) {
+		if !l.Glob.match(n, ev, cat) {
 			continue
 		}
 		tp := ListedTracepoint{Spec: "tracepoint:" + n, Name: n}
@@ -439,18 +440,18 @@ func kernelKindUnavailable(kind probespec.Kind, pattern string) error {
 	s := &probespec.Spec{Kind: kind, Symbol: pattern}
 	switch kind {
 	case probespec.Kprobe, probespec.Kretprobe:
-		if !kprobesPresent(tracefs.Dir) {
-			return kprobeUnavailable(s, tracefs.Dir)
+		if !host.KprobesPresent(tracefs.Dir) {
+			return host.KprobeUnavailable(s, tracefs.Dir)
 		}
 	case probespec.Fentry, probespec.Fexit:
 		// Without the privileges to load a program, or the memory to
 		// (RLIMIT_MEMLOCK before 5.11), the answer would be about this
 		// process, not the kernel.
-		if CheckPrivileges() != nil || raiseMemlock() != nil {
+		if host.CheckPrivileges() != nil || host.RaiseMemlock() != nil {
 			return nil
 		}
-		if err := tracingUnavailable(&probespec.Spec{Kind: kind, Symbol: doctorFunc}); err != nil {
-			return fmt.Errorf("%w; %s", err, funcAlternative(s, tracefs.Dir))
+		if err := host.TracingUnavailable(&probespec.Spec{Kind: kind, Symbol: host.DoctorFunc}); err != nil {
+			return fmt.Errorf("%w; %s", err, host.FuncAlternative(s, tracefs.Dir))
 		}
 	}
 	return nil

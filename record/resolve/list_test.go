@@ -1,4 +1,4 @@
-package record
+package resolve
 
 import (
 	"os"
@@ -14,8 +14,8 @@ import (
 	"github.com/bpftape/bpftape/record/usdt"
 )
 
-// TestFilter checks which names a filter selects, as bpftrace -l does.
-func TestFilter(t *testing.T) {
+// TestGlob checks which names a glob selects, as bpftrace -l does.
+func TestGlob(t *testing.T) {
 	type name struct{ whole, last, group string }
 	usdtArgs1 := name{"torture:args1", "args1", ""}
 	usdtArgs12 := name{"torture:args12", "args12", ""}
@@ -24,9 +24,9 @@ func TestFilter(t *testing.T) {
 	exitWritev := name{"syscalls:sys_exit_writev", "sys_exit_writev", "syscalls"}
 	switchTP := name{"sched:sched_switch", "sched_switch", "sched"}
 	for _, c := range []struct {
-		filter string
-		yes    []name
-		no     []name
+		glob string
+		yes  []name
+		no   []name
 	}{
 		{"", []name{usdtArgs1, fn, exitWrite, switchTP}, nil},
 		// A glob with ':' matches the whole name, one without the last part.
@@ -46,27 +46,27 @@ func TestFilter(t *testing.T) {
 		{"SWITCH", nil, []name{switchTP}},
 		{"torture", nil, []name{usdtArgs1}}, // a provider is no category
 	} {
-		f, err := ParseFilter(c.filter)
+		f, err := ParseGlob(c.glob)
 		if err != nil {
-			t.Fatalf("ParseFilter(%q): %v", c.filter, err)
+			t.Fatalf("ParseGlob(%q): %v", c.glob, err)
 		}
-		if f.String() != c.filter {
-			t.Errorf("ParseFilter(%q).String() = %q", c.filter, f)
+		if f.String() != c.glob {
+			t.Errorf("ParseGlob(%q).String() = %q", c.glob, f)
 		}
 		for _, n := range c.yes {
 			if !f.match(n.whole, n.last, n.group) {
-				t.Errorf("filter %q does not select %s", c.filter, n.whole)
+				t.Errorf("glob %q does not select %s", c.glob, n.whole)
 			}
 		}
 		for _, n := range c.no {
 			if f.match(n.whole, n.last, n.group) {
-				t.Errorf("filter %q selects %s", c.filter, n.whole)
+				t.Errorf("glob %q selects %s", c.glob, n.whole)
 			}
 		}
 	}
 	for _, bad := range []string{"sched:[", "[", "a[b-"} {
-		if _, err := ParseFilter(bad); !usage.Is(err) || !strings.Contains(err.Error(), "bad filter") {
-			t.Errorf("ParseFilter(%q): %v, want a usage error", bad, err)
+		if _, err := ParseGlob(bad); !usage.Is(err) || !strings.Contains(err.Error(), "bad filter") {
+			t.Errorf("ParseGlob(%q): %v, want a usage error", bad, err)
 		}
 	}
 }
@@ -106,8 +106,8 @@ func TestListedTypes(t *testing.T) {
 	}
 }
 
-// TestListTracepoints lists live tracepoints through the filter, and a word
-// that names no binary as a tracepoint filter.
+// TestListTracepoints lists live tracepoints through the glob, and a word
+// that names no binary as a tracepoint glob.
 func TestListTracepoints(t *testing.T) {
 	if _, err := tracefs.Dir(); err != nil {
 		t.Skipf("skipping: no tracefs: %v", err)
@@ -135,14 +135,14 @@ func TestListTracepoints(t *testing.T) {
 		mustNot   []string
 		allPrefix string
 	}{
-		{ListQuery{Target: "t", Filter: "sched:*"}, []string{"sched:sched_switch", "sched:sched_process_exec"}, []string{"syscalls:sys_enter_openat"}, "sched:"},
-		{ListQuery{Target: "t", Filter: "sys_*_write"}, []string{"syscalls:sys_enter_write", "syscalls:sys_exit_write"}, []string{"syscalls:sys_enter_writev"}, "syscalls:"},
-		{ListQuery{Target: "t", Filter: "sched_switch"}, []string{"sched:sched_switch"}, []string{"sched:sched_switch_x", "syscalls:sys_enter_openat"}, "sched:"},
-		{ListQuery{Target: "t", Filter: "SWITCH"}, nil, []string{"sched:sched_switch"}, ""},
-		{ListQuery{Target: "t", Filter: "openat"}, nil, []string{"syscalls:sys_enter_openat", "syscalls:sys_exit_openat"}, ""},
-		{ListQuery{Target: "t", Filter: "syscalls:sys_exit_openat"}, []string{"syscalls:sys_exit_openat"}, []string{"syscalls:sys_enter_openat"}, "syscalls:"},
-		{ListQuery{Target: "t", Filter: "syscalls"}, []string{"syscalls:sys_enter_openat", "syscalls:sys_exit_openat"}, []string{"sched:sched_switch"}, "syscalls:"},
-		// A lone word that names no binary filters tracepoints.
+		{ListQuery{Target: "t", Glob: "sched:*"}, []string{"sched:sched_switch", "sched:sched_process_exec"}, []string{"syscalls:sys_enter_openat"}, "sched:"},
+		{ListQuery{Target: "t", Glob: "sys_*_write"}, []string{"syscalls:sys_enter_write", "syscalls:sys_exit_write"}, []string{"syscalls:sys_enter_writev"}, "syscalls:"},
+		{ListQuery{Target: "t", Glob: "sched_switch"}, []string{"sched:sched_switch"}, []string{"sched:sched_switch_x", "syscalls:sys_enter_openat"}, "sched:"},
+		{ListQuery{Target: "t", Glob: "SWITCH"}, nil, []string{"sched:sched_switch"}, ""},
+		{ListQuery{Target: "t", Glob: "openat"}, nil, []string{"syscalls:sys_enter_openat", "syscalls:sys_exit_openat"}, ""},
+		{ListQuery{Target: "t", Glob: "syscalls:sys_exit_openat"}, []string{"syscalls:sys_exit_openat"}, []string{"syscalls:sys_enter_openat"}, "syscalls:"},
+		{ListQuery{Target: "t", Glob: "syscalls"}, []string{"syscalls:sys_enter_openat", "syscalls:sys_exit_openat"}, []string{"sched:sched_switch"}, "syscalls:"},
+		// A lone word that names no binary is a tracepoint glob.
 		{ListQuery{Target: "syscalls:sys_exit_write*"}, []string{"syscalls:sys_exit_write", "syscalls:sys_exit_writev"}, []string{"syscalls:sys_enter_write"}, "syscalls:sys_exit_write"},
 	} {
 		l, err := List(c.q)
@@ -185,21 +185,21 @@ func TestListTracepoints(t *testing.T) {
 	if tp.FormatErr != nil || filename == nil || TracepointFieldType(filename) != format.String {
 		t.Errorf("sched:sched_process_exec fields %+v (%v): want filename, a string", tp.Fields, tp.FormatErr)
 	}
-	if l.Filter.String() != "sched:sched_process_exec" {
-		t.Errorf("the word taken as a filter is %q", l.Filter)
+	if l.Glob.String() != "sched:sched_process_exec" {
+		t.Errorf("the word taken as a glob is %q", l.Glob)
 	}
 
 	_, err = List(ListQuery{Target: "no_such_thing_xyz"})
 	if err == nil || !strings.Contains(err.Error(), `no tracepoint matches "no_such_thing_xyz", and it names no binary`) || usage.Is(err) {
 		t.Errorf("a word that is neither: %v", err)
 	}
-	if _, err := List(ListQuery{Target: "t", Filter: "sched:["}); !usage.Is(err) {
+	if _, err := List(ListQuery{Target: "t", Glob: "sched:["}); !usage.Is(err) {
 		t.Errorf("a bad glob: %v, want a usage error", err)
 	}
 }
 
 // TestListBinary lists a binary's USDT probes and functions as specs that
-// parse, through the filter, and refuses what is no ELF file.
+// parse, through the glob, and refuses what is no ELF file.
 func TestListBinary(t *testing.T) {
 	exe := buildProbes(t)
 	l, err := List(ListQuery{Target: exe})
@@ -233,20 +233,20 @@ func TestListBinary(t *testing.T) {
 		t.Fatalf("no function tick in %s", exe)
 	}
 
-	l, err = List(ListQuery{Target: exe, Filter: "tick", Functions: true})
+	l, err = List(ListQuery{Target: exe, Glob: "tick", Functions: true})
 	if err != nil || l.Len() != 1 || len(l.Binaries[0].USDT) != 0 || l.Binaries[0].Functions[0].Name != "tick" {
 		t.Errorf("--funcs %s tick: %v, %+v", exe, err, l)
 	}
-	l, err = List(ListQuery{Target: exe, Filter: "no_such_probe"})
+	l, err = List(ListQuery{Target: exe, Glob: "no_such_probe"})
 	if err != nil || l.Len() != 0 || len(l.Binaries) != 1 {
-		t.Errorf("a filter that matches nothing: %v, %+v", err, l)
+		t.Errorf("a glob that matches nothing: %v, %+v", err, l)
 	}
 
 	notELF := filepath.Join(t.TempDir(), "script")
 	if err := os.WriteFile(notELF, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := List(ListQuery{Target: notELF, Filter: "x"}); err == nil || !strings.Contains(err.Error(), "not an ELF file") {
+	if _, err := List(ListQuery{Target: notELF, Glob: "x"}); err == nil || !strings.Contains(err.Error(), "not an ELF file") {
 		t.Errorf("a script: %v", err)
 	}
 	if _, err := List(ListQuery{Target: "./no/such/binary"}); err == nil {

@@ -1,47 +1,13 @@
 package record
 
 import (
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/internal/testutils"
 	"github.com/bpftape/bpftape/internal/usage"
-	"github.com/bpftape/bpftape/record/kallsyms"
 )
-
-func requireBTF(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(btfDir + "/vmlinux"); err != nil {
-		t.Skipf("skipping: no kernel BTF: %v", err)
-	}
-}
-
-func TestLookupKernelFunc(t *testing.T) {
-	requireBTF(t)
-	fn, err := LookupKernelFunc("vfs_read")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := fn.Args(), "args file (struct file *), buf (char *), count (size_t), pos (loff_t *)"; got != want {
-		t.Errorf("vfs_read: %s, want %s", got, want)
-	}
-	if fn.Return != "ssize_t" || fn.Module != "" {
-		t.Errorf("vfs_read returns %q, module %q", fn.Return, fn.Module)
-	}
-	if fn, err := LookupKernelFunc("schedule"); err != nil || fn.Args() != "no args (it takes none)" {
-		t.Errorf("schedule: %+v, %v", fn, err)
-	}
-	_, err = LookupKernelFunc("vfs_raed")
-	if err == nil || !strings.Contains(err.Error(), `no kernel function "vfs_raed"`) || !strings.Contains(err.Error(), `did you mean "vfs_read"`) {
-		t.Errorf("typo: %v", err)
-	}
-	// A type name is no function.
-	if _, err := LookupKernelFunc("task_struct"); err == nil {
-		t.Error("task_struct is a function?")
-	}
-}
 
 // TestFentryErrors records fentry and fexit probes on this host, whose
 // kernel refuses tracing programs: the recorder refuses them naming what is
@@ -51,7 +17,7 @@ func TestLookupKernelFunc(t *testing.T) {
 // vmtest record them.
 func TestFentryErrors(t *testing.T) {
 	testutils.RequireBPF(t, bpf.CheckFeatures)
-	requireBTF(t)
+	testutils.RequireBTF(t)
 	args := "would record args file (struct file *), buf (char *), count (size_t), pos (loff_t *) from BTF"
 	for _, tt := range []struct {
 		probe string
@@ -82,22 +48,5 @@ func TestFentryErrors(t *testing.T) {
 				t.Error("a usage error")
 			}
 		})
-	}
-}
-
-// TestKernelTextSymbols reads this kernel's kallsyms: the functions a
-// kprobe can name, against which a mistyped or inlined one is caught.
-func TestKernelTextSymbols(t *testing.T) {
-	syms := kernelTextSymbols()
-	if syms == nil {
-		t.Fatalf("no text symbols in %s", kallsyms.Path)
-	}
-	for _, fn := range []string{"vfs_read", "do_sys_openat2"} {
-		if !syms[fn] {
-			t.Errorf("%s not among %d text symbols", fn, len(syms))
-		}
-	}
-	if syms["vfs_raed"] {
-		t.Error("vfs_raed is a kernel function?")
 	}
 }

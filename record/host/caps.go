@@ -1,4 +1,4 @@
-package record
+package host
 
 import (
 	"fmt"
@@ -59,13 +59,13 @@ func checkCaps(euid int, eff uint64) error {
 		strings.Join(missing, " and "), eff)
 }
 
-// raiseMemlock lifts RLIMIT_MEMLOCK on kernels before 5.11, which count BPF
+// RaiseMemlock lifts RLIMIT_MEMLOCK on kernels before 5.11, which count BPF
 // maps and programs against it (Debian 11's default is 64 KiB, less than
 // one ring buffer); later kernels charge the memory cgroup instead, and the
 // limit is left as it is. Raising it needs CAP_SYS_RESOURCE. (cilium/ebpf's
 // rlimit package does the same, but detects the accounting by creating a
 // map at init, in every bpftape process, replay included.)
-func raiseMemlock() error {
+func RaiseMemlock() error {
 	var u unix.Utsname
 	if err := unix.Uname(&u); err != nil {
 		return fmt.Errorf("uname: %w", err)

@@ -1,4 +1,4 @@
-package record
+package resolve
 
 import (
 	"encoding/binary"
@@ -21,10 +21,10 @@ var ErrFilter = errors.New("bad filter")
 // them.
 const MaxProcessValues = (bpf.MaxPred + 1) / 2
 
-// processFilter is the filter that --pid and --comm put on every probe:
+// ProcessFilter is the filter that --pid and --comm put on every probe:
 // (pid == A || pid == B ...) && (comm == "x" || ...), nil for none. Each
 // list is one flat node (probespec.AnyOf).
-func processFilter(pids []int, comms []string) (*probespec.Filter, error) {
+func ProcessFilter(pids []int, comms []string) (*probespec.Filter, error) {
 	for _, l := range []struct {
 		flag string
 		n    int

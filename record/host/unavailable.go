@@ -1,4 +1,4 @@
-package record
+package host
 
 import (
 	"errors"
@@ -19,55 +19,57 @@ import (
 // kprobePMU is where the kernel exposes kprobes to perf_event_open.
 const kprobePMU = "/sys/bus/event_source/devices/kprobe"
 
-func hintFor(name string, candidates []string) string {
+// HintFor suggests the candidates closest to a name that was not found
+// ("" if none is close).
+func HintFor(name string, candidates []string) string {
 	return suggest.Hint(suggest.Closest(name, candidates, 5))
 }
 
-// kprobeUnavailable explains why a kprobe or kretprobe cannot be recorded on
+// KprobeUnavailable explains why a kprobe or kretprobe cannot be recorded on
 // a kernel without kprobes. It names tracepoints close to the function,
 // which often are the way to see the same thing.
-func kprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
+func KprobeUnavailable(s *probespec.Spec, tracefsDir func() (string, error)) error {
 	alt := "record a tracepoint (t:CATEGORY:EVENT) or a uprobe instead"
-	if close := relatedTracepointsOf(s.Symbol, tracefsDir); close != "" {
+	if close := RelatedTracepointsOf(s.Symbol, tracefsDir); close != "" {
 		alt += "; " + close
 	}
 	return fmt.Errorf("this kernel has no kprobes (built without CONFIG_KPROBES: no kprobe PMU at %s, no kprobe_events in tracefs): %s",
 		kprobePMU, alt)
 }
 
-// kernelKprobes reports whether the kernel exposes kprobes to
+// KernelKprobes reports whether the kernel exposes kprobes to
 // perf_event_open (the kprobe PMU) and to tracefs (kprobe_events): a kernel
 // built without CONFIG_KPROBES has neither.
-func kernelKprobes(tracefsDir func() (string, error)) (pmu, events bool) {
+func KernelKprobes(tracefsDir func() (string, error)) (pmu, events bool) {
 	_, err := os.Stat(kprobePMU)
 	pmu = err == nil
 	if dir, err := tracefsDir(); err == nil {
-		events = fileExists(filepath.Join(dir, "kprobe_events"))
+		events = FileExists(filepath.Join(dir, "kprobe_events"))
 	}
 	return pmu, events
 }
 
-// funcAlternative names the probe that records kernel function s.Symbol
+// FuncAlternative names the probe that records kernel function s.Symbol
 // (or close to it) when a fentry or fexit probe cannot: the kprobe on the
 // same function where the kernel has kprobes, else tracepoints with close
 // names.
-func funcAlternative(s *probespec.Spec, tracefsDir func() (string, error)) string {
-	if kprobesPresent(tracefsDir) {
+func FuncAlternative(s *probespec.Spec, tracefsDir func() (string, error)) string {
+	if KprobesPresent(tracefsDir) {
 		if s.Kind == probespec.Fexit {
 			return fmt.Sprintf("kr:%s records its return value from a register", s.Symbol)
 		}
 		return fmt.Sprintf("k:%s records its arguments from registers (arg0..arg5)", s.Symbol)
 	}
 	alt := "record a tracepoint or a uprobe instead"
-	if close := relatedTracepointsOf(s.Symbol, tracefsDir); close != "" {
+	if close := RelatedTracepointsOf(s.Symbol, tracefsDir); close != "" {
 		alt += " (" + close + ")"
 	}
 	return alt
 }
 
-// tracingUnavailable asks the kernel whether it loads a BPF tracing
+// TracingUnavailable asks the kernel whether it loads a BPF tracing
 // program (BPF_PROG_TYPE_TRACING) for s: nil if it does.
-func tracingUnavailable(s *probespec.Spec) error {
+func TracingUnavailable(s *probespec.Spec) error {
 	if err := features.HaveProgramType(ebpf.Tracing); err != nil {
 		return fmt.Errorf("%s probes are not available: they need BPF tracing programs (BPF_PROG_TYPE_TRACING, attached through BPF trampolines), "+
 			"which this kernel does not load (%v)%s", s.Kind, err, lockdownNote())
@@ -132,4 +134,10 @@ func relatedTracepoints(fn string, names, events []string) []string {
 		}
 	}
 	return out
+}
+
+// KprobesPresent reports whether the kernel has kprobes at all.
+func KprobesPresent(tracefsDir func() (string, error)) bool {
+	pmu, events := KernelKprobes(tracefsDir)
+	return pmu || events
 }

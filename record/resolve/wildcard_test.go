@@ -1,4 +1,4 @@
-package record
+package resolve
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/bpftape/bpftape/internal/testutils"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/probespec"
 )
@@ -39,13 +40,13 @@ func parseAll(t *testing.T, texts ...string) []*probespec.Spec {
 // only functions with BTF, not the names several functions share, each
 // named after its function; too many matches and none are errors.
 func TestExpandWildcards(t *testing.T) {
-	requireBTF(t)
+	testutils.RequireBTF(t)
 	dir := fakeTraceable(t, []string{"vfs_read", "vfs_readv", "vfs_reax_no_btf", "show_map", "show_map", "vfs_write [mod]"})
-	specs, err := expandWildcards(parseAll(t, "fr:vfs_rea*(retval)", "u:/bin/true:main", "f:show_ma?"), dir)
+	specs, err := ExpandWildcards(parseAll(t, "fr:vfs_rea*(retval)", "u:/bin/true:main", "f:show_ma?"), dir)
 	if err == nil || !strings.Contains(err.Error(), "show_ma? matches no traceable kernel function") {
 		t.Fatalf("a pattern matching only a shared name: %v", err)
 	}
-	specs, err = expandWildcards(parseAll(t, "fr:vfs_rea*(retval)", "u:/bin/true:main"), dir)
+	specs, err = ExpandWildcards(parseAll(t, "fr:vfs_rea*(retval)", "u:/bin/true:main"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestExpandWildcards(t *testing.T) {
 	if len(many) <= MaxWildcardMatches {
 		t.Fatalf("only %d BTF functions start with x", len(many))
 	}
-	_, err = expandWildcards(parseAll(t, "f:x*"), fakeTraceable(t, many))
+	_, err = ExpandWildcards(parseAll(t, "f:x*"), fakeTraceable(t, many))
 	if err == nil || !usage.Is(err) || !strings.Contains(err.Error(), "at most 512: narrow it") {
 		t.Errorf("%d matches: %v", len(many), err)
 	}

@@ -1,4 +1,4 @@
-package record
+package host
 
 import (
 	"fmt"
@@ -236,7 +236,7 @@ func probeSupport(f *HostFacts) []ProbeSupport {
 	case !f.KprobePMU && !f.KprobeEvents:
 		kact, kwhy = Refuse, "this kernel has no kprobes (built without CONFIG_KPROBES: no kprobe PMU, no kprobe_events in tracefs)"
 	case !f.KprobeAttach.Have:
-		kact, kwhy = Refuse, fmt.Sprintf("this kernel refused a kprobe on %s: %s", doctorFunc, f.KprobeAttach.Detail)
+		kact, kwhy = Refuse, fmt.Sprintf("this kernel refused a kprobe on %s: %s", DoctorFunc, f.KprobeAttach.Detail)
 	}
 	for _, k := range []struct{ kind, spec string }{{"kprobe", "k:"}, {"kretprobe", "kr:"}} {
 		out = append(out, ProbeSupport{Kind: k.kind, Spec: k.spec, Kernel: kprobes, Action: kact, Reason: kwhy})

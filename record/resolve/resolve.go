@@ -1,8 +1,7 @@
-package record
+package resolve
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/bpftape/bpftape/bpf"
@@ -11,73 +10,76 @@ import (
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/ctypes"
 	"github.com/bpftape/bpftape/record/elfsym"
+	"github.com/bpftape/bpftape/record/host"
 	"github.com/bpftape/bpftape/record/tracefs"
 	"github.com/bpftape/bpftape/record/usdt"
 )
 
-// probe is one resolved probe: what the capture says about it, and the
+// Probe is one resolved probe: what the capture says about it, and the
 // attachments that feed it.
-type probe struct {
-	spec  *probespec.Spec
-	meta  format.Probe
-	class uint8 // bpf size class of its samples
-	// strSlot[i] is the string slot of field i, or -1 for an integer field.
-	strSlot []int8
-	atts    []attachment
-	// debugFile is the separate debug file whose symbols located a
+type Probe struct {
+	Spec  *probespec.Spec
+	Meta  format.Probe
+	Class uint8 // bpf size class of its samples
+	// StrSlot[i] is the string slot of field i, or -1 for an integer field.
+	StrSlot []int8
+	Atts    []Attachment
+	// DebugFile is the separate debug file whose symbols located a
 	// uprobe, "" if the binary's own did.
-	debugFile string
-	// ustack and kstack are 1 + the index in meta.Fields of the fields
+	DebugFile string
+	// UStack and KStack are 1 + the index in Meta.Fields of the fields
 	// that hold the user and kernel stack ids, 0 for none; entry is set for a
 	// uprobe on a function's first instruction (bpf.SpecStackEntry).
-	ustack, kstack int
+	UStack, KStack int
 	entry          bool
 }
 
-// attachment is one place a probe's program is attached: a uprobe at a file
+// Attachment is one place a probe's program is attached: a uprobe at a file
 // offset of a binary (one per USDT site) or a tracepoint.
-type attachment struct {
-	path      string // uprobes
-	kfunc     string // kprobes, fentry, fexit: the kernel function
-	kprobeOff uint64 // kprobes: the offset into kfunc
-	pattern   string // kprobes of a pattern (k:vfs_*): the pattern, which may share a kprobe_multi link
-	tracing   bool   // fentry, fexit: a BPF tracing program on kfunc
-	addr      uint64 // file offset (uprobes)
-	refCtr    uint64 // USDT semaphore file offset, 0 if none
-	ret       bool   // uretprobe
-	hz        uint64 // profile: samples a second on each CPU
-	category  string // tracepoints
-	event     string
-	tpEnd     uint32 // tracepoints: the record's end (tracefs.Format.End)
-	spec      bpf.ProbeSpec
-	what      string // for errors: "uprobe ./virtnet:virtio_net_receive_rcu"
+type Attachment struct {
+	Path      string // uprobes
+	KFunc     string // kprobes, fentry, fexit: the kernel function
+	KprobeOff uint64 // kprobes: the offset into kfunc
+	Pattern   string // kprobes of a pattern (k:vfs_*): the pattern, which may share a kprobe_multi link
+	Tracing   bool   // fentry, fexit: a BPF tracing program on kfunc
+	Addr      uint64 // file offset (uprobes)
+	RefCtr    uint64 // USDT semaphore file offset, 0 if none
+	Ret       bool   // uretprobe
+	Hz        uint64 // profile: samples a second on each CPU
+	Category  string // tracepoints
+	Event     string
+	TPEnd     uint32 // tracepoints: the record's end (tracefs.Format.End)
+	Spec      bpf.ProbeSpec
+	What      string // for errors: "uprobe ./virtnet:virtio_net_receive_rcu"
 }
 
-// threadBase reports whether the attachment reads a %fs: or %gs: operand,
+// ThreadBase reports whether the attachment reads a %fs: or %gs: operand,
 // which needs bpf.Options.ThreadBases.
-func (a *attachment) threadBase() bool {
-	for i := range int(a.spec.Nargs) {
-		if a.spec.Args[i].Flags&(bpf.AddrFS|bpf.AddrGS) != 0 {
+func (a *Attachment) ThreadBase() bool {
+	for i := range int(a.Spec.Nargs) {
+		if a.Spec.Args[i].Flags&(bpf.AddrFS|bpf.AddrGS) != 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// resolver turns parsed specs into probes, looking at binaries and tracefs.
-type resolver struct {
-	pid       int // -p; 0 otherwise (a -c child has not run its binary yet)
-	warn      func(string)
-	debugDirs []string // where separate debug files are looked for
+// Resolver turns parsed specs into probes, looking at binaries and tracefs.
+type Resolver struct {
+	PID       int // -p; 0 otherwise (a -c child has not run its binary yet)
+	Warn      func(string)
+	DebugDirs []string // where separate debug files are looked for
 	tracefs   string   // found on first use
 	usdtMemo  map[string][]usdt.Probe
 	ksyms     map[string]bool // kernel function names (kallsyms), read on first use
-	// procFilter is the --pid/--comm filter every probe gets, nil for none.
-	procFilter *probespec.Filter
+	// ProcFilter is the --pid/--comm filter every probe gets, nil for none.
+	ProcFilter *probespec.Filter
 }
 
-func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
-	p := &probe{spec: s, meta: format.Probe{Name: name, Kind: s.Kind.String(), Spec: s.Text}}
+// Resolve resolves spec s into a probe named name, with its attachments
+// and the fields it records.
+func (r *Resolver) Resolve(s *probespec.Spec, name string) (*Probe, error) {
+	p := &Probe{Spec: s, Meta: format.Probe{Name: name, Kind: s.Kind.String(), Spec: s.Text}}
 	// Stack fields are no arguments: the kind's resolver sees the rest of
 	// the list (an empty list when only stacks were asked for, which
 	// records no argument), and they are added to every attachment.
@@ -85,8 +87,8 @@ func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
 	if stacks != nil {
 		c := *s
 		c.Fields = rest
-		p.spec = &c
-		defer func() { p.spec = s }()
+		p.Spec = &c
+		defer func() { p.Spec = s }()
 	}
 	var err error
 	switch s.Kind {
@@ -106,13 +108,13 @@ func (r *resolver) resolve(s *probespec.Spec, name string) (*probe, error) {
 		err = fmt.Errorf("unknown probe kind %v", s.Kind)
 	}
 	if err == nil {
-		err = p.addFilter(both(s.Filter, r.procFilter))
+		err = p.addFilter(both(s.Filter, r.ProcFilter))
 	}
 	if err == nil {
 		p.addStacks(stacks)
 		if keepsSelf(s) {
-			for i := range p.atts {
-				p.atts[i].spec.Flags |= bpf.SpecKeepSelf
+			for i := range p.Atts {
+				p.Atts[i].Spec.Flags |= bpf.SpecKeepSelf
 			}
 		}
 	}
@@ -146,17 +148,17 @@ func keepsSelf(s *probespec.Spec) bool {
 // addFilter compiles the probe's filter into every attachment's spec and
 // names it in the capture. It runs before the stack fields are added: a
 // filter compares the argument fields only.
-func (p *probe) addFilter(f *probespec.Filter) error {
+func (p *Probe) addFilter(f *probespec.Filter) error {
 	if f == nil {
 		return nil
 	}
-	for i := range p.atts {
-		a := &p.atts[i]
-		if err := compileFilter(f, p.meta.Fields, int(a.spec.Nargs), &a.spec); err != nil {
+	for i := range p.Atts {
+		a := &p.Atts[i]
+		if err := compileFilter(f, p.Meta.Fields, int(a.Spec.Nargs), &a.Spec); err != nil {
 			return err
 		}
 	}
-	p.meta.Filter = filterText(f)
+	p.Meta.Filter = filterText(f)
 	return nil
 }
 
@@ -181,24 +183,24 @@ func splitStacks(s *probespec.Spec) (stacks, rest []probespec.Field) {
 
 // addStacks adds the stack fields after the argument fields and sets every
 // attachment's depths.
-func (p *probe) addStacks(stacks []probespec.Field) {
+func (p *Probe) addStacks(stacks []probespec.Field) {
 	for _, f := range stacks {
 		t := format.UserStack
 		if f.Kernel {
 			t = format.KernelStack
-			p.kstack = 1 + len(p.meta.Fields)
+			p.KStack = 1 + len(p.Meta.Fields)
 		} else {
-			p.ustack = 1 + len(p.meta.Fields)
+			p.UStack = 1 + len(p.Meta.Fields)
 		}
 		p.addField(f.FieldName(), t)
-		for i := range p.atts {
-			a := &p.atts[i]
+		for i := range p.Atts {
+			a := &p.Atts[i]
 			if f.Kernel {
-				a.spec.Kstack = uint8(f.Depth)
+				a.Spec.Kstack = uint8(f.Depth)
 			} else {
-				a.spec.Ustack = uint8(f.Depth)
+				a.Spec.Ustack = uint8(f.Depth)
 				if p.entry {
-					a.spec.Flags |= bpf.SpecStackEntry
+					a.Spec.Flags |= bpf.SpecStackEntry
 				}
 			}
 		}
@@ -207,16 +209,17 @@ func (p *probe) addStacks(stacks []probespec.Field) {
 
 // profile resolves profile:hz:N: no arguments, one attachment that is a
 // perf event on every CPU.
-func (r *resolver) profile(p *probe) error {
-	spec, err := p.probeSpec(nil)
+func (r *Resolver) profile(p *Probe) error {
+	spec, err := p.ProbeSpec(nil)
 	if err != nil {
 		return err
 	}
-	p.atts = []attachment{{hz: p.spec.Hz, spec: spec, what: fmt.Sprintf("profile at %d Hz", p.spec.Hz)}}
+	p.Atts = []Attachment{{Hz: p.Spec.Hz, Spec: spec, What: fmt.Sprintf("profile at %d Hz", p.Spec.Hz)}}
 	return nil
 }
 
-func (r *resolver) tracefsDir() (string, error) {
+// TracefsDir returns the tracefs mount, found on first use.
+func (r *Resolver) TracefsDir() (string, error) {
 	if r.tracefs == "" {
 		d, err := tracefs.Dir()
 		if err != nil {
@@ -228,29 +231,29 @@ func (r *resolver) tracefsDir() (string, error) {
 }
 
 // binary resolves a probe's BINARY and fills in Target and BuildID.
-func (r *resolver) binary(p *probe) (string, error) {
-	path, err := elfsym.ResolveBinary(p.spec.Binary, r.pid)
+func (r *Resolver) binary(p *Probe) (string, error) {
+	path, err := elfsym.ResolveBinary(p.Spec.Binary, r.PID)
 	if err != nil {
 		return "", err
 	}
-	p.meta.Target = path
+	p.Meta.Target = path
 	if id, err := elfsym.BuildID(path); err == nil {
-		p.meta.BuildID = id
+		p.Meta.BuildID = id
 	}
 	return path, nil
 }
 
-func (r *resolver) uprobe(p *probe) error {
-	s := p.spec
+func (r *Resolver) uprobe(p *Probe) error {
+	s := p.Spec
 	path, err := r.binary(p)
 	if err != nil {
 		return err
 	}
-	loc, err := elfsym.Locate(path, s.Symbol, r.debugDirs)
+	loc, err := elfsym.Locate(path, s.Symbol, r.DebugDirs)
 	if err != nil {
 		return err
 	}
-	p.debugFile = loc.DebugFile
+	p.DebugFile = loc.DebugFile
 	fields := s.Fields
 	ret := s.Kind == probespec.Uretprobe
 	p.entry = !ret && loc.Entry()
@@ -262,7 +265,7 @@ func (r *resolver) uprobe(p *probe) error {
 		return fmt.Errorf("a uretprobe goes on a function's entry, and %s is not one (%s): the return address is only on top of the stack there", s.Symbol, where)
 	}
 	if loc.Unverified != "" {
-		r.warn(fmt.Sprintf("%s: cannot check that %#x (file offset %#x) starts an instruction: %s; a breakpoint inside an instruction corrupts the traced program",
+		r.Warn(fmt.Sprintf("%s: cannot check that %#x (file offset %#x) starts an instruction: %s; a breakpoint inside an instruction corrupts the traced program",
 			s.Text, loc.Addr, loc.Offset, loc.Unverified))
 	}
 	var fn *ctypes.Func
@@ -273,7 +276,7 @@ func (r *resolver) uprobe(p *probe) error {
 			return err
 		}
 	}
-	args, err := p.regArgs(fields, ret, fn, src, func(m string) { r.warn(s.Text + ": " + m) })
+	args, err := p.regArgs(fields, ret, fn, src, func(m string) { r.Warn(s.Text + ": " + m) })
 	if err != nil {
 		return err
 	}
@@ -285,19 +288,19 @@ func (r *resolver) uprobe(p *probe) error {
 	}
 	if isGo(path) {
 		if ret {
-			r.warn(fmt.Sprintf("%s: %s is a Go program: Go moves goroutine stacks, which breaks uretprobes (the kernel "+
+			r.Warn(fmt.Sprintf("%s: %s is a Go program: Go moves goroutine stacks, which breaks uretprobes (the kernel "+
 				"rewrites the return address on the stack): the traced program may crash and return events may be missing", s.Text, path))
 		} else {
-			r.warn(fmt.Sprintf("%s: %s is a Go program: arg0..arg5 are the C ABI registers (rdi, rsi, rdx, rcx, r8, r9); "+
+			r.Warn(fmt.Sprintf("%s: %s is a Go program: arg0..arg5 are the C ABI registers (rdi, rsi, rdx, rcx, r8, r9); "+
 				"Go functions take their arguments in rax, rbx, rcx, rdi, rsi, r8...", s.Text, path))
 		}
 	}
-	spec, err := p.probeSpec(args)
+	spec, err := p.ProbeSpec(args)
 	if err != nil {
 		return err
 	}
 	what := fmt.Sprintf("%s %s:%s", s.Kind, path, s.Symbol)
-	p.atts = []attachment{{path: path, addr: loc.Offset, ret: ret, spec: spec, what: what}}
+	p.Atts = []Attachment{{Path: path, Addr: loc.Offset, Ret: ret, Spec: spec, What: what}}
 	return nil
 }
 
@@ -308,7 +311,7 @@ func (r *resolver) uprobe(p *probe) error {
 // With the function's types (fn, from DWARF or BTF; nil without), fields
 // may name parameters and follow pointers, and the defaults are the
 // parameters, named and typed, or retval typed by the return type.
-func (p *probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source, warn func(string)) ([]bpf.ArgSpec, error) {
+func (p *Probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source, warn func(string)) ([]bpf.ArgSpec, error) {
 	if fields == nil && fn != nil {
 		fields = typedDefaults(fn, ret, warn)
 	}
@@ -329,7 +332,7 @@ func (p *probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src
 				return nil, err
 			}
 			args = append(args, a)
-			p.meta.Fields = append(p.meta.Fields, fld)
+			p.Meta.Fields = append(p.Meta.Fields, fld)
 			continue
 		}
 		var a bpf.ArgSpec
@@ -362,10 +365,10 @@ func (p *probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src
 
 // kprobe resolves k:FUNC and kr:FUNC: one kprobe on a kernel function,
 // recording its register arguments or its return value.
-func (r *resolver) kprobe(p *probe) error {
-	s := p.spec
-	if pmu, events := kernelKprobes(r.tracefsDir); !pmu && !events {
-		return kprobeUnavailable(s, r.tracefsDir)
+func (r *Resolver) kprobe(p *Probe) error {
+	s := p.Spec
+	if pmu, events := host.KernelKprobes(r.TracefsDir); !pmu && !events {
+		return host.KprobeUnavailable(s, r.TracefsDir)
 	}
 	if err := r.checkKernelFunc(s); err != nil {
 		return err
@@ -385,7 +388,7 @@ func (r *resolver) kprobe(p *probe) error {
 			return err
 		}
 	}
-	args, err := p.regArgs(s.Fields, ret, fn, src, func(m string) { r.warn(s.Text + ": " + m) })
+	args, err := p.regArgs(s.Fields, ret, fn, src, func(m string) { r.Warn(s.Text + ": " + m) })
 	if err != nil {
 		return err
 	}
@@ -396,19 +399,19 @@ func (r *resolver) kprobe(p *probe) error {
 			args[i].Kind = bpf.KindAddrStr
 		}
 	}
-	spec, err := p.probeSpec(args)
+	spec, err := p.ProbeSpec(args)
 	if err != nil {
 		return err
 	}
-	p.meta.Target = "vmlinux"
+	p.Meta.Target = "vmlinux"
 	if fn, _, err := findKernelFunc(s.Symbol); err == nil && fn != nil && fn.Module != "" {
-		p.meta.Target = fn.Module // a module's function (where BTF says so)
+		p.Meta.Target = fn.Module // a module's function (where BTF says so)
 	}
 	what := fmt.Sprintf("%s %s", s.Kind, s.Symbol)
 	if s.Offset != 0 {
 		what += fmt.Sprintf("+%#x", s.Offset)
 	}
-	p.atts = []attachment{{kfunc: s.Symbol, kprobeOff: s.Offset, pattern: s.Pattern, ret: ret, spec: spec, what: what}}
+	p.Atts = []Attachment{{KFunc: s.Symbol, KprobeOff: s.Offset, Pattern: s.Pattern, Ret: ret, Spec: spec, What: what}}
 	return nil
 }
 
@@ -420,27 +423,27 @@ func intArg(kind, reg uint8, t format.Type) bpf.ArgSpec {
 	return a
 }
 
-func (p *probe) addField(name string, t format.Type) {
-	p.meta.Fields = append(p.meta.Fields, format.Field{Name: name, Type: t})
+func (p *Probe) addField(name string, t format.Type) {
+	p.Meta.Fields = append(p.Meta.Fields, format.Field{Name: name, Type: t})
 }
 
-// probeSpec checks the limits, assigns string slots in field order and
+// ProbeSpec checks the limits, assigns string slots in field order and
 // picks the smallest size class that fits.
-func (p *probe) probeSpec(args []bpf.ArgSpec) (bpf.ProbeSpec, error) {
+func (p *Probe) ProbeSpec(args []bpf.ArgSpec) (bpf.ProbeSpec, error) {
 	var s bpf.ProbeSpec
 	if len(args) > bpf.MaxArgs {
 		return s, fmt.Errorf("%d fields: a probe records at most %d: list the ones you need", len(args), bpf.MaxArgs)
 	}
-	p.strSlot = make([]int8, len(args))
+	p.StrSlot = make([]int8, len(args))
 	nstr := 0
 	for i := range args {
-		p.strSlot[i] = -1
-		if p.meta.Fields[i].Type == format.String {
+		p.StrSlot[i] = -1
+		if p.Meta.Fields[i].Type == format.String {
 			if nstr == bpf.MaxStrs {
 				return s, fmt.Errorf("more than %d string fields: list the ones you need", bpf.MaxStrs)
 			}
 			args[i].StrSlot = uint8(nstr)
-			p.strSlot[i] = int8(nstr)
+			p.StrSlot[i] = int8(nstr)
 			nstr++
 		}
 		s.Args[i] = args[i]
@@ -451,12 +454,12 @@ func (p *probe) probeSpec(args []bpf.ArgSpec) (bpf.ProbeSpec, error) {
 		return s, fmt.Errorf("%d args: at most %d fit a sample", len(args), bpf.MaxArgs)
 	}
 	s.SizeClass = class
-	p.class = s.SizeClass
+	p.Class = s.SizeClass
 	return s, nil
 }
 
-func (r *resolver) usdt(p *probe) error {
-	s := p.spec
+func (r *Resolver) usdt(p *Probe) error {
+	s := p.Spec
 	path, err := r.binary(p)
 	if err != nil {
 		return err
@@ -541,19 +544,19 @@ func (r *resolver) usdt(p *probe) error {
 			}
 			args = append(args, bs)
 		}
-		spec, err := p.probeSpec(args)
+		spec, err := p.ProbeSpec(args)
 		if err != nil {
 			return err
 		}
-		p.atts = append(p.atts, attachment{path: path, addr: site.Location, refCtr: up.Semaphore, spec: spec,
-			what: fmt.Sprintf("usdt %s:%s at %#x", path, full, site.Location)})
+		p.Atts = append(p.Atts, Attachment{Path: path, Addr: site.Location, RefCtr: up.Semaphore, Spec: spec,
+			What: fmt.Sprintf("usdt %s:%s at %#x", path, full, site.Location)})
 	}
 	return nil
 }
 
-func (r *resolver) tracepoint(p *probe) error {
-	s := p.spec
-	dir, err := r.tracefsDir()
+func (r *Resolver) tracepoint(p *Probe) error {
+	s := p.Spec
+	dir, err := r.TracefsDir()
 	if err != nil {
 		return err
 	}
@@ -590,7 +593,7 @@ func (r *resolver) tracepoint(p *probe) error {
 			if explicit {
 				return fmt.Errorf("field %s (%s, %d bytes) is neither an integer nor a string: bpftape cannot record it", f.Name, f.CType, f.Size)
 			}
-			r.warn(fmt.Sprintf("%s: skipping field %s (%s, %d bytes): neither an integer nor a string", s.Text, f.Name, f.CType, f.Size))
+			r.Warn(fmt.Sprintf("%s: skipping field %s (%s, %d bytes): neither an integer nor a string", s.Text, f.Name, f.CType, f.Size))
 			return nil
 		}
 		if t == format.String && typ != format.TypeInvalid {
@@ -607,7 +610,7 @@ func (r *resolver) tracepoint(p *probe) error {
 			}
 		}
 		nstr := 0
-		for _, f := range p.meta.Fields {
+		for _, f := range p.Meta.Fields {
 			if f.Type == format.String {
 				nstr++
 			}
@@ -621,19 +624,19 @@ func (r *resolver) tracepoint(p *probe) error {
 			f := tf.Field(lf.Name)
 			if f == nil {
 				return fmt.Errorf("tracepoint %s:%s has no field %q%s; its fields: %s", s.Category, s.Event, lf.Name,
-					hintFor(lf.Name, tf.FieldNames()), strings.Join(tf.FieldNames(), ", "))
+					host.HintFor(lf.Name, tf.FieldNames()), strings.Join(tf.FieldNames(), ", "))
 			}
 			if err := add(f, lf.Str, lf.Type, true); err != nil {
 				return err
 			}
 		}
 	}
-	spec, err := p.probeSpec(args)
+	spec, err := p.ProbeSpec(args)
 	if err != nil {
 		return err
 	}
-	p.meta.Target = s.Category + ":" + s.Event
-	p.atts = []attachment{{category: s.Category, event: s.Event, tpEnd: uint32(tf.End()), spec: spec, what: "tracepoint " + s.Category + ":" + s.Event}}
+	p.Meta.Target = s.Category + ":" + s.Event
+	p.Atts = []Attachment{{Category: s.Category, Event: s.Event, TPEnd: uint32(tf.End()), Spec: spec, What: "tracepoint " + s.Category + ":" + s.Event}}
 	return nil
 }
 
@@ -645,9 +648,4 @@ func isGo(path string) bool {
 	}
 	defer f.Close()
 	return f.Section(".go.buildinfo") != nil || f.Section(".gopclntab") != nil
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

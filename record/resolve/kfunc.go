@@ -1,4 +1,4 @@
-package record
+package resolve
 
 import (
 	"errors"
@@ -12,11 +12,11 @@ import (
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/probespec"
+	"github.com/bpftape/bpftape/record/host"
+	"github.com/bpftape/bpftape/record/kallsyms"
 	"github.com/bpftape/bpftape/record/suggest"
+	"github.com/bpftape/bpftape/record/tracefs"
 )
-
-// btfDir is where the kernel exposes its BTF and its modules'.
-const btfDir = "/sys/kernel/btf"
 
 // KernelFunc is a kernel function as its BTF describes it: what a fentry
 // or fexit probe on it would record.
@@ -107,7 +107,7 @@ func LookupKernelFunc(name string) (*KernelFunc, error) {
 		}
 	}
 	sort.Strings(names)
-	return nil, fmt.Errorf("no kernel function %q in the kernel's BTF (%s/vmlinux and modules)%s", name, btfDir,
+	return nil, fmt.Errorf("no kernel function %q in the kernel's BTF (%s/vmlinux and modules)%s", name, host.BTFDir,
 		suggest.Hint(suggest.Closest(name, names, 5)))
 }
 
@@ -121,12 +121,12 @@ var kernelTypes = btf.NewCache()
 func findKernelFunc(name string) (fn *KernelFunc, spec *btf.Spec, err error) {
 	spec, err = kernelTypes.Kernel()
 	if err != nil {
-		return nil, nil, fmt.Errorf("kernel BTF (%s/vmlinux): %w", btfDir, err)
+		return nil, nil, fmt.Errorf("kernel BTF (%s/vmlinux): %w", host.BTFDir, err)
 	}
 	if fn, err := findFunc(spec, name); err != nil || fn != nil {
 		return fn, spec, err
 	}
-	mods, _ := os.ReadDir(btfDir)
+	mods, _ := os.ReadDir(host.BTFDir)
 	for _, m := range mods {
 		if m.Name() == "vmlinux" {
 			continue
@@ -217,18 +217,18 @@ func cType(t btf.Type) string {
 // fentry resolves f:FUNC and fr:FUNC: a BPF tracing program attached to a
 // kernel function through its BTF, recording its parameters by name with
 // their BTF types (and, at exit, its return value).
-func (r *resolver) fentry(p *probe) error {
-	s := p.spec
-	if !fileExists(btfDir + "/vmlinux") {
+func (r *Resolver) fentry(p *Probe) error {
+	s := p.Spec
+	if !host.FileExists(host.BTFDir + "/vmlinux") {
 		return fmt.Errorf("%s probes need the kernel's BTF (CONFIG_DEBUG_INFO_BTF), and %s/vmlinux does not exist; %s",
-			s.Kind, btfDir, funcAlternative(s, r.tracefsDir))
+			s.Kind, host.BTFDir, host.FuncAlternative(s, r.TracefsDir))
 	}
 	fn, err := LookupKernelFunc(s.Symbol)
 	if err != nil {
 		return err
 	}
 	if len(fn.Params) > bpf.MaxFuncArgs {
-		return fmt.Errorf("%s takes %d arguments, and BPF trampolines pass at most %d; %s", fn.Name, len(fn.Params), bpf.MaxFuncArgs, funcAlternative(s, r.tracefsDir))
+		return fmt.Errorf("%s takes %d arguments, and BPF trampolines pass at most %d; %s", fn.Name, len(fn.Params), bpf.MaxFuncArgs, host.FuncAlternative(s, r.TracefsDir))
 	}
 	exit := s.Kind == probespec.Fexit
 	fields := s.Fields
@@ -254,7 +254,7 @@ func (r *resolver) fentry(p *probe) error {
 				return err
 			}
 			args = append(args, a)
-			p.meta.Fields = append(p.meta.Fields, fld)
+			p.Meta.Fields = append(p.Meta.Fields, fld)
 			continue
 		}
 		var v Value
@@ -312,9 +312,9 @@ func (r *resolver) fentry(p *probe) error {
 		}
 		args = append(args, a)
 		// A pointer is an address, unless a :TYPE made it an integer.
-		p.meta.Fields = append(p.meta.Fields, format.Field{Name: f.FieldName(), Type: t, Pointer: v.Pointer && f.Type == format.TypeInvalid})
+		p.Meta.Fields = append(p.Meta.Fields, format.Field{Name: f.FieldName(), Type: t, Pointer: v.Pointer && f.Type == format.TypeInvalid})
 	}
-	spec, err := p.probeSpec(args)
+	spec, err := p.ProbeSpec(args)
 	if err != nil {
 		return err
 	}
@@ -323,18 +323,18 @@ func (r *resolver) fentry(p *probe) error {
 	if err := r.checkKernelFunc(s); err != nil {
 		return err
 	}
-	if err := tracingUnavailable(s); err != nil {
-		return fmt.Errorf("%w; %s", err, wouldRecord(s, fn, funcAlternative(s, r.tracefsDir)))
+	if err := host.TracingUnavailable(s); err != nil {
+		return fmt.Errorf("%w; %s", err, wouldRecord(s, fn, host.FuncAlternative(s, r.TracefsDir)))
 	}
 	if err := bpf.HaveFuncArgs(); err != nil {
 		return fmt.Errorf("%s probes read their arguments with bpf_get_func_arg (Linux 5.17), which this kernel refused (%v); %s",
-			s.Kind, err, wouldRecord(s, fn, funcAlternative(s, r.tracefsDir)))
+			s.Kind, err, wouldRecord(s, fn, host.FuncAlternative(s, r.TracefsDir)))
 	}
-	p.meta.Target = "vmlinux"
+	p.Meta.Target = "vmlinux"
 	if fn.Module != "" {
-		p.meta.Target = fn.Module
+		p.Meta.Target = fn.Module
 	}
-	p.atts = []attachment{{kfunc: fn.Name, tracing: true, ret: exit, spec: spec, what: fmt.Sprintf("%s %s", s.Kind, fn.Name)}}
+	p.Atts = []Attachment{{KFunc: fn.Name, Tracing: true, Ret: exit, Spec: spec, What: fmt.Sprintf("%s %s", s.Kind, fn.Name)}}
 	return nil
 }
 
@@ -375,4 +375,52 @@ func wouldRecord(s *probespec.Spec, fn *KernelFunc, alt string) string {
 		would += fmt.Sprintf(", and retval (%s)", fn.Return)
 	}
 	return would + "; " + alt
+}
+
+// checkKernelFunc reports, before anything is attached, why a kprobe,
+// fentry or fexit probe on s.Symbol cannot be: a name the kernel has no
+// function of (mistyped, or inlined into every caller, which leaves no
+// symbol), or, for fentry and fexit, a function that ftrace cannot trace
+// (notrace), which BPF trampolines need. Each error names close function
+// names, and tracepoints with names close to it, or the kprobe that can
+// still reach a notrace function. It checks nothing it cannot read (the
+// kernel may hide kallsyms or the traceable list) and nothing for the
+// expansions of a pattern, which come from the traceable list.
+func (r *Resolver) checkKernelFunc(s *probespec.Spec) error {
+	if s.Pattern != "" {
+		return nil
+	}
+	if r.ksyms == nil {
+		r.ksyms = host.KernelTextSymbols()
+	}
+	if r.ksyms != nil && !r.ksyms[s.Symbol] {
+		names := make([]string, 0, len(r.ksyms))
+		for n := range r.ksyms {
+			names = append(names, n)
+		}
+		msg := fmt.Sprintf("the kernel has no function %s (not in %s: mistyped, or inlined into its callers, which leaves no function to probe)%s",
+			s.Symbol, kallsyms.Path, host.HintFor(s.Symbol, names))
+		if alt := host.RelatedTracepointsOf(s.Symbol, r.TracefsDir); alt != "" {
+			msg += "; " + alt
+		}
+		return fmt.Errorf("%s", msg)
+	}
+	if s.Kind != probespec.Fentry && s.Kind != probespec.Fexit {
+		return nil
+	}
+	dir, err := r.TracefsDir()
+	if err != nil {
+		return nil
+	}
+	fns, err := tracefs.Functions(dir)
+	if err != nil {
+		return nil
+	}
+	for _, fn := range fns {
+		if fn.Name == s.Symbol {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s attaches through ftrace, and %s is not traceable (not in available_filter_functions: notrace); a kprobe can still reach it: k:%s",
+		s.Kind, s.Symbol, s.Symbol)
 }

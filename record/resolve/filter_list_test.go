@@ -1,4 +1,4 @@
-package record
+package resolve
 
 import (
 	"encoding/binary"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/probespec"
 )
 
@@ -71,7 +72,7 @@ func TestProcessFilterLimit(t *testing.T) {
 		many[i] = i + 1
 	}
 	start := time.Now()
-	_, err := processFilter(many, nil)
+	_, err := ProcessFilter(many, nil)
 	if !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "--pid: 100000 values, at most 8") || len(err.Error()) > 200 {
 		t.Errorf("--pid of 100000: %v", err)
 	}
@@ -80,11 +81,11 @@ func TestProcessFilterLimit(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprint("c", i)
 	}
-	if _, err := processFilter(nil, names); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "--comm: 9 values, at most 8") {
+	if _, err := ProcessFilter(nil, names); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "--comm: 9 values, at most 8") {
 		t.Errorf("--comm of 9: %v", err)
 	}
 
-	f, err := processFilter(many[:MaxProcessValues], nil)
+	f, err := ProcessFilter(many[:MaxProcessValues], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestProcessFilterLimit(t *testing.T) {
 	}
 
 	// Both lists: what the two lists and the && between them hold.
-	f, err = processFilter([]int{7, 9, 11, 13}, []string{"a", "bb", "ccc", "123456789012345"})
+	f, err = ProcessFilter([]int{7, 9, 11, 13}, []string{"a", "bb", "ccc", "123456789012345"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +141,34 @@ func TestProcessFilterLimit(t *testing.T) {
 		}
 	}
 	// One more comparison overflows the program's filter.
-	f, _ = processFilter([]int{7, 9, 11, 13, 15}, []string{"a", "bb", "ccc", "d"})
+	f, _ = ProcessFilter([]int{7, 9, 11, 13, 15}, []string{"a", "bb", "ccc", "d"})
 	if err := compileFilter(f, nil, 0, &bpf.ProbeSpec{}); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "17 operations") {
 		t.Errorf("9 values: %v", err)
+	}
+}
+
+// TestProcessFilterErrors checks that a --pid or --comm value the filter
+// cannot hold, and a filter longer than a probe holds, are refused with
+// ErrFilter.
+func TestProcessFilterErrors(t *testing.T) {
+	if _, err := ProcessFilter([]int{0}, nil); !errors.Is(err, ErrFilter) {
+		t.Errorf("--pid 0: %v", err)
+	}
+	if _, err := ProcessFilter(nil, []string{"a-name-that-is-too-long"}); !errors.Is(err, ErrFilter) {
+		t.Errorf("--comm too long: %v", err)
+	}
+	// Sixteen comparisons joined by || make 31 operations.
+	var many []string
+	for i := range 16 {
+		many = append(many, fmt.Sprintf("arg2 == %d", i))
+	}
+	f, err := probespec.ParseFilter(strings.Join(many[:8], " || "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var spec bpf.ProbeSpec
+	fields := []format.Field{{Name: "arg2", Type: format.Uint64}}
+	if err := compileFilter(both(f, f), fields, 1, &spec); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "31 operations") {
+		t.Errorf("too long a filter: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // BenchmarkWakeup compares wake-up policies on a burst of uprobe events
@@ -28,7 +28,7 @@ import (
 // BPF program's own run time per event (kernel.bpf_stats; this adds two clock
 // reads per run).
 func BenchmarkWakeup(b *testing.B) {
-	testutils.RequireBPF(b, CheckFeatures)
+	testutil.RequireBPF(b, CheckFeatures)
 	exe := buildWorkload(b)
 	events := benchEvents(b)
 	const ring = 1 << 20
@@ -172,11 +172,11 @@ func runBurst(b *testing.B, exe string, ring uint32, wakeup uint64, events int) 
 	}
 	f := fields(lines[0], 4)
 	res := burstResult{
-		events:      testutils.Atoi(b, f[1]),
+		events:      testutil.Atoi(b, f[1]),
 		received:    r.received,
 		lost:        int64(lost),
 		batches:     r.batches,
-		elapsed:     time.Duration(testutils.Atoi(b, f[2])),
+		elapsed:     time.Duration(testutil.Atoi(b, f[2])),
 		producerCPU: cpuTime(w.cmd.ProcessState.SysUsage().(*syscall.Rusage)),
 		consumerCPU: cpu1 - cpu0,
 		progTime:    stats.Runtime,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // The Go constants mirror bpftape.c; check them against the object's BTF
@@ -254,11 +254,11 @@ func TestLoadOptions(t *testing.T) {
 }
 
 // TestCheckFeatures: CheckFeatures must pass where the privileged tests
-// are meant to run, which make test says by setting testutils.StrictEnv: a
+// are meant to run, which make test says by setting testutil.StrictEnv: a
 // wrong "missing" there would turn every privileged test into a skip.
 // Elsewhere the error must name what is missing.
 func TestCheckFeatures(t *testing.T) {
-	testutils.RequireRoot(t, "CheckFeatures")
+	testutil.RequireRoot(t, "CheckFeatures")
 	err := CheckFeatures()
 	if err == nil {
 		return
@@ -266,8 +266,8 @@ func TestCheckFeatures(t *testing.T) {
 	if !strings.Contains(err.Error(), "lacks") && !strings.Contains(err.Error(), "probe") {
 		t.Errorf("error names nothing: %v", err)
 	}
-	if testutils.Strict() {
-		t.Fatalf("CheckFeatures: %v (%s is set: this kernel must pass)", err, testutils.StrictEnv)
+	if testutil.Strict() {
+		t.Fatalf("CheckFeatures: %v (%s is set: this kernel must pass)", err, testutil.StrictEnv)
 	}
 	t.Logf("CheckFeatures: %v", err)
 }
@@ -297,7 +297,7 @@ func describe(raw []byte) string {
 // every quarter of its size. With the fixed 256 KiB of before, a 256 KiB
 // per-CPU ring (a host with 32 CPUs) freed no space until a pass ended.
 func TestPublishInterval(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	for _, size := range []uint32{16 << 10, 256 << 10, 1 << 20, 4 << 20} {
 		m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: size})
 		if err != nil {
@@ -321,7 +321,7 @@ func TestPublishInterval(t *testing.T) {
 // interval, not before; a Flush or a Close from another goroutine wakes it
 // at once. (The record tests cover the wake-ups of the kernel's rings.)
 func TestRingWait(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.RingBuf, MaxEntries: 16 << 10})
 	if err != nil {
 		t.Fatal(err)

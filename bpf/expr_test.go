@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // Probe ids of TestExprFilter.
@@ -65,7 +65,7 @@ func TestExprFilter(t *testing.T) {
 }
 
 func testExprFilter(t *testing.T, noCookies bool) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
 	w := startWorkload(t, exe, "args")
 	pid := w.pid()
@@ -124,7 +124,7 @@ func testExprFilter(t *testing.T, noCookies bool) {
 		case "deref":
 			derefs = append(derefs, l)
 		case "work":
-			av, bv := testutils.Atoi(t, f[1]), testutils.Atoi(t, f[2])
+			av, bv := testutil.Atoi(t, f[1]), testutil.Atoi(t, f[2])
 			if av >= 10 && bv != b3 || av == -60 {
 				wantFiltered++
 			}
@@ -179,7 +179,7 @@ func testExprFilter(t *testing.T, noCookies bool) {
 		}
 		h, _ := DecodeHeader(raw)
 		got := []int64{int64(Arg(raw, 0)), int64(Arg(raw, 1)), int64(Arg(raw, 2)), 0, int64(Arg(raw, 4)), int64(Arg(raw, 5))}
-		want := []int64{testutils.Atoi(t, f[2]), testutils.Atoi(t, f[3]), first, 0, int64(len(nm)), 0}
+		want := []int64{testutil.Atoi(t, f[2]), testutil.Atoi(t, f[3]), first, 0, int64(len(nm)), 0}
 		if h.Flags != flags {
 			t.Errorf("%s: flags %#x, want %#x: %s", l, h.Flags, flags, describe(raw))
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // TestUseCookies checks the decision between attach cookies and one
@@ -95,7 +95,7 @@ func TestCheckFeaturesNames(t *testing.T) {
 // must be there where the privileged tests run, and HaveAttachCookies must
 // agree with the table's attach cookie.
 func TestFeaturesHost(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	for _, f := range Features() {
 		t.Logf("%-55s Linux %-5s %v", f.Name, f.Since, f.Have())
 	}
@@ -138,7 +138,7 @@ func withoutCookieHelper(calls *int) func() (*ebpf.CollectionSpec, error) {
 // one: the programs with cookies then fail to load, the per-attachment
 // copies load and record, each with its own spec and every map shared.
 func TestNoCookiesVerifier(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	calls := 0
 	if objs, err := loadFrom(withoutCookieHelper(&calls), Options{}); err == nil {
 		objs.Close()

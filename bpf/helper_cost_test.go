@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/ringbuf"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // BenchmarkHelperCost measures what the building blocks of the recording
@@ -46,7 +46,7 @@ import (
 //
 // BPFTAPE_BENCH_EVENTS sets the calls (default 1M).
 func BenchmarkHelperCost(b *testing.B) {
-	testutils.RequireBPF(b, CheckFeatures)
+	testutil.RequireBPF(b, CheckFeatures)
 	exe := buildWorkload(b)
 	events := benchEvents(b)
 	enableRunTimeStats(b)

@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/internal/boottime"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
@@ -81,7 +81,7 @@ func (f tpField) arg(kind uint8) ArgSpec {
 // slower.
 func buildWorkload(tb testing.TB) string {
 	tb.Helper()
-	exe := testutils.BuildC(tb, "../testdata/bpfload/workload.c", "workload", "-pthread")
+	exe := testutil.BuildC(tb, "../testdata/bpfload/workload.c", "workload", "-pthread")
 	f, err := elf.Open(exe)
 	if err != nil {
 		tb.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // variant is one way to load the recording program, for benchmarks that
@@ -47,7 +47,7 @@ type variant struct {
 // the rotation spreads over all of them. A single variant runs alone, as
 // recording runs (BenchmarkRecord).
 func benchVariants(b *testing.B, vs []variant) []float64 {
-	testutils.RequireBPF(b, CheckFeatures)
+	testutil.RequireBPF(b, CheckFeatures)
 	exe := buildWorkload(b)
 	events := benchEvents(b)
 	enableRunTimeStats(b)

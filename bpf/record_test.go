@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // Probe ids used by TestRecord; cookie i carries probe id i+1.
@@ -61,7 +61,7 @@ func TestRecord(t *testing.T) { testRecord(t, false) }
 func TestRecordNoCookies(t *testing.T) { testRecord(t, true) }
 
 func testRecord(t *testing.T, noCookies bool) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	tracefs := requireTracefs(t)
 	exe := buildWorkload(t)
 	w := startWorkload(t, exe, "args")
@@ -225,7 +225,7 @@ func testRecord(t *testing.T, noCookies bool) {
 	wk, wn, wr := count(pWork, 20), count(pWorkNarrow, 20), count(pWorkRet, 20)
 	for i, l := range work {
 		f := fields(l, 5)
-		a, b, cc, ret := testutils.Atoi(t, f[1]), testutils.Atoi(t, f[2]), testutils.Atoi(t, f[3]), testutils.Atoi(t, f[4])
+		a, b, cc, ret := testutil.Atoi(t, f[1]), testutil.Atoi(t, f[2]), testutil.Atoi(t, f[3]), testutil.Atoi(t, f[4])
 		want(l, wk[i], 0, []int64{a, b}, nil)
 		want(l+" narrow", wn[i], 0, []int64{
 			int64(int8(a)), int64(uint8(a)), int64(uint16(b)), int64(int16(b)),
@@ -240,7 +240,7 @@ func testRecord(t *testing.T, noCookies bool) {
 		if len(s) > StrSlotSize-1 {
 			s, flags = s[:StrSlotSize-1], FlagStrTruncated
 		}
-		want(l, gr[i], flags, []int64{int64(len(s)), testutils.Atoi(t, f[1])}, map[int]string{2: s})
+		want(l, gr[i], flags, []int64{int64(len(s)), testutil.Atoi(t, f[1])}, map[int]string{2: s})
 	}
 
 	dr := count(pDeref, 4)
@@ -250,8 +250,8 @@ func testRecord(t *testing.T, noCookies bool) {
 		if len(name) > StrSlotSize-1 {
 			name, flags = name[:StrSlotSize-1], flags|FlagStrTruncated
 		}
-		want(l, dr[i], flags, []int64{testutils.Atoi(t, f[1]), testutils.Atoi(t, f[2]), testutils.Atoi(t, f[3]), testutils.Atoi(t, f[4]),
-			testutils.Atoi(t, f[5]), int64(len(name)), 0}, map[int]string{1: name})
+		want(l, dr[i], flags, []int64{testutil.Atoi(t, f[1]), testutil.Atoi(t, f[2]), testutil.Atoi(t, f[3]), testutil.Atoi(t, f[4]),
+			testutil.Atoi(t, f[5]), int64(len(name)), 0}, map[int]string{1: name})
 	}
 
 	// One write(2) per output line; before the "oom" line, the writes to
@@ -260,9 +260,9 @@ func testRecord(t *testing.T, noCookies bool) {
 	oom := int64(-100)
 	for _, l := range writes {
 		if f := fields(l, 4); f[0] == "oom" {
-			oom = testutils.Atoi(t, f[1])
-			rets = append(rets, testutils.Atoi(t, f[2]))
-			if r2 := testutils.Atoi(t, f[3]); r2 != 0 {
+			oom = testutil.Atoi(t, f[1])
+			rets = append(rets, testutil.Atoi(t, f[2]))
+			if r2 := testutil.Atoi(t, f[3]); r2 != 0 {
 				rets = append(rets, r2)
 			}
 		}
@@ -313,7 +313,7 @@ func testRecord(t *testing.T, noCookies bool) {
 // either in the ring or counted in lost. Staged, a whole batch is lost at
 // once, and each of its samples is counted.
 func TestLoss(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
 	for _, tc := range []struct {
 		name   string
@@ -383,7 +383,7 @@ func TestLoss(t *testing.T) {
 // relies on: samples submitted with BPF_RB_NO_WAKEUP wake nobody, yet Drain
 // delivers them within its interval, without any wake-up or flush.
 func TestDeadlineReturnsPending(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
 	const ring = 1 << 16
 
@@ -464,7 +464,7 @@ func TestDeadlineReturnsPending(t *testing.T) {
 // between CPUs every 50 calls, and checks that the per-CPU rings come out
 // merged: every event once, in time order, each thread's calls in order.
 func TestRingMerge(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	if runtime.NumCPU() < 2 {
 		t.Skip("skipping: needs 2 CPUs to have 2 rings in use")
 	}
@@ -532,7 +532,7 @@ func TestRingMerge(t *testing.T) {
 // with task:task_rename recorded too (its programs run before the kernel
 // changes the comm): each call must carry the comm the task had then.
 func TestCommRename(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
 	tracefs := requireTracefs(t)
 	w := startWorkload(t, exe, "rename")

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // execRange returns the runtime address range of exe's executable mapping
@@ -102,7 +102,7 @@ func (z *textSymbolizer) symbolize(pc uint64) (string, uint64) {
 // the return address into the caller (SpecStackEntry), another function of
 // the binary.
 func TestUprobeStacks(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
 	const n = 200
 	w := startWorkload(t, exe, "burst", strconv.Itoa(n))
@@ -178,7 +178,7 @@ func TestUprobeStacks(t *testing.T) {
 // TestProfileProgram samples a busy shell with a perf event on every CPU:
 // samples arrive with their stacks, at about the frequency asked for.
 func TestProfileProgram(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	busy := exec.Command("sh", "-c", "while :; do :; done")
 	if err := busy.Start(); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // TestUsesOf checks what UsesOf takes from specs.
@@ -36,7 +36,7 @@ func TestUsesOf(t *testing.T) {
 // records a one-arg spec's events, and counts every event of a spec that
 // needs more (a wider class, a filter, a stack) as lost, none recorded.
 func TestUses(t *testing.T) {
-	testutils.RequireBPF(t, CheckFeatures)
+	testutil.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
 	const n = 500
 	verified := func(p *ebpf.Program) uint32 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/format/formattest"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // BenchmarkWriter appends a realistic stream and writes compressed batches;
@@ -25,7 +25,7 @@ func BenchmarkWriter(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "bench.arrow")
 			evs := formattest.Pregenerate(1 << 20)
 			b.ReportAllocs()
-			cpu0 := testutils.CPUTime()
+			cpu0 := testutil.CPUTime()
 			b.ResetTimer()
 			w, err := format.Create(path, formattest.Meta(), format.WriterOptions{Compression: comp})
 			if err != nil {
@@ -42,7 +42,7 @@ func BenchmarkWriter(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			cpu := testutils.CPUTime() - cpu0
+			cpu := testutil.CPUTime() - cpu0
 			st, _ := os.Stat(path)
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/event")
 			b.ReportMetric(float64(st.Size())/float64(b.N), "bytes/event")

@@ -17,7 +17,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/format/formattest"
-	"github.com/bpftape/bpftape/internal/hostile"
+	"github.com/bpftape/bpftape/internal/testutil/hostile"
 )
 
 // Arrow Go's IPC reader is no longer on any read path; it stays here as an
@@ -271,7 +271,7 @@ func corpus(t *testing.T, target string) map[string][]byte {
 // TestArrowOracle reads captures with format.Reader and with Arrow Go's
 // reader and wants the same rows: the seed-like stream in each codec, the
 // fuzz seeds (footerless and cut ones included), the committed fuzz corpus
-// and the forged captures of internal/hostile. Ours must read and compare
+// and the forged captures of internal/testutil/hostile. Ours must read and compare
 // every file but the few it must refuse (mustRefuse), which it must refuse:
 // a reader that refuses what it should read fails here, not just logs it.
 func TestArrowOracle(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/format/formattest"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // BenchmarkRead reads what bpftape hist of one field reads — the probe
@@ -22,7 +22,7 @@ func BenchmarkRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("next", func(b *testing.B) {
-		cpu0 := testutils.CPUTime()
+		cpu0 := testutil.CPUTime()
 		var sum int64
 		for i := 0; i < b.N; i++ {
 			r, err := format.Open(path)
@@ -45,10 +45,10 @@ func BenchmarkRead(b *testing.B) {
 			r.Close()
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-		b.ReportMetric(float64((testutils.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+		b.ReportMetric(float64((testutil.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
 	})
 	b.Run("projected", func(b *testing.B) {
-		cpu0 := testutils.CPUTime()
+		cpu0 := testutil.CPUTime()
 		var sum int64
 		for i := 0; i < b.N; i++ {
 			r, err := format.Open(path)
@@ -86,6 +86,6 @@ func BenchmarkRead(b *testing.B) {
 			r.Close()
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-		b.ReportMetric(float64((testutils.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+		b.ReportMetric(float64((testutil.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
 	})
 }

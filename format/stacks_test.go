@@ -21,7 +21,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 func stackMeta() *Meta {
@@ -628,7 +628,7 @@ func BenchmarkDecodeStackTable(b *testing.B) {
 		} {
 			b.Run(size.name+"/"+bc.name, func(b *testing.B) {
 				b.ReportAllocs()
-				cpu := testutils.CPUTime()
+				cpu := testutil.CPUTime()
 				for i := 0; i < b.N; i++ {
 					if _, err := bc.decode(enc); err != nil {
 						b.Fatal(err)
@@ -636,7 +636,7 @@ func BenchmarkDecodeStackTable(b *testing.B) {
 				}
 				// CPU time, GC's included, is steadier than wall time on
 				// a busy machine.
-				b.ReportMetric(float64(testutils.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(testutil.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
 			})
 		}
 	}
@@ -677,8 +677,8 @@ func BenchmarkStackTableParts(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := testutils.CPUTime()
-	defer func() { b.ReportMetric(float64(testutils.CPUTime()-cpu)/float64(b.N), "cpu-ns/op") }()
+	cpu := testutil.CPUTime()
+	defer func() { b.ReportMetric(float64(testutil.CPUTime()-cpu)/float64(b.N), "cpu-ns/op") }()
 	for i := 0; i < b.N; i++ {
 		r, err := Open(path)
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record/usdt"
 )
@@ -31,7 +31,7 @@ func TestSameSiteTwice(t *testing.T) { testSameSiteTwice(t, false) }
 // testSameSiteTwice is TestSameSiteTwice, with Options.NoCookies set to
 // noCookies.
 func testSameSiteTwice(t *testing.T, noCookies bool) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	const n = 300
 	cases := []struct {
@@ -66,7 +66,7 @@ func testSameSiteTwice(t *testing.T, noCookies bool) {
 // copy of the workload that the command did not start is not recorded.
 // Before, -c recorded the shell's process only: 0 events.
 func TestFollowCommand(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	other := exec.Command(exe, "spin", "30") // calls tick all along, untraced
 	other.Stdout = io.Discard
@@ -107,7 +107,7 @@ func TestFollowCommand(t *testing.T) {
 // while each recording runs: without --follow they are not recorded; with
 // --follow they are, until the shell exits.
 func TestFollowPID(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	dir := t.TempDir()
 	started := filepath.Join(dir, "started")
@@ -164,7 +164,7 @@ func TestFollowPID(t *testing.T) {
 // then aborts it as a second Ctrl-C does: the command is killed at once,
 // not left running when bpftape exits.
 func TestAbortKillsCommand(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "ready")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -197,7 +197,7 @@ func TestAbortKillsCommand(t *testing.T) {
 // the kernel refuses it with EINVAL, and the error says that another tracer
 // holds the address, not just "invalid argument".
 func TestUprobeConflict(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	probes, err := usdt.Read(exe)
 	if err != nil {

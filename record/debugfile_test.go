@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/record/elfsym"
 )
 
@@ -56,7 +56,7 @@ func stripTorture(t *testing.T, b *torture) (bin, tree string) {
 // file has (found by build id under --debug-dir), and checks every value;
 // a debug file of another build in its place is refused with a clear error.
 func TestStrippedDebugFile(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	b := buildTorture(t, "gcc")
 	bin, tree := stripTorture(t, b)
 	addr := symbolAddr(t, b.exe, "torture_func")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/resolve"
@@ -23,8 +23,8 @@ type exprsBuild struct{ exe, debugDir string }
 func buildExprs(t *testing.T) map[string]exprsBuild {
 	t.Helper()
 	builds := map[string]exprsBuild{
-		"O0": {exe: testutils.BuildC(t, "../testdata/exprs/exprs.c", "exprs-O0", "-O0", "-g")},
-		"O2": {exe: testutils.BuildC(t, "../testdata/exprs/exprs.c", "exprs-O2", "-O2", "-g")},
+		"O0": {exe: testutil.BuildC(t, "../testdata/exprs/exprs.c", "exprs-O0", "-O0", "-g")},
+		"O2": {exe: testutil.BuildC(t, "../testdata/exprs/exprs.c", "exprs-O2", "-O2", "-g")},
 	}
 	// A stripped copy of the -O2 build, whose debug file is under a
 	// build-id tree.
@@ -59,7 +59,7 @@ func buildExprs(t *testing.T) map[string]exprsBuild {
 // checks every value against the workload's own account, including the
 // requests whose next pointer cannot be read.
 func TestExpressions(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	for name, b := range buildExprs(t) {
 		t.Run(name, func(t *testing.T) { testExpressions(t, b) })
 	}
@@ -121,7 +121,7 @@ func testExpressions(t *testing.T, b exprsBuild) {
 		ints := map[string]string{"size": l[2], "delta": l[3], "req->id": l[1], "req->hdr.kind": l[5], "req->hdr.size": l[6],
 			"req->next->id": l[7], "req->vals[1]": l[10], "*(u32 *)(arg0 + 12)": l[6]}
 		for f, want := range ints {
-			if got := r.ints[f]; got != testutils.Atoi(t, want) {
+			if got := r.ints[f]; got != testutil.Atoi(t, want) {
 				t.Errorf("call %d: %s = %d, want %s", i, f, got, want)
 			}
 		}
@@ -134,11 +134,11 @@ func testExpressions(t *testing.T, b exprsBuild) {
 		if d.ints["size"] != r.ints["size"] || d.ints["delta"] != r.ints["delta"] || d.ints["req"] == 0 || d.ints["label"] == 0 {
 			t.Errorf("call %d: defaults %v", i, d.ints)
 		}
-		if got := ret[i].ints["retval"]; got != testutils.Atoi(t, l[12]) {
+		if got := ret[i].ints["retval"]; got != testutil.Atoi(t, l[12]) {
 			t.Errorf("call %d: retval %d, want %s", i, got, l[12])
 		}
-		if testutils.Atoi(t, l[2]) >= 4096 && l[6] != "901" {
-			if nbig >= len(big) || big[nbig].ints["req->hdr.size"] != testutils.Atoi(t, l[6]) {
+		if testutil.Atoi(t, l[2]) >= 4096 && l[6] != "901" {
+			if nbig >= len(big) || big[nbig].ints["req->hdr.size"] != testutil.Atoi(t, l[6]) {
 				t.Errorf("call %d: not the next event of big", i)
 			}
 			nbig++
@@ -156,10 +156,10 @@ func testExpressions(t *testing.T, b exprsBuild) {
 // TestExpressionErrors checks the errors of fields that cannot be
 // resolved: each is one line, wraps ErrExpr, and says why.
 func TestExpressionErrors(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures) // Record checks privileges first
+	testutil.RequireBPF(t, bpf.CheckFeatures) // Record checks privileges first
 	b := buildExprs(t)
 	exe := b["O2"].exe
-	nodebug := testutils.BuildC(t, "../testdata/exprs/exprs.c", "exprs-nodebug", "-O2", "-g0")
+	nodebug := testutil.BuildC(t, "../testdata/exprs/exprs.c", "exprs-nodebug", "-O2", "-g0")
 	for probe, want := range map[string]string{
 		"u:" + exe + ":rx(sizee)":                                 "rx has no parameter sizee",
 		"u:" + exe + ":rx(req->idd)":                              "no member",

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/internal/usage"
 )
 
@@ -16,8 +16,8 @@ import (
 // and answers a typo with close kernel function names. The guests of make
 // vmtest record them.
 func TestFentryErrors(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
-	testutils.RequireBTF(t)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBTF(t)
 	args := "would record args file (struct file *), buf (char *), count (size_t), pos (loff_t *) from BTF"
 	for _, tt := range []struct {
 		probe string

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/record/resolve"
 )
 
@@ -18,7 +18,7 @@ import (
 // unfiltered events that pass its filter, in order, and the capture says
 // how many it left out.
 func TestProbeFilter(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildDemo(t)
 	s, _ := mustRecord(t, Options{
 		RingSize: 32 << 20,
@@ -81,7 +81,7 @@ func TestProbeFilter(t *testing.T) {
 // --comm while two shells write: only the named one's events are kept,
 // and the other's are counted as filtered out.
 func TestProbeFilterComm(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	dir := t.TempDir()
 	start := func(name string) int {
 		// A link named name to bash: the comm is the name it was run as.
@@ -130,7 +130,7 @@ func TestProbeFilterComm(t *testing.T) {
 // record while a shell writes 2 and 3 bytes in turn: the filtered probe
 // holds exactly the unfiltered probe's writes that pass.
 func TestProbeFilterTracepoint(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	sh, err := exec.LookPath("bash")
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestProbeFilterTracepoint(t *testing.T) {
 // is attached.
 func TestProbeFilterErrors(t *testing.T) {
 	t.Run("record", func(t *testing.T) {
-		testutils.RequireBPF(t, bpf.CheckFeatures) // Record checks privileges first
+		testutil.RequireBPF(t, bpf.CheckFeatures) // Record checks privileges first
 		exe := buildDemo(t)
 		for probe, want := range map[string]string{
 			"u:" + exe + ":virtio_net_receive_rcu(arg2)/arg1 > 3/":                       `the probe records no field "arg1"`,

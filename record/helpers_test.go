@@ -14,16 +14,16 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // Record re-executes the test binary as the gate of Options.Command; the
 // gate must run from an init function (see MaybeRunGate).
 func init() { MaybeRunGate() }
 
-func buildProbes(tb testing.TB) string { return testutils.BuildC(tb, "testdata/probes.c", "probes") }
+func buildProbes(tb testing.TB) string { return testutil.BuildC(tb, "testdata/probes.c", "probes") }
 func buildDemo(tb testing.TB) string {
-	return testutils.BuildC(tb, "../testdata/demo/virtnet.c", "virtnet")
+	return testutil.BuildC(tb, "../testdata/demo/virtnet.c", "virtnet")
 }
 
 // record runs Record with a deadline and a buffer for the command's output.

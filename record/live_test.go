@@ -8,7 +8,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/internal/usage"
 )
 
@@ -50,7 +50,7 @@ func (l *fakeLive) Seen(t int64) { l.seen = append(l.seen, t) }
 // TestLiveSeesCapture: a Live sees every event the capture gets, in its
 // order, and watermarks that no event comes before.
 func TestLiveSeesCapture(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	l := &fakeLive{}
 	s, out := mustRecord(t, Options{Command: []string{exe, "spin", "2"}, Probes: []string{"u:" + exe + ":tick(arg0)"}, Live: l})
@@ -91,7 +91,7 @@ func TestLiveSeesCapture(t *testing.T) {
 // TestLiveCheckRefuses: a Live's Check error stops the recording before
 // anything starts: no capture, no command.
 func TestLiveCheckRefuses(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	dir := t.TempDir()
 	out, ran := filepath.Join(dir, "c.arrow"), filepath.Join(dir, "ran")

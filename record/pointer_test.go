@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // TestPointerFields records exprs' rx(struct req *req, unsigned int size,
@@ -13,9 +13,9 @@ import (
 // addresses (format.Field.Pointer) and no others. What events and report
 // make of them: TestPointerFieldsOutput in cmd/bpftape.
 func TestPointerFields(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	const n = 12
-	exe := testutils.BuildC(t, "../testdata/exprs/exprs.c", "exprs-O2", "-O2", "-g")
+	exe := testutil.BuildC(t, "../testdata/exprs/exprs.c", "exprs-O2", "-O2", "-g")
 	s, _ := mustRecord(t, Options{
 		RingSize: 8 << 20,
 		Command:  []string{exe, "12"},

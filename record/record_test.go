@@ -14,7 +14,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/internal/usage"
 )
 
@@ -24,7 +24,7 @@ func TestDemo(t *testing.T) { testDemo(t, false) }
 
 // testDemo is TestDemo, with Options.NoCookies set to noCookies.
 func testDemo(t *testing.T, noCookies bool) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildDemo(t)
 	const iterations = 20000
 	s, out := mustRecord(t, Options{
@@ -169,7 +169,7 @@ func testDemo(t *testing.T, noCookies bool) {
 // from memory, registers and constants, a string, TYPE overrides, a probe
 // guarded by a semaphore, and uprobe defaults and casts.
 func TestUSDTArgs(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	const n = 50
 	run := func(mode string, probes ...string) (*capture, [][]string) {
@@ -206,7 +206,7 @@ func TestUSDTArgs(t *testing.T) {
 	for i, l := range sizes {
 		r := rows[i]
 		for k := range 7 {
-			if got, want := r.ints[fmt.Sprintf("arg%d", k)], testutils.Atoi(t, l[2+k]); got != want {
+			if got, want := r.ints[fmt.Sprintf("arg%d", k)], testutil.Atoi(t, l[2+k]); got != want {
 				t.Errorf("sizes %d arg%d = %d, want %d", i, k, got, want)
 			}
 		}
@@ -214,10 +214,10 @@ func TestUSDTArgs(t *testing.T) {
 			t.Errorf("sizes %d arg7 = %d, want %d", i, got, want)
 		}
 		cr := casts[i]
-		if got, want := cr.ints["arg6"], int64(int32(testutils.Atoi(t, l[8]))); got != want {
+		if got, want := cr.ints["arg6"], int64(int32(testutil.Atoi(t, l[8]))); got != want {
 			t.Errorf("cast %d arg6:s32 = %d, want %d", i, got, want)
 		}
-		if got, want := cr.ints["arg0"], int64(uint8(testutils.Atoi(t, l[2]))); got != want {
+		if got, want := cr.ints["arg0"], int64(uint8(testutil.Atoi(t, l[2]))); got != want {
 			t.Errorf("cast %d arg0:u8 = %d, want %d", i, got, want)
 		}
 		if got, want := cr.ints["arg7"], int64(int8(atou(t, l[9]))); got != want {
@@ -230,7 +230,7 @@ func TestUSDTArgs(t *testing.T) {
 		if len(l) == 6 {
 			name = l[4]
 		}
-		if r.ints["arg0"] != testutils.Atoi(t, l[2]) || r.ints["arg1"] != testutils.Atoi(t, l[3]) || r.strs["arg2"] != name || r.ints["arg3"] != 42 {
+		if r.ints["arg0"] != testutil.Atoi(t, l[2]) || r.ints["arg1"] != testutil.Atoi(t, l[3]) || r.strs["arg2"] != name || r.ints["arg3"] != 42 {
 			t.Errorf("mixed %d: %+v, want %q", i, r, l)
 		}
 	}
@@ -293,7 +293,7 @@ func TestTracepoint(t *testing.T) { testTracepoint(t, false) }
 
 // testTracepoint is TestTracepoint, with Options.NoCookies set to noCookies.
 func testTracepoint(t *testing.T, noCookies bool) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	noise := exec.Command("sh", "-c", "while :; do echo noise; done >/dev/null")
 	if err := noise.Start(); err != nil {
@@ -348,7 +348,7 @@ func testTracepoint(t *testing.T, noCookies bool) {
 // TestAttachPID records a running process with -p while a second copy of
 // the same binary runs untraced, and stops when the process exits.
 func TestAttachPID(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildDemo(t)
 	start := func() (*exec.Cmd, io.WriteCloser, *bytes.Buffer) { return startWaiting(t, exe, "3000") }
 	traced, tin, tout := start()
@@ -393,7 +393,7 @@ func TestAttachPID(t *testing.T) {
 // TestLoss overflows a one-page ring: every generated event is either
 // recorded or counted in a loss record.
 func TestLoss(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	const n = 200000
 	s, out := mustRecord(t, Options{Command: []string{exe, "burst", fmt.Sprint(n)}, RingSize: 4096,
@@ -423,7 +423,7 @@ func TestLoss(t *testing.T) {
 
 // TestHighRate measures a tight loop of uprobe hits with the default ring.
 func TestHighRate(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	if testing.Short() {
 		t.Skip("skipping: -short")
 	}
@@ -432,7 +432,7 @@ func TestHighRate(t *testing.T) {
 	s, out := mustRecord(t, Options{Command: []string{exe, "burst", fmt.Sprint(n)},
 		Probes: []string{"u:" + exe + ":tick(arg0)"}})
 	f := lines(out)
-	loopNs := testutils.Atoi(t, f[0][2])
+	loopNs := testutil.Atoi(t, f[0][2])
 	t.Logf("%d calls in %.3fs traced (%.0f calls/s); recorded %d, lost %d; recorder %.3fs, %.0f events/s; file %d bytes (%.1fx)",
 		n, float64(loopNs)/1e9, float64(n)/(float64(loopNs)/1e9), s.Events, s.Lost, s.Elapsed.Seconds(),
 		float64(s.Events)/s.Elapsed.Seconds(), s.Bytes, float64(s.RawBytes)/float64(s.Bytes))
@@ -445,7 +445,7 @@ func TestHighRate(t *testing.T) {
 // the command) and -d; the command is stopped with SIGTERM and the file is
 // complete.
 func TestStop(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	dir := t.TempDir()
@@ -483,7 +483,7 @@ func TestStop(t *testing.T) {
 // TestNoLeaks checks that recordings, including failed ones, leave no file
 // descriptors (links, maps, programs, rings) and no uprobe events behind.
 func TestNoLeaks(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildProbes(t)
 	probes := []string{"u:" + exe + ":tick", "ur:" + exe + ":tick", "U:" + exe + ":sizes", "t:syscalls:sys_exit_write"}
 	mustRecord(t, Options{Command: []string{exe, "burst", "10"}, Probes: probes}) // warm up lazily opened fds
@@ -510,7 +510,7 @@ func TestNoLeaks(t *testing.T) {
 
 // TestErrors checks each error the recorder reports before recording.
 func TestErrors(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	exe := buildDemo(t)
 	goExe := buildGo(t)
 	tests := []struct {
@@ -588,7 +588,7 @@ func TestErrors(t *testing.T) {
 // TestOutputNotWritable checks that an unwritable output fails before the
 // command runs or any probe is attached.
 func TestOutputNotWritable(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "ran")
 	for _, out := range []string{filepath.Join(dir, "no-dir", "c.arrow"), "/proc/version"} {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // TestRecorderNotRecorded: a system-wide tracepoint fires in every process,
@@ -18,7 +18,7 @@ import (
 // record the recorder's process (bpf's self_tgid), while another process's
 // writes are recorded.
 func TestRecorderNotRecorded(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	noise := exec.Command("sh", "-c", "while :; do echo noise; sleep 0.01; done >/dev/null")
 	if err := noise.Start(); err != nil {
 		t.Fatal(err)

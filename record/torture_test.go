@@ -16,7 +16,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record/usdt"
 )
@@ -471,7 +471,7 @@ const (
 // value must equal the workload's ground truth; the semaphore-guarded
 // probes must fire only while recorded.
 func TestTortureSystemWide(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	b := buildTorture(t, "gcc")
 	checkTortureNotes(t, b)
 	t.Setenv("LD_LIBRARY_PATH", b.dir) // for U:libtorture:...
@@ -608,7 +608,7 @@ func TestTortureClang(t *testing.T) { testTortureClang(t, false) }
 // testTortureClang is TestTortureClang, with Options.NoCookies set to
 // noCookies.
 func testTortureClang(t *testing.T, noCookies bool) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	b := buildTorture(t, "clang")
 	checkTortureNotes(t, b)
 	probes := tortureProbes(t, b)
@@ -631,7 +631,7 @@ func testTortureClang(t *testing.T, noCookies bool) {
 // guarded probe, with -p while a second copy runs untraced: only the traced
 // process's events are recorded, and only its semaphores are raised.
 func TestTortureLibraryPID(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	b := buildTorture(t, "gcc")
 	start := func() (*exec.Cmd, io.WriteCloser, *bytes.Buffer) {
 		return startWaiting(t, b.exe, tortureIters, tortureSeed)
@@ -705,7 +705,7 @@ func waitMapped(t *testing.T, pid int, path string) {
 // with the default fields (every argument), and that naming up to 12 of
 // its arguments, arg12 included, is not.
 func TestTortureTooManyArgs(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	b := buildTorture(t, "gcc")
 	_, err, _ := record(t, Options{Duration: time.Millisecond, Probes: []string{"U:" + b.exe + ":args13"}})
 	if err == nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // The capture window: every probe records over the same interval, whatever
@@ -19,8 +19,8 @@ import (
 // pair on a hot function left 151,488 returns without entry, and the
 // counts of one loop's functions were 1347, 1392, 1420 and 1453.
 func TestWindowLockstep(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
-	exe := testutils.BuildC(t, "testdata/lockstep.c", "lockstep")
+	testutil.RequireBPF(t, bpf.CheckFeatures)
+	exe := testutil.BuildC(t, "testdata/lockstep.c", "lockstep")
 	const threads = 2
 	probes := []string{"u:" + exe + ":step_a", "ur:" + exe + ":step_a", "u:" + exe + ":step_b", "u:" + exe + ":step_c"}
 

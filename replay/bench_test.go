@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // BenchmarkHist runs bpftape hist of one field (rx arg2, BCC style) on
@@ -32,7 +32,7 @@ func BenchmarkHist(b *testing.B) {
 		for _, mode := range []string{"scan", "projected-1", "projected"} {
 			b.Run(name+"/"+mode, func(b *testing.B) {
 				o := HistOptions{Probe: "rx", Field: "arg2"}
-				cpu0 := testutils.CPUTime()
+				cpu0 := testutil.CPUTime()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					c, err := Open(path)
@@ -53,7 +53,7 @@ func BenchmarkHist(b *testing.B) {
 					c.Close()
 				}
 				b.StopTimer()
-				cpu := float64((testutils.CPUTime() - cpu0).Nanoseconds()) / float64(b.N*n)
+				cpu := float64((testutil.CPUTime() - cpu0).Nanoseconds()) / float64(b.N*n)
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 				b.ReportMetric(cpu, "cpu-ns/event")
 				b.ReportMetric(1e3/cpu, "Mevents/s/core")

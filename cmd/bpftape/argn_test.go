@@ -10,7 +10,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // writeArgNCapture writes a capture of rx(nc, buf, size) as a uprobe
@@ -137,8 +137,8 @@ func TestArgNVerbs(t *testing.T) {
 // arg1 is that of size, the second parameter, and info says which field
 // each argN names.
 func TestArgNRecord(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
-	exe := testutils.BuildC(t, "../../testdata/exprs/exprs.c", "exprs", "-O2", "-g")
+	testutil.RequireBPF(t, bpf.CheckFeatures)
+	exe := testutil.BuildC(t, "../../testdata/exprs/exprs.c", "exprs", "-O2", "-g")
 	out := filepath.Join(t.TempDir(), "a.arrow")
 	truth, err := exec.Command(exe, "40").Output()
 	if err != nil {
@@ -170,7 +170,7 @@ func TestArgNRecord(t *testing.T) {
 	}
 	counted := int64(0)
 	for _, m := range regexp.MustCompile(`: (\d+) +\|`).FindAllStringSubmatch(want, -1) {
-		counted += testutils.Atoi(t, m[1])
+		counted += testutil.Atoi(t, m[1])
 	}
 	if counted != int64(calls) {
 		t.Errorf("hist rx size counts %d calls, want %d:\n%s", counted, calls, want)

@@ -19,7 +19,7 @@ import (
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/format/formattest"
 	"github.com/bpftape/bpftape/internal/boottime"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/replay"
 )
 
@@ -247,7 +247,7 @@ func TestSeed002Biolatency(t *testing.T) {
 		if m == nil {
 			t.Fatalf("bpftrace printed no @n:\n%.2000s", btOut)
 		}
-		btLost := testutils.Atoi(t, m[1]) - int64(len(bts))
+		btLost := testutil.Atoi(t, m[1]) - int64(len(bts))
 		if btLost < 0 || btLost > 10 {
 			t.Fatalf("bpftrace printed %d pairs of its %s", len(bts), m[1])
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/boottime"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // slowSource is the low-rate workload: it calls slow_tick(i) for i = 0, 1,
@@ -82,7 +82,7 @@ func slowWorkload(t *testing.T) string {
 			return
 		}
 		slowBin = filepath.Join(dir, "slowticks")
-		slowErr = testutils.CompileC(slowBin, src)
+		slowErr = testutil.CompileC(slowBin, src)
 	})
 	if slowErr != nil {
 		t.Fatal(slowErr)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // The hostile-debuglink tests: an unprivileged process runs a stripped
@@ -43,7 +43,7 @@ func hostileSpin(t *testing.T, make func(debug string) error) (bin, debug string
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	full := filepath.Join(dir, "spin.full")
 	bin, debug = filepath.Join(dir, "spin"), filepath.Join(dir, "spin.debug")
-	if err := testutils.CompileC(full, "-O1", "-g", "../../testdata/debuglink/spin.c"); err != nil {
+	if err := testutil.CompileC(full, "-O1", "-g", "../../testdata/debuglink/spin.c"); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{
@@ -75,10 +75,10 @@ func hostileSpin(t *testing.T, make func(debug string) error) (bin, debug string
 	return bin, debug
 }
 
-// nobodyFIFO is testutils.WatchFIFO of a FIFO that nobody owns.
+// nobodyFIFO is testutil.WatchFIFO of a FIFO that nobody owns.
 func nobodyFIFO(t *testing.T, path string) (opened func() bool) {
 	t.Helper()
-	opened = testutils.WatchFIFO(t, path)
+	opened = testutil.WatchFIFO(t, path)
 	if err := os.Lchown(path, nobody, nobody); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // doctorOut is the part of doctor's --json that the tests check, read by
@@ -77,7 +77,7 @@ var knownKernels = map[string]struct {
 // against what the host shows by other means, and on a known kernel
 // against what it is known to have.
 func TestDoctorHost(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	var out, errb bytes.Buffer
 	code := run([]string{"doctor", "--json"}, &out, &errb)
 	if code != exitOK {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // TestRecordFilterInfo records with a typed pointer chain and a filter
@@ -18,8 +18,8 @@ import (
 // rejected, and that the kept events are the ones the workload printed
 // with a size of at least 4096.
 func TestRecordFilterInfo(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
-	exe := testutils.BuildC(t, "../../testdata/exprs/exprs.c", "exprs", "-O2", "-g")
+	testutil.RequireBPF(t, bpf.CheckFeatures)
+	exe := testutil.BuildC(t, "../../testdata/exprs/exprs.c", "exprs", "-O2", "-g")
 	out := filepath.Join(t.TempDir(), "f.arrow")
 	// The -c command's output goes to the recorder's own stdout; the
 	// workload prints the same calls on every run.
@@ -35,7 +35,7 @@ func TestRecordFilterInfo(t *testing.T) {
 	kept, rejected := 0, 0
 	for _, l := range strings.Split(string(truth), "\n") {
 		if f := strings.Fields(l); len(f) == 13 && f[0] == "rx" {
-			if testutils.Atoi(t, f[2]) >= 4096 {
+			if testutil.Atoi(t, f[2]) >= 4096 {
 				kept++
 			} else {
 				rejected++

@@ -8,7 +8,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/format/formattest"
-	"github.com/bpftape/bpftape/internal/hostile"
+	"github.com/bpftape/bpftape/internal/testutil/hostile"
 )
 
 // FuzzVerbs runs the analysis verbs — info, events, hist, latency,

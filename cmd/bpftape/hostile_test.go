@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bpftape/bpftape/internal/hostile"
+	"github.com/bpftape/bpftape/internal/testutil/hostile"
 )
 
 // Bounds on each verb's run over a forged capture: CPU time (user and

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpftape/bpftape/internal/hostile"
+	"github.com/bpftape/bpftape/internal/testutil/hostile"
 )
 
 // TestInjection reads a capture whose command names, string field, probe

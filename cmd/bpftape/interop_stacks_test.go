@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // stacksDuckDB runs the query a user writes on an exported stack column,
@@ -98,7 +98,7 @@ func (r stackReaderOut) folded() string {
 // exactly what bpftape stacks prints; so does the CSV export. With
 // --stack-ids the column is the uint64 id instead.
 func TestInteropStacksParquet(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	node, interop := interopNode(t)
 	dir := t.TempDir()
 	exe := buildChain(t, dir)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // The target lifecycle tests: the traced process exits, execs, has its
@@ -108,7 +108,7 @@ func TestLifecyclePIDExits(t *testing.T) {
 // on stdin, calls work() 20 times, then execs /bin/true.
 func buildWorkload(t *testing.T) string {
 	t.Helper()
-	return testutils.BuildC(t, "../../testdata/bpfload/workload.c", "workload")
+	return testutil.BuildC(t, "../../testdata/bpfload/workload.c", "workload")
 }
 
 // TestLifecycleExec: the -p process is a shell that execs into the probed
@@ -185,7 +185,7 @@ func TestLifecycleBinaryReplaced(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	// The replacement differs (another build), as an upgrade would.
 	newExe := filepath.Join(dir, "probes.new")
-	if err := testutils.CompileC(newExe, "../../record/testdata/probes.c", "-O1"); err != nil {
+	if err := testutil.CompileC(newExe, "../../record/testdata/probes.c", "-O1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(newExe, exe); err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/tracefs"
 )
@@ -40,7 +40,7 @@ func discoverProg(t *testing.T) string {
 	if err := os.WriteFile(src, []byte(discoverSrc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return testutils.BuildC(t, src, "discover", "-g")
+	return testutil.BuildC(t, src, "discover", "-g")
 }
 
 // runTool runs a binutils tool, skipping the test without it.
@@ -163,7 +163,7 @@ func kernelReason(t *testing.T, cmd, prefix string, args ...string) string {
 // TestListKernelUnavailable checks that listing kernel functions for a
 // probe kind the kernel lacks fails with the reason record gives.
 func TestListKernelUnavailable(t *testing.T) {
-	testutils.RequireRoot(t, "recording")
+	testutil.RequireRoot(t, "recording")
 	_, err := os.Stat("/sys/bus/event_source/devices/kprobe")
 	events := false
 	if dir, ok := tracefs.Find(); ok {

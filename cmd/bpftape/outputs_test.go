@@ -14,7 +14,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // The output rules of issue 11 (package internal/outfile), verb by verb.
@@ -108,7 +108,7 @@ func TestOutputIsInput(t *testing.T) {
 // /dev/full, on which every write fails with ENOSPC.
 func mknod(t *testing.T, dir, name string, minor uint32) string {
 	t.Helper()
-	testutils.RequireRoot(t, "mknod")
+	testutil.RequireRoot(t, "mknod")
 	p := filepath.Join(dir, name)
 	if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, int(1<<8|minor)); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // TestPointerFieldsOutput records exprs' rx(struct req *req, unsigned int
@@ -20,7 +20,7 @@ import (
 func TestPointerFieldsOutput(t *testing.T) {
 	bin, _ := bpftapeBin(t)
 	dir := t.TempDir()
-	exe := testutils.BuildC(t, "../../testdata/exprs/exprs.c", "exprs-O2", "-O2", "-g")
+	exe := testutil.BuildC(t, "../../testdata/exprs/exprs.c", "exprs-O2", "-O2", "-g")
 	capPath := filepath.Join(dir, "p.arrow")
 	if r := runBin(t, exec.Command(bin, "record", "-o", capPath, "-c", exe+" 12",
 		"u:"+exe+":rx", "ur:"+exe+":rx", "e=u:"+exe+":rx(req->next, req->id, req:u64, str(label))")); r.code != 0 {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/internal/shellwords"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // The README is read top-down by a newcomer: it stays short, says how to
@@ -444,7 +444,7 @@ func TestDocsStacksExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testutils.CompileC(filepath.Join(dir, "app"), "-O0", "-fno-omit-frame-pointer", "-fcf-protection=none", "-g", "-DLINGER_MS=500", src); err != nil {
+	if err := testutil.CompileC(filepath.Join(dir, "app"), "-O0", "-fno-omit-frame-pointer", "-fcf-protection=none", "-g", "-DLINGER_MS=500", src); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(bin, filepath.Join(dir, "bpftape")); err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // The record tests run the real binary: signals, exit statuses and a
@@ -31,7 +31,7 @@ var (
 // in binDir (TestMain removes it).
 func bpftapeBin(t *testing.T) (bin, probes string) {
 	t.Helper()
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	binOnce.Do(func() {
 		if binDir, binErr = os.MkdirTemp("", "bpftape-record-test"); binErr != nil {
 			return
@@ -41,7 +41,7 @@ func bpftapeBin(t *testing.T) (bin, probes string) {
 			binErr = errors.New("go build: " + err.Error() + "\n" + string(out))
 			return
 		}
-		binErr = testutils.CompileC(filepath.Join(binDir, "probes"), "../../record/testdata/probes.c")
+		binErr = testutil.CompileC(filepath.Join(binDir, "probes"), "../../record/testdata/probes.c")
 	})
 	if binErr != nil {
 		t.Fatal(binErr)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/internal/humanfmt"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/replay/replaytest"
 )
 
@@ -30,7 +30,7 @@ func buildChain(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testutils.CompileC(exe, "-O0", "-fno-omit-frame-pointer", "-fcf-protection=none", "-g", src); err != nil {
+	if err := testutil.CompileC(exe, "-O0", "-fno-omit-frame-pointer", "-fcf-protection=none", "-g", src); err != nil {
 		t.Fatal(err)
 	}
 	return exe
@@ -43,7 +43,7 @@ func buildChain(t *testing.T, dir string) string {
 // own fix-up. Then the binary is deleted and the capture moved to another
 // directory: the stacks still read the same, from the capture alone.
 func TestStacksChain(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	dir := t.TempDir()
 	exe := buildChain(t, dir)
 	const n = 5000
@@ -120,7 +120,7 @@ func TestStacksErrors(t *testing.T) {
 // TestProfile samples a CPU-bound workload at 199 Hz: most samples fall in
 // its hot function.
 func TestProfile(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "spin.c")
 	if err := os.WriteFile(src, []byte(`#include <time.h>
@@ -137,7 +137,7 @@ int main(void) {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, "spin")
-	if err := testutils.CompileC(exe, "-O1", "-fno-omit-frame-pointer", src); err != nil {
+	if err := testutil.CompileC(exe, "-O1", "-fno-omit-frame-pointer", src); err != nil {
 		t.Fatal(err)
 	}
 	capPath := filepath.Join(dir, "prof.arrow")
@@ -180,7 +180,7 @@ int main(void) {
 // lost switch loses its nap's time, so a recording that lost any is taken
 // again, up to 3 times.
 func TestOffCPU(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "sleeper.c")
 	if err := os.WriteFile(src, []byte(`#include <stdio.h>
@@ -202,7 +202,7 @@ int main(void) {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, "sleeper")
-	if err := testutils.CompileC(exe, "-O1", "-fno-omit-frame-pointer", src); err != nil {
+	if err := testutil.CompileC(exe, "-O1", "-fno-omit-frame-pointer", src); err != nil {
 		t.Fatal(err)
 	}
 	capPath := filepath.Join(dir, "sw.arrow")
@@ -406,7 +406,7 @@ func TestSeed002Stacks(t *testing.T) {
 // TestTracepointKernelStacks: the kernel stack of a syscall tracepoint
 // holds the syscall entry, on every event.
 func TestTracepointKernelStacks(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	capPath := filepath.Join(t.TempDir(), "open.arrow")
 	if _, stderr, code := runCLI(t, "record", "-o", capPath, "-c", "ls /", "t:syscalls:sys_enter_openat(kstack)"); code != 0 {
 		t.Fatalf("record: exit %d\n%s", code, stderr)

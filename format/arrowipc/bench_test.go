@@ -14,7 +14,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/bpftape/bpftape/format/internal/zstdtime"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -320,13 +320,13 @@ func BenchmarkWrite(b *testing.B) {
 			n0 := out.n
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := testutils.CPUTime()
+			cpu0 := testutil.CPUTime()
 			for i := 0; i < b.N; i++ {
 				if err := w.write(&batches[i%len(batches)]); err != nil {
 					b.Fatal(err)
 				}
 			}
-			cpu := testutils.CPUTime() - cpu0
+			cpu := testutil.CPUTime() - cpu0
 			b.StopTimer()
 			n1 := out.n
 			if err := w.close(); err != nil {

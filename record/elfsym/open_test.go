@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // TestOpenRegular: a regular file opens under every Links; a FIFO,
@@ -26,7 +26,7 @@ func TestOpenRegular(t *testing.T) {
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(dir, "fifo")
-	fifoOpened := testutils.WatchFIFO(t, fifo)
+	fifoOpened := testutil.WatchFIFO(t, fifo)
 	sub := filepath.Join(dir, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestDebugLinkHostile(t *testing.T) {
 		want string
 	}{
 		{"fifo", func(t *testing.T, debug, _ string) {
-			fifoOpened = testutils.WatchFIFO(t, debug)
+			fifoOpened = testutil.WatchFIFO(t, debug)
 		}, "a FIFO, not a regular file"},
 		{"device link", func(t *testing.T, debug, _ string) {
 			if err := os.Symlink("/dev/zero", debug); err != nil {

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 func TestLookupKernelFunc(t *testing.T) {
-	testutils.RequireBTF(t)
+	testutil.RequireBTF(t)
 	fn, err := LookupKernelFunc("vfs_read")
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/probespec"
 )
@@ -40,7 +40,7 @@ func parseAll(t *testing.T, texts ...string) []*probespec.Spec {
 // only functions with BTF, not the names several functions share, each
 // named after its function; too many matches and none are errors.
 func TestExpandWildcards(t *testing.T) {
-	testutils.RequireBTF(t)
+	testutil.RequireBTF(t)
 	dir := fakeTraceable(t, []string{"vfs_read", "vfs_readv", "vfs_reax_no_btf", "show_map", "show_map", "vfs_write [mod]"})
 	specs, err := ExpandWildcards(parseAll(t, "fr:vfs_rea*(retval)", "u:/bin/true:main", "f:show_ma?"), dir)
 	if err == nil || !strings.Contains(err.Error(), "show_ma? matches no traceable kernel function") {

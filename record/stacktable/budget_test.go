@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // hungMaps makes, in the fake /proc dir, process pid whose maps file is a
@@ -125,7 +125,7 @@ func TestHurry(t *testing.T) {
 // added at once, its object says what was refused, and the FIFO is never
 // opened (a writer waiting for a reader stays blocked).
 func TestHostileDebugLink(t *testing.T) {
-	testutils.RequireRoot(t, "reading /proc/PID/map_files")
+	testutil.RequireRoot(t, "reading /proc/PID/map_files")
 	for _, tool := range []string{"objcopy", "strip"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s", tool)

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/record/elfsym"
 )
 
@@ -60,7 +60,7 @@ func buildProg(tb testing.TB, name string, flags ...string) string {
 	if err := os.WriteFile(src, []byte(progSrc), 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	return testutils.BuildC(tb, src, name, append([]string{"-O0", "-fno-omit-frame-pointer", "-g"}, flags...)...)
+	return testutil.BuildC(tb, src, name, append([]string{"-O0", "-fno-omit-frame-pointer", "-g"}, flags...)...)
 }
 
 // addrs are the addresses a running test program printed.
@@ -240,7 +240,7 @@ func elfFunc(t *testing.T, path, name string) uint64 {
 // objects' build ids, mappings whose Bias and Offset agree with the ELF
 // file, and only the entries new since the last Take.
 func TestUserStack(t *testing.T) {
-	testutils.RequireRoot(t, "reading /proc/PID/map_files")
+	testutil.RequireRoot(t, "reading /proc/PID/map_files")
 	for _, pie := range []bool{true, false} {
 		t.Run(map[bool]string{true: "pie", false: "no-pie"}[pie], func(t *testing.T) {
 			flags := []string{"-no-pie"}
@@ -363,7 +363,7 @@ func TestUserStack(t *testing.T) {
 // TestVDSO: a frame in the [vdso] resolves to its function, from the
 // image read in the process's memory.
 func TestVDSO(t *testing.T) {
-	testutils.RequireRoot(t, "reading /proc/PID/mem")
+	testutil.RequireRoot(t, "reading /proc/PID/mem")
 	bin := buildProg(t, "prog")
 	p, _ := start(t, bin)
 	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", p.pid))
@@ -423,7 +423,7 @@ func TestVDSO(t *testing.T) {
 // TestDeletedBinary: the binary of a running process is deleted before
 // the stack comes; its symbols are still read, through map_files.
 func TestDeletedBinary(t *testing.T) {
-	testutils.RequireRoot(t, "reading /proc/PID/map_files")
+	testutil.RequireRoot(t, "reading /proc/PID/map_files")
 	orig := buildProg(t, "prog")
 	id, _ := elfsym.BuildID(orig)
 	data, err := os.ReadFile(orig)
@@ -460,7 +460,7 @@ func TestDeletedBinary(t *testing.T) {
 // process lives; when the process and the file are gone, its object says
 // so.
 func TestReopen(t *testing.T) {
-	testutils.RequireRoot(t, "reading /proc/PID/map_files")
+	testutil.RequireRoot(t, "reading /proc/PID/map_files")
 	defer func(n int) { maxOpenFiles = n }(maxOpenFiles)
 	maxOpenFiles = 0
 	orig := buildProg(t, "prog")
@@ -508,7 +508,7 @@ func TestReopen(t *testing.T) {
 // TestSameStackTwoProcesses: the same frames in two processes of one
 // non-PIE binary make one stack, and the mappings of both.
 func TestSameStackTwoProcesses(t *testing.T) {
-	testutils.RequireRoot(t, "reading /proc/PID/map_files")
+	testutil.RequireRoot(t, "reading /proc/PID/map_files")
 	bin := buildProg(t, "prog", "-no-pie")
 	p, a := start(t, bin)
 	q, b := start(t, bin)
@@ -534,7 +534,7 @@ func TestSameStackTwoProcesses(t *testing.T) {
 // file, found by build id in a debug dir; without the dir its object says
 // why it has no symbols, and the frames count as unresolved.
 func TestStrippedBinary(t *testing.T) {
-	testutils.RequireRoot(t, "reading /proc/PID/map_files")
+	testutil.RequireRoot(t, "reading /proc/PID/map_files")
 	for _, tool := range []string{"objcopy", "strip"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s", tool)
@@ -637,7 +637,7 @@ func TestExitedProcess(t *testing.T) {
 // TestSnapshot: mappings read by Snapshot while the process lives resolve
 // its stack after it has exited.
 func TestSnapshot(t *testing.T) {
-	testutils.RequireRoot(t, "reading /proc/PID/map_files")
+	testutil.RequireRoot(t, "reading /proc/PID/map_files")
 	bin := buildProg(t, "prog")
 	p, a := start(t, bin)
 	c := New(Options{})
@@ -670,7 +670,7 @@ func TestSnapshot(t *testing.T) {
 // a stack in the new binary reads the maps again, and its mappings come
 // with the later time.
 func TestExec(t *testing.T) {
-	testutils.RequireRoot(t, "reading /proc/PID/map_files")
+	testutil.RequireRoot(t, "reading /proc/PID/map_files")
 	first := buildProg(t, "first")
 	second := buildProg(t, "second", "-fno-inline", "-DSECOND") // another build id
 	id1, _ := elfsym.BuildID(first)
@@ -740,7 +740,7 @@ func kallsymsEntry(t *testing.T, name string) (addr, next uint64) {
 // TestKernelStack: kernel frames resolve to kallsyms functions of
 // [kernel], each of the size up to the next symbol.
 func TestKernelStack(t *testing.T) {
-	testutils.RequireRoot(t, "reading kallsyms addresses")
+	testutil.RequireRoot(t, "reading kallsyms addresses")
 	read, readNext := kallsymsEntry(t, "vfs_read")
 	sys, sysNext := kallsymsEntry(t, "do_syscall_64")
 	c := New(Options{})
@@ -999,7 +999,7 @@ func FuzzAdd(f *testing.F) {
 // same addresses; after Exec, an address resolved in the first image is
 // resolved again in the second, with a mapping read at the exec.
 func TestExecSameAddresses(t *testing.T) {
-	testutils.RequireRoot(t, "reading /proc/PID/map_files")
+	testutil.RequireRoot(t, "reading /proc/PID/map_files")
 	first := buildProg(t, "first", "-no-pie", "-fno-pie")
 	second := buildProg(t, "second", "-no-pie", "-fno-pie", "-fno-inline", "-DSECOND")
 	id2, _ := elfsym.BuildID(second)

@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/bpftape/bpftape/bpf"
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 )
 
 // TestRecordBPF attaches bpftape's uprobe program at every site of every
@@ -20,7 +20,7 @@ import (
 // the arguments' registers, sizes, signs, memory and %rip-relative operands
 // end to end.
 func TestRecordBPF(t *testing.T) {
-	testutils.RequireBPF(t, bpf.CheckFeatures)
+	testutil.RequireBPF(t, bpf.CheckFeatures)
 	for _, b := range builds {
 		t.Run(b.name, func(t *testing.T) { recordBPF(t, b.flags) })
 	}

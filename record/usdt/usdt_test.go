@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bpftape/bpftape/internal/testutils"
+	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/bpftape/bpftape/record/elfsym"
 )
 
@@ -292,7 +292,7 @@ func readelfProbes(t *testing.T, readelf, path string, f *elf.File) (locs map[st
 func TestReadSystem(t *testing.T) {
 	readelf, err := exec.LookPath("readelf")
 	if err != nil {
-		testutils.Unavailable(t, "no readelf (binutils) to check Read against")
+		testutil.Unavailable(t, "no readelf (binutils) to check Read against")
 	}
 	found := false
 	for _, name := range []string{"libc", "libstdc++", "libpython3.11", "libpython3.12", "libpython3.13", "gcc"} {
@@ -359,7 +359,7 @@ func TestReadSystem(t *testing.T) {
 		})
 	}
 	if !found {
-		testutils.Unavailable(t, "no installed binary with USDT probes")
+		testutil.Unavailable(t, "no installed binary with USDT probes")
 	}
 }
 

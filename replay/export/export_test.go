@@ -20,7 +20,7 @@ import (
 	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
 	"github.com/bpftape/bpftape/format"
-	"github.com/bpftape/bpftape/internal/hostile"
+	"github.com/bpftape/bpftape/internal/testutil/hostile"
 	"github.com/bpftape/bpftape/replay"
 )
 

@@ -1,8 +1,8 @@
-// Package testutils holds the helpers that the tests of several packages
+// Package testutil holds the helpers that the tests of several packages
 // share: privilege and kernel checks, building the C workloads, clocks.
 // Only _test.go files import it (internal/layering checks that), as with
-// cilium/ebpf's internal/testutils.
-package testutils
+// cilium/ebpf's internal/testutil.
+package testutil
 
 import (
 	"bytes"

@@ -5,7 +5,7 @@
 // made to exhaust memory or time (exhaust.go). They are valid
 // Arrow IPC files as far as the format goes; what is hostile is their
 // content. Tests run every verb on each (cmd/bpftape/hostile_test.go), and
-// `go generate ./internal/hostile/` writes them to testdata/hostile for
+// `go generate ./internal/testutil/hostile/` writes them to testdata/hostile for
 // trying by hand.
 package hostile
 

@@ -1,5 +1,5 @@
 // Command gen writes the forged captures of package hostile into a folder:
-// go run ./internal/hostile/gen DIR.
+// go run ./internal/testutil/hostile/gen DIR.
 package main
 
 import (
@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/bpftape/bpftape/internal/hostile"
+	"github.com/bpftape/bpftape/internal/testutil/hostile"
 )
 
 func main() {

@@ -49,6 +49,9 @@ enum {
 	BPF_NOEXIST = 1,
 };
 enum {
+	BPF_F_MMAPABLE = 1 << 10,
+};
+enum {
 	BPF_F_USER_STACK = 1 << 8,
 };
 
@@ -473,6 +476,8 @@ volatile const __u32 tp_ctx_end = 0;
  * (wakeup_bytes 0).
  */
 volatile const __u32 stage_bytes = 1024;
+/* Probe ids below this have lost counters: the lost map's row length. */
+volatile const __u32 lost_stride = MAX_PROBES;
 /*
  * The spec index of the attachment, for kernels without attach cookies
  * (before 5.15): one copy of the program is loaded per attachment with this
@@ -516,9 +521,20 @@ struct {
 	__type(value, struct probe_spec);
 } probe_specs SEC(".maps");
 
+/*
+ * Lost counts: entry cpu * lost_stride + probe_id counts that probe's
+ * samples dropped on that CPU because its ring was full. A plain array that
+ * user space maps and reads in memory rather than a per-CPU array read by
+ * syscall: a map syscall raises the kernel's bpf_prog_active on the
+ * reader's CPU, and on PREEMPT_RT the reader can be preempted there, which
+ * makes the kernel skip every kprobe, uprobe and tracepoint program on that
+ * CPU meanwhile, uncounted (a 6.1-rt guest lost hundreds of events in a
+ * row to the reader's lookups every 100 ms).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, MAX_PROBES);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MAX_PROBES); /* overridden from Go: lost_stride * possible CPUs */
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
@@ -1371,6 +1387,23 @@ static __always_inline int wanted(__u64 pid_tgid)
 }
 
 /*
+ * Count one sample of probe id lost on cpu. Atomic: on a preemptible kernel
+ * another program may count on the same CPU meanwhile.
+ */
+static __always_inline void count_lost(__u32 cpu, __u32 id)
+{
+	__u32 key;
+	__u64 *cnt;
+
+	if (id >= lost_stride)
+		return;
+	key = cpu * lost_stride + id;
+	cnt = bpf_map_lookup_elem(&lost, &key);
+	if (cnt)
+		__sync_fetch_and_add(cnt, 1);
+}
+
+/*
  * Send the stage at index idx of this CPU (see struct stage) to its ring:
  * the committed samples, unless a commit or take is under way; one sample
  * goes as itself, more as a batch. If the ring is full, each sample in the
@@ -1383,7 +1416,6 @@ __noinline int stage_flush(__u32 cpu, __u32 idx)
 	struct cpu_state *st;
 	struct stage *sg;
 	long err;
-	__u64 *cnt;
 	void *rb;
 
 	sg = bpf_map_lookup_elem(&stages, &idx);
@@ -1415,11 +1447,7 @@ __noinline int stage_flush(__u32 cpu, __u32 idx)
 		off &= STAGE_POS_MASK;
 		len = *(__u32 *)(sg->buf + off);
 		id = *(__u16 *)(sg->buf + off + STAGE_SUB_HDR + __builtin_offsetof(struct sample, probe_id));
-		if (id < MAX_PROBES) {
-			cnt = bpf_map_lookup_elem(&lost, &id);
-			if (cnt)
-				*cnt += 1;
-		}
+		count_lost(cpu, id);
 		off += STAGE_SUB_HDR + ((len + 7) & ~7);
 	}
 	return 0;
@@ -1634,10 +1662,7 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 	return 0;
 
 lost:
-	key = spec->probe_id;
-	cnt = bpf_map_lookup_elem(&lost, &key);
-	if (cnt)
-		*cnt += 1;
+	count_lost(cpu, spec->probe_id);
 	return 0;
 }
 

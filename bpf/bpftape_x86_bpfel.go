@@ -208,6 +208,7 @@ const (
 	bpftapeVarFixedSpec         = "fixed_spec"
 	bpftapeVarFixedSpecData     = "fixed_spec_data"
 	bpftapeVarFollow            = "follow"
+	bpftapeVarLostStride        = "lost_stride"
 	bpftapeVarMaxClass          = "max_class"
 	bpftapeVarSelfTgid          = "self_tgid"
 	bpftapeVarStageBytes        = "stage_bytes"
@@ -304,6 +305,7 @@ type bpftapeVariableSpecs struct {
 	FixedSpec     *ebpf.VariableSpec `ebpf:"fixed_spec"`
 	FixedSpecData *ebpf.VariableSpec `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.VariableSpec `ebpf:"follow"`
+	LostStride    *ebpf.VariableSpec `ebpf:"lost_stride"`
 	MaxClass      *ebpf.VariableSpec `ebpf:"max_class"`
 	SelfTgid      *ebpf.VariableSpec `ebpf:"self_tgid"`
 	StageBytes    *ebpf.VariableSpec `ebpf:"stage_bytes"`
@@ -379,6 +381,7 @@ type bpftapeVariables struct {
 	FixedSpec     *ebpf.Variable `ebpf:"fixed_spec"`
 	FixedSpecData *ebpf.Variable `ebpf:"fixed_spec_data"`
 	Follow        *ebpf.Variable `ebpf:"follow"`
+	LostStride    *ebpf.Variable `ebpf:"lost_stride"`
 	MaxClass      *ebpf.Variable `ebpf:"max_class"`
 	SelfTgid      *ebpf.Variable `ebpf:"self_tgid"`
 	StageBytes    *ebpf.Variable `ebpf:"stage_bytes"`

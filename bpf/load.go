@@ -106,6 +106,10 @@ type Options struct {
 	// At most MaxStageBytes. WakeupBytes 0, which wants each sample read
 	// at once, turns staging off.
 	StageBytes int
+
+	// Probes is how many probe ids the recording uses (0..Probes-1): the
+	// lost counters hold that many per CPU. 0 means MaxProbes.
+	Probes int
 }
 
 // Per-CPU staging (Options.StageBytes). 1024 bytes is 21 samples of two
@@ -137,7 +141,7 @@ type Objects struct {
 	// index: its cookie, or its program's constant without cookies.
 	ProbeSpecs *ebpf.Map
 	// Lost counts, per CPU and by probe id, samples dropped because the
-	// ring was full; see LostSamples.
+	// ring was full; see LostCounts.
 	Lost *ebpf.Map
 	// Filtered counts, per CPU and by probe id, events a probe's filter
 	// rejected; see FilteredSamples.
@@ -179,6 +183,7 @@ type Objects struct {
 	// staging. cpus are the CPUs it runs on.
 	flush *ebpf.Program
 	cpus  []int
+	lost  lostCounters
 }
 
 // Cookies reports whether the programs take their attachment's spec index
@@ -404,7 +409,7 @@ func (o *Objects) Children() (tracked, untracked uint64, err error) {
 // Close releases the programs and maps. Links using the programs stay
 // attached until closed themselves.
 func (o *Objects) Close() error {
-	var errs []error
+	errs := []error{o.lost.close()}
 	for _, c := range append(append([]*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.TrackFork, o.kmulti, o.flush}, o.tpCopies...), o.specCopies...) {
 		if c != nil {
 			errs = append(errs, c.Close())
@@ -471,6 +476,14 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	rings := spec.Maps[bpftapeMapRings]
 	rings.MaxEntries = uint32(ncpu)
 	rings.InnerMap.MaxEntries = size
+	stride := uint32(MaxProbes)
+	if opts.Probes > 0 && opts.Probes < MaxProbes {
+		stride = uint32(opts.Probes)
+	}
+	spec.Maps[bpftapeMapLost].MaxEntries = stride * uint32(ncpu)
+	if err := spec.Variables[bpftapeVarLostStride].Set(stride); err != nil {
+		return nil, fmt.Errorf("bpf: set lost_stride: %w", err)
+	}
 	if err := spec.Variables[bpftapeVarFilterTgid].Set(opts.FilterTgid); err != nil {
 		return nil, fmt.Errorf("bpf: set filter_tgid: %w", err)
 	}
@@ -576,6 +589,10 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		CPUState: loaded.CPUState, Traced: loaded.Traced, TrackFork: loaded.TrackFork,
 		Armed: loaded.Armed, Tracked: loaded.Tracked, Untracked: loaded.Untracked,
 		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut, loaded.Stages},
+	}
+	if objs.lost, err = mapLostCounters(objs.Lost, stride, ncpu); err != nil {
+		objs.Close()
+		return nil, err
 	}
 	if staging {
 		if objs.cpus, err = onlineCPUs(); err != nil {
@@ -689,6 +706,9 @@ func (o *Objects) PutSpec(cookie uint32, s *ProbeSpec) error {
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("bpf: probe spec for cookie %d: %w", cookie, err)
 	}
+	if uint32(s.ProbeId) >= o.lost.stride {
+		return fmt.Errorf("bpf: probe spec for cookie %d: probe id %d out of range [0,%d) (Options.Probes)", cookie, s.ProbeId, o.lost.stride)
+	}
 	if err := o.ProbeSpecs.Put(cookie, s); err != nil {
 		return fmt.Errorf("bpf: put spec %d: %w", cookie, err)
 	}
@@ -698,7 +718,11 @@ func (o *Objects) PutSpec(cookie uint32, s *ProbeSpec) error {
 // LostSamples returns how many samples of probe probeID were dropped because
 // the ring buffer was full, summed over CPUs.
 func (o *Objects) LostSamples(probeID uint16) (uint64, error) {
-	return sumPerCPU(o.Lost, "lost", probeID)
+	var sum uint64
+	for _, n := range o.lost.read(probeID, nil) {
+		sum += n
+	}
+	return sum, nil
 }
 
 // FilteredSamples returns how many events of probe probeID its filter

@@ -2,7 +2,6 @@ package record
 
 import (
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -23,9 +22,10 @@ const LostInterval = 100 * time.Millisecond
 // wakes it at once through the programs' forced wake-ups.
 const IdleDrainInterval = 100 * time.Millisecond
 
-// lostMap is the part of the BPF objects the drainer reads lost counts from.
-type lostMap interface {
-	Lookup(key, valueOut any) error
+// lostCounts is the part of the BPF objects the drainer reads lost counts
+// from (bpf.Objects.LostCounts, which reads them without a syscall).
+type lostCounts interface {
+	LostCounts(probeID uint16, dst []uint64) []uint64
 }
 
 // drainer is the single goroutine that moves samples from the ring buffer
@@ -33,7 +33,7 @@ type lostMap interface {
 type drainer struct {
 	rd     *bpf.Ring
 	w      *format.Writer
-	lost   lostMap
+	lost   lostCounts
 	probes []*resolve.Probe
 
 	h        bpf.Header // of the sample being decoded
@@ -63,7 +63,7 @@ type drainer struct {
 
 // newDrainer returns a drainer of rd into w; forget, if not nil, makes the
 // programs send every comm again (bpf.Objects.ForgetComms).
-func newDrainer(rd *bpf.Ring, w *format.Writer, lost lostMap, probes []*resolve.Probe, forget func() error) *drainer {
+func newDrainer(rd *bpf.Ring, w *format.Writer, lost lostCounts, probes []*resolve.Probe, forget func() error) *drainer {
 	d := &drainer{rd: rd, w: w, lost: lost, probes: probes, comms: newCommTable(forget),
 		events: make([]uint64, len(probes)), lostN: make([]uint64, len(probes)),
 		lostPrev: make([][]uint64, len(probes)),
@@ -305,9 +305,7 @@ func (d *drainer) comm(raw []byte) error {
 func (d *drainer) readLost() error {
 	now := boottime.Now()
 	for id := range d.probes {
-		if err := d.lost.Lookup(uint32(id), &d.perCPU); err != nil {
-			return fmt.Errorf("read lost counters: %w", err)
-		}
+		d.perCPU = d.lost.LostCounts(uint16(id), d.perCPU)
 		prev := d.lostPrev[id]
 		if len(prev) < len(d.perCPU) {
 			prev = append(prev, make([]uint64, len(d.perCPU)-len(prev))...)

@@ -12,12 +12,11 @@ import (
 	"github.com/bpftape/bpftape/record/resolve"
 )
 
-// fakeLost is a per-CPU lost map.
-type fakeLost map[uint32][]uint64
+// fakeLost holds lost counters by probe id, one per CPU.
+type fakeLost map[uint16][]uint64
 
-func (f fakeLost) Lookup(key, valueOut any) error {
-	*valueOut.(*[]uint64) = append((*valueOut.(*[]uint64))[:0], f[key.(uint32)]...)
-	return nil
+func (f fakeLost) LostCounts(probeID uint16, dst []uint64) []uint64 {
+	return append(dst[:0], f[probeID]...)
 }
 
 // sample builds a raw ring record as the BPF program writes it.

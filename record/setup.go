@@ -291,7 +291,8 @@ func (r *recorder) load(ring uint32, threadBases bool) error {
 	uses.TPContextEnd = tpEnd
 	var err error
 	if r.objs, err = bpf.Load(bpf.Options{RingSize: ring, FilterTgid: uint32(r.target), WakeupBytes: uint64(ring) / 4,
-		ThreadBases: threadBases, Follow: r.follow, NoCookies: o.NoCookies, WakeOnComm: wakeOnComm, Uses: &uses}); err != nil {
+		ThreadBases: threadBases, Follow: r.follow, NoCookies: o.NoCookies, WakeOnComm: wakeOnComm, Uses: &uses,
+		Probes: len(r.probes)}); err != nil {
 		return err
 	}
 	if r.rd, err = r.objs.NewRing(); err != nil {
@@ -310,7 +311,7 @@ func (r *recorder) startCapture(ring uint32, base string, kernelRead <-chan stru
 		return fmt.Errorf("output: %w", err)
 	}
 	r.limit = newSizeLimit(r.w, o, base)
-	r.d = newDrainer(r.rd, r.w, r.objs.Lost, r.probes, r.objs.ForgetComms)
+	r.d = newDrainer(r.rd, r.w, r.objs, r.probes, r.objs.ForgetComms)
 	if r.stacks != nil {
 		<-kernelRead
 		r.d.stacks = r.stacks

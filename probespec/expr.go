@@ -123,11 +123,11 @@ func parseExpr(text string) (base string, steps []Step, err error) {
 	return base, steps, nil
 }
 
-// maxTokens bounds the tokens of an expression or a filter, against
+// maxTokens bounds the tokens of an expression or a predicate, against
 // hostile input.
 const maxTokens = 4 * MaxSteps
 
-// tokenize splits an expression or filter into identifiers, numbers,
+// tokenize splits an expression or predicate into identifiers, numbers,
 // strings and operators.
 func tokenize(text string) ([]string, error) {
 	var toks []string

@@ -253,8 +253,8 @@ type Spec struct {
 	// Fields is the field list, nil when none was given (record the
 	// defaults). A given list is never empty.
 	Fields []Field
-	// Filter is the /FILTER/ that ends the probe, nil for none.
-	Filter *Filter
+	// Predicate is the /FILTER/ that ends the probe, nil for none.
+	Predicate *Predicate
 }
 
 // Target returns the spec without NAME= and field list, in long form:
@@ -371,7 +371,7 @@ func Parse(text string) (*Spec, error) {
 
 // quoteShort quotes s as %q does, a long s cut to its first 100 bytes
 // (at a rune boundary) and its length: an error names a huge probe or
-// filter without copying all of it.
+// predicate without copying all of it.
 func quoteShort(s string) string {
 	const keep = 100
 	if len(s) <= 2*keep {
@@ -401,16 +401,16 @@ func parse(text string) (*Spec, error) {
 			return nil, fmt.Errorf("probe name %q: names cannot hold spaces, commas or parentheses", s.Name)
 		}
 	}
-	rest, ftext, hasFilter, err := cutFilter(rest)
+	rest, ptext, hasPred, err := cutPredicate(rest)
 	if err != nil {
 		return nil, err
 	}
-	if hasFilter {
-		f, err := ParseFilter(ftext)
+	if hasPred {
+		f, err := ParsePredicate(ptext)
 		if err != nil {
 			return nil, err
 		}
-		s.Filter = f
+		s.Predicate = f
 	}
 	typ, target, ok := strings.Cut(rest, ":")
 	if !ok {
@@ -464,9 +464,9 @@ func parse(text string) (*Spec, error) {
 		}
 		s.Category, s.Event = parts[0], parts[1]
 	case Profile:
-		if s.Filter != nil {
-			for _, o := range s.Filter.Operands() {
-				if !filterBuiltins[o] {
+		if s.Predicate != nil {
+			for _, o := range s.Predicate.Operands() {
+				if !builtinOperands[o] {
 					return nil, fmt.Errorf("filter operand %q: a profile probe's filter compares pid, tid, cpu or comm", o)
 				}
 			}

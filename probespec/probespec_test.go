@@ -209,9 +209,9 @@ func TestExpressions(t *testing.T) {
 	}
 }
 
-// TestFilters checks filter parsing: precedence, constants on either
-// side, and slashes inside a comm.
-func TestFilters(t *testing.T) {
+// TestPredicates checks predicate parsing: precedence, constants on
+// either side, and slashes inside a comm.
+func TestPredicates(t *testing.T) {
 	for in, want := range map[string]string{
 		"big=u:./vnet:rx(size)/size >= 8192/":                                 "size >= 8192",
 		"u:./a:f(x,y)/x > 1 && y < 2 || !(x == -3)/":                          "((x > 1 && y < 2) || !x == -3)",
@@ -225,8 +225,8 @@ func TestFilters(t *testing.T) {
 			t.Errorf("%s: %v", in, err)
 			continue
 		}
-		if s.Filter == nil || s.Filter.String() != want {
-			t.Errorf("%s: filter %v, want %s", in, s.Filter, want)
+		if s.Predicate == nil || s.Predicate.String() != want {
+			t.Errorf("%s: predicate %v, want %s", in, s.Predicate, want)
 		}
 	}
 }
@@ -265,11 +265,11 @@ func FuzzParse(f *testing.F) {
 		if s.Fields != nil && len(s.Fields) == 0 {
 			t.Fatalf("Parse(%q): empty non-nil field list", in)
 		}
-		if s.Filter != nil {
-			// The filter writes back into a filter that parses the same.
-			again, err := ParseFilter(s.Filter.String())
-			if err != nil || again.String() != s.Filter.String() {
-				t.Fatalf("Parse(%q): filter %q reparses as %v, %v", in, s.Filter, again, err)
+		if s.Predicate != nil {
+			// The predicate writes back into one that parses the same.
+			again, err := ParsePredicate(s.Predicate.String())
+			if err != nil || again.String() != s.Predicate.String() {
+				t.Fatalf("Parse(%q): predicate %q reparses as %v, %v", in, s.Predicate, again, err)
 			}
 		}
 		for _, fd := range s.Fields {

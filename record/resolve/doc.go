@@ -1,7 +1,7 @@
 // Package resolve turns probe specs (package probespec) into probes: it
 // finds each spec's binary, symbols, USDT sites, tracepoint format or
 // kernel function, resolves its fields and expressions (DWARF or BTF) and
-// compiles its filter, giving each Probe the Attachments and BPF probe
+// compiles its predicate (the /FILTER/ and --pid/--comm), giving each Probe the Attachments and BPF probe
 // specs a recording loads. It also expands kernel wildcards and lists what
 // can be probed (List, for bpftape list).
 //

@@ -72,8 +72,9 @@ type Resolver struct {
 	tracefs   string   // found on first use
 	usdtMemo  map[string][]usdt.Probe
 	ksyms     map[string]bool // kernel function names (kallsyms), read on first use
-	// ProcFilter is the --pid/--comm filter every probe gets, nil for none.
-	ProcFilter *probespec.Filter
+	// ProcFilter is the --pid/--comm predicate every probe gets, nil for
+	// none (ProcessFilter).
+	ProcFilter *probespec.Predicate
 }
 
 // Resolve resolves spec s into a probe named name, with its attachments
@@ -108,7 +109,7 @@ func (r *Resolver) Resolve(s *probespec.Spec, name string) (*Probe, error) {
 		err = fmt.Errorf("unknown probe kind %v", s.Kind)
 	}
 	if err == nil {
-		err = p.addFilter(both(s.Filter, r.ProcFilter))
+		err = p.addPredicate(both(s.Predicate, r.ProcFilter))
 	}
 	if err == nil {
 		p.addStacks(stacks)
@@ -145,20 +146,20 @@ func keepsSelf(s *probespec.Spec) bool {
 	return s.Category == "sched" && s.Event == "sched_switch"
 }
 
-// addFilter compiles the probe's filter into every attachment's spec and
-// names it in the capture. It runs before the stack fields are added: a
-// filter compares the argument fields only.
-func (p *Probe) addFilter(f *probespec.Filter) error {
+// addPredicate compiles the probe's predicate into every attachment's spec
+// and names it in the capture. It runs before the stack fields are added:
+// a predicate compares the argument fields only.
+func (p *Probe) addPredicate(f *probespec.Predicate) error {
 	if f == nil {
 		return nil
 	}
 	for i := range p.Atts {
 		a := &p.Atts[i]
-		if err := compileFilter(f, p.Meta.Fields, int(a.Spec.Nargs), &a.Spec); err != nil {
+		if err := compilePredicate(f, p.Meta.Fields, int(a.Spec.Nargs), &a.Spec); err != nil {
 			return err
 		}
 	}
-	p.Meta.Filter = filterText(f)
+	p.Meta.Filter = predicateText(f)
 	return nil
 }
 

@@ -8,12 +8,13 @@ import (
 	"strings"
 )
 
-// A filter ends a probe, between slashes as in bpftrace:
+// A predicate ends a probe, between slashes as in bpftrace (users call it
+// the probe's filter):
 //
 //	big=u:./vnet:rx(size)/size >= 8192/
 //	t:sched:sched_switch(prev_pid, next_pid)/comm == "qemu" && !(next_pid == 0)/
 //
-//	FILTER := OR
+//	PRED   := OR
 //	OR     := AND { '||' AND }
 //	AND    := NOT { '&&' NOT }
 //	NOT    := '!' NOT | '(' OR ')' | CMP
@@ -23,31 +24,82 @@ import (
 // OPERAND is a recorded field (by its name in the capture), pid, tid, cpu
 // or comm; CONST an integer (decimal, 0x hex, negative) or, for comm, a
 // "string" compared with == or !=. The recorder compiles it into the
-// probe's filter, which the BPF program runs before it reserves ring space.
+// probe's BPF predicate, which the program runs before it reserves ring
+// space.
 
-// FilterOp is a filter node's kind.
-type FilterOp uint8
+// PredicateKind is a predicate node's kind.
+type PredicateKind uint8
 
-// Filter node kinds.
+// Predicate node kinds.
 const (
-	FilterAnd FilterOp = iota + 1 // L && R
-	FilterOr                      // L || R
-	FilterNot                     // !L
-	FilterCmp                     // Operand Cmp Int (or Str)
-	FilterAny                     // Any[0] || Any[1] || ...: a list, flat (AnyOf)
+	PredAnd PredicateKind = iota + 1 // L && R
+	PredOr                           // L || R
+	PredNot                          // !L
+	PredCmp                          // Operand Cmp Int (or Str)
+	PredAny                          // Any[0] || Any[1] || ...: a list, flat (AnyOf)
 )
 
-// Filter is a parsed filter: a tree of comparisons joined by &&, || and !.
-type Filter struct {
-	Op   FilterOp
-	L, R *Filter
-	// Any holds the alternatives of a list (FilterAny), two or more, in
+// CmpOp is a comparison's operator. Its zero value is no operator.
+type CmpOp uint8
+
+// Comparison operators.
+const (
+	CmpEq CmpOp = iota + 1 // ==
+	CmpNe                  // !=
+	CmpLt                  // <
+	CmpLe                  // <=
+	CmpGt                  // >
+	CmpGe                  // >=
+)
+
+// cmpText is each operator's C spelling, indexed by CmpOp.
+var cmpText = [...]string{CmpEq: "==", CmpNe: "!=", CmpLt: "<", CmpLe: "<=", CmpGt: ">", CmpGe: ">="}
+
+// String returns the operator as C writes it: ==, !=, <, <=, > or >=.
+func (o CmpOp) String() string {
+	if int(o) < len(cmpText) && cmpText[o] != "" {
+		return cmpText[o]
+	}
+	return "CmpOp(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Flip returns the operator with its sides swapped: 5 < x is x > 5.
+func (o CmpOp) Flip() CmpOp {
+	switch o {
+	case CmpLt:
+		return CmpGt
+	case CmpLe:
+		return CmpGe
+	case CmpGt:
+		return CmpLt
+	case CmpGe:
+		return CmpLe
+	}
+	return o
+}
+
+// parseCmpOp returns the operator a token spells, false for none.
+func parseCmpOp(tok string) (CmpOp, bool) {
+	for o, t := range cmpText {
+		if t != "" && t == tok {
+			return CmpOp(o), true
+		}
+	}
+	return 0, false
+}
+
+// Predicate is a parsed predicate: a tree of comparisons joined by &&,
+// || and !.
+type Predicate struct {
+	Kind PredicateKind
+	L, R *Predicate
+	// Any holds the alternatives of a list (PredAny), two or more, in
 	// order: a list of any length is one node, not a chain of ||.
-	Any []*Filter
-	// A comparison (FilterCmp): Operand Cmp the constant, with the
+	Any []*Predicate
+	// A comparison (PredCmp): Operand Cmp the constant, with the
 	// operand always on the left (5 < x is read as x > 5).
 	Operand string // a field name, "pid", "tid", "cpu" or "comm"; args.NAME is the field NAME
-	Cmp     string // ==, !=, <, <=, >, >=
+	Cmp     CmpOp
 	// Int is the constant's 64 bits: negative when Neg, else read as
 	// unsigned (0xffff888000000000 has them all).
 	Int   int64
@@ -59,24 +111,24 @@ type Filter struct {
 	Builtin bool
 }
 
-// MaxFilterCmps bounds a filter's comparisons: the BPF program runs at
-// most 16 operations, one per comparison, &&, || and !.
-const MaxFilterCmps = 16
+// MaxPredicateOps bounds the operations a predicate compiles into (Size):
+// the BPF program runs at most 16, one per comparison, &&, || and !.
+const MaxPredicateOps = 16
 
-// Builtin filter operands, which every probe has.
-var filterBuiltins = map[string]bool{"pid": true, "tid": true, "cpu": true, "comm": true}
+// builtinOperands are the predicate operands every probe has.
+var builtinOperands = map[string]bool{"pid": true, "tid": true, "cpu": true, "comm": true}
 
 // MaxAny bounds the alternatives of a list (AnyOf), such as the values
 // of a --pid or --comm list. The recorder compiles fewer: a probe's BPF
-// filter holds a few operations, one per comparison and one per ||.
+// predicate holds a few operations, one per comparison and one per ||.
 const MaxAny = 4096
 
-// AnyOf returns the filter that passes when any of fs passes, as
+// AnyOf returns the predicate that passes when any of fs passes, as
 // fs[0] || fs[1] || ...: nil for none, fs[0] alone for one, else one flat
-// FilterAny node. It refuses more than MaxAny alternatives, with an error
+// PredAny node. It refuses more than MaxAny alternatives, with an error
 // that names the count and the limit ("100000 values, at most 4096") for
 // the caller to prefix with what the list is.
-func AnyOf(fs ...*Filter) (*Filter, error) {
+func AnyOf(fs ...*Predicate) (*Predicate, error) {
 	switch {
 	case len(fs) > MaxAny:
 		return nil, fmt.Errorf("%d values, at most %d", len(fs), MaxAny)
@@ -85,24 +137,24 @@ func AnyOf(fs ...*Filter) (*Filter, error) {
 	case len(fs) == 1:
 		return fs[0], nil
 	}
-	return &Filter{Op: FilterAny, Any: slices.Clone(fs)}, nil
+	return &Predicate{Kind: PredAny, Any: slices.Clone(fs)}, nil
 }
 
-// String writes the filter back, fully parenthesized. A list (FilterAny)
+// String writes the predicate back, fully parenthesized. A list (PredAny)
 // writes as the chain of || it stands for, grouped from the left as the
 // parser groups it: ((a || b) || c). String keeps a stack of its own and
-// writes in time linear in the text, however deep or long the filter.
-func (f *Filter) String() string {
+// writes in time linear in the text, however deep or long the predicate.
+func (f *Predicate) String() string {
 	var b strings.Builder
 	f.writeTo(&b)
 	return b.String()
 }
 
-func (f *Filter) writeTo(b *strings.Builder) {
+func (f *Predicate) writeTo(b *strings.Builder) {
 	// todo holds what is left to write, the next on top: a node, or the
 	// text lit when the node is nil.
 	type item struct {
-		f   *Filter
+		f   *Predicate
 		lit string
 	}
 	todo := []item{{f: f}}
@@ -114,18 +166,18 @@ func (f *Filter) writeTo(b *strings.Builder) {
 			b.WriteString(it.lit)
 			continue
 		}
-		switch n.Op {
-		case FilterAnd, FilterOr:
+		switch n.Kind {
+		case PredAnd, PredOr:
 			op := " && "
-			if n.Op == FilterOr {
+			if n.Kind == PredOr {
 				op = " || "
 			}
 			b.WriteByte('(')
 			todo = append(todo, item{lit: ")"}, item{f: n.R}, item{lit: op}, item{f: n.L})
-		case FilterNot:
+		case PredNot:
 			b.WriteByte('!')
 			todo = append(todo, item{f: n.L})
-		case FilterAny:
+		case PredAny:
 			// Written in place: the stack grows with how deeply lists
 			// nest in lists, not with their length.
 			for range len(n.Any) - 1 {
@@ -135,7 +187,7 @@ func (f *Filter) writeTo(b *strings.Builder) {
 				if i > 0 {
 					b.WriteString(" || ")
 				}
-				if a.Op == FilterCmp {
+				if a.Kind == PredCmp {
 					a.writeCmp(b)
 				} else {
 					a.writeTo(b)
@@ -151,11 +203,11 @@ func (f *Filter) writeTo(b *strings.Builder) {
 }
 
 // writeCmp writes a comparison.
-func (f *Filter) writeCmp(b *strings.Builder) {
+func (f *Predicate) writeCmp(b *strings.Builder) {
 	var buf [32]byte
 	b.WriteString(f.Operand)
 	b.WriteByte(' ')
-	b.WriteString(f.Cmp)
+	b.WriteString(f.Cmp.String())
 	b.WriteByte(' ')
 	switch {
 	case f.IsStr:
@@ -167,10 +219,10 @@ func (f *Filter) writeCmp(b *strings.Builder) {
 	}
 }
 
-// walk calls fn on every node of the filter, parents before children and
-// left before right, with a stack of its own.
-func (f *Filter) walk(fn func(*Filter)) {
-	todo := []*Filter{f}
+// walk calls fn on every node of the predicate, parents before children
+// and left before right, with a stack of its own.
+func (f *Predicate) walk(fn func(*Predicate)) {
+	todo := []*Predicate{f}
 	for len(todo) > 0 {
 		n := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
@@ -185,12 +237,13 @@ func (f *Filter) walk(fn func(*Filter)) {
 	}
 }
 
-// Operands returns the operands the filter compares, each once, in order.
-func (f *Filter) Operands() []string {
+// Operands returns the operands the predicate compares, each once, in
+// order.
+func (f *Predicate) Operands() []string {
 	var out []string
 	seen := map[string]bool{}
-	f.walk(func(n *Filter) {
-		if n.Op == FilterCmp && !seen[n.Operand] {
+	f.walk(func(n *Predicate) {
+		if n.Kind == PredCmp && !seen[n.Operand] {
 			seen[n.Operand] = true
 			out = append(out, n.Operand)
 		}
@@ -198,29 +251,31 @@ func (f *Filter) Operands() []string {
 	return out
 }
 
-// Size returns the number of operations the filter compiles into: one per
-// comparison, &&, || and !, a list of n alternatives holding n-1 ||.
-func (f *Filter) Size() int {
+// Size returns the number of operations the predicate compiles into: one
+// per comparison, &&, || and !, a list of n alternatives holding n-1 ||.
+func (f *Predicate) Size() int {
 	size := 0
-	f.walk(func(n *Filter) {
+	f.walk(func(n *Predicate) {
 		size++
-		if n.Op == FilterAny {
+		if n.Kind == PredAny {
 			size += len(n.Any) - 2 // n-1 ||, the node counted once
 		}
 	})
 	return size
 }
 
-// MaxFilterText bounds the length of a filter's text in bytes, far above
-// what MaxFilterCmps operations take; the parser also stops at 128 tokens.
-const MaxFilterText = 4096
+// MaxPredicateText bounds the length of a predicate's text in bytes, far
+// above what MaxPredicateOps operations take; the parser also stops at 128
+// tokens.
+const MaxPredicateText = 4096
 
-// ParseFilter parses a filter's text, without the slashes. Its parsing
-// is bounded: at most MaxFilterText bytes, 128 tokens and MaxFilterCmps
-// levels of nesting.
-func ParseFilter(text string) (*Filter, error) {
-	if len(text) > MaxFilterText {
-		return nil, fmt.Errorf("filter %s: %w: %d bytes, at most %d", quoteShort(text), ErrExpr, len(text), MaxFilterText)
+// ParsePredicate parses a predicate's text, without the slashes. Its
+// parsing is bounded: at most MaxPredicateText bytes, 128 tokens and
+// MaxPredicateOps levels of nesting. Its errors call the predicate a
+// filter, as users do.
+func ParsePredicate(text string) (*Predicate, error) {
+	if len(text) > MaxPredicateText {
+		return nil, fmt.Errorf("filter %s: %w: %d bytes, at most %d", quoteShort(text), ErrExpr, len(text), MaxPredicateText)
 	}
 	toks, err := tokenize(text)
 	if err != nil {
@@ -234,8 +289,8 @@ func ParseFilter(text string) (*Filter, error) {
 	if err == nil && p.pos < len(p.toks) {
 		err = exprErrorf("unexpected %q", p.toks[p.pos])
 	}
-	if err == nil && f.Size() > MaxFilterCmps {
-		err = exprErrorf("%d operations: a filter compiles into at most %d", f.Size(), MaxFilterCmps)
+	if err == nil && f.Size() > MaxPredicateOps {
+		err = exprErrorf("%d operations: a filter compiles into at most %d", f.Size(), MaxPredicateOps)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("filter %q: %w", text, err)
@@ -243,32 +298,32 @@ func ParseFilter(text string) (*Filter, error) {
 	return f, nil
 }
 
-func (p *exprParser) or(depth int) (*Filter, error) {
+func (p *exprParser) or(depth int) (*Predicate, error) {
 	l, err := p.and(depth)
 	for err == nil && p.peek() == "||" {
 		p.next()
-		var r *Filter
+		var r *Predicate
 		if r, err = p.and(depth); err == nil {
-			l = &Filter{Op: FilterOr, L: l, R: r}
+			l = &Predicate{Kind: PredOr, L: l, R: r}
 		}
 	}
 	return l, err
 }
 
-func (p *exprParser) and(depth int) (*Filter, error) {
+func (p *exprParser) and(depth int) (*Predicate, error) {
 	l, err := p.not(depth)
 	for err == nil && p.peek() == "&&" {
 		p.next()
-		var r *Filter
+		var r *Predicate
 		if r, err = p.not(depth); err == nil {
-			l = &Filter{Op: FilterAnd, L: l, R: r}
+			l = &Predicate{Kind: PredAnd, L: l, R: r}
 		}
 	}
 	return l, err
 }
 
-func (p *exprParser) not(depth int) (*Filter, error) {
-	if depth > MaxFilterCmps {
+func (p *exprParser) not(depth int) (*Predicate, error) {
+	if depth > MaxPredicateOps {
 		return nil, exprErrorf("nested too deeply")
 	}
 	switch p.peek() {
@@ -278,7 +333,7 @@ func (p *exprParser) not(depth int) (*Filter, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Filter{Op: FilterNot, L: f}, nil
+		return &Predicate{Kind: PredNot, L: f}, nil
 	case "(":
 		p.next()
 		f, err := p.or(depth + 1)
@@ -290,20 +345,18 @@ func (p *exprParser) not(depth int) (*Filter, error) {
 	return p.cmp()
 }
 
-// flipped is the comparison with its sides swapped: 5 < x is x > 5.
-var flipped = map[string]string{"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-
-func (p *exprParser) cmp() (*Filter, error) {
+func (p *exprParser) cmp() (*Predicate, error) {
 	lhs, err := p.term()
 	if err != nil {
 		return nil, err
 	}
-	op := p.next()
-	if _, ok := flipped[op]; !ok {
-		if op == "" {
+	tok := p.next()
+	op, ok := parseCmpOp(tok)
+	if !ok {
+		if tok == "" {
 			return nil, exprErrorf("%s: want a comparison (==, !=, <, <=, >, >=) and a constant", lhs)
 		}
-		return nil, exprErrorf("want a comparison (==, !=, <, <=, >, >=), got %q", op)
+		return nil, exprErrorf("want a comparison (==, !=, <, <=, >, >=), got %q", tok)
 	}
 	rhs, err := p.term()
 	if err != nil {
@@ -311,12 +364,12 @@ func (p *exprParser) cmp() (*Filter, error) {
 	}
 	operand, constant := lhs, rhs
 	if isConstTok(lhs) {
-		operand, constant, op = rhs, lhs, flipped[op]
+		operand, constant, op = rhs, lhs, op.Flip()
 	}
 	if isConstTok(operand) || !isConstTok(constant) {
 		return nil, exprErrorf("%s %s %s: compare one field (or pid, tid, cpu, comm) with one constant", lhs, op, rhs)
 	}
-	f := &Filter{Op: FilterCmp, Operand: operand, Cmp: op}
+	f := &Predicate{Kind: PredCmp, Operand: operand, Cmp: op}
 	if strings.HasPrefix(constant, `"`) {
 		s, err := strconv.Unquote(constant)
 		if err != nil {
@@ -325,7 +378,7 @@ func (p *exprParser) cmp() (*Filter, error) {
 		if operand != "comm" {
 			return nil, exprErrorf("%s %s %s: only comm compares with a string", operand, op, constant)
 		}
-		if op != "==" && op != "!=" {
+		if op != CmpEq && op != CmpNe {
 			return nil, exprErrorf("comm %s %s: a comm compares with == or != only", op, constant)
 		}
 		if len(s) > 15 || strings.IndexByte(s, 0) >= 0 {
@@ -399,11 +452,11 @@ func isConstTok(t string) bool {
 	return t != "" && (t[0] >= '0' && t[0] <= '9' || t[0] == '-' || t[0] == '"')
 }
 
-// cutFilter splits a probe's text into the probe and its filter: a filter
-// is the last /.../ of the text, whose opening slash is the last one
-// outside a "string" before the closing one (a filter holds no '/', but a
-// comm it compares may: "kworker/0:1").
-func cutFilter(text string) (probe, filter string, ok bool, err error) {
+// cutPredicate splits a probe's text into the probe and its predicate: a
+// predicate is the last /.../ of the text, whose opening slash is the last
+// one outside a "string" before the closing one (a predicate holds no '/',
+// but a comm it compares may: "kworker/0:1").
+func cutPredicate(text string) (probe, pred string, ok bool, err error) {
 	t := strings.TrimSpace(text)
 	if !strings.HasSuffix(t, "/") {
 		return text, "", false, nil

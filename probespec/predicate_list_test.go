@@ -10,10 +10,10 @@ import (
 )
 
 // pids returns the comparisons pid == 1 ... pid == n.
-func pids(n int) []*Filter {
-	fs := make([]*Filter, n)
+func pids(n int) []*Predicate {
+	fs := make([]*Predicate, n)
 	for i := range fs {
-		fs[i] = &Filter{Op: FilterCmp, Operand: "pid", Cmp: "==", Int: int64(i + 1), Builtin: true}
+		fs[i] = &Predicate{Kind: PredCmp, Operand: "pid", Cmp: CmpEq, Int: int64(i + 1), Builtin: true}
 	}
 	return fs
 }
@@ -35,24 +35,24 @@ func chainText(n int) string {
 	return b.String()
 }
 
-// eval evaluates a filter on a pid and a comm, as the recorder's program
-// does (a test oracle; the filters it sees are shallow).
-func eval(f *Filter, pid int64, comm string) bool {
-	switch f.Op {
-	case FilterAnd:
+// eval evaluates a predicate on a pid and a comm, as the recorder's
+// program does (a test oracle; the predicates it sees are shallow).
+func eval(f *Predicate, pid int64, comm string) bool {
+	switch f.Kind {
+	case PredAnd:
 		return eval(f.L, pid, comm) && eval(f.R, pid, comm)
-	case FilterOr:
+	case PredOr:
 		return eval(f.L, pid, comm) || eval(f.R, pid, comm)
-	case FilterNot:
+	case PredNot:
 		return !eval(f.L, pid, comm)
-	case FilterAny:
-		return slices.ContainsFunc(f.Any, func(a *Filter) bool { return eval(a, pid, comm) })
+	case PredAny:
+		return slices.ContainsFunc(f.Any, func(a *Predicate) bool { return eval(a, pid, comm) })
 	}
 	eq := f.Str == comm
 	if !f.IsStr {
 		eq = f.Int == pid
 	}
-	return eq == (f.Cmp == "==")
+	return eq == (f.Cmp == CmpEq)
 }
 
 // TestAnyOfLimit checks that a list longer than MaxAny is refused with an
@@ -69,11 +69,11 @@ func TestAnyOfLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Op != FilterAny || len(f.Any) != MaxAny || f.L != nil || f.R != nil {
-		t.Fatalf("AnyOf of %d: op %d with %d alternatives, want one flat node", MaxAny, f.Op, len(f.Any))
+	if f.Kind != PredAny || len(f.Any) != MaxAny || f.L != nil || f.R != nil {
+		t.Fatalf("AnyOf of %d: kind %d with %d alternatives, want one flat node", MaxAny, f.Kind, len(f.Any))
 	}
 	for _, a := range f.Any {
-		if a.Op != FilterCmp {
+		if a.Kind != PredCmp {
 			t.Fatalf("alternative %v is not a comparison", a)
 		}
 	}
@@ -99,7 +99,7 @@ func TestAnyOfLimit(t *testing.T) {
 }
 
 // TestAnyOfWritesAsBefore checks that small lists write as the chain of ||
-// the parser reads them back into, so that the filters the capture names
+// the parser reads them back into, so that the predicates the capture names
 // and messages print are those of a chain.
 func TestAnyOfWritesAsBefore(t *testing.T) {
 	if f, err := AnyOf(); f != nil || err != nil {
@@ -121,19 +121,19 @@ func TestAnyOfWritesAsBefore(t *testing.T) {
 		if f.String() != want {
 			t.Errorf("%d pids: %s, want %s", n, f, want)
 		}
-		again, err := ParseFilter(f.String())
+		again, err := ParsePredicate(f.String())
 		if err != nil || again.String() != want || again.Size() != f.Size() {
 			t.Errorf("%d pids: %s reparses as %v (size %d, want %d), %v", n, f, again, again.Size(), f.Size(), err)
 		}
 	}
-	comms := []*Filter{
-		{Op: FilterCmp, Operand: "comm", Cmp: "==", Str: "a b", IsStr: true},
-		{Op: FilterCmp, Operand: "comm", Cmp: "==", Str: `q"uote`, IsStr: true},
+	comms := []*Predicate{
+		{Kind: PredCmp, Operand: "comm", Cmp: CmpEq, Str: "a b", IsStr: true},
+		{Kind: PredCmp, Operand: "comm", Cmp: CmpEq, Str: `q"uote`, IsStr: true},
 	}
 	c, _ := AnyOf(comms...)
 	p, _ := AnyOf(pids(3)...)
-	not := &Filter{Op: FilterNot, L: p}
-	and := &Filter{Op: FilterAnd, L: not, R: c}
+	not := &Predicate{Kind: PredNot, L: p}
+	and := &Predicate{Kind: PredAnd, L: not, R: c}
 	want := `(!((pid == 1 || pid == 2) || pid == 3) && (comm == "a b" || comm == "q\"uote"))`
 	if and.String() != want {
 		t.Errorf("mixed: %s, want %s", and, want)
@@ -160,7 +160,7 @@ func TestStringDeepChain(t *testing.T) {
 	fs := pids(n)
 	f := fs[0]
 	for _, c := range fs[1:] {
-		f = &Filter{Op: FilterOr, L: f, R: c}
+		f = &Predicate{Kind: PredOr, L: f, R: c}
 	}
 	if got, want := f.String(), chainText(n); got != want {
 		t.Errorf("chain of %d: %d bytes, want %d", n, len(got), len(want))
@@ -171,50 +171,50 @@ func TestStringDeepChain(t *testing.T) {
 	// A chain of ! as deep.
 	g := fs[0]
 	for range n {
-		g = &Filter{Op: FilterNot, L: g}
+		g = &Predicate{Kind: PredNot, L: g}
 	}
 	if got, want := g.String(), strings.Repeat("!", n)+"pid == 1"; got != want {
 		t.Errorf("chain of %d !: %d bytes, want %d", n, len(got), len(want))
 	}
 }
 
-// TestParseFilterBounds checks that a long predicate is refused quickly,
+// TestParsePredicateBounds checks that a long predicate is refused quickly,
 // with an error that names the limit without repeating the whole text.
-func TestParseFilterBounds(t *testing.T) {
+func TestParsePredicateBounds(t *testing.T) {
 	var long []string
 	for i := 1; i <= 100_000; i++ {
 		long = append(long, fmt.Sprintf("pid == %d", i))
 	}
 	text := strings.Join(long, " || ")
-	_, err := ParseFilter(text)
-	if !errors.Is(err, ErrExpr) || !strings.Contains(err.Error(), fmt.Sprintf("%d bytes, at most %d", len(text), MaxFilterText)) {
-		t.Errorf("ParseFilter of %d bytes: %v", len(text), err)
+	_, err := ParsePredicate(text)
+	if !errors.Is(err, ErrExpr) || !strings.Contains(err.Error(), fmt.Sprintf("%d bytes, at most %d", len(text), MaxPredicateText)) {
+		t.Errorf("ParsePredicate of %d bytes: %v", len(text), err)
 	}
 	if err != nil && len(err.Error()) > 400 {
 		t.Errorf("error of %d bytes", len(err.Error()))
 	}
 	_, err = Parse("t:sched:sched_switch/" + text + "/")
 	if !errors.Is(err, ErrExpr) || len(err.Error()) > 600 {
-		t.Errorf("Parse of a %d-byte filter: %d-byte error %.300v", len(text), len(err.Error()), err)
+		t.Errorf("Parse of a %d-byte predicate: %d-byte error %.300v", len(text), len(err.Error()), err)
 	}
 	// Under the byte limit, the token limit stops a long predicate.
 	text = strings.Join(long[:200], "||")
-	if _, err := ParseFilter(text); !errors.Is(err, ErrExpr) || !strings.Contains(err.Error(), "more than 128 tokens") {
-		t.Errorf("ParseFilter of 200 comparisons: %v", err)
+	if _, err := ParsePredicate(text); !errors.Is(err, ErrExpr) || !strings.Contains(err.Error(), "more than 128 tokens") {
+		t.Errorf("ParsePredicate of 200 comparisons: %v", err)
 	}
 	// As deep as the token limit allows.
 	text = strings.Repeat("(", 60) + "pid == 1" + strings.Repeat(")", 60)
-	if _, err := ParseFilter(text); !errors.Is(err, ErrExpr) || !strings.Contains(err.Error(), "nested too deeply") {
-		t.Errorf("ParseFilter of 60 parentheses: %v", err)
+	if _, err := ParsePredicate(text); !errors.Is(err, ErrExpr) || !strings.Contains(err.Error(), "nested too deeply") {
+		t.Errorf("ParsePredicate of 60 parentheses: %v", err)
 	}
 	text = strings.Repeat("!", 100) + "pid == 1"
-	if _, err := ParseFilter(text); !errors.Is(err, ErrExpr) {
-		t.Errorf("ParseFilter of 100 !: %v", err)
+	if _, err := ParsePredicate(text); !errors.Is(err, ErrExpr) {
+		t.Errorf("ParsePredicate of 100 !: %v", err)
 	}
-	// The most comparisons a filter takes still parses.
+	// The most comparisons a predicate takes still parses.
 	text = strings.Join(long[:8], " || ")
-	if f, err := ParseFilter(text); err != nil || f.Size() != 15 {
-		t.Errorf("ParseFilter of 8 comparisons: %v, %v", f, err)
+	if f, err := ParsePredicate(text); err != nil || f.Size() != 15 {
+		t.Errorf("ParsePredicate of 8 comparisons: %v, %v", f, err)
 	}
 }
 

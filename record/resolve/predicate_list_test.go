@@ -13,7 +13,7 @@ import (
 	"github.com/bpftape/bpftape/probespec"
 )
 
-// runPred runs a compiled filter on an event's pid and comm as the BPF
+// runPred runs a compiled predicate on an event's pid and comm as the BPF
 // program does: postfix, on a stack of truth values.
 func runPred(t *testing.T, spec *bpf.ProbeSpec, pid uint32, comm string) bool {
 	t.Helper()
@@ -54,14 +54,14 @@ func runPred(t *testing.T, spec *bpf.ProbeSpec, pid uint32, comm string) bool {
 		stack = append(stack, eq)
 	}
 	if len(stack) != 1 {
-		t.Fatalf("filter leaves %d values", len(stack))
+		t.Fatalf("predicate leaves %d values", len(stack))
 	}
 	return stack[0]
 }
 
 // TestProcessFilterLimit checks that --pid and --comm lists longer than a
-// probe's filter can hold are refused at once, naming the limit, and that
-// lists at the limit compile into a filter that keeps exactly their
+// probe's predicate can hold are refused at once, naming the limit, and
+// that lists at the limit compile into a predicate that keeps exactly their
 // processes.
 func TestProcessFilterLimit(t *testing.T) {
 	if MaxProcessValues != 8 {
@@ -89,22 +89,22 @@ func TestProcessFilterLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Op != probespec.FilterAny || len(f.Any) != MaxProcessValues {
+	if f.Kind != probespec.PredAny || len(f.Any) != MaxProcessValues {
 		t.Fatalf("--pid of %d: %s is no flat list", MaxProcessValues, f)
 	}
 	want := "((((((pid == 1 || pid == 2) || pid == 3) || pid == 4) || pid == 5) || pid == 6) || pid == 7) || pid == 8"
-	if got := filterText(f); got != want {
-		t.Errorf("filter text %q, want %q", got, want)
+	if got := predicateText(f); got != want {
+		t.Errorf("predicate text %q, want %q", got, want)
 	}
 	var spec bpf.ProbeSpec
-	if err := compileFilter(f, nil, 0, &spec); err != nil {
+	if err := compilePredicate(f, nil, 0, &spec); err != nil {
 		t.Fatal(err)
 	}
 	if int(spec.Npred) != bpf.MaxPred-1 {
 		t.Errorf("%d operations, want %d", spec.Npred, bpf.MaxPred-1)
 	}
 	if err := spec.Validate(); err != nil {
-		t.Errorf("compiled filter: %v", err)
+		t.Errorf("compiled predicate: %v", err)
 	}
 	for pid := uint32(0); pid <= 20; pid++ {
 		if got, want := runPred(t, &spec, pid, "x"), pid >= 1 && pid <= MaxProcessValues; got != want {
@@ -118,11 +118,11 @@ func TestProcessFilterLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = `(((pid == 7 || pid == 9) || pid == 11) || pid == 13) && (((comm == "a" || comm == "bb") || comm == "ccc") || comm == "123456789012345")`
-	if got := filterText(f); got != want {
-		t.Errorf("filter text %q, want %q", got, want)
+	if got := predicateText(f); got != want {
+		t.Errorf("predicate text %q, want %q", got, want)
 	}
 	spec = bpf.ProbeSpec{}
-	if err := compileFilter(f, nil, 0, &spec); err != nil {
+	if err := compilePredicate(f, nil, 0, &spec); err != nil {
 		t.Fatal(err)
 	}
 	if spec.Npred != 15 || spec.Flags&bpf.SpecFilterComm == 0 {
@@ -140,15 +140,16 @@ func TestProcessFilterLimit(t *testing.T) {
 			t.Errorf("pid %d comm %q: kept %v, want %v", tc.pid, tc.comm, got, tc.want)
 		}
 	}
-	// One more comparison overflows the program's filter.
+	// One more comparison overflows the program's predicate.
 	f, _ = ProcessFilter([]int{7, 9, 11, 13, 15}, []string{"a", "bb", "ccc", "d"})
-	if err := compileFilter(f, nil, 0, &bpf.ProbeSpec{}); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "17 operations") {
+	if err := compilePredicate(f, nil, 0, &bpf.ProbeSpec{}); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "17 operations") {
 		t.Errorf("9 values: %v", err)
 	}
 }
 
-// TestProcessFilterErrors checks that a --pid or --comm value the filter
-// cannot hold, and a filter longer than a probe holds, are refused with
+// TestProcessFilterErrors checks that a --pid or --comm value the
+// predicate cannot hold, and a predicate longer than a probe holds, are
+// refused with
 // ErrFilter.
 func TestProcessFilterErrors(t *testing.T) {
 	if _, err := ProcessFilter([]int{0}, nil); !errors.Is(err, ErrFilter) {
@@ -162,13 +163,50 @@ func TestProcessFilterErrors(t *testing.T) {
 	for i := range 16 {
 		many = append(many, fmt.Sprintf("arg2 == %d", i))
 	}
-	f, err := probespec.ParseFilter(strings.Join(many[:8], " || "))
+	f, err := probespec.ParsePredicate(strings.Join(many[:8], " || "))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var spec bpf.ProbeSpec
 	fields := []format.Field{{Name: "arg2", Type: format.Uint64}}
-	if err := compileFilter(both(f, f), fields, 1, &spec); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "31 operations") {
-		t.Errorf("too long a filter: %v", err)
+	if err := compilePredicate(both(f, f), fields, 1, &spec); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "31 operations") {
+		t.Errorf("too long a predicate: %v", err)
+	}
+}
+
+// TestCompileCmpOps checks that each comparison operator compiles into its
+// BPF operation, written either way round, and that no operator is refused.
+func TestCompileCmpOps(t *testing.T) {
+	fields := []format.Field{{Name: "arg2", Type: format.Uint64}}
+	for _, tc := range []struct {
+		op            string
+		want, flipped uint8
+	}{
+		{"==", bpf.PredEq, bpf.PredEq},
+		{"!=", bpf.PredNe, bpf.PredNe},
+		{"<", bpf.PredLt, bpf.PredGt},
+		{"<=", bpf.PredLe, bpf.PredGe},
+		{">", bpf.PredGt, bpf.PredLt},
+		{">=", bpf.PredGe, bpf.PredLe},
+	} {
+		for text, want := range map[string]uint8{"arg2 " + tc.op + " 5": tc.want, "5 " + tc.op + " arg2": tc.flipped} {
+			f, err := probespec.ParsePredicate(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var spec bpf.ProbeSpec
+			if err := compilePredicate(f, fields, 1, &spec); err != nil {
+				t.Fatalf("%s: %v", text, err)
+			}
+			if p := spec.Pred[0]; spec.Npred != 1 || p.Op != want || p.Operand != bpf.OperandField || p.Val != 5 {
+				t.Errorf("%s: %d operations, the first %+v; want op %d on field 0 with 5", text, spec.Npred, p, want)
+			}
+		}
+	}
+	for _, op := range []probespec.CmpOp{0, probespec.CmpGe + 1} {
+		f := &probespec.Predicate{Kind: probespec.PredCmp, Operand: "arg2", Cmp: op, Int: 5}
+		if err := compilePredicate(f, fields, 1, &bpf.ProbeSpec{}); !errors.Is(err, ErrFilter) {
+			t.Errorf("operator %d: %v, want ErrFilter", op, err)
+		}
 	}
 }

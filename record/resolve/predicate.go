@@ -12,19 +12,22 @@ import (
 	"github.com/bpftape/bpftape/probespec"
 )
 
-// ErrFilter is the error of a filter that cannot be compiled for its probe.
+// ErrFilter is the error of a predicate that cannot be compiled for its
+// probe, or of a --pid or --comm value: its text says "bad filter", as
+// users call them.
 var ErrFilter = errors.New("bad filter")
 
 // MaxProcessValues bounds the --pid and --comm lists: a list of n values
-// compiles into n comparisons and n-1 ||, and a probe's filter holds
-// bpf.MaxPred operations. The two lists and the probe's own filter share
-// them.
+// compiles into n comparisons and n-1 ||, and a probe's predicate holds
+// bpf.MaxPred operations. The two lists and the probe's own predicate
+// share them.
 const MaxProcessValues = (bpf.MaxPred + 1) / 2
 
-// ProcessFilter is the filter that --pid and --comm put on every probe:
-// (pid == A || pid == B ...) && (comm == "x" || ...), nil for none. Each
-// list is one flat node (probespec.AnyOf).
-func ProcessFilter(pids []int, comms []string) (*probespec.Filter, error) {
+// ProcessFilter is the predicate that --pid and --comm (the process
+// filter, to users) put on every probe: (pid == A || pid == B ...) &&
+// (comm == "x" || ...), nil for none. Each list is one flat node
+// (probespec.AnyOf).
+func ProcessFilter(pids []int, comms []string) (*probespec.Predicate, error) {
 	for _, l := range []struct {
 		flag string
 		n    int
@@ -33,18 +36,18 @@ func ProcessFilter(pids []int, comms []string) (*probespec.Filter, error) {
 			return nil, fmt.Errorf("%w: %s: %d values, at most %d (a probe's filter holds %d operations)", ErrFilter, l.flag, l.n, MaxProcessValues, bpf.MaxPred)
 		}
 	}
-	var byPID, byComm []*probespec.Filter
+	var byPID, byComm []*probespec.Predicate
 	for _, p := range pids {
 		if p <= 0 {
 			return nil, fmt.Errorf("%w: --pid %d: want a process id above 0", ErrFilter, p)
 		}
-		byPID = append(byPID, &probespec.Filter{Op: probespec.FilterCmp, Operand: "pid", Cmp: "==", Int: int64(p), Builtin: true})
+		byPID = append(byPID, &probespec.Predicate{Kind: probespec.PredCmp, Operand: "pid", Cmp: probespec.CmpEq, Int: int64(p), Builtin: true})
 	}
 	for _, c := range comms {
 		if c == "" || len(c) >= bpf.CommLen || strings.IndexByte(c, 0) >= 0 {
 			return nil, fmt.Errorf("%w: --comm %q: a comm is 1 to %d bytes (the kernel cuts longer names)", ErrFilter, c, bpf.CommLen-1)
 		}
-		byComm = append(byComm, &probespec.Filter{Op: probespec.FilterCmp, Operand: "comm", Cmp: "==", Str: c, IsStr: true, Builtin: true})
+		byComm = append(byComm, &probespec.Predicate{Kind: probespec.PredCmp, Operand: "comm", Cmp: probespec.CmpEq, Str: c, IsStr: true, Builtin: true})
 	}
 	p, err := probespec.AnyOf(byPID...)
 	if err != nil {
@@ -57,31 +60,49 @@ func ProcessFilter(pids []int, comms []string) (*probespec.Filter, error) {
 	return both(p, c), nil
 }
 
-// both joins a probe's own filter and the process filter with &&.
-func both(a, b *probespec.Filter) *probespec.Filter {
+// both joins a probe's own predicate and the process one with &&.
+func both(a, b *probespec.Predicate) *probespec.Predicate {
 	switch {
 	case a == nil:
 		return b
 	case b == nil:
 		return a
 	}
-	return &probespec.Filter{Op: probespec.FilterAnd, L: a, R: b}
+	return &probespec.Predicate{Kind: probespec.PredAnd, L: a, R: b}
 }
 
-var cmpOps = map[string]uint8{"==": bpf.PredEq, "!=": bpf.PredNe, "<": bpf.PredLt, "<=": bpf.PredLe, ">": bpf.PredGt, ">=": bpf.PredGe}
+// bpfCmp returns the BPF operation (PredOp.Op) of a comparison operator,
+// false for none.
+func bpfCmp(c probespec.CmpOp) (uint8, bool) {
+	switch c {
+	case probespec.CmpEq:
+		return bpf.PredEq, true
+	case probespec.CmpNe:
+		return bpf.PredNe, true
+	case probespec.CmpLt:
+		return bpf.PredLt, true
+	case probespec.CmpLe:
+		return bpf.PredLe, true
+	case probespec.CmpGt:
+		return bpf.PredGt, true
+	case probespec.CmpGe:
+		return bpf.PredGe, true
+	}
+	return 0, false
+}
 
-// compileFilter turns a filter into the postfix operations of a probe's
-// spec, whose fields (nargs of them, in the capture's order) it compares.
-// It sets the spec's Pred, Npred and SpecFilterComm.
-func compileFilter(f *probespec.Filter, fields []format.Field, nargs int, spec *bpf.ProbeSpec) error {
+// compilePredicate turns a predicate into the postfix operations of a
+// probe's spec, whose fields (nargs of them, in the capture's order) it
+// compares. It sets the spec's Pred, Npred and SpecFilterComm.
+func compilePredicate(f *probespec.Predicate, fields []format.Field, nargs int, spec *bpf.ProbeSpec) error {
 	if f == nil {
 		return nil
 	}
 	var ops []bpf.PredOp
-	var emit func(f *probespec.Filter) error
-	emit = func(f *probespec.Filter) error {
-		switch f.Op {
-		case probespec.FilterAnd, probespec.FilterOr:
+	var emit func(f *probespec.Predicate) error
+	emit = func(f *probespec.Predicate) error {
+		switch f.Kind {
+		case probespec.PredAnd, probespec.PredOr:
 			if err := emit(f.L); err != nil {
 				return err
 			}
@@ -89,18 +110,18 @@ func compileFilter(f *probespec.Filter, fields []format.Field, nargs int, spec *
 				return err
 			}
 			op := bpf.PredAnd
-			if f.Op == probespec.FilterOr {
+			if f.Kind == probespec.PredOr {
 				op = bpf.PredOr
 			}
 			ops = append(ops, bpf.PredOp{Op: op})
 			return nil
-		case probespec.FilterNot:
+		case probespec.PredNot:
 			if err := emit(f.L); err != nil {
 				return err
 			}
 			ops = append(ops, bpf.PredOp{Op: bpf.PredNot})
 			return nil
-		case probespec.FilterAny:
+		case probespec.PredAny:
 			// As the chain ((a || b) || c) compiles: two values on
 			// the stack at most.
 			for i, alt := range f.Any {
@@ -138,8 +159,12 @@ func compileFilter(f *probespec.Filter, fields []format.Field, nargs int, spec *
 // event's; a probe that records a field of one of those names must name
 // the field args.NAME, and the builtin alone is refused as ambiguous
 // (--pid and --comm, Builtin, always mean the event's).
-func compileCmp(f *probespec.Filter, fields []format.Field, nargs int) (bpf.PredOp, error) {
-	op := bpf.PredOp{Op: cmpOps[f.Cmp]}
+func compileCmp(f *probespec.Predicate, fields []format.Field, nargs int) (bpf.PredOp, error) {
+	var op bpf.PredOp
+	var ok bool
+	if op.Op, ok = bpfCmp(f.Cmp); !ok {
+		return op, fmt.Errorf("%w: %s: unknown comparison", ErrFilter, f)
+	}
 	field := func(name string) int {
 		for k := range nargs {
 			if fields[k].Name == name {
@@ -211,7 +236,7 @@ func compileCmp(f *probespec.Filter, fields []format.Field, nargs int) (bpf.Pred
 	return op, nil
 }
 
-// builtinOperands are what every event has: a filter compares them
+// builtinOperands are what every event has: a predicate compares them
 // without recording them.
 var builtinOperands = map[string]bool{"pid": true, "tid": true, "cpu": true, "comm": true}
 
@@ -231,8 +256,9 @@ func intRange(t format.Type) (lo, hi int64) {
 	return 0, 1<<bits - 1
 }
 
-// filterText is how the capture names a probe's filter.
-func filterText(f *probespec.Filter) string {
+// predicateText is how the capture names a probe's predicate (its
+// format.Probe.Filter).
+func predicateText(f *probespec.Predicate) string {
 	if f == nil {
 		return ""
 	}

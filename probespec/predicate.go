@@ -362,12 +362,12 @@ func (p *exprParser) cmp() (*Predicate, error) {
 	if err != nil {
 		return nil, err
 	}
-	operand, constant := lhs, rhs
+	operand, constant, written := lhs, rhs, op
 	if isConstTok(lhs) {
 		operand, constant, op = rhs, lhs, op.Flip()
 	}
 	if isConstTok(operand) || !isConstTok(constant) {
-		return nil, exprErrorf("%s %s %s: compare one field (or pid, tid, cpu, comm) with one constant", lhs, op, rhs)
+		return nil, exprErrorf("%s %s %s: compare one field (or pid, tid, cpu, comm) with one constant", lhs, written, rhs)
 	}
 	f := &Predicate{Kind: PredCmp, Operand: operand, Cmp: op}
 	if strings.HasPrefix(constant, `"`) {

@@ -95,6 +95,7 @@ func TestParseErrors(t *testing.T) {
 		{"u:a:b(x)/x >/", "missing operand"},
 		{"u:a:b(x)/x/", "want a comparison"},
 		{"u:a:b(x)/x > y/", "compare one field"},
+		{"u:a:b(x)/5 < 6/", "5 < 6: compare one field"},
 		{"u:a:b(x)/comm < \"a\"/", "compares with == or != only"},
 		{"u:a:b(x)/x == \"a\"/", "only comm compares with a string"},
 		{"u:a:b(x)/comm == 3/", "compare comm with a"},

@@ -134,11 +134,11 @@ func (r *recorder) parseProbes() ([]*probespec.Spec, []string, *resolve.Resolver
 		}
 		specs[i] = s
 	}
-	procFilter, err := resolve.ProcessFilter(o.PIDs, o.Comms)
+	procFilter, err := resolve.ProcessPredicate(o.PIDs, o.Comms)
 	if err != nil {
 		return nil, nil, nil, usage.Wrap(err)
 	}
-	res := &resolve.Resolver{PID: o.PID, Warn: r.warn, DebugDirs: elfsym.DebugDirs(o.DebugDirs), ProcFilter: procFilter}
+	res := &resolve.Resolver{PID: o.PID, Warn: r.warn, DebugDirs: elfsym.DebugDirs(o.DebugDirs), ProcPredicate: procFilter}
 	if specs, err = resolve.ExpandWildcards(specs, res.TracefsDir); err != nil {
 		return nil, nil, nil, err
 	}

@@ -23,11 +23,11 @@ var ErrFilter = errors.New("bad filter")
 // share them.
 const MaxProcessValues = (bpf.MaxPred + 1) / 2
 
-// ProcessFilter is the predicate that --pid and --comm (the process
+// ProcessPredicate is the predicate that --pid and --comm (the process
 // filter, to users) put on every probe: (pid == A || pid == B ...) &&
 // (comm == "x" || ...), nil for none. Each list is one flat node
 // (probespec.AnyOf).
-func ProcessFilter(pids []int, comms []string) (*probespec.Predicate, error) {
+func ProcessPredicate(pids []int, comms []string) (*probespec.Predicate, error) {
 	for _, l := range []struct {
 		flag string
 		n    int

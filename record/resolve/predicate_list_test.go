@@ -59,11 +59,11 @@ func runPred(t *testing.T, spec *bpf.ProbeSpec, pid uint32, comm string) bool {
 	return stack[0]
 }
 
-// TestProcessFilterLimit checks that --pid and --comm lists longer than a
+// TestProcessPredicateLimit checks that --pid and --comm lists longer than a
 // probe's predicate can hold are refused at once, naming the limit, and
 // that lists at the limit compile into a predicate that keeps exactly their
 // processes.
-func TestProcessFilterLimit(t *testing.T) {
+func TestProcessPredicateLimit(t *testing.T) {
 	if MaxProcessValues != 8 {
 		t.Errorf("MaxProcessValues = %d with %d operations", MaxProcessValues, bpf.MaxPred)
 	}
@@ -72,7 +72,7 @@ func TestProcessFilterLimit(t *testing.T) {
 		many[i] = i + 1
 	}
 	start := time.Now()
-	_, err := ProcessFilter(many, nil)
+	_, err := ProcessPredicate(many, nil)
 	if !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "--pid: 100000 values, at most 8") || len(err.Error()) > 200 {
 		t.Errorf("--pid of 100000: %v", err)
 	}
@@ -81,11 +81,11 @@ func TestProcessFilterLimit(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprint("c", i)
 	}
-	if _, err := ProcessFilter(nil, names); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "--comm: 9 values, at most 8") {
+	if _, err := ProcessPredicate(nil, names); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "--comm: 9 values, at most 8") {
 		t.Errorf("--comm of 9: %v", err)
 	}
 
-	f, err := ProcessFilter(many[:MaxProcessValues], nil)
+	f, err := ProcessPredicate(many[:MaxProcessValues], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestProcessFilterLimit(t *testing.T) {
 	}
 
 	// Both lists: what the two lists and the && between them hold.
-	f, err = ProcessFilter([]int{7, 9, 11, 13}, []string{"a", "bb", "ccc", "123456789012345"})
+	f, err = ProcessPredicate([]int{7, 9, 11, 13}, []string{"a", "bb", "ccc", "123456789012345"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,21 +141,21 @@ func TestProcessFilterLimit(t *testing.T) {
 		}
 	}
 	// One more comparison overflows the program's predicate.
-	f, _ = ProcessFilter([]int{7, 9, 11, 13, 15}, []string{"a", "bb", "ccc", "d"})
+	f, _ = ProcessPredicate([]int{7, 9, 11, 13, 15}, []string{"a", "bb", "ccc", "d"})
 	if err := compilePredicate(f, nil, 0, &bpf.ProbeSpec{}); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "17 operations") {
 		t.Errorf("9 values: %v", err)
 	}
 }
 
-// TestProcessFilterErrors checks that a --pid or --comm value the
+// TestProcessPredicateErrors checks that a --pid or --comm value the
 // predicate cannot hold, and a predicate longer than a probe holds, are
 // refused with
 // ErrFilter.
-func TestProcessFilterErrors(t *testing.T) {
-	if _, err := ProcessFilter([]int{0}, nil); !errors.Is(err, ErrFilter) {
+func TestProcessPredicateErrors(t *testing.T) {
+	if _, err := ProcessPredicate([]int{0}, nil); !errors.Is(err, ErrFilter) {
 		t.Errorf("--pid 0: %v", err)
 	}
-	if _, err := ProcessFilter(nil, []string{"a-name-that-is-too-long"}); !errors.Is(err, ErrFilter) {
+	if _, err := ProcessPredicate(nil, []string{"a-name-that-is-too-long"}); !errors.Is(err, ErrFilter) {
 		t.Errorf("--comm too long: %v", err)
 	}
 	// Sixteen comparisons joined by || make 31 operations.

@@ -72,9 +72,9 @@ type Resolver struct {
 	tracefs   string   // found on first use
 	usdtMemo  map[string][]usdt.Probe
 	ksyms     map[string]bool // kernel function names (kallsyms), read on first use
-	// ProcFilter is the --pid/--comm predicate every probe gets, nil for
-	// none (ProcessFilter).
-	ProcFilter *probespec.Predicate
+	// ProcPredicate is the --pid/--comm predicate every probe gets, nil for
+	// none (ProcessPredicate).
+	ProcPredicate *probespec.Predicate
 }
 
 // Resolve resolves spec s into a probe named name, with its attachments
@@ -109,7 +109,7 @@ func (r *Resolver) Resolve(s *probespec.Spec, name string) (*Probe, error) {
 		err = fmt.Errorf("unknown probe kind %v", s.Kind)
 	}
 	if err == nil {
-		err = p.addPredicate(both(s.Predicate, r.ProcFilter))
+		err = p.addPredicate(both(s.Predicate, r.ProcPredicate))
 	}
 	if err == nil {
 		p.addStacks(stacks)

@@ -28,17 +28,21 @@ deps:
 	@sh scripts/deps.sh
 
 # unit runs go vet and the tests that need neither root nor an install, as
-# whoever calls it: -short skips the slow ones and the interop readers not
-# installed yet; without root the privileged tests skip (as root they run).
+# whoever calls it, without the interop build tag, which leaves out the
+# tests that open bpftape's output in Chromium, nodejs-polars and DuckDB
+# (cmd/bpftape's *_chromium, *_browser, interop_*, *_polars and *_duckdb
+# test files); -short skips the slow ones; without root the privileged
+# tests skip (as root they run).
 unit:
 	$(GO) vet ./...
 	BPFTAPE_REQUIRE_BPF= $(GO) test -short -count=1 ./...
 
-# test sets BPFTAPE_REQUIRE_BPF: a test that finds no root, BPF or gcc
-# fails instead of skipping.
+# test builds with -tags interop (vet included), so it runs the interop
+# suites too, and sets BPFTAPE_REQUIRE_BPF: a test that finds no root, BPF
+# or gcc fails instead of skipping.
 test: root deps
-	$(GO) vet ./...
-	BPFTAPE_REQUIRE_BPF=1 $(GO) test -count=1 ./...
+	$(GO) vet -tags interop ./...
+	BPFTAPE_REQUIRE_BPF=1 $(GO) test -tags interop -count=1 ./...
 
 # vmtest boots Debian's kernels (scripts/vmtest/kernels: 5.10, 6.1, 6.1-rt,
 # 6.12) under QEMU TCG with static bpftape in an initramfs, runs the

@@ -1,3 +1,5 @@
+//go:build interop
+
 package main
 
 import (
@@ -6,8 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -277,3 +283,28 @@ func (p *page) problems() (msgs []string, urls []string) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestChromiumHarness checks that the browser checks above would see what
+// they look for: a console error, an uncaught exception and a request for
+// an image (to the loopback discard port: nothing leaves the machine).
+func TestChromiumHarness(t *testing.T) {
+	if _, err := chromiumPath(); err != nil {
+		t.Skip("chromium is not installed (apt-get install chromium): cannot check the harness")
+	}
+	path := filepath.Join(t.TempDir(), "bad.html")
+	bad := `<!DOCTYPE html><html><head><title>bad</title></head><body><img src="http://127.0.0.1:9/x.png">
+<script>console.error("boom"); throw new Error("uncaught");</script></body></html>`
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startChromium(t).newPage(800, 600)
+	p.navigate((&url.URL{Scheme: "file", Path: path}).String())
+	msgs, urls := p.problems()
+	joined := strings.Join(msgs, "\n")
+	if !strings.Contains(joined, "console.error") || !strings.Contains(joined, "exception") {
+		t.Errorf("harness missed the console error or the exception: %q", joined)
+	}
+	if !slices.Contains(urls, "http://127.0.0.1:9/x.png") {
+		t.Errorf("harness missed the image request: %v", urls)
+	}
+}

@@ -1,8 +1,9 @@
+//go:build interop
+
 package main
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -26,24 +27,6 @@ func interopNode(t *testing.T) (string, string) {
 		t.Fatalf("install the interop readers: %v\n%s", err, out)
 	}
 	return node, interop
-}
-
-// skipShortWithoutReaders skips the test under -short (make unit) unless
-// node and the interop readers' npm modules are in place already, where
-// install.sh would otherwise run npm ci.
-func skipShortWithoutReaders(t *testing.T, interop string) {
-	t.Helper()
-	if !testing.Short() {
-		return
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("-short: node is not installed: cannot run the nodejs-polars and DuckDB readers")
-	}
-	for _, m := range []string{"nodejs-polars", "@duckdb/node-api"} {
-		if _, err := os.Stat(filepath.Join(interop, "node_modules", m)); err != nil {
-			t.Skipf("-short: %s is not installed (sh testdata/interop/install.sh)", m)
-		}
-	}
 }
 
 // readerOut is what read.js (polars) and duckdb.js print.

@@ -223,8 +223,9 @@ func parquetValues(t *testing.T, path string) (text string, cols []string, rows 
 // input is in the output: in every value read back (decompressed), and in
 // the raw bytes of the uncompressed files. The redacted capture must keep
 // every event, integer value and loss record, open in bpftape info and
-// hist (with the same histogram as the input) and in nodejs-polars, and
-// its metadata must say it was redacted and what was dropped.
+// hist (with the same histogram as the input) and in nodejs-polars
+// (TestExportRedactPolars, built with -tags interop), and its metadata must
+// say it was redacted and what was dropped.
 func TestExportRedact(t *testing.T) {
 	dir := t.TempDir()
 	in, secrets, perProbe, lost := redactInput(t, dir)
@@ -288,12 +289,6 @@ func TestExportRedact(t *testing.T) {
 		t.Errorf("info --json: %d events, %d lost, captured %q; want %d, %d, no command names or strings",
 			ij.Events, ij.Losses.Total, ij.Captured, events, lost)
 	}
-	// An independent reader.
-	pl := readPolars(t, red)
-	if pl.Lost != lost || pl.PerProbe["open"] != perProbe["open"] || pl.PerProbe["openat"] != perProbe["openat"] || pl.Rows != events+5 {
-		t.Errorf("polars reads %+v; want %v, %d lost", pl, perProbe, lost)
-	}
-
 	// CSV and JSON lines: no comm, no string column, same rows.
 	for _, f := range []string{"csv", "jsonl"} {
 		out := filepath.Join(dir, "redacted."+f)

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -242,49 +240,6 @@ func readTicks(t *testing.T, path string, pid int, end int64) *tickRun {
 	}
 	run.cut = r.RecoverErr
 	return run
-}
-
-// polarsResult is what testdata/interop/read.js prints.
-type polarsResult struct {
-	Rows     uint64            `json:"rows"`
-	PerProbe map[string]uint64 `json:"per_probe"`
-	Lost     uint64            `json:"lost"`
-}
-
-var interopOnce sync.Once
-
-// readPolars reads a capture with nodejs-polars, an Arrow reader that
-// shares no code with bpftape.
-func readPolars(t *testing.T, path string) polarsResult {
-	t.Helper()
-	interop := filepath.Join("..", "..", "testdata", "interop")
-	skipShortWithoutReaders(t, interop)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed (make deps): the independent reader is nodejs-polars")
-	}
-	var installErr error
-	interopOnce.Do(func() {
-		if out, err := exec.Command("sh", filepath.Join(interop, "install.sh")).CombinedOutput(); err != nil {
-			installErr = errors.New(err.Error() + "\n" + string(out))
-		}
-	})
-	if installErr != nil {
-		t.Fatalf("install nodejs-polars: %v", installErr)
-	}
-	out, err := exec.Command(node, filepath.Join(interop, "read.js"), path).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			t.Fatalf("read.js %s: %v\n%s", path, err, ee.Stderr)
-		}
-		t.Fatalf("read.js %s: %v", path, err)
-	}
-	var res polarsResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("read.js output %q: %v", out, err)
-	}
-	return res
 }
 
 // rssKiB returns the resident set size of process pid (VmRSS) and its peak

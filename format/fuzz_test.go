@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -71,7 +70,7 @@ func scratchDir(tb testing.TB) string {
 	old, _ := filepath.Glob("/dev/shm/bpftape-fuzz-*")
 	for _, d := range old {
 		pid, err := strconv.Atoi(strings.TrimPrefix(d, "/dev/shm/bpftape-fuzz-"))
-		if err == nil && syscall.Kill(pid, 0) == syscall.ESRCH {
+		if err == nil && processGone(pid) {
 			os.RemoveAll(d)
 		}
 	}

@@ -26,6 +26,27 @@
 //   - New files are created with mode 0600: captures and what is derived
 //     from them hold host names and command lines.
 //
+// Each system keeps these rules with its own primitives:
+//
+//   - Linux: files are created O_EXCL|O_NOFOLLOW, mode 0600; renameat2
+//     with RENAME_NOREPLACE renames without replacing (a file system
+//     without it gets link(2) and unlink(2), which fail the same way); the
+//     folder is fsynced after the rename.
+//   - macOS: the same, with renamex_np(RENAME_EXCL) for the rename (link
+//     and unlink where the file system lacks it).
+//   - Other Unix systems: the same, with link and unlink for the rename.
+//   - Windows: files are created with CreateFile(CREATE_NEW) and
+//     FILE_FLAG_OPEN_REPARSE_POINT, so that neither a file nor a symbolic
+//     link, junction or other reparse point at the name is opened or
+//     followed; MoveFileEx without MOVEFILE_REPLACE_EXISTING (and with
+//     MOVEFILE_WRITE_THROUGH, which makes it durable) renames without
+//     replacing; with Force, MoveFileEx with MOVEFILE_REPLACE_EXISTING. A
+//     reparse point of any kind at the output counts as a symbolic link
+//     (ErrSymlink). Windows has no mode bits, and 0600 means nothing
+//     there: a new file gets the access control list its folder passes
+//     on to new files, and bpftape sets none of its own, so that an
+//     output is as private as the folder it is written to.
+//
 // A capture being recorded must stay readable if the recorder is killed
 // (SIGKILL, power loss): readers recover its complete batches and
 // 'bpftape repair' copies them to a standard file. Options.Progressive
@@ -49,9 +70,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/internal/usage"
 )
@@ -83,6 +101,9 @@ func (e *Error) Error() string {
 		}
 		return fmt.Sprintf("output %s is the input %s: give another output", e.Path, e.Input)
 	case ErrSymlink:
+		if e.Target == "" { // a reparse point that is no link (Windows), or a link gone meanwhile
+			return fmt.Sprintf("output %s is a symbolic link or reparse point: not followed, to create or replace no other file; give another output", e.Path)
+		}
 		return fmt.Sprintf("output %s is a symbolic link to %s: not followed, to create or replace no other file; give the target itself", e.Path, e.Target)
 	}
 	return fmt.Sprintf("output %s %v", e.Path, e.Err)
@@ -145,7 +166,7 @@ func Check(path string, o Options) (special bool, err error) {
 		// Not there, or not to be looked at (a missing folder, no
 		// permission): opening it says why, when it comes to that.
 		return false, nil
-	case lst.Mode()&fs.ModeSymlink != 0:
+	case isLink(lst):
 		target, _ := os.Readlink(path)
 		st, err := os.Stat(path)
 		if err == nil && !st.Mode().IsRegular() && !st.IsDir() {
@@ -189,7 +210,7 @@ func Create(path string, o Options) (*File, error) {
 		return &File{File: f, path: path, kind: inPlace}, nil
 	}
 	if o.Progressive {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+		f, err := openNew(path)
 		if err == nil {
 			st, err := f.Stat()
 			if err != nil {
@@ -228,7 +249,9 @@ func createTemp(dir, base string) (*os.File, error) {
 	if len(base) > 200 {
 		base = base[:200]
 	}
-	// os.CreateTemp opens O_EXCL with mode 0600.
+	// os.CreateTemp opens O_EXCL with mode 0600: on Windows, CREATE_NEW
+	// with FILE_FLAG_OPEN_REPARSE_POINT (package syscall), which follows
+	// no reparse point either.
 	return os.CreateTemp(dir, "."+base+".*.tmp")
 }
 
@@ -266,7 +289,7 @@ func (f *File) Commit() error {
 			}
 		}
 	} else if f.force {
-		err = os.Rename(f.tmp, f.path)
+		err = renameReplace(f.tmp, f.path)
 	} else if err = renameNoReplace(f.tmp, f.path); errors.Is(err, fs.ErrExist) {
 		err = &Error{Path: f.path, Err: ErrExists}
 	}
@@ -352,31 +375,6 @@ func (f *File) displayName() string {
 	return f.tmp
 }
 
-// renameNoReplace renames from to to, failing with fs.ErrExist when to
-// exists; where the file system lacks RENAME_NOREPLACE, a hard link does
-// the same.
-func renameNoReplace(from, to string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
-	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
-		if err = os.Link(from, to); err == nil {
-			return os.Remove(from)
-		}
-		return err
-	}
-	if err != nil {
-		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
-	}
-	return nil
-}
-
-// syncDir makes a rename durable; a failure is harmless (the data is synced).
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-}
-
 // CheckDir checks a folder that new files go into (a partitioned export):
 // it may exist, but not as a symbolic link (ErrSymlink) or something other
 // than a folder.
@@ -387,7 +385,7 @@ func CheckDir(path string) error {
 		return nil
 	case err != nil:
 		return err
-	case st.Mode()&fs.ModeSymlink != 0:
+	case isLink(st):
 		target, _ := os.Readlink(path)
 		return &Error{Path: path, Target: target, Err: ErrSymlink}
 	case !st.IsDir():

@@ -3,7 +3,7 @@ package export
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 
@@ -119,7 +119,7 @@ func redactOne(m *format.Meta) (dropped []string) {
 		p.Spec = redactQuoted(redactSpec(p.Spec))
 		p.Filter = redactQuoted(p.Filter)
 		if p.Target != "" {
-			p.Target = filepath.Base(p.Target)
+			p.Target = path.Base(p.Target)
 		}
 	}
 	return dropped
@@ -136,7 +136,7 @@ func redactSpec(spec string) string {
 	if s.Binary == "" || !strings.Contains(s.Binary, "/") {
 		return spec
 	}
-	base := filepath.Base(s.Binary)
+	base := path.Base(s.Binary)
 	if i := strings.Index(spec, ":"+s.Binary+":"); i >= 0 {
 		return spec[:i+1] + base + spec[i+1+len(s.Binary):]
 	}
@@ -194,7 +194,7 @@ func RedactStacks(t *format.StackTable) *format.StackTable {
 	r.Objects = make([]format.Object, len(t.Objects))
 	for i, o := range t.Objects {
 		if !o.Kernel && !strings.HasPrefix(o.Path, "[") {
-			o.Path = filepath.Base(o.Path)
+			o.Path = path.Base(o.Path)
 		}
 		if o.NoSymbols != "" {
 			o.NoSymbols = "no symbols (details redacted)"

@@ -77,3 +77,23 @@ func TestRedactFilters(t *testing.T) {
 		t.Errorf("spec %q, want %q", p.Spec, want)
 	}
 }
+
+// TestRedactLinuxPaths: the paths a capture holds are the recording
+// host's, Linux paths, where a backslash is an ordinary byte of a name:
+// they are cut at '/' alone, so that a capture redacts the same on every
+// system the analyzer runs on (Windows' filepath would cut at '\' too).
+func TestRedactLinuxPaths(t *testing.T) {
+	st := RedactStacks(&format.StackTable{Objects: []format.Object{
+		{Path: `/opt/a\b/lib\x.so`},
+		{Path: `/usr/bin/prog`},
+		{Path: "[kernel]", Kernel: true},
+	}})
+	for i, want := range []string{`lib\x.so`, "prog", "[kernel]"} {
+		if got := st.Objects[i].Path; got != want {
+			t.Errorf("object %d: %q, want %q", i, got, want)
+		}
+	}
+	if got, want := redactSpec(`u:/opt/a\b/x\y:f`), `u:x\y:f`; got != want {
+		t.Errorf("redactSpec = %q, want %q", got, want)
+	}
+}

@@ -1,6 +1,3 @@
-// Package boottime reads the boot clock: CLOCK_BOOTTIME, nanoseconds since
-// boot including time suspended. It is the clock of bpf_ktime_get_boot_ns,
-// which stamps every event, and of a capture's times.
 package boottime
 
 import (

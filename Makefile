@@ -6,7 +6,7 @@ BIN     := bin
 BPFTAPE := $(BIN)/bpftape
 DEMO    := out/demo
 
-.PHONY: all build install unit test vmtest vmbench demo generate check-generate bench bench-quick bench-ab progtime-ab bench-go soak fuzz clean root deps
+.PHONY: all build install dist unit test vmtest vmbench demo generate check-generate bench bench-quick bench-ab progtime-ab bench-go soak fuzz clean root deps
 
 all: build
 
@@ -19,6 +19,13 @@ PREFIX ?= /usr/local
 install: build
 	install -d $(PREFIX)/bin
 	install -m 0755 $(BPFTAPE) $(PREFIX)/bin/bpftape
+
+# dist cross-builds release binaries for DIST_TARGETS into dist/, with
+# dist/SHA256SUMS (scripts/dist.sh says how); it needs only Go, no root.
+# Outside a git checkout, give the commit: make dist COMMIT=SHA.
+DIST_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+dist:
+	@COMMIT='$(COMMIT)' GO='$(GO)' sh scripts/dist.sh $(DIST_TARGETS)
 
 root:
 	@if [ "$$(id -u)" != 0 ]; then echo "this target loads BPF programs: run it as root (sudo make $(MAKECMDGOALS))" >&2; exit 1; fi
@@ -42,6 +49,13 @@ unit:
 # or gcc fails instead of skipping.
 test: root deps
 	$(GO) vet -tags interop ./...
+	@# The analyzer builds for every release target (scripts/dist.sh), and
+	@# its packages and tests type-check for Windows.
+	@for t in $(DIST_TARGETS); do \
+		echo "GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build ./cmd/bpftape"; \
+		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/bpftape || exit 1; \
+	done
+	GOOS=windows GOARCH=amd64 $(GO) vet ./cmd/bpftape/ ./internal/... ./format/... ./replay/...
 	BPFTAPE_REQUIRE_BPF=1 $(GO) test -tags interop -count=1 ./...
 
 # vmtest boots Debian's kernels (scripts/vmtest/kernels: 5.10, 6.1, 6.1-rt,
@@ -124,3 +138,4 @@ fuzz:
 
 clean:
 	rm -rf $(BIN) out
+	rm -f dist/bpftape-*-*-* dist/SHA256SUMS

@@ -1,3 +1,5 @@
+//go:build linux && amd64
+
 package main
 
 import (
@@ -62,7 +64,6 @@ int main(int argc, char **argv)
 
 var (
 	slowOnce sync.Once
-	slowDir  string // removed by TestMain
 	slowBin  string
 	slowErr  error
 )

@@ -1,3 +1,5 @@
+//go:build linux && amd64
+
 package main
 
 import (
@@ -15,7 +17,7 @@ import (
 )
 
 func init() {
-	register("doctor", "report what this host's kernel supports and what bpftape will record or refuse", runDoctor)
+	register("doctor", doctorSummary, runDoctor)
 }
 
 const doctorHelp = `

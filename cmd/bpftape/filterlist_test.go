@@ -63,6 +63,9 @@ func TestFilterListLimit(t *testing.T) {
 	}
 
 	// record: refused before any probe is resolved or attached.
+	if !recordingBuild {
+		return // record is in linux/amd64 builds only (recordverbs.go)
+	}
 	out := filepath.Join(t.TempDir(), "r.arrow")
 	args := []string{"record", "-o", out}
 	for k := range 5 {

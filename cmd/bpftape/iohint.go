@@ -45,18 +45,18 @@ func readHint(verb string, err error) error {
 	if serr != nil || !st.Mode().IsRegular() {
 		return err // a folder on the way is closed: the error says enough
 	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
+	uid, gid, ok := fileOwner(st)
 	if !ok {
 		return err
 	}
-	owner := userName(int(sys.Uid))
+	owner := userName(uid)
 	mode := fmt.Sprintf("mode %04o", st.Mode().Perm())
 	if st.Mode().Perm()&0o077 == 0 {
 		mode = "owner-only, " + mode
 	}
 	readers := owner
 	if st.Mode().Perm()&0o040 != 0 {
-		group := groupName(int(sys.Gid))
+		group := groupName(gid)
 		mode += ", readable by group " + group
 		readers += " or a member of " + group
 	}

@@ -1,3 +1,5 @@
+//go:build linux && amd64
+
 package main
 
 import (
@@ -17,7 +19,7 @@ import (
 )
 
 func init() {
-	register("list", "list the USDT probes and functions of a binary, kernel tracepoints or kernel functions, as probe specs", runList)
+	register("list", listSummary, runList)
 }
 
 const listHelp = `

@@ -105,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "-h", "--help", "help":
 		printUsage(stdout)
 		return exitOK
-	case "--version", "version":
+	case "--version": // the first line of 'bpftape version'
 		fmt.Fprintln(stdout, "bpftape", Version)
 		return exitOK
 	}

@@ -1,3 +1,5 @@
+//go:build linux && amd64
+
 package main
 
 import (
@@ -42,15 +44,6 @@ func outputDir(t *testing.T) (dir, in, in2 string) {
 	writeVnet(t, in, "host-a", 3000)
 	writeVnet(t, in2, "host-b", 1000)
 	return dir, in, in2
-}
-
-func readAll(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // names lists dir (not recursively), to see what a command left there.

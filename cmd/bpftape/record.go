@@ -1,3 +1,5 @@
+//go:build linux && amd64
+
 package main
 
 import (
@@ -31,7 +33,7 @@ func init() {
 	// A -c command waits in a re-executed bpftape until its probes are
 	// attached: that process must become the command before main runs.
 	record.MaybeRunGate()
-	register("record", "record probe events into a capture file", runRecord)
+	register("record", recordSummary, runRecord)
 }
 
 // DefaultOutput is the capture file record writes without -o.
@@ -460,11 +462,6 @@ func parseSize(s string) (uint32, error) {
 		return 0, fmt.Errorf("bad size %q: want bytes, e.g. 4096, 256K or 16M (at most 2G)", s)
 	}
 	return uint32(n * mult), nil
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 // stringList is a repeatable string flag.

@@ -1,3 +1,5 @@
+//go:build linux && amd64
+
 package main
 
 import (
@@ -23,7 +25,6 @@ import (
 
 var (
 	binOnce sync.Once
-	binDir  string
 	binErr  error
 )
 

@@ -32,6 +32,11 @@ func seedCaptures(t *testing.T) string {
 	return seedDir
 }
 
+// The folders of the bpftape binary with its workload (bpftapeBin) and of
+// the low-rate workload (slowWorkload), which the recording tests build
+// on linux/amd64; TestMain removes them.
+var binDir, slowDir string
+
 // TestMain removes what the tests built once and shared: the seed
 // captures, the bpftape binary with its workload, the low-rate workload.
 func TestMain(m *testing.M) {
@@ -125,4 +130,13 @@ func TestSeedHistograms(t *testing.T) {
 	if code != exitDiffer {
 		t.Errorf("compare --identical of different histograms: exit %d, want %d", code, exitDiffer)
 	}
+}
+
+func readAll(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

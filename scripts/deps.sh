@@ -6,7 +6,9 @@
 # binaries with debug files), BCC and bpftrace to check that bpftape prints
 # what they print, and nodejs-polars and DuckDB as independent readers,
 # Chromium to render the HTML report, e2fsprogs for the ext4 file system the
-# I/O error test shuts down.
+# I/O error test shuts down, Wine (64-bit) and the MinGW-w64 cross-compiler
+# to run the Windows build next to the Linux one and compare their output
+# (cmd/bpftape/windows_wine_test.go; MinGW builds the DLL Wine 8 lacks).
 # With "clang", the BPF toolchain that
 # `make generate` needs; with "demo", what `make demo` builds its workload
 # with (gcc and sys/sdt.h); with "vmtest", what `make vmtest` boots its
@@ -24,7 +26,7 @@ cd "$(dirname "$0")/.."
 
 target=${1:-}
 hver=6.1.0-56 # bench: the kernel headers BCC compiles against
-pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium e2fsprogs"
+pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium e2fsprogs wine64 gcc-mingw-w64-x86-64"
 case "$target" in
 clang) pkgs="clang llvm libbpf-dev" ;;
 demo) pkgs="gcc libc6-dev systemtap-sdt-dev" ;;

@@ -5,14 +5,11 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/bpftape/bpftape/internal/textsafe"
-	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record/host"
 )
 
@@ -55,15 +52,8 @@ reason is printed, and is .reason in JSON), 2 on a usage error.
 func runDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("doctor", "[--json]", doctorHelp, stdout)
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return fail(stderr, "doctor", err)
-	}
-	if len(pos) > 0 {
-		return fail(stderr, "doctor", usage.Errorf("doctor takes no arguments, got %q", pos[0]))
+	if code, ok := parseNoArgs(fs, "doctor", args, stderr); !ok {
+		return code
 	}
 	facts := host.ExamineHost()
 	d := host.Diagnose(facts)

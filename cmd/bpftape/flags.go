@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -162,4 +163,21 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// parseNoArgs parses the flags of a verb that takes no arguments. ok false
+// means the verb is done, with exit status code: it printed its help, or
+// refused a bad flag or an argument.
+func parseNoArgs(fs *flag.FlagSet, verb string, args []string, stderr io.Writer) (code int, ok bool) {
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK, false
+	}
+	if err != nil {
+		return fail(stderr, verb, err), false
+	}
+	if len(pos) > 0 {
+		return fail(stderr, verb, usage.Errorf("%s takes no arguments, got %q", verb, pos[0])), false
+	}
+	return exitOK, true
 }

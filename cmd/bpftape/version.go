@@ -3,15 +3,11 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
 	"runtime/debug"
 	"strconv"
-
-	"github.com/bpftape/bpftape/internal/usage"
 )
 
 func init() {
@@ -105,15 +101,8 @@ Examples:
 func runVersion(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("version", "[--json]", versionHelp, stdout)
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parseArgs(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	if err != nil {
-		return fail(stderr, "version", err)
-	}
-	if len(pos) > 0 {
-		return fail(stderr, "version", usage.Errorf("version takes no arguments, got %q", pos[0]))
+	if code, ok := parseNoArgs(fs, "version", args, stderr); !ok {
+		return code
 	}
 	bi, _ := debug.ReadBuildInfo()
 	f := readBuildFacts(bi)

@@ -15,9 +15,6 @@ import (
 // mode bits: the file gets the access control list its folder gives new
 // files.
 func openNew(path string) (*os.File, error) {
-	if st, err := os.Lstat(path); err == nil && isLink(st) {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrExist}
-	}
 	name, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}

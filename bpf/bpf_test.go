@@ -1,14 +1,16 @@
 package bpf
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/cilium/ebpf"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/cilium/ebpf"
 
 	"github.com/cilium/ebpf/btf"
 
@@ -100,33 +102,68 @@ func TestLayoutMatchesC(t *testing.T) {
 			}
 		}
 	}
-	var regs *btf.Struct
-	if err := spec.Types.TypeByName("pt_regs", &regs); err != nil {
-		t.Fatal(err)
-	}
-	goRegs := map[string]uint8{
-		"r15": RegR15, "r14": RegR14, "r13": RegR13, "r12": RegR12, "bp": RegBP, "bx": RegBX,
-		"r11": RegR11, "r10": RegR10, "r9": RegR9, "r8": RegR8, "ax": RegAX, "cx": RegCX, "dx": RegDX,
-		"si": RegSI, "di": RegDI, "orig_ax": RegOrigAX, "ip": RegIP, "cs": RegCS, "flags": RegFlags,
-		"sp": RegSP, "ss": RegSS,
-	}
-	if len(regs.Members) != len(goRegs) {
-		t.Errorf("pt_regs has %d members, Go knows %d", len(regs.Members), len(goRegs))
-	}
-	for _, m := range regs.Members {
-		if off, ok := goRegs[m.Name]; !ok || uint32(off) != m.Offset.Bytes() {
-			t.Errorf("register %s: C offset %d, Go %d (known: %v)", m.Name, m.Offset.Bytes(), off, ok)
+}
+
+// TestArchRegs checks each architecture's register table against the
+// struct pt_regs its object was compiled with, on any host: the offsets
+// ArgSpec.Reg carries are the ones the program's read_reg switch loads.
+func TestArchRegs(t *testing.T) {
+	for _, c := range []struct {
+		arch   *Arch
+		object string
+		want   map[string]uint8 // pt_regs member: offset (arm64's pc and pstate: none)
+		names  map[string]string
+	}{
+		{AMD64, "bpftape_x86_bpfel.o", map[string]uint8{
+			"r15": RegR15, "r14": RegR14, "r13": RegR13, "r12": RegR12, "bp": RegBP, "bx": RegBX,
+			"r11": RegR11, "r10": RegR10, "r9": RegR9, "r8": RegR8, "ax": RegAX, "cx": RegCX, "dx": RegDX,
+			"si": RegSI, "di": RegDI, "orig_ax": RegOrigAX, "ip": RegIP, "cs": RegCS, "flags": RegFlags,
+			"sp": RegSP, "ss": RegSS,
+		}, map[string]string{"rdi": "di", "esi": "si", "r8d": "r8", "al": "ax", "rsp": "sp", "rip": "ip"}},
+		{ARM64, "bpftape_arm64_bpfel.o", map[string]uint8{
+			"regs": RegX(0), "sp": RegARM64SP, "pc": NoReg, "pstate": NoReg,
+		}, map[string]string{"x0": "regs", "w0": "regs", "sp": "sp"}},
+	} {
+		spec, err := ebpf.LoadCollectionSpec(c.object)
+		if err != nil {
+			t.Fatal(err)
 		}
-		usdtName := m.Name
-		if len(usdtName) == 2 && usdtName[0] != 'r' && usdtName != "cs" && usdtName != "ss" {
-			usdtName = "r" + usdtName
+		var regs *btf.Struct
+		if err := spec.Types.TypeByName("pt_regs", &regs); err != nil {
+			t.Fatalf("%s: %v", c.object, err)
 		}
-		if off, ok := RegOffset(usdtName); ok && uint32(off) != m.Offset.Bytes() {
-			t.Errorf("RegOffset(%s) = %d, C offset %d", usdtName, off, m.Offset.Bytes())
+		if len(regs.Members) != len(c.want) {
+			t.Errorf("%s: pt_regs has %d members, Go knows %d", c.object, len(regs.Members), len(c.want))
+		}
+		off := map[string]uint32{}
+		for _, m := range regs.Members {
+			off[m.Name] = m.Offset.Bytes()
+			if w, ok := c.want[m.Name]; !ok || w != NoReg && uint32(w) != m.Offset.Bytes() || w == NoReg && m.Offset.Bytes() < 256 {
+				t.Errorf("%s: register %s: C offset %d, Go %d (known: %v)", c.object, m.Name, m.Offset.Bytes(), w, ok)
+			}
+		}
+		for name, member := range c.names {
+			if r, ok := c.arch.Reg(name); !ok || uint32(r) != off[member] {
+				t.Errorf("%s.Reg(%s) = %d, %v; C has %s at %d", c.arch, name, r, ok, member, off[member])
+			}
+		}
+		for _, r := range append([]uint8{c.arch.Ret, c.arch.SP}, c.arch.Args...) {
+			if r == NoReg || int(r)%8 != 0 || int(r) >= int(regs.Size) {
+				t.Errorf("%s: register offset %d outside its pt_regs (%d bytes)", c.arch, r, regs.Size)
+			}
 		}
 	}
-	if off, _ := RegOffset("rdi"); off != RegDI {
-		t.Errorf("RegOffset(rdi) = %d", off)
+	if x30, _ := ARM64.Reg("w30"); x30 != RegX(30) || ARM64.LR != RegX(30) || AMD64.LR != NoReg {
+		t.Errorf("link registers: arm64 w30=%d LR=%d, amd64 LR=%d", x30, ARM64.LR, AMD64.LR)
+	}
+	if _, ok := ARM64.Reg("x31"); ok {
+		t.Error("arm64 has no x31 (31 is sp or the zero register)")
+	}
+	if a, err := ArchOf(elf.EM_AARCH64); a != ARM64 || err != nil {
+		t.Errorf("ArchOf(EM_AARCH64) = %v, %v", a, err)
+	}
+	if _, err := ArchOf(elf.EM_RISCV); err == nil || !strings.Contains(err.Error(), "EM_RISCV") {
+		t.Errorf("ArchOf(EM_RISCV) error = %v", err)
 	}
 }
 

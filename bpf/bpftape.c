@@ -14,7 +14,7 @@
  * recorded thread or its comm changed (see emit_comm).
  *
  * Only the handful of kernel ABI definitions needed are written out below
- * (x86-64 only), so the build needs nothing but clang and libbpf's
+ * (for x86-64 and arm64), so the build needs nothing but clang and libbpf's
  * bpf_helpers.h: no vmlinux.h, no kernel headers.
  */
 
@@ -61,14 +61,36 @@ struct bpf_raw_tracepoint_args {
 };
 
 /*
- * x86-64 struct pt_regs (arch/x86/include/asm/ptrace.h). For uprobes the
- * program context is the user-mode register set. Arg specs name registers by
- * their byte offset in this struct (see Reg* in spec.go).
+ * struct pt_regs of the target architecture, as far as the programs read it.
+ * For uprobes the program context is the user-mode register set. Arg specs
+ * name registers by their byte offset in this struct (bpf.Arch in arch.go).
+ * REG_RET holds an integer return value, REG_SP the stack pointer, and
+ * REG_LR, where the architecture has one, the return address at a
+ * function's first instruction.
  */
+#if defined(__TARGET_ARCH_x86)
+/* arch/x86/include/asm/ptrace.h */
 struct pt_regs {
 	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
 	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
 };
+#define REG_RET __builtin_offsetof(struct pt_regs, ax)
+#define REG_SP __builtin_offsetof(struct pt_regs, sp)
+#elif defined(__TARGET_ARCH_arm64)
+/*
+ * arch/arm64/include/asm/ptrace.h: struct pt_regs starts with struct
+ * user_pt_regs (x0-x30, sp, pc, pstate); the programs read nothing after it.
+ */
+struct pt_regs {
+	unsigned long regs[31];
+	unsigned long sp, pc, pstate;
+};
+#define REG_RET __builtin_offsetof(struct pt_regs, regs[0])
+#define REG_SP __builtin_offsetof(struct pt_regs, sp)
+#define REG_LR __builtin_offsetof(struct pt_regs, regs[30])
+#else
+#error "bpftape.c: define __TARGET_ARCH_x86 or __TARGET_ARCH_arm64 (bpf2go -target does)"
+#endif
 
 #include <bpf/bpf_helpers.h>
 
@@ -93,7 +115,7 @@ enum arg_kind {
 	ARG_REG = 2,		/* register `reg` */
 	ARG_REG_DEREF = 3,	/* `size` bytes of user memory at reg + off */
 	ARG_SIB = 4,		/* `size` bytes at reg + index_reg * scale + off */
-	ARG_RETVAL = 5,		/* return value (rax), for uretprobes */
+	ARG_RETVAL = 5,		/* return value (REG_RET), for uretprobes */
 	ARG_TP_FIELD = 6,	/* `size` bytes at ctx + off of a tracepoint record */
 	ARG_TP_CHARARRAY = 7,	/* char[size] at ctx + off, as a string */
 	ARG_TP_DATALOC_STR = 8, /* __data_loc char[] whose u32 locator is at ctx + off */
@@ -242,8 +264,9 @@ struct probe_spec {
 /* probe_spec.flags. Mirrored by Spec* in spec.go. */
 enum spec_flag {
 	/*
-	 * A uprobe on a function's first instruction: record the word at the
-	 * stack pointer, the return address into its caller, which kernels
+	 * A uprobe on a function's first instruction: record the return
+	 * address into its caller (x86-64: the word at the stack pointer;
+	 * arm64: the link register), which kernels
 	 * before 6.11 ("perf,x86: avoid missing caller address in stack
 	 * traces captured in uprobe") leave out of the user stack there: the
 	 * function has not pushed its frame pointer yet. User space puts it
@@ -699,6 +722,7 @@ static __always_inline long read_int(__u64 *v, __u32 size, __u64 addr, int user)
 static __always_inline long read_reg(void *ctx, __u32 reg, __u64 *v)
 {
 	switch (reg) {
+#if defined(__TARGET_ARCH_x86)
 	REG_CASE(r15)
 	REG_CASE(r14)
 	REG_CASE(r13)
@@ -720,6 +744,40 @@ static __always_inline long read_reg(void *ctx, __u32 reg, __u64 *v)
 	REG_CASE(flags)
 	REG_CASE(sp)
 	REG_CASE(ss)
+#else
+	REG_CASE(regs[0])
+	REG_CASE(regs[1])
+	REG_CASE(regs[2])
+	REG_CASE(regs[3])
+	REG_CASE(regs[4])
+	REG_CASE(regs[5])
+	REG_CASE(regs[6])
+	REG_CASE(regs[7])
+	REG_CASE(regs[8])
+	REG_CASE(regs[9])
+	REG_CASE(regs[10])
+	REG_CASE(regs[11])
+	REG_CASE(regs[12])
+	REG_CASE(regs[13])
+	REG_CASE(regs[14])
+	REG_CASE(regs[15])
+	REG_CASE(regs[16])
+	REG_CASE(regs[17])
+	REG_CASE(regs[18])
+	REG_CASE(regs[19])
+	REG_CASE(regs[20])
+	REG_CASE(regs[21])
+	REG_CASE(regs[22])
+	REG_CASE(regs[23])
+	REG_CASE(regs[24])
+	REG_CASE(regs[25])
+	REG_CASE(regs[26])
+	REG_CASE(regs[27])
+	REG_CASE(regs[28])
+	REG_CASE(regs[29])
+	REG_CASE(regs[30])
+	REG_CASE(sp)
+#endif
 	}
 	*v = 0;
 	return -1;
@@ -834,7 +892,16 @@ static __always_inline long operand_addr(void *ctx, const struct arg_spec *a, __
  */
 static __always_inline int user_addr(__u64 addr)
 {
+#if defined(__TARGET_ARCH_arm64)
+	/*
+	 * arm64: bit 55 picks the user (TTBR0) or kernel (TTBR1) half, the
+	 * top byte being ignored: a tagged user pointer (MTE, HWASan) has
+	 * bits set above 55.
+	 */
+	return !(addr & (1ULL << 55));
+#else
 	return addr < (1ULL << 47);
+#endif
 }
 
 /*
@@ -963,7 +1030,7 @@ static __always_inline __u64 uprobe_arg(void *ctx, const struct arg_spec *a, str
 	case ARG_CONST:
 		return a->off;
 	case ARG_RETVAL:
-		err = read_reg(ctx, __builtin_offsetof(struct pt_regs, ax), &v);
+		err = read_reg(ctx, REG_RET, &v);
 		v = extend(v, a->size, a->is_signed);
 		break;
 	case ARG_REG:
@@ -1222,7 +1289,6 @@ static __always_inline int emit_stack(void *ctx, void *rb, struct cpu_state *st,
 {
 	__u32 depth = user ? spec->ustack : spec->kstack;
 	struct stack_record *r = bpf_map_lookup_elem(&stack_scratch, &nest);
-	__u64 sp = 0;
 	long n;
 
 	if (!r)
@@ -1242,9 +1308,18 @@ static __always_inline int emit_stack(void *ctx, void *rb, struct cpu_state *st,
 	n &= ~7L;
 	r->retaddr = 0;
 	if (ctx_kind == CTX_REGS && user && (spec->flags & SPEC_STACK_ENTRY)) {
-		if (!read_reg(ctx, __builtin_offsetof(struct pt_regs, sp), &sp) &&
+#ifdef REG_LR
+		/* the call left the return address in the link register */
+		if (!read_reg(ctx, REG_LR, &r->retaddr))
+			r->flags |= STACK_REC_RETADDR;
+#else
+		/* the call pushed the return address: it is the word at sp */
+		__u64 sp = 0;
+
+		if (!read_reg(ctx, REG_SP, &sp) &&
 		    !bpf_probe_read_user(&r->retaddr, sizeof(r->retaddr), (const void *)sp))
 			r->flags |= STACK_REC_RETADDR;
+#endif
 	}
 	r->time = now;
 	r->pid = pid_tgid >> 32;

@@ -216,65 +216,6 @@ func ClassFor(nargs int, strs bool) (uint8, bool) {
 	return 0, false
 }
 
-// Registers, as byte offsets in the x86-64 struct pt_regs (ArgSpec.Reg and
-// ArgSpec.IndexReg).
-const (
-	RegR15    uint8 = 0
-	RegR14    uint8 = 8
-	RegR13    uint8 = 16
-	RegR12    uint8 = 24
-	RegBP     uint8 = 32
-	RegBX     uint8 = 40
-	RegR11    uint8 = 48
-	RegR10    uint8 = 56
-	RegR9     uint8 = 64
-	RegR8     uint8 = 72
-	RegAX     uint8 = 80
-	RegCX     uint8 = 88
-	RegDX     uint8 = 96
-	RegSI     uint8 = 104
-	RegDI     uint8 = 112
-	RegOrigAX uint8 = 120
-	RegIP     uint8 = 128
-	RegCS     uint8 = 136
-	RegFlags  uint8 = 144
-	RegSP     uint8 = 152
-	RegSS     uint8 = 160
-)
-
-// ArgRegs are the registers of the first six integer arguments in the System
-// V x86-64 calling convention: ArgRegs[i] holds argument i at a uprobe on a
-// function's first instruction.
-var ArgRegs = [6]uint8{RegDI, RegSI, RegDX, RegCX, RegR8, RegR9}
-
-var regNames = map[string]uint8{
-	"rax": RegAX, "eax": RegAX, "ax": RegAX, "al": RegAX,
-	"rbx": RegBX, "ebx": RegBX, "bx": RegBX, "bl": RegBX,
-	"rcx": RegCX, "ecx": RegCX, "cx": RegCX, "cl": RegCX,
-	"rdx": RegDX, "edx": RegDX, "dx": RegDX, "dl": RegDX,
-	"rsi": RegSI, "esi": RegSI, "si": RegSI, "sil": RegSI,
-	"rdi": RegDI, "edi": RegDI, "di": RegDI, "dil": RegDI,
-	"rbp": RegBP, "ebp": RegBP, "bp": RegBP, "bpl": RegBP,
-	"rsp": RegSP, "esp": RegSP, "sp": RegSP, "spl": RegSP,
-	"rip": RegIP,
-	"r8":  RegR8, "r8d": RegR8, "r8w": RegR8, "r8b": RegR8,
-	"r9": RegR9, "r9d": RegR9, "r9w": RegR9, "r9b": RegR9,
-	"r10": RegR10, "r10d": RegR10, "r10w": RegR10, "r10b": RegR10,
-	"r11": RegR11, "r11d": RegR11, "r11w": RegR11, "r11b": RegR11,
-	"r12": RegR12, "r12d": RegR12, "r12w": RegR12, "r12b": RegR12,
-	"r13": RegR13, "r13d": RegR13, "r13w": RegR13, "r13b": RegR13,
-	"r14": RegR14, "r14d": RegR14, "r14w": RegR14, "r14b": RegR14,
-	"r15": RegR15, "r15d": RegR15, "r15w": RegR15, "r15b": RegR15,
-}
-
-// RegOffset maps an x86-64 register name as USDT argument specs write it
-// ("rdi", "edi", "r8d", "al", without the %) to its ArgSpec.Reg value. Sub-
-// register names map to the full register: the width comes from ArgSpec.Size.
-func RegOffset(name string) (uint8, bool) {
-	r, ok := regNames[name]
-	return r, ok
-}
-
 // ClassArgs returns how many args a sample of the given size class holds (0
 // for ClassArgs0 and for an unknown class).
 func ClassArgs(class uint8) int {

@@ -251,7 +251,7 @@ func TestWindowsBinaryUnderWine(t *testing.T) {
 	} {
 		c := wineCase{name: "refuse-" + args[0] + strconv.Itoa(len(args)), args: args}
 		_, win, _, winDir := both(c, false)
-		want := fmt.Sprintf("bpftape %s: recording needs Linux on x86-64 (linux/amd64); this is a windows/amd64 build, which analyses captures: 'bpftape --help' lists its verbs\n", args[0])
+		want := fmt.Sprintf("bpftape %s: recording needs Linux on x86-64 or arm64 (linux/amd64, linux/arm64); this is a windows/amd64 build, which analyses captures: 'bpftape --help' lists its verbs\n", args[0])
 		if got := readText(t, win.stderr) + readText(t, win.stdout); win.code != exitUsage || got != want {
 			t.Errorf("windows: bpftape %s: exit %d, output\n%q\nwant exit %d and\n%q", strings.Join(args, " "), win.code, got, exitUsage, want)
 		}
@@ -383,7 +383,7 @@ func checkHelp(t *testing.T, c wineCase, lin, win sideResult) {
 	windows := func(text string) string {
 		for _, v := range recordingVerbs {
 			line := fmt.Sprintf("  %-9s %s\n", v.name, v.summary)
-			text = strings.Replace(text, line, fmt.Sprintf("  %-9s %s\n", v.name, v.summary+" (needs Linux on x86-64, linux/amd64: not in this windows/amd64 build)"), 1)
+			text = strings.Replace(text, line, fmt.Sprintf("  %-9s %s\n", v.name, v.summary+" (needs Linux on x86-64 or arm64, linux/amd64, linux/arm64: not in this windows/amd64 build)"), 1)
 		}
 		return text
 	}

@@ -292,7 +292,7 @@ func typedField(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source
 			// struct before it shifts the parameters).
 			p := paramInReg(fn, f.Arg)
 			if p == nil || hasLeadingCast(f) {
-				base.arg = bpf.ArgSpec{Kind: bpf.KindReg, Reg: bpf.ArgRegs[f.Arg]}
+				base.arg = bpf.ArgSpec{Kind: bpf.KindReg, Reg: bpf.AMD64.Args[f.Arg]}
 				break
 			}
 			name = p.ArgName()

@@ -337,9 +337,9 @@ func (p *Probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src
 			continue
 		}
 		var a bpf.ArgSpec
-		reg := bpf.RegAX
+		reg := bpf.AMD64.Ret
 		if f.Source == probespec.Arg {
-			reg = bpf.ArgRegs[f.Arg]
+			reg = bpf.AMD64.Args[f.Arg]
 		}
 		switch {
 		case f.Str:

@@ -249,7 +249,7 @@ func memReg(s string) (string, error) {
 
 // regWidth returns the width in bytes of a general-purpose register name.
 func regWidth(name string) (int, error) {
-	if _, ok := bpf.RegOffset(name); !ok {
+	if _, ok := bpf.AMD64.Reg(name); !ok {
 		switch name {
 		case "ah", "bh", "ch", "dh":
 			return 0, fmt.Errorf("high-byte register %%%s is unsupported (compilers do not emit it for USDT arguments)", name)
@@ -453,7 +453,7 @@ func (a Arg) base() (reg, flags uint8, err error) {
 func (a Arg) ThreadBase() bool { return a.Seg != "" && (a.Kind == Mem || a.Kind == SIB) }
 
 func regOff(name string) (uint8, error) {
-	r, ok := bpf.RegOffset(name)
+	r, ok := bpf.AMD64.Reg(name)
 	if !ok {
 		return 0, fmt.Errorf("unsupported register %%%s", name)
 	}

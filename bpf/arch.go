@@ -22,6 +22,10 @@ import (
 type Arch struct {
 	// Name is the architecture as GOARCH spells it: "amd64", "arm64".
 	Name string
+	// ABI names the calling convention the register roles follow.
+	ABI string
+	// FramePointer is the register user stacks are walked by.
+	FramePointer uint8
 	// Machine is the ELF machine of its binaries.
 	Machine elf.Machine
 	// Args are the integer argument registers, in order: Args[i] holds
@@ -35,8 +39,10 @@ type Arch struct {
 	// function's first instruction (arm64's x30); NoReg where the call
 	// pushes the return address on the stack (x86-64).
 	LR uint8
-	// regs maps a register's assembly names (every width) to its offset.
-	regs map[string]uint8
+	// regs maps a register's assembly names (every width) to its offset;
+	// names holds each offset's full-width name.
+	regs  map[string]uint8
+	names map[uint8]string
 }
 
 // NoReg is an Arch register that the architecture does not have.
@@ -49,6 +55,18 @@ const NoReg uint8 = 0xff
 func (a *Arch) Reg(name string) (uint8, bool) {
 	r, ok := a.regs[name]
 	return r, ok
+}
+
+// RegName returns the full-width assembly name of the register at byte
+// offset reg ("rdi", "x0"), or "" for none.
+func (a *Arch) RegName(reg uint8) string { return a.names[reg] }
+
+// Summary says in one line where this architecture's probes find a
+// function's arguments and return value, and how user stacks are walked:
+// what `bpftape doctor` reports.
+func (a *Arch) Summary() string {
+	return fmt.Sprintf("%s: arg0..arg%d in %s..%s, retval in %s; user stacks by frame pointers (%s)",
+		a.ABI, len(a.Args)-1, a.RegName(a.Args[0]), a.RegName(a.Args[len(a.Args)-1]), a.RegName(a.Ret), a.RegName(a.FramePointer))
 }
 
 func (a *Arch) String() string { return a.Name }
@@ -91,12 +109,14 @@ func RegX(n int) uint8 { return uint8(8 * n) }
 
 // AMD64 is x86-64 with the System V calling convention.
 var AMD64 = &Arch{
-	Name:    "amd64",
-	Machine: elf.EM_X86_64,
-	Args:    []uint8{RegDI, RegSI, RegDX, RegCX, RegR8, RegR9},
-	Ret:     RegAX,
-	SP:      RegSP,
-	LR:      NoReg,
+	Name:         "amd64",
+	ABI:          "System V AMD64",
+	FramePointer: RegBP,
+	Machine:      elf.EM_X86_64,
+	Args:         []uint8{RegDI, RegSI, RegDX, RegCX, RegR8, RegR9},
+	Ret:          RegAX,
+	SP:           RegSP,
+	LR:           NoReg,
 	regs: map[string]uint8{
 		"rax": RegAX, "eax": RegAX, "ax": RegAX, "al": RegAX,
 		"rbx": RegBX, "ebx": RegBX, "bx": RegBX, "bl": RegBX,
@@ -116,17 +136,25 @@ var AMD64 = &Arch{
 		"r14": RegR14, "r14d": RegR14, "r14w": RegR14, "r14b": RegR14,
 		"r15": RegR15, "r15d": RegR15, "r15w": RegR15, "r15b": RegR15,
 	},
+	names: map[uint8]string{
+		RegAX: "rax", RegBX: "rbx", RegCX: "rcx", RegDX: "rdx", RegSI: "rsi", RegDI: "rdi",
+		RegBP: "rbp", RegSP: "rsp", RegIP: "rip", RegR8: "r8", RegR9: "r9", RegR10: "r10",
+		RegR11: "r11", RegR12: "r12", RegR13: "r13", RegR14: "r14", RegR15: "r15",
+	},
 }
 
 // ARM64 is AArch64 with the AAPCS64 calling convention.
 var ARM64 = &Arch{
-	Name:    "arm64",
-	Machine: elf.EM_AARCH64,
-	Args:    []uint8{RegX(0), RegX(1), RegX(2), RegX(3), RegX(4), RegX(5), RegX(6), RegX(7)},
-	Ret:     RegX(0),
-	SP:      RegARM64SP,
-	LR:      RegX(30),
-	regs:    arm64Regs(),
+	Name:         "arm64",
+	ABI:          "AAPCS64",
+	FramePointer: RegX(29),
+	Machine:      elf.EM_AARCH64,
+	Args:         []uint8{RegX(0), RegX(1), RegX(2), RegX(3), RegX(4), RegX(5), RegX(6), RegX(7)},
+	Ret:          RegX(0),
+	SP:           RegARM64SP,
+	LR:           RegX(30),
+	regs:         arm64Regs(),
+	names:        arm64Names(),
 }
 
 func arm64Regs() map[string]uint8 {
@@ -134,6 +162,14 @@ func arm64Regs() map[string]uint8 {
 	for n := range 31 {
 		m["x"+strconv.Itoa(n)] = RegX(n)
 		m["w"+strconv.Itoa(n)] = RegX(n)
+	}
+	return m
+}
+
+func arm64Names() map[uint8]string {
+	m := map[uint8]string{RegARM64SP: "sp"}
+	for n := range 31 {
+		m[RegX(n)] = "x" + strconv.Itoa(n)
 	}
 	return m
 }

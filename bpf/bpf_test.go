@@ -159,6 +159,14 @@ func TestArchRegs(t *testing.T) {
 	if _, ok := ARM64.Reg("x31"); ok {
 		t.Error("arm64 has no x31 (31 is sp or the zero register)")
 	}
+	for a, want := range map[*Arch]string{
+		AMD64: "System V AMD64: arg0..arg5 in rdi..r9, retval in rax; user stacks by frame pointers (rbp)",
+		ARM64: "AAPCS64: arg0..arg7 in x0..x7, retval in x0; user stacks by frame pointers (x29)",
+	} {
+		if got := a.Summary(); got != want {
+			t.Errorf("%s.Summary() = %q, want %q", a, got, want)
+		}
+	}
 	if a, err := ArchOf(elf.EM_AARCH64); a != ARM64 || err != nil {
 		t.Errorf("ArchOf(EM_AARCH64) = %v, %v", a, err)
 	}

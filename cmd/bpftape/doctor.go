@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/record/host"
 )
@@ -21,6 +22,8 @@ const doctorHelp = `
 Examines this host, changing nothing, and prints:
 
   the kernel release and whether it is PREEMPT_RT;
+  the architecture, where its probes find a function's arguments and
+  return value, and how user stacks are walked;
   per probe kind (uprobe, uretprobe, USDT, USDT with a semaphore,
   tracepoint, kprobe, kretprobe, fentry, fexit) whether the kernel supports
   it and whether bpftape records it, with the reason;
@@ -37,7 +40,7 @@ CAP_PERFMON): without them the kernel answers fewer questions.
 
 --json prints one object with stable keys: can_record, reason, probes
 (kind, spec, kernel, action, reason), decisions (subject, action, reason,
-blocks) and facts (release, preempt_rt, attach_cookies.have, ringbuf.have,
+blocks) and facts (release, preempt_rt, machine, arch, attach_cookies.have, ringbuf.have,
 btf.have, kprobe_pmu, tracefs, lockdown, memlock_cur, ...).
 
 Examples:
@@ -89,6 +92,9 @@ func printDoctor(w io.Writer, f *host.HostFacts, d *host.Diagnosis) {
 		rt = "PREEMPT_RT"
 	}
 	fmt.Fprintf(w, "kernel %s (%s), %s\n", f.Release, f.Version, rt)
+	if a := bpf.HostArch(); a != nil {
+		fmt.Fprintf(w, "architecture %s (%s), %s\n", a.Name, f.Machine, a.Summary())
+	}
 
 	const probeRow = "  %-16s %-9s %-7s %-8s %s\n"
 	fmt.Fprintf(w, "\nprobe kinds:\n")

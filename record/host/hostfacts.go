@@ -40,6 +40,10 @@ type HostFacts struct {
 	Release   string `json:"release"`    // uname -r
 	Version   string `json:"version"`    // uname -v
 	PreemptRT bool   `json:"preempt_rt"` // uname -v says PREEMPT_RT, or /sys/kernel/realtime is 1
+	Machine   string `json:"machine"`    // uname -m: "x86_64", "aarch64"
+	// Arch is the architecture this bpftape's programs are compiled for,
+	// as GOARCH names it ("amd64", "arm64").
+	Arch string `json:"arch"`
 
 	EUID int    `json:"euid"`
 	Caps uint64 `json:"effective_caps"` // the effective capability set
@@ -101,6 +105,10 @@ func ExamineHost() *HostFacts {
 	if err := unix.Uname(&uts); err == nil {
 		f.Release = unix.ByteSliceToString(uts.Release[:])
 		f.Version = unix.ByteSliceToString(uts.Version[:])
+		f.Machine = unix.ByteSliceToString(uts.Machine[:])
+	}
+	if a := bpf.HostArch(); a != nil {
+		f.Arch = a.Name
 	}
 	f.PreemptRT = strings.Contains(f.Version, "PREEMPT_RT")
 	if b, err := os.ReadFile("/sys/kernel/realtime"); err == nil && strings.TrimSpace(string(b)) == "1" {

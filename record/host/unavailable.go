@@ -107,7 +107,7 @@ func lockdownNote() string {
 // or else are close to it.
 func relatedTracepoints(fn string, names, events []string) []string {
 	base := fn
-	for _, p := range []string{"__x64_sys_", "__ia32_sys_", "__se_sys_", "__do_sys_", "do_sys_", "ksys_", "sys_", "__", "do_"} {
+	for _, p := range []string{"__x64_sys_", "__ia32_sys_", "__arm64_sys_", "__se_sys_", "__do_sys_", "do_sys_", "ksys_", "sys_", "__", "do_"} {
 		if strings.HasPrefix(base, p) && len(base) > len(p)+2 {
 			base = base[len(p):]
 			break

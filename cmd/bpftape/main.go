@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -75,9 +76,31 @@ func main() {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		go discardOnSignal(sigs)
 	}
-	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	stdout, flush := bufferStdout(os.Args[1:])
+	code := run(os.Args[1:], stdout, os.Stderr)
+	if err := flush(); err != nil && code == exitOK {
+		fmt.Fprintf(os.Stderr, "bpftape: write standard output: %v\n", err)
+		code = exitFailure
+	}
 	exiting.Lock() // an interrupt that came first exits with its own status
 	os.Exit(code)
+}
+
+// stdoutBuffer is the size of the buffer standard output goes through.
+const stdoutBuffer = 64 << 10
+
+// bufferStdout returns the writer a verb prints to and the function that
+// flushes it. The analysis verbs print through a buffer: one write(2) per
+// line had 'events' spend more time in the kernel than decoding (1,000,002
+// writes for a 1 M-event capture). record prints as events come (its
+// --print and live view) and looks at its standard output itself, so it
+// gets the file.
+func bufferStdout(args []string) (io.Writer, func() error) {
+	if len(args) == 0 || args[0] == "record" {
+		return os.Stdout, func() error { return nil }
+	}
+	w := bufio.NewWriterSize(os.Stdout, stdoutBuffer)
+	return w, w.Flush
 }
 
 // exiting is held by whichever exits first: main with the verb's status,

@@ -213,9 +213,9 @@ func HostBinary(m elf.Machine) error {
 	if h := HostArch(); h != a {
 		host := runtime.GOARCH
 		if h != nil {
-			host = h.Machine.String()
+			host = h.Name
 		}
-		return fmt.Errorf("bpf: a %v binary cannot be probed on this %s host", m, host)
+		return fmt.Errorf("bpf: it is an %s binary (%v), and this host is %s: uprobes run the host's machine code", a.Name, m, host)
 	}
 	return nil
 }

@@ -47,8 +47,11 @@
 //
 // Fields. argN is the Nth argument, counted from 0 as bpftrace counts (a
 // uprobe's arg2 is PT_REGS_PARM3, the third integer argument register of
-// the x86-64 System V ABI, so N is 0..5); for a USDT probe it is the Nth
-// argument of the probe's note. retval is a uretprobe's return value (rax).
+// the calling convention: N is 0..5 on x86-64, whose System V ABI passes
+// six in rdi..r9, and 0..7 on arm64, whose AAPCS64 passes eight in
+// x0..x7; Parse accepts 0..7 and the resolver refuses arg6 and arg7 on
+// x86-64); for a USDT probe it is the Nth argument of the probe's note.
+// retval is a uretprobe's return value (rax on x86-64, x0 on arm64).
 // TPFIELD is a tracepoint field named as in its tracefs format file (the
 // common_* fields are not available: every event records its pid, tid, cpu,
 // comm and time anyway). str(X) records the NUL-terminated user-space string
@@ -149,7 +152,7 @@ const (
 const (
 	MaxFields  = 12 // fields per probe
 	MaxStrings = 4  // string fields per probe
-	MaxRegArgs = 6  // uprobe arguments passed in registers: arg0..arg5
+	MaxRegArgs = 8  // uprobe arguments passed in registers: arg0..arg7 (AAPCS64; arg0..arg5 on x86-64)
 	// MaxStack is the deepest stack a stack field records, and its
 	// default: the kernel's perf_event_max_stack default.
 	MaxStack = 127
@@ -614,7 +617,7 @@ func parseField(kind Kind, text string) (Field, error) {
 			}
 			f.Source = Param
 		case f.Arg >= MaxRegArgs:
-			return f, fmt.Errorf("field %q: only arg0..arg%d are passed in registers (x86-64 ABI)", text, MaxRegArgs-1)
+			return f, fmt.Errorf("field %q: only arg0..arg%d are passed in registers (arg0..arg7 on arm64, arg0..arg5 on x86-64): name the parameter instead", text, MaxRegArgs-1)
 		}
 	case Uretprobe, Kretprobe:
 		if f.Source != Retval {

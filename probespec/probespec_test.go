@@ -40,6 +40,10 @@ func TestParse(t *testing.T) {
 		{"u:./virtnet:virtio_net_receive_rcu+0x4(arg2)", Spec{Kind: Uprobe, Binary: "./virtnet", Symbol: "virtio_net_receive_rcu+0x4",
 			Fields: []Field{{Text: "arg2", Source: Arg, Arg: 2}}}},
 		{"ur:./virtnet:0x401196", Spec{Kind: Uretprobe, Binary: "./virtnet", Symbol: "0x401196"}},
+		// arg6 and arg7 are arm64's x6 and x7; the resolver refuses them on
+		// x86-64, which has six argument registers.
+		{"u:./a.out:f(arg6,arg7:s32)", Spec{Kind: Uprobe, Binary: "./a.out", Symbol: "f",
+			Fields: []Field{{Text: "arg6", Source: Arg, Arg: 6}, {Text: "arg7:s32", Source: Arg, Arg: 7, Type: format.Int32}}}},
 		{"kprobe:vfs_read", Spec{Kind: Kprobe, Symbol: "vfs_read"}},
 		{"kr:vfs_read", Spec{Kind: Kretprobe, Symbol: "vfs_read"}},
 		{"f:vmlinux:vfs_read", Spec{Kind: Fentry, Symbol: "vfs_read"}},
@@ -84,9 +88,10 @@ func TestParseErrors(t *testing.T) {
 		{"u:a:b)", "unbalanced"},
 		{"u:a:b()", "empty field list"},
 		{"u:a:b(arg0,)", "empty field"},
-		{"u:a:b(arg6)", "only arg0..arg5"},
+		{"u:a:b(arg8)", "only arg0..arg7 are passed in registers (arg0..arg7 on arm64, arg0..arg5 on x86-64)"},
+		{"k:f(arg12)", "only arg0..arg7"},
 		{"u:a:b(retval)", "has no retval"},
-		{"u:a:b(9foo)", "want argN (N = 0..5), a parameter name"},
+		{"u:a:b(9foo)", "want argN (N = 0..7), a parameter name"},
 		{"u:a:b(x->)", "want a member name after ->"},
 		{"u:a:b(x[-1])", "want an integer"},
 		{"u:a:b(*(u32 *)(arg1 + ))", "want an integer"},

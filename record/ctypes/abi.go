@@ -15,70 +15,84 @@ var intRegs = [...]string{"di", "si", "dx", "cx", "r8", "r9"}
 const numSSERegs = 8
 
 // Location is where a value is at a function's entry (a parameter) or
-// return (its return value), by the x86-64 System V ABI.
+// return (its return value), by the calling convention of Arch. The zero
+// Location is nowhere.
 type Location struct {
-	// Reg is the register holding the value ("di", "si", "dx", "cx",
-	// "r8", "r9"; "ax" for a return value), or its first eight bytes;
-	// "" when the value is on the stack.
+	// Arch is the architecture whose registers Reg and Reg2 name and
+	// whose stack pointer StackOff counts from (bpf.AMD64, bpf.ARM64).
+	Arch *bpf.Arch
+	// Reg is the register holding the value, or its first eight bytes:
+	// on x86-64 "di", "si", "dx", "cx", "r8", "r9" ("ax" for a return
+	// value), on arm64 "x0" to "x7" ("x0" for a return value); "" when
+	// the value is on the stack.
 	Reg string
 	// Reg2 holds bytes 8 to 15 of a 9- to 16-byte value passed or
 	// returned in two registers ("" otherwise).
 	Reg2 string
-	// StackOff, when Reg is "", is where the value starts on the stack:
-	// at rsp+StackOff at the function's first instruction (rsp+8 is the
-	// first stack argument; rsp+0 holds the return address, so 0 is no
-	// location: the zero Location is nowhere).
+	// Stack: the value is on the stack, at sp+StackOff at the function's
+	// first instruction. On x86-64 the call pushed the return address at
+	// rsp+0, so the first stack argument is at rsp+8; on arm64 the return
+	// address is in x30 and the first stack argument is at sp+0.
+	Stack    bool
 	StackOff int64
-	// Indirect: Reg holds the address of the value, not the value (a
-	// struct returned in memory: rax holds the address the caller passed
-	// in rdi).
+	// Indirect: the register (or, with Stack, the stack slot) holds the
+	// address of the value, not the value: a struct returned in memory on
+	// x86-64 (rax holds the address the caller passed in rdi), a struct
+	// of more than 16 bytes passed by reference on arm64.
 	Indirect bool
 }
 
-// OnStack reports whether the value is on the stack at entry.
-func (l Location) OnStack() bool { return l.Reg == "" && l.StackOff > 0 }
+// OnStack reports whether the value, or with Indirect its address, is on
+// the stack at entry.
+func (l Location) OnStack() bool { return l.Stack }
 
-// regName spells a register as in assembly: "rdi", "r8", "xmm0".
-func regName(r string) string {
-	if r == "" || r[0] == 'r' || strings.HasPrefix(r, "xmm") {
-		return r
+// regName spells a register of l's architecture as in assembly: "rdi",
+// "r8", "x0".
+func (l Location) regName(r string) string {
+	if l.Arch != nil {
+		if off, ok := l.Arch.Reg(r); ok {
+			if n := l.Arch.RegName(off); n != "" {
+				return n
+			}
+		}
 	}
-	return "r" + r
+	return r
 }
 
 func (l Location) String() string {
 	switch {
-	case l.Reg == "" && l.StackOff <= 0:
+	case l.Arch == nil || !l.Stack && l.Reg == "":
 		return "nowhere"
-	case l.Reg == "":
-		return fmt.Sprintf("rsp+%d", l.StackOff)
+	case l.Stack:
+		s := fmt.Sprintf("%s+%d", l.Arch.RegName(l.Arch.SP), l.StackOff)
+		if l.Indirect {
+			return "*(" + s + ")"
+		}
+		return s
 	case l.Indirect:
-		return "*" + regName(l.Reg)
+		return "*" + l.regName(l.Reg)
 	case l.Reg2 != "":
-		return regName(l.Reg) + ":" + regName(l.Reg2)
+		return l.regName(l.Reg) + ":" + l.regName(l.Reg2)
 	}
-	return regName(l.Reg)
-}
-
-var ptRegs = map[string]uint8{
-	"di": bpf.RegDI, "si": bpf.RegSI, "dx": bpf.RegDX, "cx": bpf.RegCX,
-	"r8": bpf.RegR8, "r9": bpf.RegR9, "ax": bpf.RegAX,
+	return l.regName(l.Reg)
 }
 
 // PtRegs maps the base of an Access (the Location ParamAccess and
-// RetAccess return) to struct pt_regs: V is the register at byte offset
-// reg of pt_regs (a bpf.Reg* constant), plus off; for a location on the
-// stack reg is bpf.RegSP and off StackOff, V being the address
-// rsp+StackOff. ok is false for a location that is not such a base (two
-// registers, or indirect).
+// RetAccess return) to the struct pt_regs of l's architecture: V is the
+// register at byte offset reg of pt_regs (as bpf.Arch.Reg gives it), plus
+// off; for a location on the stack reg is the architecture's stack pointer
+// and off StackOff, V being the address sp+StackOff. ok is false for a
+// location that is not such a base (nowhere, two registers, or indirect).
 func (l Location) PtRegs() (reg uint8, off int64, ok bool) {
-	if l.Reg == "" {
-		return bpf.RegSP, l.StackOff, true
-	}
-	if l.Reg2 != "" || l.Indirect {
+	switch {
+	case l.Arch == nil || l.Indirect:
+		return 0, 0, false
+	case l.Stack:
+		return l.Arch.SP, l.StackOff, true
+	case l.Reg == "" || l.Reg2 != "":
 		return 0, 0, false
 	}
-	reg, ok = ptRegs[l.Reg]
+	reg, ok = l.Arch.Reg(l.Reg)
 	return reg, 0, ok
 }
 
@@ -91,7 +105,7 @@ type Param struct {
 	// valid when Err is nil.
 	Loc Location
 	// Err says why Loc cannot be read: ErrSSEParam for a float or double
-	// (in an xmm register), ErrNoLocation for an empty struct or one
+	// (in an xmm or v register), ErrNoLocation for an empty struct or one
 	// after a parameter of unknown type.
 	Err error
 }
@@ -105,9 +119,15 @@ func (p *Param) ArgName() string {
 }
 
 // Func is a function's signature and where its parameters and return
-// value are, by the x86-64 System V ABI.
+// value are, by the calling convention of Arch: the x86-64 System V ABI
+// or AAPCS64 (see the package documentation).
 type Func struct {
-	Name     string
+	Name string
+	// Arch is the architecture of the code (of the binary, or the host's
+	// for kernel BTF), whose calling convention places the parameters;
+	// nil when bpftape knows none for it, and every parameter has an
+	// error then.
+	Arch     *bpf.Arch
 	Params   []Param
 	Variadic bool  // a ... follows Params, which are the named ones
 	Return   *Type // Kind Void for a function returning nothing
@@ -160,9 +180,10 @@ func (f *Func) Param(name string) (*Param, error) {
 }
 
 // ParamAccess resolves a path from parameter name at the function's entry:
-// base says what V is (a register's value, or the address rsp+StackOff of
+// base says what V is (a register's value, or the address sp+StackOff of
 // a parameter on the stack: Location.PtRegs), and the Access how to go
-// from V to the value. A struct passed in registers allows paths to its
+// from V to the value (a parameter passed by reference starts with a load
+// of its address). A struct passed in registers allows paths to its
 // members that fill whole registers (s.ptr, s.len of struct { char *ptr;
 // long len; }), as a register cannot be read at an offset.
 func (f *Func) ParamAccess(name string, path []Step) (base Location, a Access, err error) {
@@ -185,15 +206,22 @@ func (f *Func) RetAccess(path []Step) (base Location, a Access, err error) {
 // valueAccess resolves path from a value of type t at loc; see
 // ParamAccess.
 func valueAccess(name string, t *Type, loc Location, path []Step) (Location, Access, error) {
-	if loc.Reg == "" || loc.Indirect {
-		// In memory at V = rsp+StackOff or V = the register: *(T *)V.
-		base := Location{Reg: loc.Reg, StackOff: loc.StackOff}
-		a, err := resolveFrom(name, PointerTo(t), append([]Step{Deref()}, path...), skipDeref(name))
+	switch {
+	case loc.Stack && loc.Indirect:
+		// The stack slot at V = sp+StackOff holds the value's address:
+		// **(T **)V.
+		base := Location{Arch: loc.Arch, Stack: true, StackOff: loc.StackOff}
+		a, err := resolveFrom(name, PointerTo(PointerTo(t)), append([]Step{Deref(), Deref()}, path...), skipDerefs(name, 2))
+		return base, a, err
+	case loc.Stack || loc.Indirect:
+		// In memory at V = sp+StackOff or V = the register: *(T *)V.
+		base := Location{Arch: loc.Arch, Reg: loc.Reg, Stack: loc.Stack, StackOff: loc.StackOff}
+		a, err := resolveFrom(name, PointerTo(t), append([]Step{Deref()}, path...), skipDerefs(name, 1))
 		return base, a, err
 	}
 	if t.Kind != Struct && t.Kind != Union {
 		a, err := ResolveNamed(name, t, path)
-		return Location{Reg: loc.Reg}, a, err
+		return Location{Arch: loc.Arch, Reg: loc.Reg}, a, err
 	}
 	// A struct or union in one or two registers: walk its members to
 	// one that fills a register from its first byte.
@@ -208,14 +236,14 @@ func valueAccess(name string, t *Type, loc Location, path []Step) (Location, Acc
 	where := FormatPath(name, path[:i])
 	switch {
 	case i < len(path) && path[i].Kind == StepDot && (cur.Kind == Struct || cur.Kind == Union):
-		_, err := resolveFrom(name, PointerTo(t), append([]Step{Deref()}, path...), skipDeref(name))
+		_, err := resolveFrom(name, PointerTo(t), append([]Step{Deref()}, path...), skipDerefs(name, 1))
 		return Location{}, Access{}, err
 	case cur.Kind == Struct || cur.Kind == Union:
 		if i == 0 {
 			return Location{}, Access{}, errorf(ErrAggregate, "%s is %s, passed in registers: name one of its members (%s)", name, t, listNames(t.MemberNames(), 8))
 		}
 		return Location{}, Access{}, errorf(ErrAggregate, "%s is %s: name one of its members (%s)", where, cur, listNames(cur.MemberNames(), 8))
-	case off%8 != 0 || !cur.IsInteger() && cur.Kind != Array:
+	case off%8 != 0 || !cur.IsInteger() && cur.Kind != Array && cur.Kind != Float:
 		return Location{}, Access{}, errorf(ErrRegStruct, "%s: %s is passed in registers, and its member at byte %d (%s) does not start a register", where, t, off, cur)
 	case cur.Kind == Array:
 		return Location{}, Access{}, errorf(ErrRegStruct, "%s: %s is passed in registers, so its array member has no address", where, t)
@@ -225,17 +253,17 @@ func valueAccess(name string, t *Type, loc Location, path []Step) (Location, Acc
 		reg = loc.Reg2
 	}
 	a, err := resolveFrom(name, cur, path[i:], func(p []Step) string { return FormatPath(where, p) })
-	return Location{Reg: reg}, a, err
+	return Location{Arch: loc.Arch, Reg: reg}, a, err
 }
 
-// skipDeref spells a path that starts with the Deref valueAccess adds
-// without it: the user wrote b.c of a struct on the stack, not (*b).c.
-func skipDeref(name string) func([]Step) string {
+// skipDerefs spells a path that starts with the n Derefs valueAccess adds
+// without them: the user wrote b.c of a struct on the stack, not (*b).c.
+func skipDerefs(name string, n int) func([]Step) string {
 	return func(p []Step) string {
-		if len(p) == 0 {
+		if len(p) <= n {
 			return name
 		}
-		return FormatPath(name, p[1:])
+		return FormatPath(name, p[n:])
 	}
 }
 
@@ -375,8 +403,24 @@ func classifyInto(cls []class, t *Type, off int64, depth int, budget *int) error
 }
 
 // place sets where each parameter is at entry and where the return value
-// is at return, by the x86-64 System V ABI (3.2.3).
+// is at return, by the calling convention of f.Arch.
 func (f *Func) place() {
+	switch f.Arch {
+	case bpf.AMD64:
+		f.placeSysV()
+	case bpf.ARM64:
+		f.placeAAPCS64()
+	default:
+		err := errorf(ErrNoLocation, "%s: bpftape knows the calling conventions of x86-64 and arm64 only", f.Name)
+		for i := range f.Params {
+			f.Params[i].Err = err
+		}
+		f.RetErr = err
+	}
+}
+
+// placeSysV is place by the x86-64 System V ABI (3.2.3).
+func (f *Func) placeSysV() {
 	gpr, sse, stack := 0, 0, int64(0) // stack: bytes of the argument area used
 	ret := f.Return
 	switch cls, err := classify(ret); {
@@ -390,13 +434,13 @@ func (f *Func) place() {
 		// The caller passes where to write it in rdi; rax holds that
 		// address at return.
 		gpr = 1
-		f.RetLoc = Location{Reg: "ax", Indirect: true}
+		f.RetLoc = Location{Arch: bpf.AMD64, Reg: "ax", Indirect: true}
 	case cls[0] == classSSE || len(cls) == 2 && cls[1] == classSSE:
 		f.RetErr = errorf(ErrSSEParam, "%s returns %s, in xmm0, which probes cannot read", f.Name, ret)
 	case len(cls) == 2:
-		f.RetLoc = Location{Reg: "ax", Reg2: "dx"}
+		f.RetLoc = Location{Arch: bpf.AMD64, Reg: "ax", Reg2: "dx"}
 	default:
-		f.RetLoc = Location{Reg: "ax"}
+		f.RetLoc = Location{Arch: bpf.AMD64, Reg: "ax"}
 	}
 	var lost string // a parameter before this one could not be placed
 	for i := range f.Params {
@@ -428,7 +472,7 @@ func (f *Func) place() {
 			var regs []string
 			for _, c := range cls {
 				if c == classInteger {
-					regs = append(regs, regName(intRegs[gpr]))
+					regs = append(regs, "r"+strings.TrimPrefix(intRegs[gpr], "r"))
 					gpr++
 				} else {
 					regs = append(regs, fmt.Sprintf("xmm%d", sse))
@@ -440,7 +484,7 @@ func (f *Func) place() {
 				p.Loc = Location{}
 				continue
 			}
-			p.Loc = Location{Reg: intRegs[gpr-len(regs)]}
+			p.Loc = Location{Arch: bpf.AMD64, Reg: intRegs[gpr-len(regs)]}
 			if len(regs) == 2 {
 				p.Loc.Reg2 = intRegs[gpr-1]
 			}
@@ -451,7 +495,7 @@ func (f *Func) place() {
 		// address (rsp+8); 16-byte types take a 16-byte aligned slot.
 		align := max(8, p.Type.Align())
 		stack = (stack + align - 1) / align * align
-		p.Loc = Location{StackOff: 8 + stack}
+		p.Loc = Location{Arch: bpf.AMD64, Stack: true, StackOff: 8 + stack}
 		stack += (p.Type.Size + 7) / 8 * 8
 	}
 }

@@ -3,10 +3,13 @@ package ctypes
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/bpftape/bpftape/bpf"
 )
 
 // BTF is the types and functions of a BTF spec (the kernel's, from
@@ -14,13 +17,17 @@ import (
 type BTF struct {
 	spec *btf.Spec
 	c    *btfConv
+	// arch is the kernel's architecture, whose calling convention Func
+	// follows: the host's (nil on a build for another).
+	arch *bpf.Arch
 }
 
-// NewBTF wraps spec. Types are converted when looked up, and a pointer's
-// target when first asked for (Type.Elem): vmlinux has some 100,000 types,
-// most of them reachable from struct task_struct through pointers.
+// NewBTF wraps spec, the BTF of the running kernel or of one of its
+// modules. Types are converted when looked up, and a pointer's target when
+// first asked for (Type.Elem): vmlinux has some 100,000 types, most of
+// them reachable from struct task_struct through pointers.
 func NewBTF(spec *btf.Spec) *BTF {
-	return &BTF{spec: spec, c: newBTFConv()}
+	return &BTF{spec: spec, c: newBTFConv(), arch: bpf.HostArch()}
 }
 
 // FromBTF converts a BTF type into a Type. Pointer targets are converted
@@ -69,8 +76,11 @@ func (c *btfConv) convert1(t btf.Type, depth int) *Type {
 		case u.Encoding == btf.Bool:
 			return &Type{Kind: Bool, Size: int64(u.Size), name: u.Name}
 		case u.Encoding == btf.Char:
-			// BTF does not say whether char is signed; on x86-64 it is.
-			return &Type{Kind: Int, Size: int64(u.Size), Signed: true, name: u.Name}
+			// BTF's char flag does not say whether char is signed: it
+			// is on x86-64 (in kernels before 6.2, which build with
+			// -funsigned-char and mark char unsigned instead), not on
+			// arm64. The BTF is the running kernel's.
+			return &Type{Kind: Int, Size: int64(u.Size), Signed: runtime.GOARCH != "arm64", name: u.Name}
 		}
 		return &Type{Kind: Int, Size: int64(u.Size), Signed: u.Encoding == btf.Signed, name: u.Name}
 	case *btf.Enum:
@@ -176,9 +186,14 @@ func spellBTF(t btf.Type, depth int) string {
 }
 
 // Func finds a function's prototype in the BTF and places its parameters
-// by the x86-64 System V ABI, as a kprobe on its entry sees them (fentry
-// reads them by position instead).
+// by the calling convention of the host's architecture (the x86-64 System
+// V ABI or AAPCS64: the kernel is compiled for it), as a kprobe on its
+// entry sees them (fentry reads them by position instead). On a build for
+// another architecture it is an error.
 func (s *BTF) Func(name string) (*Func, error) {
+	if s.arch == nil {
+		return nil, errorf(ErrNoLocation, "ctypes: BTF: kernel function %s: bpftape knows the kernel's calling convention on x86-64 and arm64 only, and this is a %s build", name, runtime.GOARCH)
+	}
 	types, err := s.spec.AnyTypesByName(name)
 	if err != nil && !errors.Is(err, btf.ErrNotFound) {
 		return nil, fmt.Errorf("ctypes: BTF: %w", err)
@@ -192,7 +207,7 @@ func (s *BTF) Func(name string) (*Func, error) {
 		if !ok {
 			return nil, errorf(ErrBadDWARF, "ctypes: BTF: function %s has no prototype", name)
 		}
-		fn := &Func{Name: name, Return: s.c.get(proto.Return)}
+		fn := &Func{Name: name, Return: s.c.get(proto.Return), Arch: s.arch}
 		for i, p := range proto.Params {
 			if i == len(proto.Params)-1 && p.Name == "" {
 				if _, void := p.Type.(*btf.Void); void || p.Type == nil {

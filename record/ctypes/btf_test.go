@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf/btf"
+
+	"github.com/bpftape/bpftape/bpf"
 )
 
 func kernelBTF(t *testing.T) *btf.Spec {
@@ -84,19 +86,25 @@ func TestBTFKernel(t *testing.T) {
 	// f:do_nanosleep(t->task)
 	hs := structNamed(t, spec, "hrtimer_sleeper")
 	taskOff, _ := rawOffset(t, spec, hs, "task")
+	host := bpf.HostArch()
+	if host == nil {
+		t.Skip("not an x86-64 or arm64 build")
+	}
+	// The first four integer argument registers, by ctypes' names.
+	wantRegs := map[*bpf.Arch][]string{bpf.AMD64: {"di", "si", "dx", "cx"}, bpf.ARM64: {"x0", "x1", "x2", "x3"}}[host]
 	fn, err := k.Func("do_nanosleep")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fn.Params[0].Type.String() != "struct hrtimer_sleeper *" || fn.Params[0].Loc != (Location{Reg: "di"}) {
-		t.Errorf("do_nanosleep: %s, t at %v", fn.Signature(), fn.Params[0].Loc)
+	if fn.Arch != host || fn.Params[0].Type.String() != "struct hrtimer_sleeper *" || fn.Params[0].Loc != (Location{Arch: host, Reg: wantRegs[0]}) {
+		t.Errorf("do_nanosleep: %s, t at %v (%v)", fn.Signature(), fn.Params[0].Loc, fn.Arch)
 	}
 	base, a, err := fn.ParamAccess(fn.Params[0].Name, []Step{Arrow("task")})
-	if err != nil || base.Reg != "di" || len(a.Reads) != 0 || a.Off != taskOff || a.Leaf != LeafRead || a.Size != 8 || a.Type.Kind != Pointer {
+	if err != nil || base.Reg != wantRegs[0] || len(a.Reads) != 0 || a.Off != taskOff || a.Leaf != LeafRead || a.Size != 8 || a.Type.Kind != Pointer {
 		t.Errorf("t->task: %v %v, %v; BTF says offset %d", base, a, err, taskOff)
 	}
-	if reg, off, ok := base.PtRegs(); !ok || reg != 112 || off != 0 {
-		t.Errorf("PtRegs of rdi: %d, %d, %v", reg, off, ok)
+	if reg, off, ok := base.PtRegs(); !ok || reg != host.Args[0] || off != 0 {
+		t.Errorf("PtRegs of %v: %d, %d, %v", base, reg, off, ok)
 	}
 
 	// k:vfs_read(file->f_path.dentry->d_name.name)
@@ -104,7 +112,6 @@ func TestBTFKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRegs := []string{"di", "si", "dx", "cx"}
 	for i, p := range fn.Params {
 		if p.Err != nil || p.Loc.Reg != wantRegs[i] {
 			t.Errorf("vfs_read %s: %v, %v", p.Name, p.Loc, p.Err)

@@ -31,7 +31,8 @@ var fixed = map[string]*Type{
 // "const char *", "struct foo *", "size_t". Integer types of C and
 // bpftrace's u8..u64 and s8..s64 need no debug info; struct, union and
 // enum types and other typedefs are looked up in src (which may be nil
-// when there is none). Sizes are x86-64's (long is 8 bytes).
+// when there is none). Sizes are those of 64-bit Linux, x86-64's and
+// arm64's alike (LP64: long is 8 bytes).
 func ParseType(text string, src Source) (*Type, error) {
 	s := strings.TrimSpace(text)
 	stars := 0

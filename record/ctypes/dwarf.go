@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/suggest"
 )
@@ -19,10 +20,20 @@ type Binary struct {
 	source string // the file whose DWARF this is (path or the debug file)
 	syms   map[string]uint64
 
+	// arch is the architecture of the binary's code, whose calling
+	// convention places a function's parameters; nil when bpftape knows
+	// none for its machine.
+	arch    *bpf.Arch
+	machine elf.Machine
+
 	mu    sync.Mutex // guards everything below, and data (whose type cache is not safe for concurrent use)
 	data  *dwarf.Data
 	conv  map[dwarf.Type]*Type
 	index *dwarfIndex
+	// memberAlign holds the aligned attributes (DW_AT_alignment) of the
+	// members of a struct or union type, by member index (0: none); only
+	// types with one are in it.
+	memberAlign map[dwarf.Type][]int64
 }
 
 // dwarfIndex lists the subprogram and named type DIEs of a file.
@@ -55,6 +66,7 @@ func OpenBinary(path string, dirs []string) (b *Binary, err error) {
 		return nil, fmt.Errorf("ctypes: %s: %w", path, err)
 	}
 	b = &Binary{path: path, source: path, syms: map[string]uint64{}}
+	b.setMachine(f.Machine)
 	addSyms(b.syms, f)
 	df := f
 	if !hasDWARF(f) {
@@ -87,12 +99,25 @@ func NewBinary(f *elf.File) (b *Binary, err error) {
 		return nil, errorf(ErrNoDWARF, "ctypes: the ELF file has no DWARF (.debug_info)")
 	}
 	b = &Binary{syms: map[string]uint64{}}
+	b.setMachine(f.Machine)
 	addSyms(b.syms, f)
 	if b.data, err = f.DWARF(); err != nil {
 		return nil, errorf(ErrBadDWARF, "ctypes: %w", err)
 	}
 	return b, nil
 }
+
+// setMachine sets the architecture of the binary's code, whose calling
+// convention Func follows: the machine of the binary itself (its debug
+// file, made by objcopy, says the same).
+func (b *Binary) setMachine(m elf.Machine) {
+	b.machine = m
+	b.arch, _ = bpf.ArchOf(m)
+}
+
+// Arch is the architecture of the binary's code, nil for a machine whose
+// calling convention bpftape does not know.
+func (b *Binary) Arch() *bpf.Arch { return b.arch }
 
 // addSyms adds the addresses of f's function symbols (its .symtab and
 // .dynsym), which pick the DIE of a function when several have its name.
@@ -122,7 +147,8 @@ func recoverTo(err *error, what string) {
 
 // FuncParams reads function's parameters and return type from the DWARF
 // of the ELF file at path (or its debug file, in dirs: see OpenBinary),
-// with where each is at entry by the x86-64 System V ABI.
+// with where each is at entry by the calling convention of the binary's
+// machine: the x86-64 System V ABI or AAPCS64.
 func FuncParams(path, function string, dirs []string) (*Func, error) {
 	b, err := OpenBinary(path, dirs)
 	if err != nil {
@@ -139,6 +165,16 @@ func (b *Binary) buildIndex() error {
 	ix := &dwarfIndex{funcs: map[string][]dwarf.Offset{}, types: map[string]dwarf.Offset{}}
 	type pending struct{ off, ref dwarf.Offset }
 	var unnamed []pending
+	// The DIEs whose children are being read, to find the members of a
+	// struct or union (as debug/dwarf counts them: its direct
+	// DW_TAG_member children) that have an aligned attribute.
+	type parent struct {
+		off     dwarf.Offset
+		record  bool // a struct, union or class
+		members int
+	}
+	var parents []parent
+	aligned := map[dwarf.Offset][]int64{}
 	r := b.data.Reader()
 	for {
 		e, err := r.Next()
@@ -147,6 +183,27 @@ func (b *Binary) buildIndex() error {
 		}
 		if e == nil {
 			break
+		}
+		if e.Tag == 0 {
+			if len(parents) > 0 {
+				parents = parents[:len(parents)-1]
+			}
+			continue
+		}
+		if n := len(parents); e.Tag == dwarf.TagMember && n > 0 && parents[n-1].record {
+			top := &parents[n-1]
+			if a, ok := e.Val(dwarf.AttrAlignment).(int64); ok && a > 1 {
+				l := aligned[top.off]
+				for len(l) < top.members {
+					l = append(l, 0)
+				}
+				aligned[top.off] = append(l, a)
+			}
+			top.members++
+		}
+		if e.Children {
+			record := e.Tag == dwarf.TagStructType || e.Tag == dwarf.TagUnionType || e.Tag == dwarf.TagClassType
+			parents = append(parents, parent{off: e.Offset, record: record})
 		}
 		name, _ := e.Val(dwarf.AttrName).(string)
 		switch e.Tag {
@@ -178,6 +235,14 @@ func (b *Binary) buildIndex() error {
 	for _, p := range unnamed {
 		if name := b.nameOf(p.ref, 8); name != "" {
 			ix.funcs[name] = append(ix.funcs[name], p.off)
+		}
+	}
+	for off, l := range aligned {
+		if dt, err := b.data.Type(off); err == nil {
+			if b.memberAlign == nil {
+				b.memberAlign = map[dwarf.Type][]int64{}
+			}
+			b.memberAlign[dt] = l
 		}
 	}
 	b.index = ix
@@ -380,7 +445,7 @@ const dwCCNocall = 3
 
 // funcFrom builds the Func of a DIE chain (the chosen DIE first).
 func (b *Binary) funcFrom(name string, ch []*dwarf.Entry) (*Func, error) {
-	fn := &Func{Name: name, Source: b.source}
+	fn := &Func{Name: name, Source: b.source, Arch: b.arch}
 	// Parameters: the deepest DIE of the chain that lists them (the
 	// abstract instance lists them all, as declared); names and types
 	// missing there are taken from the others, position by position.
@@ -436,6 +501,13 @@ func (b *Binary) funcFrom(name string, ch []*dwarf.Entry) (*Func, error) {
 		fn.Params = append(fn.Params, Param{Name: p.name, Index: i, Type: t})
 	}
 	fn.place()
+	if b.arch == nil {
+		err := errorf(ErrNoLocation, "%s is %v code, whose calling convention bpftape does not know (it knows x86-64's and arm64's)", name, b.machine)
+		for i := range fn.Params {
+			fn.Params[i].Err = err
+		}
+		fn.RetErr = err
+	}
 	if nocall {
 		for i := range fn.Params {
 			fn.Params[i].Err = errorf(ErrNoLocation, "%s was compiled with a calling convention of the compiler's own (DW_CC_nocall), so where its parameters are is unknown", name)
@@ -548,6 +620,9 @@ func (b *Binary) convert1(dt dwarf.Type, depth int) *Type {
 					}
 					m.BitOffset = unit*8 - f.BitOffset - f.BitSize
 				}
+			}
+			if al := b.memberAlign[dt]; len(out.Members) < len(al) {
+				m.Align = al[len(out.Members)]
 			}
 			out.Members = append(out.Members, m)
 		}

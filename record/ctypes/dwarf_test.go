@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bpftape/bpftape/bpf"
 )
 
 // variants are the builds of the workload the tests read: -O0, -O2, and
@@ -178,16 +180,16 @@ func TestResolvePaths(t *testing.T) {
 // System V ABI's rules (TestABIGdb checks them against the registers and
 // stack gdb sees at the functions' entries).
 func TestABI(t *testing.T) {
-	reg := func(r string) Location { return Location{Reg: r} }
-	stack := func(off int64) Location { return Location{StackOff: off} }
+	reg := func(r string) Location { return Location{Arch: bpf.AMD64, Reg: r} }
+	stack := func(off int64) Location { return Location{Arch: bpf.AMD64, Stack: true, StackOff: off} }
 	want := map[string][]any{ // per parameter: a Location or a sentinel error; last the return value's
 		"rx":          {reg("di"), reg("si"), reg("ax")},
 		"by_value":    {stack(8), reg("di"), reg("ax")},
 		"with_double": {ErrSSEParam, reg("di"), ErrSSEParam},
 		"many":        {reg("di"), reg("si"), reg("dx"), reg("cx"), reg("r8"), reg("r9"), stack(8), stack(16), reg("ax")},
-		"ret_big":     {reg("si"), Location{Reg: "ax", Indirect: true}},
-		"ret_pair":    {reg("di"), reg("si"), Location{Reg: "ax", Reg2: "dx"}},
-		"pass_pair":   {Location{Reg: "di", Reg2: "si"}, reg("dx"), reg("cx"), reg("ax")},
+		"ret_big":     {reg("si"), Location{Arch: bpf.AMD64, Reg: "ax", Indirect: true}},
+		"ret_pair":    {reg("di"), reg("si"), Location{Arch: bpf.AMD64, Reg: "ax", Reg2: "dx"}},
+		"pass_pair":   {Location{Arch: bpf.AMD64, Reg: "di", Reg2: "si"}, reg("dx"), reg("cx"), reg("ax")},
 		"pass_mixed":  {ErrSSEParam, reg("si"), reg("ax")},
 		"pass_packed": {stack(8), reg("di"), reg("ax")},
 		"after_stack": {reg("di"), reg("si"), reg("dx"), reg("cx"), reg("r8"), stack(8), reg("r9"), reg("ax")},
@@ -301,7 +303,7 @@ type gdbProbe struct {
 // gdbExpr is the C expression gdb evaluates for an Access from base.
 func gdbExpr(base Location, a Access) string {
 	v := "$r" + strings.TrimPrefix(base.Reg, "r")
-	if base.Reg == "" {
+	if base.Stack {
 		v = fmt.Sprintf("($rsp+%d)", base.StackOff)
 	}
 	for _, r := range a.Reads {

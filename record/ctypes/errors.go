@@ -47,14 +47,17 @@ var (
 	// pointer or array (a float, a function, void).
 	ErrNotValue = errors.New("not an integer, pointer or array")
 	// ErrSSEParam: the parameter (or return value) is a float, double or
-	// a struct holding them, passed in an xmm register, which uprobes and
+	// a struct holding them, passed in a floating-point register (an xmm
+	// register on x86-64, a v register on arm64), which uprobes and
 	// kprobes cannot read.
-	ErrSSEParam = errors.New("passed in an SSE (xmm) register")
+	ErrSSEParam = errors.New("passed in a floating-point register (xmm, v)")
 	// ErrRegStruct: a struct passed by value in registers, whose member
 	// is not a whole register.
 	ErrRegStruct = errors.New("a struct passed in registers")
 	// ErrNoLocation: the parameter has no location at entry (an empty
-	// struct), or the ABI puts it where this package does not follow it.
+	// struct), or the ABI puts it where this package does not follow it
+	// (arm64's struct returned in memory through x8, code of an
+	// architecture whose calling convention this package does not know).
 	ErrNoLocation = errors.New("no location at entry")
 	// ErrBadType: a cast's type name that is not a C type this package
 	// knows.

@@ -64,7 +64,15 @@ func build(t testing.TB, opt string) string {
 // byLink); it returns the copy and the debug directory to search.
 func stripped(t *testing.T, bin string, byLink bool) (string, string) {
 	t.Helper()
-	for _, tool := range []string{"objcopy", "strip"} {
+	return strippedWith(t, "", bin, byLink)
+}
+
+// strippedWith is stripped with the binutils of a target: prefix
+// "aarch64-linux-gnu-" for an arm64 binary.
+func strippedWith(t *testing.T, prefix, bin string, byLink bool) (string, string) {
+	t.Helper()
+	objcopy, strip := prefix+"objcopy", prefix+"strip"
+	for _, tool := range []string{objcopy, strip} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s", tool)
 		}
@@ -77,11 +85,11 @@ func stripped(t *testing.T, bin string, byLink bool) (string, string) {
 			t.Fatalf("%s %v: %v\n%s", name, args, err, b)
 		}
 	}
-	run("objcopy", "--only-keep-debug", "--compress-debug-sections=zlib", bin, debug)
-	run("strip", "--strip-all", "-o", out, bin)
+	run(objcopy, "--only-keep-debug", "--compress-debug-sections=zlib", bin, debug)
+	run(strip, "--strip-all", "-o", out, bin)
 	debugDir := filepath.Join(dir, "debug")
 	if byLink {
-		run("objcopy", "--add-gnu-debuglink="+debug, out)
+		run(objcopy, "--add-gnu-debuglink="+debug, out)
 		return out, debugDir
 	}
 	id, err := elfsym.BuildID(out)

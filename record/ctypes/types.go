@@ -72,9 +72,14 @@ type Member struct {
 	Offset int64  // bytes from the start of the enclosing struct
 	// BitOffset and BitSize place a bitfield: BitSize bits starting
 	// BitOffset bits (counted from the least significant bit, as on
-	// little-endian x86-64) after Offset. BitSize is 0 for other members.
+	// little-endian x86-64 and arm64) after Offset. BitSize is 0 for
+	// other members.
 	BitOffset, BitSize int64
 	Type               *Type
+	// Align is the alignment an attribute gave the member (DWARF's
+	// DW_AT_alignment: long a __attribute__((aligned(16)))), 0 when it
+	// has its type's.
+	Align int64
 }
 
 // lazyType is a Type converted on first use (a pointer's target).
@@ -181,10 +186,13 @@ func (t *Type) IsCharArray() bool {
 	return e.Kind == Int && e.Size == 1
 }
 
-// Align is t's alignment in bytes by the x86-64 System V ABI's rules for
-// natural alignment: a scalar's size (16 for long double and __int128),
-// the largest of a struct's members'. A packed struct's members may sit at
-// offsets their alignment does not divide (see the ABI's classification).
+// Align is t's natural alignment in bytes, as both ABIs define it: a
+// scalar's size (16 for long double and __int128), the largest of a
+// struct's members' (an aligned attribute on a member counts, one on the
+// struct type itself does not). A packed struct's members may sit at
+// offsets their alignment does not divide (see the x86-64 ABI's
+// classification); a struct whose members or size show it packed has
+// alignment 1, or its members' aligned attributes'.
 func (t *Type) Align() int64 {
 	budget := walkBudget
 	return t.align(0, &budget)
@@ -213,11 +221,19 @@ func (t *Type) align(depth int, budget *int) int64 {
 	case Array:
 		return t.Elem().align(depth+1, budget)
 	case Struct, Union:
-		a := int64(1)
+		natural, explicit, packed := int64(1), int64(1), false
 		for _, m := range t.Members {
-			a = max(a, m.Type.align(depth+1, budget))
+			a := m.Type.align(depth+1, budget)
+			if m.BitSize == 0 && m.Type.Size > 0 && m.Offset%a != 0 {
+				packed = true
+			}
+			natural = max(natural, a)
+			explicit = max(explicit, m.Align)
 		}
-		return a
+		if packed || t.Size%natural != 0 {
+			return explicit
+		}
+		return max(natural, explicit)
 	}
 	return 1
 }

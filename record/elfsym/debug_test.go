@@ -184,10 +184,17 @@ func TestDebugDirs(t *testing.T) {
 // function fn of bin.
 func objdumpStarts(t *testing.T, bin, fn string) []uint64 {
 	t.Helper()
-	if _, err := exec.LookPath("objdump"); err != nil {
-		t.Skip("no objdump")
+	return objdumpStartsWith(t, "objdump", bin, fn)
+}
+
+// objdumpStartsWith is objdumpStarts with the objdump of a target
+// ("aarch64-linux-gnu-objdump").
+func objdumpStartsWith(t *testing.T, objdump, bin, fn string) []uint64 {
+	t.Helper()
+	if _, err := exec.LookPath(objdump); err != nil {
+		t.Skip("no " + objdump)
 	}
-	out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", "--disassemble="+fn, bin).Output()
+	out, err := exec.Command(objdump, "-d", "--no-show-raw-insn", "--disassemble="+fn, bin).Output()
 	if err != nil {
 		t.Fatalf("objdump: %v", err)
 	}

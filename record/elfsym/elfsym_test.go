@@ -329,6 +329,21 @@ func TestLdconfigParse(t *testing.T) {
 	libc.so.6 (libc6,x86-64, OS ABI: Linux 3.2.0) => /lib/x86_64-linux-gnu/libc.so.6
 	libc.so.6 (libc6) => /lib32/libc.so.6
 `)
+	// An arm64 host with armhf libraries too.
+	arm := []byte(`420 libs found in cache ` + "`/etc/ld.so.cache'" + `
+	libc.so.6 (libc6,hard-float) => /lib/arm-linux-gnueabihf/libc.so.6
+	libc.so.6 (libc6,AArch64, OS ABI: Linux 3.7.0) => /lib/aarch64-linux-gnu/libc.so.6
+	libcrypt.so.1 (libc6,hard-float) => /lib/arm-linux-gnueabihf/libcrypt.so.1
+`)
+	if got := fromLdconfig(arm, "libc", "arm64"); got != "/lib/aarch64-linux-gnu/libc.so.6" {
+		t.Errorf("arm64: fromLdconfig(libc) = %q", got)
+	}
+	if got := fromLdconfig(arm, "libcrypt", "arm64"); got != "" {
+		t.Errorf("arm64: fromLdconfig(libcrypt) = %q, an armhf library", got)
+	}
+	if got := fromLdconfig(out, "libc", "arm64"); got != "" {
+		t.Errorf("arm64: fromLdconfig(libc) of an x86-64 cache = %q", got)
+	}
 	tests := []struct{ name, goarch, want string }{
 		{"libc", "amd64", "/lib/x86_64-linux-gnu/libc.so.6"},
 		{"libc.so.6", "amd64", "/lib/x86_64-linux-gnu/libc.so.6"},

@@ -307,10 +307,16 @@ func pickFunc(syms []elf.Symbol, name, path string) (elf.Symbol, bool, error) {
 const maxDecode = 1 << 20
 
 // checkBoundary checks that loc.Addr starts an instruction of the function
-// sym, decoding the function's machine code from its entry. Code it cannot
-// decode leaves loc.Unverified set instead of failing.
+// sym: on arm64, whose instructions are all 4 bytes, that it is a multiple
+// of 4 bytes into the function; on x86-64 by decoding the function's
+// machine code from its entry. Code it cannot decode, or of another
+// machine, leaves loc.Unverified set instead of failing.
 func checkBoundary(f *elf.File, sym elf.Symbol, loc *Location) error {
-	if f.Machine != elf.EM_X86_64 {
+	switch f.Machine {
+	case elf.EM_AARCH64:
+		return checkA64Boundary(sym, loc)
+	case elf.EM_X86_64:
+	default:
 		loc.Unverified = fmt.Sprintf("instructions of %v code are not decoded", f.Machine)
 		return nil
 	}
@@ -340,6 +346,29 @@ func checkBoundary(f *elf.File, sym elf.Symbol, loc *Location) error {
 		pos += uint64(l)
 	}
 	return nil
+}
+
+// a64InsnLen is the length of every arm64 (A64) instruction.
+const a64InsnLen = 4
+
+// checkA64Boundary checks that loc.FuncOff is a multiple of 4, which
+// starts an instruction of arm64 code (A64 has no other length; the
+// function itself starts 4-byte aligned).
+func checkA64Boundary(sym elf.Symbol, loc *Location) error {
+	if sym.Value%a64InsnLen != 0 {
+		loc.Unverified = fmt.Sprintf("%s starts at %#x, which is not 4-byte aligned as arm64 code is", loc.Func, sym.Value)
+		return nil
+	}
+	if loc.FuncOff%a64InsnLen == 0 {
+		return nil
+	}
+	lo := loc.FuncOff &^ (a64InsnLen - 1)
+	use := fmt.Sprintf("%s+%#x or %s+%#x", loc.Func, lo, loc.Func, lo+a64InsnLen)
+	if sym.Size > 0 && lo+a64InsnLen >= sym.Size {
+		use = fmt.Sprintf("%s+%#x", loc.Func, lo)
+	}
+	return fmt.Errorf("%s+%#x is not at an instruction boundary: arm64 instructions are 4 bytes, so an offset into a function must be a multiple of 4 "+
+		"(a breakpoint inside an instruction would corrupt the program): use %s", loc.Func, loc.FuncOff, use)
 }
 
 // instLen is the length of the x86-64 instruction at the start of code.

@@ -17,10 +17,20 @@ import (
 )
 
 // LibDirs are the directories ResolveBinary searches for a library that
-// neither the process's mappings nor the ld.so cache know.
-var LibDirs = []string{
-	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-	"/lib64", "/usr/lib64", "/lib", "/usr/lib",
+// neither the process's mappings nor the ld.so cache know: the host
+// architecture's multiarch directories (Debian's), then the others'.
+var LibDirs = libDirs(runtime.GOARCH)
+
+// libDirs are the library directories of a GOARCH.
+func libDirs(goarch string) []string {
+	var multiarch []string
+	switch goarch {
+	case "amd64":
+		multiarch = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"}
+	case "arm64":
+		multiarch = []string{"/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"}
+	}
+	return append(multiarch, "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 }
 
 // ResolveBinary turns a uprobe target as the user wrote it (a path, a
@@ -246,17 +256,25 @@ func ldconfigP() ([]byte, error) {
 	return exec.Command(bin, "-p").Output()
 }
 
+// ldconfigFlags is the flag ldconfig -p shows on the libraries of a
+// GOARCH (glibc's elf/cache.c): the cache of a multilib host also lists
+// 32-bit ones (i386's, armhf's "hard-float"), which a probe of this
+// host's architecture must not pick.
+var ldconfigFlags = map[string]string{"amd64": "x86-64", "arm64": "AArch64"}
+
 // fromLdconfig picks name's path from ldconfig -p output, whose lines read
-// "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6". On amd64
-// only x86-64 entries count.
+// "\tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6", or
+// "(libc6,AArch64)" on arm64. On amd64 and arm64 only the entries of that
+// architecture count.
 func fromLdconfig(out []byte, name, goarch string) string {
+	want := ldconfigFlags[goarch]
 	for _, line := range bytes.Split(out, []byte("\n")) {
 		key, target, ok := strings.Cut(strings.TrimSpace(string(line)), " => ")
 		if !ok {
 			continue
 		}
 		soname, flags, _ := strings.Cut(key, " ")
-		if goarch == "amd64" && !strings.Contains(flags, "x86-64") {
+		if want != "" && !strings.Contains(flags, want) {
 			continue
 		}
 		if libMatch(soname, name) {

@@ -19,7 +19,7 @@ var ErrExpr = errors.New("cannot resolve field")
 // exprBase is the value an expression starts from: the BPF arg kind that
 // gives it (8 bytes wide), its C type (nil: an untyped 64-bit argN of a
 // function without debug info), and off, added to it before its first
-// load (a parameter on the stack is at rsp+off).
+// load (a parameter on the stack is at sp+off).
 type exprBase struct {
 	arg bpf.ArgSpec
 	typ *ctypes.Type
@@ -247,15 +247,16 @@ func needsTypes(fields []probespec.Field) bool {
 }
 
 // typedArg is typedField's spec and type.
-func typedArg(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source) (bpf.ArgSpec, format.Type, error) {
-	a, fld, err := typedField(f, ret, fn, src)
+func typedArg(f *probespec.Field, ret bool, arch *bpf.Arch, fn *ctypes.Func, src ctypes.Source) (bpf.ArgSpec, format.Type, error) {
+	a, fld, err := typedField(f, ret, arch, fn, src)
 	return a, fld.Type, err
 }
 
 // typedField resolves a field of a uprobe, uretprobe, kprobe or kretprobe
-// with the function's types, fn (nil when it has no debug info: only argN
-// and casts then work), into its spec and the field the capture describes.
-func typedField(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source) (bpf.ArgSpec, format.Field, error) {
+// on code of architecture arch with the function's types, fn (nil when it
+// has no debug info: only argN and casts then work), into its spec and the
+// field the capture describes.
+func typedField(f *probespec.Field, ret bool, arch *bpf.Arch, fn *ctypes.Func, src ctypes.Source) (bpf.ArgSpec, format.Field, error) {
 	var base exprBase
 	switch {
 	case ret:
@@ -278,8 +279,14 @@ func typedField(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source
 		if err != nil {
 			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %w", ErrExpr, err)
 		}
-		if _, _, ok := loc.PtRegs(); !ok || loc.Reg != "ax" {
-			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: retval of %s is returned in %s: bpftape reads rax", ErrExpr, fn.Signature(), loc)
+		reg, off, ok := loc.PtRegs()
+		if !ok || off != 0 || loc.Stack {
+			return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: retval of %s is at %s at the return, which bpftape cannot read", ErrExpr, fn.Signature(), loc)
+		}
+		if reg != arch.Ret {
+			// The second register of a value returned in two (rdx,
+			// x1): a register at the return like any other.
+			base.arg = bpf.ArgSpec{Kind: bpf.KindReg, Reg: reg}
 		}
 		base.access = &acc
 	default:
@@ -290,9 +297,13 @@ func typedField(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source
 			// adds bytes. Its type is that of the parameter in that
 			// register, if one is there whole (a float or a two-register
 			// struct before it shifts the parameters).
+			reg, err := argReg(arch, f)
+			if err != nil {
+				return bpf.ArgSpec{}, format.Field{}, err
+			}
 			p := paramInReg(fn, f.Arg)
 			if p == nil || hasLeadingCast(f) {
-				base.arg = bpf.ArgSpec{Kind: bpf.KindReg, Reg: bpf.AMD64.Args[f.Arg]}
+				base.arg = bpf.ArgSpec{Kind: bpf.KindReg, Reg: reg}
 				break
 			}
 			name = p.ArgName()
@@ -306,7 +317,7 @@ func typedField(f *probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source
 		}
 		if hasLeadingCast(f) {
 			reg, off, ok := p.Loc.PtRegs()
-			if !ok || off != 0 {
+			if !ok || off != 0 || p.Loc.Stack {
 				return bpf.ArgSpec{}, format.Field{}, fmt.Errorf("%w: %s: a cast or + needs a parameter passed whole in a register; %s is at %s", ErrExpr, f.FieldName(), name, p.Loc)
 			}
 			base.arg, base.typ = bpf.ArgSpec{Kind: bpf.KindReg, Reg: reg}, p.Type
@@ -480,18 +491,45 @@ func funcField(f *probespec.Field, kf *KernelFunc) (bpf.ArgSpec, format.Field, e
 	return resolveExpr(f, base, src)
 }
 
-// argRegNames are ctypes' names of the registers of arg0..arg5.
-var argRegNames = [...]string{"di", "si", "dx", "cx", "r8", "r9"}
+// argReg returns the register of argN (f.Arg) on arch: the Nth integer
+// argument register of its calling convention, which has six on x86-64
+// (arg0..arg5) and eight on arm64 (arg0..arg7).
+func argReg(arch *bpf.Arch, f *probespec.Field) (uint8, error) {
+	if f.Arg < 0 || f.Arg >= len(arch.Args) {
+		last := len(arch.Args) - 1
+		return 0, fmt.Errorf("field %q: the %s calling convention passes %d integer arguments in registers, arg0..arg%d (%s to %s): name the parameter instead (with debug info bpftape finds it on the stack)",
+			f.Text, arch.ABI, len(arch.Args), last, arch.RegName(arch.Args[0]), arch.RegName(arch.Args[last]))
+	}
+	return arch.Args[f.Arg], nil
+}
+
+// regIndex returns N of the argN whose register holds p whole at the
+// function's entry, or -1 when none does: a parameter on the stack, in two
+// registers, passed by reference, or in a floating-point register.
+func regIndex(p *ctypes.Param) int {
+	if p.Err != nil || p.Loc.Stack || p.Loc.Reg2 != "" || p.Loc.Indirect || p.Loc.Arch == nil {
+		return -1
+	}
+	reg, _, ok := p.Loc.PtRegs()
+	if !ok {
+		return -1
+	}
+	for n, r := range p.Loc.Arch.Args {
+		if r == reg {
+			return n
+		}
+	}
+	return -1
+}
 
 // paramInReg returns the parameter of fn that is, whole, in the register of
 // argN at the entry, or nil.
 func paramInReg(fn *ctypes.Func, n int) *ctypes.Param {
-	if fn == nil || n < 0 || n >= len(argRegNames) {
+	if fn == nil || n < 0 {
 		return nil
 	}
 	for i := range fn.Params {
-		p := &fn.Params[i]
-		if p.Err == nil && p.Loc.Reg == argRegNames[n] && p.Loc.Reg2 == "" && !p.Loc.Indirect {
+		if p := &fn.Params[i]; regIndex(p) == n {
 			return p
 		}
 	}

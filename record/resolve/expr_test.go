@@ -79,11 +79,11 @@ func TestKernelExpressions(t *testing.T) {
 	f := probespec.Field{Source: probespec.Param, Name: "file", Str: true, Steps: []probespec.Step{
 		{Op: probespec.StepArrow, Name: "f_path"}, {Op: probespec.StepMember, Name: "dentry"},
 		{Op: probespec.StepArrow, Name: "d_name"}, {Op: probespec.StepMember, Name: "name"}}}
-	a, typ, err = typedArg(&f, false, fn, src)
+	a, typ, err = typedArg(&f, false, bpf.HostArch(), fn, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = bpf.ArgSpec{Kind: bpf.KindReg, Reg: bpf.RegDI, Size: 8, Nread: 1, Leaf: bpf.LeafRead, LeafSize: 8, LeafFlags: bpf.LeafStr,
+	want = bpf.ArgSpec{Kind: bpf.KindReg, Reg: bpf.HostArch().Args[0], Size: 8, Nread: 1, Leaf: bpf.LeafRead, LeafSize: 8, LeafFlags: bpf.LeafStr,
 		LeafOff: offset("dentry", "d_name") + offset("qstr", "name")}
 	want.ReadOff[0] = offset("file", "f_path") + offset("path", "dentry")
 	if a != want || typ != format.String {

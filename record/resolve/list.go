@@ -313,20 +313,11 @@ func functionTypes(bin string, dirs []string, fns []ListedFunction) error {
 }
 
 // ParamRegister returns N of the argN that reads parameter p whole (the
-// Nth integer argument register at the function's entry), or -1 when no
-// argN does: a parameter on the stack, in two registers or in an xmm
-// register.
-func ParamRegister(p *ctypes.Param) int {
-	if p.Err != nil || p.Loc.Reg2 != "" || p.Loc.Indirect {
-		return -1
-	}
-	for n, r := range argRegNames {
-		if p.Loc.Reg == r {
-			return n
-		}
-	}
-	return -1
-}
+// Nth integer argument register at the function's entry, by the calling
+// convention of the function's architecture), or -1 when no argN does: a
+// parameter on the stack, in two registers, passed by reference or in a
+// floating-point register.
+func ParamRegister(p *ctypes.Param) int { return regIndex(p) }
 
 // usdtProbes returns the probes of bin that match the glob.
 func (l *Listing) usdtProbes(bin string, probes []usdt.Probe) []ListedUSDT {

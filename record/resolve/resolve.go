@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/bpftape/bpftape/bpf"
@@ -231,28 +232,43 @@ func (r *Resolver) TracefsDir() (string, error) {
 	return r.tracefs, nil
 }
 
-// binary resolves a probe's BINARY and fills in Target and BuildID.
-func (r *Resolver) binary(p *Probe) (string, error) {
-	path, err := elfsym.ResolveBinary(p.Spec.Binary, r.PID)
+// binary resolves a probe's BINARY and fills in Target and BuildID. It
+// returns the binary's architecture, and refuses a binary of another
+// architecture than the host's (an arm64 program on an x86-64 host), which
+// no probe here can trace; arch is nil for a file that is not ELF, which
+// the caller's own reading refuses.
+func (r *Resolver) binary(p *Probe) (path string, arch *bpf.Arch, err error) {
+	path, err = elfsym.ResolveBinary(p.Spec.Binary, r.PID)
 	if err != nil {
-		return "", err
+		return "", nil, err
+	}
+	if f, err := elfsym.Open(path); err == nil {
+		m := f.Machine
+		f.Close()
+		if err := bpf.HostBinary(m); err != nil {
+			return "", nil, fmt.Errorf("%s: %w", path, err)
+		}
+		arch, _ = bpf.ArchOf(m)
 	}
 	p.Meta.Target = path
 	if id, err := elfsym.BuildID(path); err == nil {
 		p.Meta.BuildID = id
 	}
-	return path, nil
+	return path, arch, nil
 }
 
 func (r *Resolver) uprobe(p *Probe) error {
 	s := p.Spec
-	path, err := r.binary(p)
+	path, arch, err := r.binary(p)
 	if err != nil {
 		return err
 	}
 	loc, err := elfsym.Locate(path, s.Symbol, r.DebugDirs)
 	if err != nil {
 		return err
+	}
+	if arch == nil {
+		return fmt.Errorf("%s: cannot read its ELF header", path)
 	}
 	p.DebugFile = loc.DebugFile
 	fields := s.Fields
@@ -263,7 +279,7 @@ func (r *Resolver) uprobe(p *Probe) error {
 		if loc.Func != "" {
 			where = fmt.Sprintf("it is %s+%#x", loc.Func, loc.FuncOff)
 		}
-		return fmt.Errorf("a uretprobe goes on a function's entry, and %s is not one (%s): the return address is only on top of the stack there", s.Symbol, where)
+		return fmt.Errorf("a uretprobe goes on a function's entry, and %s is not one (%s): the return address is only %s there", s.Symbol, where, returnAddress(arch))
 	}
 	if loc.Unverified != "" {
 		r.Warn(fmt.Sprintf("%s: cannot check that %#x (file offset %#x) starts an instruction: %s; a breakpoint inside an instruction corrupts the traced program",
@@ -277,7 +293,7 @@ func (r *Resolver) uprobe(p *Probe) error {
 			return err
 		}
 	}
-	args, err := p.regArgs(fields, ret, fn, src, func(m string) { r.Warn(s.Text + ": " + m) })
+	args, err := p.regArgs(fields, ret, arch, fn, src, func(m string) { r.Warn(s.Text + ": " + m) })
 	if err != nil {
 		return err
 	}
@@ -292,8 +308,7 @@ func (r *Resolver) uprobe(p *Probe) error {
 			r.Warn(fmt.Sprintf("%s: %s is a Go program: Go moves goroutine stacks, which breaks uretprobes (the kernel "+
 				"rewrites the return address on the stack): the traced program may crash and return events may be missing", s.Text, path))
 		} else {
-			r.Warn(fmt.Sprintf("%s: %s is a Go program: arg0..arg5 are the C ABI registers (rdi, rsi, rdx, rcx, r8, r9); "+
-				"Go functions take their arguments in rax, rbx, rcx, rdi, rsi, r8...", s.Text, path))
+			r.Warn(fmt.Sprintf("%s: %s is a Go program: %s", s.Text, path, goArgsNote(arch)))
 		}
 	}
 	spec, err := p.ProbeSpec(args)
@@ -305,14 +320,43 @@ func (r *Resolver) uprobe(p *Probe) error {
 	return nil
 }
 
-// regArgs turns the fields of a uprobe or kprobe (registers at entry,
-// retval at return) into argument specs and the probe's fields; without
-// fields, arg0..arg5 at entry and retval at return.
+// returnAddress says where a function's return address is at its entry
+// on arch.
+func returnAddress(arch *bpf.Arch) string {
+	if arch.LR != bpf.NoReg {
+		return "in the link register " + arch.RegName(arch.LR)
+	}
+	return "on top of the stack"
+}
+
+// goArgsNote says how a Go function's arguments differ from argN on arch:
+// argN reads the C calling convention's registers, and Go's internal ABI
+// (ABIInternal) passes integer arguments in registers of its own.
+func goArgsNote(arch *bpf.Arch) string {
+	regs := make([]string, len(arch.Args))
+	for i, r := range arch.Args {
+		regs[i] = arch.RegName(r)
+	}
+	goRegs := "rax, rbx, rcx, rdi, rsi, r8, r9, r10, r11"
+	if arch == bpf.ARM64 {
+		goRegs = "x0 to x15 (R0-R15), a string or slice taking two or three of them"
+	}
+	return fmt.Sprintf("arg0..arg%d are the C ABI registers (%s); Go functions take their integer arguments in %s", len(regs)-1, strings.Join(regs, ", "), goRegs)
+}
+
+// defaultRegArgs is how many argN a uprobe or kprobe without a field list
+// records: arg0..arg5, on every architecture.
+const defaultRegArgs = 6
+
+// regArgs turns the fields of a uprobe or kprobe on code of architecture
+// arch (registers at entry, retval at return) into argument specs and the
+// probe's fields; without fields, arg0..arg5 at entry and retval at
+// return.
 //
 // With the function's types (fn, from DWARF or BTF; nil without), fields
 // may name parameters and follow pointers, and the defaults are the
 // parameters, named and typed, or retval typed by the return type.
-func (p *Probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src ctypes.Source, warn func(string)) ([]bpf.ArgSpec, error) {
+func (p *Probe) regArgs(fields []probespec.Field, ret bool, arch *bpf.Arch, fn *ctypes.Func, src ctypes.Source, warn func(string)) ([]bpf.ArgSpec, error) {
 	if fields == nil && fn != nil {
 		fields = typedDefaults(fn, ret, warn)
 	}
@@ -320,7 +364,7 @@ func (p *Probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src
 		if ret {
 			fields = []probespec.Field{{Text: "retval", Source: probespec.Retval, Type: format.Int64}}
 		} else {
-			for i := range probespec.MaxRegArgs {
+			for i := range defaultRegArgs {
 				fields = append(fields, probespec.Field{Text: fmt.Sprintf("arg%d", i), Source: probespec.Arg, Arg: i, Type: format.Uint64})
 			}
 		}
@@ -328,7 +372,7 @@ func (p *Probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src
 	var args []bpf.ArgSpec
 	for _, f := range fields {
 		if f.Source == probespec.Param || f.Steps != nil || f.Source == probespec.Retval && f.Type == format.TypeInvalid && fn != nil {
-			a, fld, err := typedField(&f, ret, fn, src)
+			a, fld, err := typedField(&f, ret, arch, fn, src)
 			if err != nil {
 				return nil, err
 			}
@@ -337,9 +381,12 @@ func (p *Probe) regArgs(fields []probespec.Field, ret bool, fn *ctypes.Func, src
 			continue
 		}
 		var a bpf.ArgSpec
-		reg := bpf.AMD64.Ret
+		reg := arch.Ret
 		if f.Source == probespec.Arg {
-			reg = bpf.AMD64.Args[f.Arg]
+			var err error
+			if reg, err = argReg(arch, &f); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case f.Str:
@@ -374,6 +421,11 @@ func (r *Resolver) kprobe(p *Probe) error {
 	if err := r.checkKernelFunc(s); err != nil {
 		return err
 	}
+	// The kernel is compiled for the host's calling convention.
+	arch := bpf.HostArch()
+	if arch == nil {
+		return fmt.Errorf("kprobes read the kernel's registers by its calling convention, which bpftape knows on x86-64 and arm64 only: this is a %s build", runtime.GOARCH)
+	}
 	ret := s.Kind == probespec.Kretprobe
 	var fn *ctypes.Func
 	var src ctypes.Source
@@ -389,7 +441,7 @@ func (r *Resolver) kprobe(p *Probe) error {
 			return err
 		}
 	}
-	args, err := p.regArgs(s.Fields, ret, fn, src, func(m string) { r.Warn(s.Text + ": " + m) })
+	args, err := p.regArgs(s.Fields, ret, arch, fn, src, func(m string) { r.Warn(s.Text + ": " + m) })
 	if err != nil {
 		return err
 	}
@@ -461,7 +513,7 @@ func (p *Probe) ProbeSpec(args []bpf.ArgSpec) (bpf.ProbeSpec, error) {
 
 func (r *Resolver) usdt(p *Probe) error {
 	s := p.Spec
-	path, err := r.binary(p)
+	path, _, err := r.binary(p)
 	if err != nil {
 		return err
 	}

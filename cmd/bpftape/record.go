@@ -109,7 +109,8 @@ FIELD := argN[:TYPE] | retval[:TYPE] | str(argN) | str(retval)
        | NAME[:TYPE] | str(NAME) | ustack[(N)] | kstack[(N)]
 TYPE  := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
   argN     argument N counted from 0 as bpftrace does: a uprobe's arg2 is
-           the third integer argument register (PT_REGS_PARM3), N = 0..5;
+           the third integer argument register (PT_REGS_PARM3), N = 0..5
+           on x86-64 (rdi..r9), 0..7 on arm64 (x0..x7);
            a USDT probe's argN is the Nth argument of its note
   retval   a uretprobe's, kretprobe's or fexit's return value
   NAME     a tracepoint field as its tracefs format names it, or a fentry

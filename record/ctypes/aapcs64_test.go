@@ -466,3 +466,30 @@ func TestAAPCS64GroundTruth(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainCharCast: a cast to plain char takes the signedness of the
+// binary's char, unsigned on arm64 and signed on x86-64, and without
+// debug info the host's (this host is x86-64).
+func TestPlainCharCast(t *testing.T) {
+	a64, err := OpenBinary(buildA64(t, "abiwork-O0", "-O0"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x86, err := OpenBinary(build(t, "-O0"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		src    Source
+		signed bool
+	}{{"arm64 DWARF", a64, false}, {"x86-64 DWARF", x86, true}, {"no debug info", nil, true}} {
+		typ, err := ParseType("char", c.src)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if typ.Kind != Int || typ.Size != 1 || typ.Signed != c.signed {
+			t.Errorf("%s: (char) is %v (kind %v, size %d, signed %v), want signed %v", c.name, typ, typ.Kind, typ.Size, typ.Signed, c.signed)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/probespec"
 )
@@ -83,6 +84,9 @@ func baseType(words []string, src Source) (*Type, error) {
 		}
 		return src.LookupType(words[0] + " " + words[1])
 	}
+	if len(words) == 1 && words[0] == "char" {
+		return plainChar(src), nil
+	}
 	if t, ok := probespec.ParseCInteger(words); ok {
 		return intType(t, strings.Join(words, " ")), nil
 	}
@@ -104,6 +108,22 @@ func baseType(words []string, src Source) (*Type, error) {
 		return src.LookupType(words[0])
 	}
 	return nil, errorf(ErrBadType, "unknown type %s", strings.Join(words, " "))
+}
+
+// plainChar is the type a cast to plain char names: signed on x86-64 and
+// unsigned on arm64, as the debug info of src says (DWARF's char is
+// DW_ATE_signed_char or DW_ATE_unsigned_char), or else as the host's ABI
+// does.
+func plainChar(src Source) *Type {
+	if src != nil {
+		if t, err := src.LookupType("char"); err == nil && t.Kind == Int && t.Size == 1 {
+			return t
+		}
+	}
+	if bpf.HostArch() == bpf.ARM64 {
+		return intType(format.Uint8, "char")
+	}
+	return intType(format.Int8, "char")
 }
 
 // intType is the integer type t spelt name.

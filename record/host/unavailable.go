@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 
+	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/suggest"
 )
@@ -58,7 +59,11 @@ func FuncAlternative(s *probespec.Spec, tracefsDir func() (string, error)) strin
 		if s.Kind == probespec.Fexit {
 			return fmt.Sprintf("kr:%s records its return value from a register", s.Symbol)
 		}
-		return fmt.Sprintf("k:%s records its arguments from registers (arg0..arg5)", s.Symbol)
+		args := "arg0..arg5"
+		if a := bpf.HostArch(); a != nil {
+			args = fmt.Sprintf("arg0..arg%d", len(a.Args)-1)
+		}
+		return fmt.Sprintf("k:%s records its arguments from registers (%s)", s.Symbol, args)
 	}
 	alt := "record a tracepoint or a uprobe instead"
 	if close := RelatedTracepointsOf(s.Symbol, tracefsDir); close != "" {

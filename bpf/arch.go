@@ -39,6 +39,10 @@ type Arch struct {
 	// function's first instruction (arm64's x30); NoReg where the call
 	// pushes the return address on the stack (x86-64).
 	LR uint8
+	// LastReg is the offset of the last pt_regs word the programs' register
+	// switch reads: a register offset is valid when it is a multiple of 8
+	// up to it.
+	LastReg uint8
 	// regs maps a register's assembly names (every width) to its offset;
 	// names holds each offset's full-width name.
 	regs  map[string]uint8
@@ -56,6 +60,10 @@ func (a *Arch) Reg(name string) (uint8, bool) {
 	r, ok := a.regs[name]
 	return r, ok
 }
+
+// ValidReg reports whether reg is the offset of a register of a's pt_regs
+// that the programs read.
+func (a *Arch) ValidReg(reg uint8) bool { return reg%8 == 0 && reg <= a.LastReg }
 
 // RegName returns the full-width assembly name of the register at byte
 // offset reg ("rdi", "x0"), or "" for none.
@@ -117,6 +125,7 @@ var AMD64 = &Arch{
 	Ret:          RegAX,
 	SP:           RegSP,
 	LR:           NoReg,
+	LastReg:      RegSS,
 	regs: map[string]uint8{
 		"rax": RegAX, "eax": RegAX, "ax": RegAX, "al": RegAX,
 		"rbx": RegBX, "ebx": RegBX, "bx": RegBX, "bl": RegBX,
@@ -153,6 +162,7 @@ var ARM64 = &Arch{
 	Ret:          RegX(0),
 	SP:           RegARM64SP,
 	LR:           RegX(30),
+	LastReg:      RegARM64SP,
 	regs:         arm64Regs(),
 	names:        arm64Names(),
 }

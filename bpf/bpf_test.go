@@ -147,6 +147,14 @@ func TestArchRegs(t *testing.T) {
 				t.Errorf("%s.Reg(%s) = %d, %v; C has %s at %d", c.arch, name, r, ok, member, off[member])
 			}
 		}
+		for _, r := range c.arch.regs {
+			if !c.arch.ValidReg(r) || uint32(r) >= regs.Size {
+				t.Errorf("%s: register offset %d invalid or outside its pt_regs (%d bytes)", c.arch, r, regs.Size)
+			}
+		}
+		if next := c.arch.LastReg + 8; next > c.arch.LastReg && c.arch.ValidReg(next) { // arm64's would wrap to 0
+			t.Errorf("%s: offset %d past the last register is valid", c.arch, next)
+		}
 		for _, r := range append([]uint8{c.arch.Ret, c.arch.SP}, c.arch.Args...) {
 			if r == NoReg || int(r)%8 != 0 || int(r) >= int(regs.Size) {
 				t.Errorf("%s: register offset %d outside its pt_regs (%d bytes)", c.arch, r, regs.Size)

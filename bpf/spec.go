@@ -266,7 +266,8 @@ func IsFuncKind(k uint8) bool { return k == KindFuncArg || k == KindFuncRet || k
 // (MAX_BPF_FUNC_ARGS).
 const MaxFuncArgs = 12
 
-func validReg(r uint8) bool { return r%8 == 0 && r <= RegSS }
+// validReg reports whether r is a register the host's programs read.
+func validReg(r uint8) bool { a := HostArch(); return a != nil && a.ValidReg(r) }
 
 func validSize(s uint8) bool { return s == 1 || s == 2 || s == 4 || s == 8 }
 

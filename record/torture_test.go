@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,8 @@ const tortureSrc = "../testdata/usdt-torture"
 // shared library, libtorture.so, in dir.
 type torture struct {
 	cc, dir, exe, lib string
+	arch              *bpf.Arch // the binaries' architecture
+	opt               string    // the optimization level of an arm64 build, "-O0" or "-O2"
 }
 
 // buildTorture builds the torture workload with cc (gcc or clang) into a
@@ -43,7 +46,7 @@ func buildTorture(tb testing.TB, cc string) *torture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b := &torture{cc: cc, dir: tb.TempDir()}
+	b := &torture{cc: cc, dir: tb.TempDir(), arch: bpf.AMD64}
 	b.exe, b.lib = filepath.Join(b.dir, "torture"), filepath.Join(b.dir, "libtorture.so")
 	in := func(name string) string { return filepath.Join(src, name) }
 	out := func(name string) string { return filepath.Join(b.dir, name) }
@@ -270,7 +273,16 @@ func checkTortureNotes(t *testing.T, b *torture) {
 	if len(missing) > 0 {
 		t.Errorf("registers never read: %v", missing)
 	}
+	checkTortureProbes(t, b, exe, lib)
+}
 
+// checkTortureProbes checks what the torture workload's notes hold on every
+// architecture: a 13-argument probe, probes of 1 to 12 arguments, a probe
+// with several call sites (whose operands differ, but in an arm64 -O0
+// build), semaphore-guarded probes in the executable and the library, and
+// a nop at every location.
+func checkTortureProbes(t *testing.T, b *torture, exe, lib []usdt.Probe) {
+	t.Helper()
 	find := func(probes []usdt.Probe, prov, name string) *usdt.Probe {
 		t.Helper()
 		p, err := usdt.Find(probes, prov, name)
@@ -287,7 +299,7 @@ func checkTortureNotes(t *testing.T, b *torture) {
 			t.Errorf("%s has %d args", p, len(p.Args))
 		}
 	}
-	if p := find(exe, "torture", "inlined"); len(p.Sites) < 3 || p.UniformArgs() {
+	if p := find(exe, "torture", "inlined"); len(p.Sites) < 3 || p.UniformArgs() && b.opt != "-O0" {
 		t.Errorf("%s: %d sites, uniform %v: want several sites whose operands differ", p, len(p.Sites), p.UniformArgs())
 	}
 	for _, pn := range []struct {
@@ -306,7 +318,7 @@ func checkTortureNotes(t *testing.T, b *torture) {
 		}
 		for _, p := range probes {
 			for _, loc := range p.Locations {
-				if raw[loc] != 0x90 {
+				if !isNop(b.arch, raw, loc) {
 					t.Errorf("%s: %s location %#x is not a nop", path, &p, loc)
 				}
 			}
@@ -315,6 +327,255 @@ func checkTortureNotes(t *testing.T, b *torture) {
 	if t.Failed() {
 		t.FailNow()
 	}
+}
+
+// isNop reports whether the code at file offset loc of raw is the nop
+// sys/sdt.h puts at a probe site on arch.
+func isNop(arch *bpf.Arch, raw []byte, loc uint64) bool {
+	if arch == bpf.ARM64 {
+		return loc+4 <= uint64(len(raw)) && binary.LittleEndian.Uint32(raw[loc:]) == 0xd503201f
+	}
+	return loc < uint64(len(raw)) && raw[loc] == 0x90
+}
+
+// crossInclude returns a directory holding sys/sdt.h and sys/sdt-config.h,
+// copied from the host's: the header serves every architecture, but the
+// cross compilers do not search the host's multiarch include directory.
+func crossInclude(tb testing.TB) string {
+	tb.Helper()
+	for _, dir := range []string{"/usr/include/x86_64-linux-gnu/sys", "/usr/include/aarch64-linux-gnu/sys", "/usr/include/sys"} {
+		if _, err := os.Stat(filepath.Join(dir, "sdt.h")); err != nil {
+			continue
+		}
+		inc := filepath.Join(tb.TempDir(), "include")
+		if err := os.MkdirAll(filepath.Join(inc, "sys"), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		for _, name := range []string{"sdt.h", "sdt-config.h"} {
+			data, err := os.ReadFile(filepath.Join(dir, name))
+			if os.IsNotExist(err) && name != "sdt.h" {
+				continue
+			}
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(inc, "sys", name), data, 0o644); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		return inc
+	}
+	testutil.Unavailable(tb, "no sys/sdt.h (apt-get install systemtap-sdt-dev)")
+	return ""
+}
+
+// buildTortureARM64 cross-compiles the torture workload for arm64 into a
+// temporary directory, every file at optimization level opt ("-O0" or
+// "-O2") with cc: "gcc" is aarch64-linux-gnu-gcc, "clang" is clang
+// --target=aarch64-linux-gnu, whose objects aarch64-linux-gnu-gcc links.
+// frames.c is built with and without a frame pointer, forms_arm64.S takes
+// forms.S's place, and the executable is a PIE, as the toolchain makes by
+// default.
+func buildTortureARM64(tb testing.TB, cc, opt string) *torture {
+	tb.Helper()
+	const gcc = "aarch64-linux-gnu-gcc"
+	if _, err := exec.LookPath(gcc); err != nil {
+		testutil.Unavailable(tb, "no %s (apt-get install gcc-aarch64-linux-gnu)", gcc)
+	}
+	compiler := []string{gcc}
+	if cc == "clang" {
+		if _, err := exec.LookPath("clang"); err != nil {
+			testutil.Unavailable(tb, "no clang")
+		}
+		compiler = []string{"clang", "--target=aarch64-linux-gnu"}
+	}
+	inc := crossInclude(tb)
+	src, err := filepath.Abs(tortureSrc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := &torture{cc: cc, dir: tb.TempDir(), arch: bpf.ARM64, opt: opt}
+	b.exe, b.lib = filepath.Join(b.dir, "torture"), filepath.Join(b.dir, "libtorture.so")
+	in := func(name string) string { return filepath.Join(src, name) }
+	out := func(name string) string { return filepath.Join(b.dir, name) }
+	run := func(cmd []string, args ...string) {
+		tb.Helper()
+		args = append(cmd[1:len(cmd):len(cmd)], args...)
+		if o, err := exec.Command(cmd[0], args...).CombinedOutput(); err != nil {
+			tb.Fatalf("%s %s: %v\n%s", cmd[0], strings.Join(args, " "), err, o)
+		}
+	}
+	compile := func(obj, file string, flags ...string) {
+		tb.Helper()
+		run(compiler, append(append([]string{"-Wall", "-Werror", opt, "-I" + inc}, flags...), "-c", "-o", out(obj), in(file))...)
+	}
+	compile("torturelib.o", "torturelib.c", "-fPIC")
+	run([]string{gcc}, "-shared", "-o", b.lib, out("torturelib.o"))
+	compile("frames_rbp.o", "frames.c", "-fno-omit-frame-pointer", "-DFRAME_VARIANT=rbp")
+	compile("frames_rsp.o", "frames.c", "-fomit-frame-pointer", "-DFRAME_VARIANT=rsp")
+	compile("torture.o", "torture.c")
+	compile("torture_sem.o", "torture_sem.c")
+	compile("forms_arm64.o", "forms_arm64.S")
+	run([]string{gcc}, "-o", b.exe, out("torture.o"), out("torture_sem.o"), out("frames_rbp.o"), out("frames_rsp.o"),
+		out("forms_arm64.o"), "-L"+b.dir, "-ltorture", "-Wl,-rpath,"+b.dir)
+	return b
+}
+
+// operandFormsARM64 are the arm64 operand forms the brief names, matched
+// against the parsed (and resolved) notes.
+var operandFormsARM64 = []operandForm{
+	{"-1@x0 (1-byte register, signed)", isReg(1, true)},
+	{"1@x0 (1-byte register, unsigned)", isReg(1, false)},
+	{"-2@x0 (2-byte register, signed)", isReg(2, true)},
+	{"2@x0 (2-byte register, unsigned)", isReg(2, false)},
+	{"-4@x0 (4-byte register, signed)", isReg(4, true)},
+	{"4@x0 (4-byte register, unsigned)", isReg(4, false)},
+	{"-8@x0 (8-byte register, signed)", isReg(8, true)},
+	{"8@x0 (8-byte register, unsigned)", isReg(8, false)},
+	{"-4@x19 (64-bit register)", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Reg && strings.HasPrefix(a.Reg, "x")
+	}},
+	{"4@w1 (32-bit register)", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Reg && strings.HasPrefix(a.Reg, "w") && a.Reg != "wsp"
+	}},
+	{"8@sp", func(p *usdt.Probe, a *usdt.Arg) bool { return a.Kind == usdt.Reg && a.Reg == "sp" }},
+	{"4@wsp", func(p *usdt.Probe, a *usdt.Arg) bool { return a.Kind == usdt.Reg && a.Reg == "wsp" }},
+	{"8@fp, 8@lr", func(p *usdt.Probe, a *usdt.Arg) bool { return a.Kind == usdt.Reg && (a.Reg == "fp" || a.Reg == "lr") }},
+	{"x0 (register without a size)", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Reg && !strings.Contains(a.Text, "@")
+	}},
+	{"xzr, wzr (read as 0)", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Const && strings.HasSuffix(a.Text, "zr")
+	}},
+	{"8@[x1]", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Mem && strings.HasPrefix(a.Reg, "x") && a.Off == 0 && !strings.Contains(a.Text, ",")
+	}},
+	{"-4@[x0, 8]", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Mem && strings.HasPrefix(a.Reg, "x") && a.Off > 0 && !strings.Contains(a.Text, ":lo12:")
+	}},
+	{"-8@[x0, -8]", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Mem && (strings.HasPrefix(a.Reg, "x") || a.Reg == "fp") && a.Off < 0
+	}},
+	{"8@[sp]", func(p *usdt.Probe, a *usdt.Arg) bool { return a.Kind == usdt.Mem && a.Reg == "sp" && a.Off == 0 }},
+	{"-4@[sp, 16]", func(p *usdt.Probe, a *usdt.Arg) bool { return a.Kind == usdt.Mem && a.Reg == "sp" && a.Off > 0 }},
+	{"8@[sp, #120] (offset with #)", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Mem && strings.Contains(a.Text, ", #") && !strings.Contains(a.Text, ":lo12:")
+	}},
+	{"8@[x0, x2] (index)", func(p *usdt.Probe, a *usdt.Arg) bool { return a.Kind == usdt.SIB && a.Scale == 1 }},
+	{"-4@[x0, x2, lsl #2] (scaled index)", func(p *usdt.Probe, a *usdt.Arg) bool { return a.Kind == usdt.SIB && a.Scale > 1 }},
+	{"-4@[x1, #:lo12:sym] (resolved)", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Mem && strings.Contains(a.Text, ":lo12:") && a.Sym == "" && a.Off >= 0 && a.Off < 4096
+	}},
+	{"-4@5", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Const && a.Off > 0 && !strings.Contains(a.Text, "#")
+	}},
+	{"-4@-1", func(p *usdt.Probe, a *usdt.Arg) bool { return a.Kind == usdt.Const && a.Off < 0 }},
+	{"-4@#-7 (immediate with #)", func(p *usdt.Probe, a *usdt.Arg) bool {
+		return a.Kind == usdt.Const && strings.Contains(a.Text, "#")
+	}},
+}
+
+// tortureFormsARM64 are the forms each arm64 build's notes must have, by
+// where they come from, as tortureForms says for x86-64: forms_arm64.S has
+// them all; the lists are what gcc 12 and clang 14 emit.
+var tortureFormsARM64 = map[string][]string{
+	"gcc-O0": {"-4@x19 (64-bit register)", "8@[sp]", "-4@[sp, 16]", "-4@5", "-4@-1"},
+	"gcc-O2": {"-1@x0 (1-byte register, signed)", "1@x0 (1-byte register, unsigned)",
+		"-2@x0 (2-byte register, signed)", "2@x0 (2-byte register, unsigned)",
+		"-4@x0 (4-byte register, signed)", "4@x0 (4-byte register, unsigned)",
+		"-8@x0 (8-byte register, signed)", "8@x0 (8-byte register, unsigned)",
+		"-4@x19 (64-bit register)", "8@[x1]", "-4@[x0, 8]", "-8@[x0, -8]", "-4@[sp, 16]", "-4@5", "-4@-1"},
+	"clang-O0": {"8@[x1]", "-4@5", "-4@-1"},
+	"clang-O2": {"8@[x1]", "-4@5", "-4@-1"},
+}
+
+// TestTortureNotesARM64 cross-compiles the torture workload for arm64 with
+// gcc and clang at -O0 and -O2 and checks its notes as TestTortureNotes does
+// for x86-64: every operand form, every register (x0..x30, w0..w30, sp,
+// wsp, fp, lr), every site's arguments mapped to specs, and the probes
+// every build has. Recording them needs an arm64 host (guestcheck.sh).
+func TestTortureNotesARM64(t *testing.T) {
+	for _, cc := range []string{"gcc", "clang"} {
+		for _, opt := range []string{"-O0", "-O2"} {
+			t.Run(cc+opt, func(t *testing.T) { checkTortureNotesARM64(t, buildTortureARM64(t, cc, opt)) })
+		}
+	}
+}
+
+// checkTortureNotesARM64 checks an arm64 torture build's notes for
+// TestTortureNotesARM64.
+func checkTortureNotesARM64(t *testing.T, b *torture) {
+	t.Helper()
+	exe, lib := b.notes(t)
+	found := map[string]map[string][]string{"asm": {}, "compiler": {}}
+	regNames := map[string]bool{}
+	for _, probes := range [][]usdt.Probe{exe, lib} {
+		for i := range probes {
+			p := &probes[i]
+			src := "compiler"
+			if p.Provider == "torture_asm" {
+				src = "asm"
+			}
+			for _, s := range p.Sites {
+				if s.Err != nil {
+					t.Errorf("%s at %#x: %v", p, s.Location, s.Err)
+					continue
+				}
+				if len(s.Args) <= bpf.MaxArgs {
+					if _, err := s.BPFArgs(); err != nil {
+						t.Errorf("%s at %#x: %v", p, s.Location, err)
+					}
+				}
+				for k := range s.Args {
+					a := &s.Args[k]
+					if a.Arch != bpf.ARM64 {
+						t.Errorf("%s %s: architecture %v", p, a.Text, a.Arch)
+					}
+					if a.Kind == usdt.Reg || a.Kind == usdt.Mem || a.Kind == usdt.SIB {
+						regNames[a.Reg] = true
+					}
+					for _, f := range operandFormsARM64 {
+						if f.match(p, a) {
+							found[src][f.name] = append(found[src][f.name], fmt.Sprintf("%s %s", p, a.Text))
+						}
+					}
+				}
+			}
+		}
+	}
+	want := map[string][]string{"compiler": tortureFormsARM64[b.cc+b.opt]}
+	for _, f := range operandFormsARM64 {
+		want["asm"] = append(want["asm"], f.name)
+	}
+	for src, names := range want {
+		for _, w := range names {
+			if ex := found[src][w]; len(ex) == 0 {
+				t.Errorf("%s%s build: no %s operand of the form %s in the notes", b.cc, b.opt, src, w)
+			} else {
+				t.Logf("%s %-45s e.g. %s", src, w, ex[0])
+			}
+		}
+	}
+	missing := []string{}
+	for n := range 31 {
+		for _, r := range []string{fmt.Sprint("x", n), fmt.Sprint("w", n)} {
+			if !regNames[r] {
+				missing = append(missing, r)
+			}
+		}
+	}
+	for _, r := range []string{"sp", "wsp", "fp", "lr"} {
+		if !regNames[r] {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("registers never read: %v", missing)
+	}
+	if p, err := usdt.Find(exe, "torture", "negoff"); err != nil || len(p.Args) != 3 {
+		t.Errorf("torture:negoff, the arm64 probe: %v", err)
+	}
+	checkTortureProbes(t, b, exe, lib)
 }
 
 // truthLines parses the workload's "P PROVIDER:NAME I V..." lines by probe.

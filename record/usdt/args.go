@@ -13,10 +13,10 @@ import (
 type ArgKind int
 
 const (
-	Const ArgKind = iota // $imm: the value itself
-	Reg                  // %reg: a register
-	Mem                  // disp(%base): Size bytes of memory at base+disp
-	SIB                  // disp(%base,%index,scale): memory at base+index*scale+disp
+	Const ArgKind = iota // $imm (x86-64), imm (arm64): the value itself
+	Reg                  // %reg (x86-64), xN or wN (arm64): a register
+	Mem                  // disp(%base) (x86-64), [base, disp] (arm64): Size bytes of memory at base+disp
+	SIB                  // disp(%base,%index,scale) (x86-64), [base, index, lsl #n] (arm64): memory at base+index*scale+disp
 )
 
 // String names the kind for messages.
@@ -34,16 +34,21 @@ func (k ArgKind) String() string {
 	return fmt.Sprintf("ArgKind(%d)", int(k))
 }
 
-// Arg is one parsed USDT argument, an x86-64 AT&T operand with a size such as
-// "-4@-8(%rbp)".
+// Arg is one parsed USDT argument: an operand with a size, in the assembler
+// syntax of its architecture, such as "-4@-8(%rbp)" (x86-64, AT&T) or
+// "-4@[sp, 16]" (arm64).
 type Arg struct {
+	// Arch is the architecture whose registers Reg and IndexReg name,
+	// bpf.AMD64 or bpf.ARM64: ParseArgs's, which Read takes from the ELF
+	// file's machine. BPF maps the registers through its pt_regs layout.
+	Arch   *bpf.Arch
 	Size   int  // 1, 2, 4 or 8 bytes
 	Signed bool // a negative size in the spec
 	Kind   ArgKind
 	// Reg is the (base) register as written, without the %: "rbp", "eax",
-	// "r12d", "rip"; "" for a memory operand without a base register
-	// ("-4@table(,%rax,4)", "-4@%fs:v@tpoff"). IndexReg is the SIB index
-	// register.
+	// "r12d", "rip" on x86-64, "x19", "w1", "sp", "fp" on arm64; "" for a
+	// memory operand without a base register ("-4@table(,%rax,4)",
+	// "-4@%fs:v@tpoff"). IndexReg is the SIB index register.
 	Reg, IndexReg string
 	Scale         int   // SIB index multiplier, 1, 2, 4 or 8
 	Off           int64 // displacement (Mem, SIB) or the value (Const)
@@ -53,8 +58,10 @@ type Arg struct {
 	Seg string
 	// Sym is a symbol the operand refers to and that is not resolved yet:
 	// the displacement of "counter+8(%rip)" (Off is then the addend 8), the
-	// immediate "$table" (a non-PIE address), or "v@tpoff" (Mod "tpoff": v's
-	// offset from the thread pointer). Read resolves what it can and
+	// immediate "$table" (a non-PIE address), "v@tpoff" (Mod "tpoff": v's
+	// offset from the thread pointer), or on arm64 the offset of
+	// "[x1, #:lo12:counter+8]" (Mod "lo12": the low 12 bits of the
+	// symbol's address plus the addend). Read resolves what it can and
 	// clears Sym and Mod; BPF fails while Sym is set.
 	Sym, Mod string
 	Text     string // the operand as written in the note, size included
@@ -64,14 +71,33 @@ type Arg struct {
 // its address is the displacement (plus index*scale, plus the segment base).
 func (a *Arg) NoBase() bool { return (a.Kind == Mem || a.Kind == SIB) && a.Reg == "" }
 
-// ParseArgs parses a USDT argument string of space-separated x86-64 operands
-// in every form gcc and clang emit ("-4@%eax 8@-8(%rbp) -4@$5
-// -8@%fs:v@tpoff(,%rcx,8)"); without an "N@" size an operand is unsigned, a
-// register as wide as its name and anything else 8 bytes.
-func ParseArgs(s string) ([]Arg, error) {
+// ParseArgs parses a USDT argument string, the space-separated operands of
+// one note, in the assembler syntax of arch (bpf.AMD64 or bpf.ARM64), in
+// every form gcc and clang emit: on x86-64 "-4@%eax 8@-8(%rbp) -4@$5
+// -8@%fs:v@tpoff(,%rcx,8)", on arm64 "-4@x0 8@[sp, 16] -8@[x1, -8] -4@5".
+// Without an "N@" size an operand is unsigned, a register as wide as its
+// name and anything else 8 bytes. An operand it does not read exactly is
+// an error naming it.
+func ParseArgs(arch *bpf.Arch, s string) ([]Arg, error) {
+	var ops []string
+	parse := parseAMD64
+	switch arch {
+	case bpf.AMD64:
+		ops = strings.Fields(s)
+	case bpf.ARM64:
+		var err error
+		if ops, err = splitARM64(s); err != nil {
+			return nil, fmt.Errorf("usdt: %w", err)
+		}
+		parse = parseARM64
+	case nil:
+		return nil, errors.New("usdt: no architecture to parse USDT operands for")
+	default:
+		return nil, fmt.Errorf("usdt: USDT operands of architecture %v are unsupported", arch)
+	}
 	var args []Arg
-	for i, op := range strings.Fields(s) {
-		a, err := parseArg(op)
+	for i, op := range ops {
+		a, err := parse(op)
 		if err != nil {
 			return nil, fmt.Errorf("usdt: arg %d %q: %w", i+1, op, err)
 		}
@@ -84,34 +110,12 @@ func ParseArgs(s string) ([]Arg, error) {
 // have a per-thread base; the others have base 0 in 64-bit mode.
 var segments = map[string]string{"fs": "fs", "gs": "gs", "cs": "", "ds": "", "es": "", "ss": ""}
 
-func parseArg(text string) (Arg, error) {
-	a := Arg{Text: text}
-	op := text
-	sized := false
-	if at := strings.IndexByte(op, '@'); at > 0 && isSize(op[:at]) {
-		n, err := strconv.Atoi(op[:at])
-		if err != nil {
-			return a, fmt.Errorf("bad size %q", op[:at])
-		}
-		if n < 0 {
-			a.Signed, n = true, -n
-		}
-		switch n {
-		case 1, 2, 4, 8:
-		default:
-			return a, fmt.Errorf("unsupported size %d (want 1, 2, 4 or 8)", n)
-		}
-		a.Size, sized = n, true
-		op = op[at+1:]
-	}
-	if at := strings.IndexByte(op, '@'); !sized && at > 0 && (op[0] == '-' || op[0] >= '0' && op[0] <= '9') {
-		return a, fmt.Errorf("unsupported size %q", op[:at])
-	}
-	if op == "" {
-		return a, errors.New("empty operand")
-	}
-	if !sized {
-		a.Size = 8
+// parseAMD64 parses one x86-64 AT&T operand.
+func parseAMD64(text string) (Arg, error) {
+	a := Arg{Arch: bpf.AMD64, Text: text}
+	op, sized, err := a.cutSize(text)
+	if err != nil {
+		return a, err
 	}
 	// A segment prefix: "%fs:...".
 	if op[0] == '%' {
@@ -222,6 +226,39 @@ func parseArg(text string) (Arg, error) {
 		a.Scale = sc
 	}
 	return a, nil
+}
+
+// cutSize parses the "N@" size prefix of operand text into a.Size and
+// a.Signed and returns the rest, and whether there was a size; without one,
+// Size is 8.
+func (a *Arg) cutSize(text string) (op string, sized bool, err error) {
+	op = text
+	if at := strings.IndexByte(op, '@'); at > 0 && isSize(op[:at]) {
+		n, err := strconv.Atoi(op[:at])
+		if err != nil {
+			return "", false, fmt.Errorf("bad size %q", op[:at])
+		}
+		if n < 0 {
+			a.Signed, n = true, -n
+		}
+		switch n {
+		case 1, 2, 4, 8:
+		default:
+			return "", false, fmt.Errorf("unsupported size %d (want 1, 2, 4 or 8)", n)
+		}
+		a.Size, sized = n, true
+		op = op[at+1:]
+	}
+	if at := strings.IndexByte(op, '@'); !sized && at > 0 && (op[0] == '-' || op[0] >= '0' && op[0] <= '9') {
+		return "", false, fmt.Errorf("unsupported size %q", op[:at])
+	}
+	if op == "" {
+		return "", false, errors.New("empty operand")
+	}
+	if !sized {
+		a.Size = 8
+	}
+	return op, sized, nil
 }
 
 // memReg checks an address register "%rbp" and returns its name without
@@ -360,11 +397,13 @@ func parseInt(s string) (int64, error) {
 }
 
 // BPF returns the spec that records a as an integer, sub-registers mapped to
-// the pt_regs slot of their 64-bit register. A Const's value is truncated to
-// Size and extended here, as the program does for the other kinds.
+// the pt_regs slot of their 64-bit register in a.Arch's layout. A Const's
+// value is truncated to Size and extended here, as the program does for the
+// other kinds. An arm64 32-bit register (wN) holds 32 bits whatever the
+// operand's size: "-8@w1" records w1 sign-extended, "8@w1" zero-extended.
 func (a Arg) BPF() (bpf.ArgSpec, error) {
-	if a.Sym != "" {
-		return bpf.ArgSpec{}, fmt.Errorf("usdt: arg %q: symbol %q is unresolved", a.Text, a.Sym)
+	if err := a.check(); err != nil {
+		return bpf.ArgSpec{}, err
 	}
 	switch a.Size {
 	case 1, 2, 4, 8:
@@ -383,14 +422,17 @@ func (a Arg) BPF() (bpf.ArgSpec, error) {
 	case Reg:
 		s.Kind = bpf.KindReg
 		s.Off = 0
-		s.Reg, err = regOff(a.Reg)
+		s.Reg, err = a.regOff(a.Reg)
+		if w := a.regWidth32(); w != 0 && int(s.Size) > w {
+			s.Size = uint8(w)
+		}
 	case Mem:
 		s.Kind = bpf.KindRegDeref
 		s.Reg, s.Flags, err = a.base()
 	case SIB:
 		s.Kind = bpf.KindSIB
 		if s.Reg, s.Flags, err = a.base(); err == nil {
-			s.IndexReg, err = regOff(a.IndexReg)
+			s.IndexReg, err = a.regOff(a.IndexReg)
 		}
 		switch a.Scale {
 		case 1, 2, 4, 8:
@@ -409,17 +451,20 @@ func (a Arg) BPF() (bpf.ArgSpec, error) {
 
 // BPFString returns the spec that records a as a pointer to a user C string
 // copied into string slot slot: a register (KindUserStr) or a pointer in
-// memory at disp(%base) (KindRegDerefStr).
+// memory at disp(%base) or [base, disp] (KindRegDerefStr).
 func (a Arg) BPFString(slot uint8) (bpf.ArgSpec, error) {
-	if a.Sym != "" {
-		return bpf.ArgSpec{}, fmt.Errorf("usdt: arg %q: symbol %q is unresolved", a.Text, a.Sym)
+	if err := a.check(); err != nil {
+		return bpf.ArgSpec{}, err
 	}
 	s := bpf.ArgSpec{StrSlot: slot}
 	var err error
 	switch a.Kind {
 	case Reg:
 		s.Kind = bpf.KindUserStr
-		s.Reg, err = regOff(a.Reg)
+		s.Reg, err = a.regOff(a.Reg)
+		if a.regWidth32() != 0 {
+			err = fmt.Errorf("32-bit register %s cannot hold a 64-bit pointer", a.Reg)
+		}
 	case Mem:
 		s.Kind = bpf.KindRegDerefStr
 		s.Off = a.Off
@@ -433,6 +478,20 @@ func (a Arg) BPFString(slot uint8) (bpf.ArgSpec, error) {
 	return s, nil
 }
 
+// check reports why a cannot become a spec before its kind is looked at: no
+// architecture, an unresolved symbol, or an x86-64 segment on arm64.
+func (a Arg) check() error {
+	switch {
+	case a.Arch == nil:
+		return fmt.Errorf("usdt: arg %q: no architecture (ParseArgs sets it)", a.Text)
+	case a.Sym != "":
+		return fmt.Errorf("usdt: arg %q: symbol %q is unresolved", a.Text, a.Sym)
+	case a.Seg != "" && a.Arch != bpf.AMD64:
+		return fmt.Errorf("usdt: arg %q: segment %%%s: is x86-64 only", a.Text, a.Seg)
+	}
+	return nil
+}
+
 // base returns the base register and address flags of a memory operand.
 func (a Arg) base() (reg, flags uint8, err error) {
 	switch a.Seg {
@@ -444,7 +503,7 @@ func (a Arg) base() (reg, flags uint8, err error) {
 	if a.Reg == "" {
 		return 0, flags | bpf.AddrNoBase, nil
 	}
-	reg, err = regOff(a.Reg)
+	reg, err = a.regOff(a.Reg)
 	return reg, flags, err
 }
 
@@ -452,10 +511,14 @@ func (a Arg) base() (reg, flags uint8, err error) {
 // (bpf.Options.ThreadBases): a %fs: or %gs: operand.
 func (a Arg) ThreadBase() bool { return a.Seg != "" && (a.Kind == Mem || a.Kind == SIB) }
 
-func regOff(name string) (uint8, error) {
-	r, ok := bpf.AMD64.Reg(name)
+// regOff returns the pt_regs offset of register name in a.Arch's layout.
+func (a Arg) regOff(name string) (uint8, error) {
+	r, ok := a.Arch.Reg(name)
 	if !ok {
-		return 0, fmt.Errorf("unsupported register %%%s", name)
+		if a.Arch == bpf.AMD64 {
+			return 0, fmt.Errorf("unsupported register %%%s", name)
+		}
+		return 0, fmt.Errorf("unsupported %v register %s", a.Arch, name)
 	}
 	return r, nil
 }

@@ -107,7 +107,7 @@ func TestParseArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			args, err := ParseArgs(tt.in)
+			args, err := ParseArgs(bpf.AMD64, tt.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestParseArgs(t *testing.T) {
 				t.Fatalf("got %d args", len(args))
 			}
 			want := tt.want
-			want.Text = tt.in
+			want.Text, want.Arch = tt.in, bpf.AMD64
 			if !reflect.DeepEqual(args[0], want) {
 				t.Errorf("ParseArgs(%q) =\n %+v, want\n %+v", tt.in, args[0], want)
 			}
@@ -143,7 +143,7 @@ func TestParseArgs(t *testing.T) {
 
 func TestParseArgsMany(t *testing.T) {
 	in := "-4@%eax  8@-8(%rbp)\t-4@$5 1@-96(%rbp,%rax,8) "
-	args, err := ParseArgs(in)
+	args, err := ParseArgs(bpf.AMD64, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestParseArgsMany(t *testing.T) {
 	if want := []string{"-4@%eax", "8@-8(%rbp)", "-4@$5", "1@-96(%rbp,%rax,8)"}; !reflect.DeepEqual(texts, want) {
 		t.Errorf("texts %q, want %q", texts, want)
 	}
-	if args, err := ParseArgs("  "); err != nil || args != nil {
+	if args, err := ParseArgs(bpf.AMD64, "  "); err != nil || args != nil {
 		t.Errorf("ParseArgs(blank) = %v, %v", args, err)
 	}
 }
@@ -195,7 +195,7 @@ func TestParseArgsErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			args, err := ParseArgs(tt.in)
+			args, err := ParseArgs(bpf.AMD64, tt.in)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("ParseArgs(%q) = %+v, %v; want an error containing %q", tt.in, args, err, tt.want)
 			}
@@ -205,7 +205,7 @@ func TestParseArgsErrors(t *testing.T) {
 
 func TestBPFArgs(t *testing.T) {
 	spec := strings.TrimSpace(strings.Repeat("8@%rax ", bpf.MaxArgs))
-	args, err := ParseArgs(spec)
+	args, err := ParseArgs(bpf.AMD64, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestBPFString(t *testing.T) {
 		{"8@%fs:-16", bpf.ArgSpec{Kind: bpf.KindRegDerefStr, Flags: bpf.AddrFS | bpf.AddrNoBase, Off: -16, StrSlot: 2}, false},
 	}
 	for _, tt := range tests {
-		args, err := ParseArgs(tt.in)
+		args, err := ParseArgs(bpf.AMD64, tt.in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,17 +252,33 @@ func TestBPFString(t *testing.T) {
 	}
 }
 
+// FuzzParseArgs parses arbitrary x86-64 (arm false) and arm64 operands: what
+// ParseArgs accepts without a symbol must become a spec the programs run as
+// meant. bpf's Validate bounds register offsets by x86-64's pt_regs, so an
+// arm64 spec's offsets are checked against arm64's (sp, at 248, is the last)
+// and the rest of it by Validate.
 func FuzzParseArgs(f *testing.F) {
 	for _, s := range []string{"-4@%eax", "8@-8(%rbp)", "-4@8(%rax,%rdx,4)", "8@$5", "%r8d", "(%rax,%rdx)", "8@sym+8(%rip)", "8@%fs:0",
 		"-8@%fs:arr@tpoff(,%rcx,8)", "-4@%fs:(%rdx)", "-4@ext(,%rdi,4)"} {
-		f.Add(s)
+		f.Add(s, false)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		args, err := ParseArgs(s)
+	for _, s := range []string{"-4@x0 8@[sp, 16]", "-8@[x29, #-8]", "4@w1 -4@5 1@-56", "8@[x0, x1, lsl #3]", "-4@[x1, #:lo12:v+8]",
+		"x0 wzr sp", "-1@[sp, 231] 2@[x2]"} {
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, s string, arm bool) {
+		arch := bpf.AMD64
+		if arm {
+			arch = bpf.ARM64
+		}
+		args, err := ParseArgs(arch, s)
 		if err != nil {
 			return
 		}
 		for _, a := range args {
+			if a.Arch != arch {
+				t.Fatalf("ParseArgs(%v, %q): arg of architecture %v", arch, s, a.Arch)
+			}
 			if a.Sym != "" {
 				continue
 			}
@@ -272,6 +288,12 @@ func FuzzParseArgs(f *testing.F) {
 			}
 			ps := bpf.ProbeSpec{Nargs: 1, SizeClass: bpf.ClassArgs2}
 			ps.Args[0] = spec
+			if arm {
+				if spec.Reg%8 != 0 || spec.Reg > bpf.RegARM64SP || spec.IndexReg%8 != 0 || spec.IndexReg > bpf.RegARM64SP {
+					t.Fatalf("ParseArgs(%q): spec %+v has a register offset past arm64's pt_regs", s, spec)
+				}
+				ps.Args[0].Reg, ps.Args[0].IndexReg = 0, 8
+			}
 			if err := ps.Validate(); err != nil {
 				t.Fatalf("ParseArgs(%q): spec %+v invalid: %v", s, spec, err)
 			}

@@ -105,10 +105,11 @@ func sameArgs(a, b []Arg) bool {
 	return true
 }
 
-// Read returns the USDT probes in the .note.stapsdt of the x86-64 ELF file at
-// path, one per provider:name in order of appearance, with addresses made
-// file offsets for uprobes; none and no error without the note. Arguments
-// that cannot be parsed set their site's Err instead of failing Read.
+// Read returns the USDT probes in the .note.stapsdt of the ELF file at path,
+// an x86-64 or arm64 one (its machine says which: the arguments' Arch), one
+// per provider:name in order of appearance, with addresses made file
+// offsets for uprobes; none and no error without the note. Arguments that
+// cannot be parsed set their site's Err instead of failing Read.
 func Read(path string) ([]Probe, error) {
 	f, err := elfsym.Open(path)
 	if err != nil {
@@ -119,8 +120,9 @@ func Read(path string) ([]Probe, error) {
 	if sec == nil {
 		return nil, nil
 	}
-	if f.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("usdt: %s: USDT arguments of %v binaries are unsupported (x86-64 only)", path, f.Machine)
+	arch, err := bpf.ArchOf(f.Machine)
+	if err != nil {
+		return nil, fmt.Errorf("usdt: %s: %w", path, err)
 	}
 	data, err := sec.Data()
 	if err != nil {
@@ -135,7 +137,7 @@ func Read(path string) ([]Probe, error) {
 	if f.Class == elf.ELFCLASS32 {
 		addrSize = 4
 	}
-	r := reader{f: f.File, path: path}
+	r := reader{f: f.File, path: path, arch: arch}
 
 	var probes []Probe
 	index := map[string]int{}
@@ -252,6 +254,7 @@ func parseNote(desc []byte, bo binary.ByteOrder, addrSize int) (note, error) {
 type reader struct {
 	f    *elf.File
 	path string
+	arch *bpf.Arch             // the file's, from its machine
 	syms map[string]elf.Symbol // defined symbols by name, loaded on first use
 }
 
@@ -268,13 +271,14 @@ func (r *reader) site(n note) (Site, uint64, error) {
 		}
 	}
 	s := Site{Location: loc, Addr: n.pc, ArgsText: n.args}
-	args, err := ParseArgs(n.args)
+	args, err := ParseArgs(r.arch, n.args)
 	if err != nil {
 		s.Err = err
 		return s, sema, nil
 	}
 	// "-4@counter(%rip)" names a symbol: a uprobe sees %rip at the nop, so
-	// it becomes the displacement from the site to the symbol.
+	// it becomes the displacement from the site to the symbol;
+	// "[x1, #:lo12:counter]" its address's low 12 bits.
 	for i := range args {
 		if err := r.resolve(&args[i], n.pc); err != nil {
 			s.Err = fmt.Errorf("usdt: arg %d %q: %w", i+1, args[i].Text, err)
@@ -287,11 +291,15 @@ func (r *reader) site(n note) (Site, uint64, error) {
 
 // resolve replaces a's symbol by what it stands for: sym(%rip) becomes a
 // displacement from the site's %rip, sym@tpoff the variable's offset from
-// the thread pointer, and any other symbol in a non-PIE executable its
-// address. A symbol that cannot be resolved is an error saying why.
+// the thread pointer, :lo12:sym the low 12 bits of its address, and any
+// other symbol in a non-PIE executable its address. A symbol that cannot be
+// resolved is an error saying why.
 func (r *reader) resolve(a *Arg, pc uint64) error {
 	if a.Sym == "" {
 		return nil
+	}
+	if a.Mod == "lo12" {
+		return r.lo12(a)
 	}
 	if a.Mod == "tpoff" {
 		off, err := r.tpoff(a.Sym)
@@ -319,6 +327,23 @@ func (r *reader) resolve(a *Arg, pc uint64) error {
 		return fmt.Errorf("the address of %q is not known before a position-independent binary is loaded", a.Sym)
 	}
 	a.Sym = ""
+	return nil
+}
+
+// lo12 resolves the offset ":lo12:sym+addend" of an arm64 memory operand,
+// whose base register holds the 4 KiB page of sym (adrp): the low 12 bits of
+// sym+addend. Those are the same at run time in a PIE or a library, whose
+// load bias is a multiple of the page size.
+func (r *reader) lo12(a *Arg) error {
+	sym, ok := r.symbol(a.Sym)
+	if !ok {
+		return fmt.Errorf("symbol %q is not in the binary's symbol tables", a.Sym)
+	}
+	if elf.ST_TYPE(sym.Info) == elf.STT_TLS {
+		return fmt.Errorf(":lo12:%s: %q is a thread-local variable, whose address is not a link-time constant", a.Sym, a.Sym)
+	}
+	a.Off = int64((sym.Value + uint64(a.Off)) & 0xfff)
+	a.Sym, a.Mod = "", ""
 	return nil
 }
 

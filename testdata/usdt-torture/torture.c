@@ -1,14 +1,19 @@
 /*
- * USDT torture workload: probes whose notes hold every x86-64 operand form
- * gcc and clang emit (and, in forms.S, every form written by hand), each
- * fired with known values that are printed as ground truth (see torture.h).
- * Built at test time (see record/torture_test.go), e.g. with gcc:
+ * USDT torture workload: probes whose notes hold every x86-64 or arm64
+ * operand form gcc and clang emit (and, in forms.S and forms_arm64.S, every
+ * form written by hand), each fired with known values that are printed as
+ * ground truth (see torture.h). Built at test time (see
+ * record/torture_test.go), e.g. with gcc:
  *
  *   gcc -O2 -fPIC -shared -o libtorture.so torturelib.c
  *   gcc -O2 -fno-omit-frame-pointer -DFRAME_VARIANT=rbp -c -o frames_rbp.o frames.c
  *   gcc -Og -fomit-frame-pointer -DFRAME_VARIANT=rsp -c -o frames_rsp.o frames.c
  *   gcc -O2 -fno-omit-frame-pointer -fcf-protection=none -no-pie -fno-pie -o torture \
  *       torture.c torture_sem.c frames_rbp.o frames_rsp.o forms.S -L. -ltorture -Wl,-rpath,$PWD
+ *
+ * For arm64 the same with aarch64-linux-gnu-gcc (or clang
+ * --target=aarch64-linux-gnu), forms_arm64.S in place of forms.S and
+ * without -fcf-protection; guestcheck.sh shows a static build.
  *
  *   torture [-w] N SEED
  *
@@ -17,12 +22,13 @@
  *
  * Probes (provider torture): args1..args12, 1 to 12 arguments cycling
  * through int8_t, uint8_t, ..., uint64_t; inlined, fired from several
- * inlined call sites; tls, thread-local operands (%fs:); sib, array
- * elements; consts, immediates; frame_rbp and frame_rsp (frames.c),
- * variables in the stack frame; guarded (torture_sem.c), behind a
- * semaphore. Provider torture_asm: forms.S. Provider torturelib: the
- * shared library. The uprobe targets torture_func and torture_static print
- * "F NAME I ARG0 ARG1".
+ * inlined call sites; tls, thread-local operands (%fs: on x86-64); sib,
+ * array elements; consts, immediates; negoff (arm64 only), elements before
+ * a pointer; frame_rbp and frame_rsp (frames.c), variables in the stack
+ * frame; guarded (torture_sem.c), behind a semaphore. Provider
+ * torture_asm: forms.S (x86-64) or forms_arm64.S (arm64). Provider
+ * torturelib: the shared library. The uprobe targets torture_func and
+ * torture_static print "F NAME I ARG0 ARG1".
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -41,10 +47,16 @@ int32_t torture_glob32[16];
 __thread int32_t torture_tls;
 __thread int64_t torture_tls_arr[4];
 
+#if defined(__x86_64__)
 void forms_regs(const uint64_t in[16], uint64_t *rsp_out);
+void forms_tls(void);
+#elif defined(__aarch64__)
+void forms_regs(const uint64_t in[31], uint64_t *sp_out);
+#else
+#error "the torture workload has hand-written probes (forms.S, forms_arm64.S) for x86-64 and arm64 only"
+#endif
 void forms_mem(const uint8_t buf[128]);
 void forms_sym(void);
-void forms_tls(void);
 void forms_consts(void);
 void frames_rbp(uint64_t seed, long i);
 void frames_rsp(uint64_t seed, long i);
@@ -161,6 +173,14 @@ PROBED void sib_probe(const int32_t *arr, long j)
 	DTRACE_PROBE3(torture, sib, arr[j], torture_glob32[j], j);
 }
 
+#if defined(__aarch64__)
+/* Before a pointer: gcc -O2 reads these as [xN, -OFF] on arm64. */
+PROBED void negoff_probe(const int64_t *p)
+{
+	DTRACE_PROBE3(torture, negoff, p[-1], p[-4], ((const int8_t *)p)[-3]);
+}
+#endif
+
 PROBED void consts_probe(void)
 {
 	DTRACE_PROBE4(torture, consts, 5, -1, (uint64_t)1 << 63, (int8_t)-7);
@@ -179,6 +199,7 @@ static void pl(const uint8_t *p, int size, int sign)
 		pr_u(v);
 }
 
+#if defined(__x86_64__)
 static const char *const regs[16] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp",
 				     "r8",  "r9",  "r10", "r11", "r12", "r13", "r14", "r15"};
 
@@ -253,6 +274,78 @@ static void fire_forms(uint64_t seed, long i)
 	printf(" 5 -1 -128 255 -32768 65535 -9223372036854775808 18446744073709551615 2147483647 42 -2147483648");
 	END();
 }
+#elif defined(__aarch64__)
+/* forms_arm64.S's probes, as fire_forms fires forms.S's on x86-64. */
+static void fire_forms(uint64_t seed, long i)
+{
+	uint64_t in[31], sp = 0, words[16];
+	const uint8_t *b = (const uint8_t *)words;
+	char name[64];
+
+	for (int r = 0; r < 31; r++)
+		in[r] = tval(seed, i, 100 + r);
+	forms_regs(in, &sp);
+	/* reg_x0..reg_x30, then reg_sp: xN at each width, then wN. */
+	for (int r = 0; r <= 31; r++) {
+		uint64_t v = r == 31 ? sp : in[r];
+
+		if (r == 31)
+			snprintf(name, sizeof(name), "torture_asm:reg_sp");
+		else
+			snprintf(name, sizeof(name), "torture_asm:reg_x%d", r);
+		BEGIN(name, i);
+		PV(v); PV((int64_t)v); PV((uint32_t)v); PV((int32_t)v);
+		PV((uint16_t)v); PV((int16_t)v); PV((uint8_t)v); PV((int8_t)v);
+		/* A 32-bit register holds 32 bits, extended to an 8-byte operand. */
+		PV((uint32_t)v); PV((int32_t)v); PV((uint64_t)(uint32_t)v); PV((int64_t)(int32_t)v);
+		END();
+	}
+	BEGIN("torture_asm:reg_nosize", i);
+	PV(in[0]); PV((uint32_t)in[1]); PV(in[9]); PV((uint32_t)in[17]); PV(sp); PV((uint32_t)sp);
+	PV(in[29]); PV(in[30]); PV((uint64_t)0); PV((uint32_t)0);
+	END();
+	BEGIN("torture_asm:reg_alias", i);
+	PV(in[29]); PV((int64_t)in[30]); PV((int32_t)in[29]); PV((uint16_t)in[30]); PV((int16_t)0);
+	PV((uint32_t)0);
+	END();
+	BEGIN("torture_asm:args13", i);
+	for (int r = 0; r < 13; r++)
+		PV(in[r]);
+	END();
+
+	for (int w = 0; w < 16; w++)
+		words[w] = tval(seed, i, 200 + w);
+	forms_mem(b);
+	/* The stack frame copy: [sp, j] is b[j], [fp, -N] is b[128-N]. */
+	BEGIN("torture_asm:mem_stack", i);
+	pl(b + 0, 8, 0); pl(b + 16, 4, 1); pl(b + 120, 8, 0); pl(b + 114, 2, 1);
+	pl(b + 128 - 93, 1, 0); pl(b + 128 - 104, 8, 1); pl(b + 128 - 96, 4, 0); pl(b + 0x22, 2, 0);
+	END();
+	/* x0 = b, x1 = b + 16. */
+	BEGIN("torture_asm:mem_base", i);
+	pl(b + 8, 4, 1); pl(b, 8, 0); pl(b + 16 - 2, 2, 0); pl(b + 16 - 16, 8, 1);
+	pl(b + 16, 1, 0); pl(b + 127, 1, 1); pl(b + 16 + 0x10, 4, 0); pl(b, 2, 1);
+	END();
+	/* x2 = 3, x3 = 5, x4 = 6, x5 = -2. */
+	BEGIN("torture_asm:mem_index", i);
+	pl(b + 3 * 4, 4, 1); pl(b + 3, 8, 0); pl(b + 5 * 2, 2, 0); pl(b + 16 + 6 * 8, 8, 1);
+	pl(b + 3, 1, 0); pl(b + 16 - 2 * 8, 8, 0); pl(b + 6, 8, 1);
+	END();
+
+	for (int w = 0; w < 8; w++)
+		torture_glob[w] = (int64_t)tval(seed, i, 300 + w);
+	forms_sym();
+	b = (const uint8_t *)torture_glob;
+	BEGIN("torture_asm:mem_lo12", i);
+	pl(b, 4, 1); pl(b + 8, 8, 0); pl(b + 22, 2, 1);
+	END();
+
+	forms_consts();
+	BEGIN("torture_asm:consts", i);
+	printf(" 5 -1 -128 255 -32768 65535 -9223372036854775808 18446744073709551615 2147483647 42 200 -7");
+	END();
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -304,6 +397,17 @@ int main(int argc, char **argv)
 
 		consts_probe();
 		BEGIN("torture:consts", i); printf(" 5 -1 9223372036854775808 -7"); END();
+
+#if defined(__aarch64__)
+		int64_t neg[8];
+		int8_t c;
+
+		for (int w = 0; w < 8; w++)
+			neg[w] = (int64_t)tval(seed, i, 740 + w);
+		negoff_probe(neg + 5);
+		memcpy(&c, (const char *)(neg + 5) - 3, 1);
+		BEGIN("torture:negoff", i); PV(neg[4]); PV(neg[1]); PV(c); END();
+#endif
 
 		frames_rbp(seed, i);
 		frames_rsp(seed, i);

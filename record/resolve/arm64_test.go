@@ -229,3 +229,27 @@ func TestArchNotes(t *testing.T) {
 		t.Errorf("abiwork: %v, %v", a, err)
 	}
 }
+
+// TestFloatRetvalDefault: a uretprobe without fields on a function that
+// returns a double still records (its return event times the call), and
+// warns that its retval is the integer register, not the value.
+func TestFloatRetvalDefault(t *testing.T) {
+	b, err := ctypes.OpenBinary(buildABIWork(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for fnName, want := range map[string]string{"ret_double": "in v0", "ret_int": ""} {
+		fn, err := b.Func(fnName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var warned []string
+		fields := typedDefaults(fn, true, func(m string) { warned = append(warned, m) })
+		switch {
+		case want == "" && (len(warned) != 0 || len(fields) != 1):
+			t.Errorf("%s: fields %v, warnings %q; want typed retval, no warning", fnName, fields, warned)
+		case want != "" && (len(warned) != 1 || !strings.Contains(warned[0], "retval is the integer return register") || !strings.Contains(warned[0], want)):
+			t.Errorf("%s: warnings %q; want one naming %q", fnName, warned, want)
+		}
+	}
+}

@@ -351,6 +351,11 @@ func hasLeadingCast(f *probespec.Field) bool {
 // 12), or its typed retval; nil to fall back on the untyped defaults.
 func typedDefaults(fn *ctypes.Func, ret bool, warn func(string)) []probespec.Field {
 	if ret {
+		if errors.Is(fn.RetErr, ctypes.ErrSSEParam) {
+			// Recorded anyway (the return event times the call), as
+			// bpftrace's retval: the integer return register.
+			warn(fmt.Sprintf("retval is the integer return register, not the value: %v", fn.RetErr))
+		}
 		if fn.RetErr != nil || fn.Return == nil || !fn.Return.IsInteger() {
 			return nil
 		}

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/probespec"
@@ -93,8 +95,38 @@ func TracingUnavailable(s *probespec.Spec) error {
 		}
 		return fmt.Errorf("the kernel refused a %s program for %s: %v%s", s.Kind, s.Symbol, err, lockdownNote())
 	}
-	prog.Close()
+	defer prog.Close()
+	if bpf.HostArch() != bpf.ARM64 {
+		// x86-64 attaches wherever it loads: no trial detach, which
+		// waits for an RCU-tasks grace period.
+		return nil
+	}
+	trampolineOnce.Do(func() { trampolineErr = attachTrampoline(prog) })
+	if trampolineErr != nil {
+		return fmt.Errorf("%s probes are not available: this kernel loads BPF tracing programs but cannot attach them to a kernel function (%v; "+
+			"arm64 attaches BPF trampolines through ftrace's direct calls, Linux 6.4)", s.Kind, trampolineErr)
+	}
 	return nil
+}
+
+var (
+	trampolineOnce sync.Once
+	trampolineErr  error
+)
+
+// attachTrampoline attaches prog, a program that does nothing, and detaches
+// it: some kernels load tracing programs and only fail to attach them
+// (arm64 before 6.4 says ENOTSUPP). Once per process, the answer being the
+// kernel's: a pattern's hundred functions are not attached twice each.
+func attachTrampoline(prog *ebpf.Program) error {
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+	if err != nil {
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			return err
+		}
+		return nil // another reason (a busy function): the real attach reports it
+	}
+	return l.Close()
 }
 
 // lockdownNote reports kernel lockdown when securityfs shows it.

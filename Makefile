@@ -58,11 +58,13 @@ test: root deps
 	GOOS=windows GOARCH=amd64 $(GO) vet ./cmd/bpftape/ ./internal/... ./format/... ./replay/...
 	BPFTAPE_REQUIRE_BPF=1 $(GO) test -tags interop -count=1 ./...
 
-# vmtest boots Debian's kernels (scripts/vmtest/kernels: 5.10, 6.1, 6.1-rt,
-# 6.12) under QEMU TCG with static bpftape in an initramfs, runs the
-# privileged checks of scripts/vmtest/guest.sh in each, and prints a kernel ×
-# check table; kernels are cached in /var/cache/bpftape-vmtest.
-# VMTEST_KERNELS="6.1 6.12" boots only those.
+# vmtest boots Debian's kernels (scripts/vmtest/kernels: x86-64 5.10, 6.1,
+# 6.1-rt, 6.12 and arm64 6.1, 6.12) under QEMU TCG with static bpftape in an
+# initramfs, runs the privileged checks of scripts/vmtest/guest.sh in each,
+# and prints a kernel × check table; kernels are cached in
+# /var/cache/bpftape-vmtest. The host's bpftape must read each arm64 guest's
+# capture as the guest did (xarch). VMTEST_KERNELS="6.1 arm64-6.12" boots
+# only those.
 vmtest: root
 	@sh scripts/deps.sh vmtest
 	@sh scripts/vmtest/run.sh $(VMTEST_KERNELS)

@@ -8,13 +8,19 @@
 # Chromium to render the HTML report, e2fsprogs for the ext4 file system the
 # I/O error test shuts down, Wine (64-bit) and the MinGW-w64 cross-compiler
 # to run the Windows build next to the Linux one and compare their output
-# (cmd/bpftape/windows_wine_test.go; MinGW builds the DLL Wine 8 lacks).
+# (cmd/bpftape/windows_wine_test.go; MinGW builds the DLL Wine 8 lacks), and
+# the arm64 cross-compiler with its C library (gcc-aarch64-linux-gnu,
+# libc6-dev-arm64-cross) for the tests that build arm64 binaries.
 # With "clang", the BPF toolchain that
 # `make generate` needs; with "demo", what `make demo` builds its workload
 # with (gcc and sys/sdt.h); with "vmtest", what `make vmtest` boots its
-# guests with (QEMU, a static busybox, gcc for the static workloads, xz and
-# zstd for compressed kernel modules); with "vmbench", those and bpftrace,
-# which `make vmbench` copies into its guest.
+# guests with (QEMU for x86-64 and for arm64, a static busybox, gcc and the
+# arm64 cross-compiler and C library for the static workloads, clang for
+# the arm64 USDT torture build, xz and zstd for compressed kernel modules;
+# the arm64 kernels and busybox come from Debian's archive through a
+# private apt directory, scripts/vmtest/fetch.sh, not through this
+# machine's dpkg); with "vmbench", the x86-64 ones and bpftrace, which
+# `make vmbench` copies into its guest.
 # With "bench HEADERS_DIR", what `make bench` (bench/bench.sh) runs: perf,
 # bpftrace, BCC and its tools (profile), gcc, sys/sdt.h, objdump, and
 # Debian's kernel headers for BCC, merged from the -amd64 and -common
@@ -26,11 +32,11 @@ cd "$(dirname "$0")/.."
 
 target=${1:-}
 hver=6.1.0-56 # bench: the kernel headers BCC compiles against
-pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium e2fsprogs wine64 gcc-mingw-w64-x86-64"
+pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium e2fsprogs wine64 gcc-mingw-w64-x86-64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
 case "$target" in
 clang) pkgs="clang llvm libbpf-dev" ;;
 demo) pkgs="gcc libc6-dev systemtap-sdt-dev" ;;
-vmtest) pkgs="qemu-system-x86 busybox-static gcc libc6-dev systemtap-sdt-dev xz-utils zstd" ;;
+vmtest) pkgs="qemu-system-x86 qemu-system-arm busybox-static gcc libc6-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross clang systemtap-sdt-dev xz-utils zstd" ;;
 vmbench) pkgs="qemu-system-x86 busybox-static gcc libc6-dev xz-utils zstd bpftrace" ;;
 bench)
 	headers=${2:?usage: deps.sh bench HEADERS_DIR}

@@ -1,9 +1,15 @@
 #!/bin/sh
 # fetch.sh CACHE [TABLE]: downloads (once) the kernels listed in TABLE
 # (default ./kernels) and leaves CACHE/NAME/vmlinuz for each, with the
-# loop module (CACHE/NAME/loop.ko, decompressed) for the module checks. Bookworm's kernels come through the machine's
-# own apt; other suites (bullseye for 5.10) through a private apt state
-# directory under CACHE, so the machine's sources and lists stay as they are.
+# loop module (CACHE/NAME/loop.ko, decompressed) for the module checks.
+# x86-64's bookworm kernels come through the machine's own apt; other
+# suites (bullseye for 5.10) and every arm64 package through a private apt
+# state directory under CACHE (CACHE/apt-SUITE, CACHE/apt-SUITE-arm64 with
+# APT::Architecture=arm64), so the machine's sources, lists and dpkg
+# architectures stay as they are: apt only downloads the .debs, and
+# dpkg-deb unpacks them here. When TABLE has an arm64 row, busybox-static's
+# arm64 build is fetched the same way, its static busybox left as
+# CACHE/busybox-arm64 for the arm64 initramfs.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cache=$1
@@ -11,38 +17,66 @@ table=${2:-$here/kernels}
 mkdir -p "$cache"
 own=$(. /etc/os-release && echo "$VERSION_CODENAME")
 
-# private_apt SUITE: prints apt-get options for a private state dir that
-# holds SUITE's lists, updating it the first time.
+# private_apt SUITE ARCH: prints apt-get options for a private state dir
+# that holds SUITE's lists for ARCH (amd64 or arm64), updating it the first
+# time (or again with a third argument, "update": stale lists may name a
+# package the mirror no longer has). arm64's lists cover SUITE,
+# SUITE-updates and SUITE-security (bookworm's 6.12 is in the latter two).
 private_apt() {
 	d="$cache/apt-$1"
-	opts="-o Dir::Etc::sourcelist=$d/sources.list -o Dir::Etc::sourceparts=- -o Dir::State::Lists=$d/lists -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o Dir::State::status=$d/status"
-	if [ ! -e "$d/updated" ]; then
+	arch=""
+	if [ "$2" != amd64 ]; then
+		d="$cache/apt-$1-$2"
+		arch="-o APT::Architecture=$2 -o APT::Architectures::=$2"
+	fi
+	opts="$arch -o Dir::Etc::sourcelist=$d/sources.list -o Dir::Etc::sourceparts=- -o Dir::State::Lists=$d/lists -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o Dir::State::status=$d/status"
+	if [ ! -e "$d/updated" ] || [ "${3:-}" = update ]; then
 		mkdir -p "$d/lists/partial"
 		: >"$d/status"
-		cat >"$d/sources.list" <<-SRC
-		deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $1 main
-		deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian-security $1-security main
-		SRC
+		key=/usr/share/keyrings/debian-archive-keyring.gpg
+		{
+			echo "deb [signed-by=$key] http://deb.debian.org/debian $1 main"
+			[ "$2" = amd64 ] || echo "deb [signed-by=$key] http://deb.debian.org/debian $1-updates main"
+			echo "deb [signed-by=$key] http://deb.debian.org/debian-security $1-security main"
+		} >"$d/sources.list"
 		apt-get $opts -qq update >&2
 		touch "$d/updated"
 	fi
 	echo "$opts"
 }
 
-grep -v '^#' "$table" | while read -r name suite pkg _; do
+# download DIR SUITE ARCH PKG: PKG's .deb into DIR.
+download() {
+	opts=""
+	[ "$2" = "$own" ] && [ "$3" = amd64 ] || opts=$(private_apt "$2" "$3")
+	echo "vmtest: downloading $4 ($2, $3)" >&2
+	(cd "$1" && apt-get $opts -qq download "$4" >&2) && return 0
+	# A fresh machine may have no package lists for its own suite yet;
+	# a private directory's lists may be stale.
+	if [ -z "$opts" ]; then
+		apt-get -qq update >&2
+	else
+		opts=$(private_apt "$2" "$3" update)
+	fi
+	(cd "$1" && apt-get $opts -qq download "$4" >&2)
+}
+
+grep -v '^#' "$table" | while read -r name arch suite pkg _; do
 	[ -n "$name" ] || continue
+	if [ "$arch" = arm64 ] && [ ! -s "$cache/busybox-arm64" ]; then
+		rm -rf "$cache/busybox-arm64.d"
+		mkdir -p "$cache/busybox-arm64.d/deb"
+		download "$cache/busybox-arm64.d/deb" "$suite" arm64 busybox-static
+		dpkg-deb -x "$cache"/busybox-arm64.d/deb/*.deb "$cache/busybox-arm64.d/x"
+		cp "$cache/busybox-arm64.d/x/bin/busybox" "$cache/busybox-arm64.tmp"
+		rm -rf "$cache/busybox-arm64.d"
+		mv "$cache/busybox-arm64.tmp" "$cache/busybox-arm64"
+	fi
 	out="$cache/$name"
 	[ -s "$out/vmlinuz" ] && [ -e "$out/loop.done" ] && continue
+	rm -rf "$out/deb"
 	mkdir -p "$out/deb"
-	opts=""
-	[ "$suite" = "$own" ] || opts=$(private_apt "$suite")
-	echo "vmtest: downloading $pkg ($suite)" >&2
-	# A fresh machine may have no package lists for its own suite yet.
-	if ! (cd "$out/deb" && apt-get $opts -qq download "$pkg" >&2); then
-		[ -z "$opts" ] || exit 1
-		apt-get -qq update >&2
-		(cd "$out/deb" && apt-get -qq download "$pkg" >&2)
-	fi
+	download "$out/deb" "$suite" "$arch" "$pkg"
 	rm -rf "$out/x"
 	dpkg-deb -x "$out"/deb/*.deb "$out/x"
 	cp "$out"/x/boot/vmlinuz-* "$out/vmlinuz.tmp"

@@ -417,7 +417,7 @@ func checkARM64Notes(t *testing.T, path string, each func(*Probe, *Arg)) int {
 				if got != want {
 					t.Errorf("%s arg %d %q: spec %+v, want %+v", p, k, a.Text, got, want)
 				}
-				checkSpec(t, got)
+				checkSpec(t, bpf.ARM64, got)
 				each(p, a)
 			}
 		}

@@ -15,11 +15,7 @@ func x(n int) uint8 { return uint8(8 * n) }
 const arm64SP = 31 * 8
 
 func TestParseArgsARM64(t *testing.T) {
-	tests := []struct {
-		in   string
-		want Arg
-		spec bpf.ArgSpec
-	}{
+	tests := []parseCase{
 		// Registers: gcc names the 64-bit register whatever the size.
 		{"-4@x0", Arg{Size: 4, Signed: true, Kind: Reg, Reg: "x0"},
 			bpf.ArgSpec{Kind: bpf.KindReg, Reg: x(0), Size: 4, IsSigned: 1}},
@@ -109,58 +105,7 @@ func TestParseArgsARM64(t *testing.T) {
 		{"-4@[x1, #:lo12:counter]", Arg{Size: 4, Signed: true, Kind: Mem, Reg: "x1", Sym: "counter", Mod: "lo12"}, bpf.ArgSpec{}},
 		{"8@[x1, :lo12:tbl+8]", Arg{Size: 8, Kind: Mem, Reg: "x1", Sym: "tbl", Mod: "lo12", Off: 8}, bpf.ArgSpec{}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			args, err := ParseArgs(bpf.ARM64, tt.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(args) != 1 {
-				t.Fatalf("got %d args", len(args))
-			}
-			want := tt.want
-			want.Text, want.Arch = tt.in, bpf.ARM64
-			if !reflect.DeepEqual(args[0], want) {
-				t.Errorf("ParseArgs(%q) =\n %+v, want\n %+v", tt.in, args[0], want)
-			}
-			spec, err := args[0].BPF()
-			if want.Sym != "" {
-				if err == nil || !strings.Contains(err.Error(), "unresolved") {
-					t.Errorf("BPF() of unresolved %q: %+v, %v", tt.in, spec, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if spec != tt.spec {
-				t.Errorf("BPF() = %+v, want %+v", spec, tt.spec)
-			}
-			checkSpec(t, spec)
-		})
-	}
-}
-
-// checkSpec checks that the programs record spec as meant: Validate
-// checks everything but the register offsets, which it bounds by the
-// x86-64 struct pt_regs (RegSS): those are checked here against arm64's,
-// whose last register, sp, is at 248.
-func checkSpec(t *testing.T, spec bpf.ArgSpec) {
-	t.Helper()
-	for _, r := range []uint8{spec.Reg, spec.IndexReg} {
-		if r%8 != 0 || r > arm64SP {
-			t.Errorf("spec %+v: register offset %d is not an arm64 pt_regs register", spec, r)
-		}
-	}
-	s := bpf.ProbeSpec{Nargs: 1, SizeClass: bpf.ClassArgs2}
-	s.Args[0] = spec
-	s.Args[0].Reg, s.Args[0].IndexReg = 0, 0
-	if spec.Kind == bpf.KindSIB {
-		s.Args[0].IndexReg = 8
-	}
-	if err := s.Validate(); err != nil {
-		t.Errorf("spec %+v does not validate: %v", spec, err)
-	}
+	testParseCases(t, bpf.ARM64, tests)
 }
 
 func TestParseArgsARM64Many(t *testing.T) {

@@ -9,11 +9,7 @@ import (
 )
 
 func TestParseArgs(t *testing.T) {
-	tests := []struct {
-		in   string
-		want Arg
-		spec bpf.ArgSpec
-	}{
+	tests := []parseCase{
 		{"-4@%eax", Arg{Size: 4, Signed: true, Kind: Reg, Reg: "eax"},
 			bpf.ArgSpec{Kind: bpf.KindReg, Reg: bpf.RegAX, Size: 4, IsSigned: 1}},
 		{"8@%rax", Arg{Size: 8, Kind: Reg, Reg: "rax"},
@@ -105,9 +101,23 @@ func TestParseArgs(t *testing.T) {
 		{"8@%ds:8(%rax)", Arg{Size: 8, Kind: Mem, Reg: "rax", Off: 8},
 			bpf.ArgSpec{Kind: bpf.KindRegDeref, Reg: bpf.RegAX, Size: 8, Off: 8}},
 	}
+	testParseCases(t, bpf.AMD64, tests)
+}
+
+// parseCase is a USDT operand, the Arg it parses into (Text and Arch
+// aside) and the spec it records with (none for an unresolved symbol).
+type parseCase struct {
+	in   string
+	want Arg
+	spec bpf.ArgSpec
+}
+
+// testParseCases parses each case's operand for arch and checks its Arg,
+// its spec, and that the programs of arch take the spec.
+func testParseCases(t *testing.T, arch *bpf.Arch, tests []parseCase) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			args, err := ParseArgs(bpf.AMD64, tt.in)
+			args, err := ParseArgs(arch, tt.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +125,7 @@ func TestParseArgs(t *testing.T) {
 				t.Fatalf("got %d args", len(args))
 			}
 			want := tt.want
-			want.Text, want.Arch = tt.in, bpf.AMD64
+			want.Text, want.Arch = tt.in, arch
 			if !reflect.DeepEqual(args[0], want) {
 				t.Errorf("ParseArgs(%q) =\n %+v, want\n %+v", tt.in, args[0], want)
 			}
@@ -132,12 +142,29 @@ func TestParseArgs(t *testing.T) {
 			if spec != tt.spec {
 				t.Errorf("BPF() = %+v, want %+v", spec, tt.spec)
 			}
-			s := bpf.ProbeSpec{Nargs: 1, SizeClass: bpf.ClassArgs2}
-			s.Args[0] = spec
-			if err := s.Validate(); err != nil {
-				t.Errorf("spec does not validate: %v", err)
-			}
+			checkSpec(t, arch, spec)
 		})
+	}
+}
+
+// checkSpec checks that the programs of arch record spec as meant: its
+// registers are arch's, and Validate, which knows the host's registers
+// only, takes the rest of it.
+func checkSpec(t *testing.T, arch *bpf.Arch, spec bpf.ArgSpec) {
+	t.Helper()
+	for _, r := range []uint8{spec.Reg, spec.IndexReg} {
+		if !arch.ValidReg(r) {
+			t.Errorf("spec %+v: register offset %d is not an %s pt_regs register", spec, r, arch)
+		}
+	}
+	s := bpf.ProbeSpec{Nargs: 1, SizeClass: bpf.ClassArgs2}
+	s.Args[0] = spec
+	s.Args[0].Reg, s.Args[0].IndexReg = 0, 0
+	if spec.Kind == bpf.KindSIB {
+		s.Args[0].IndexReg = 8
+	}
+	if err := s.Validate(); err != nil {
+		t.Errorf("spec %+v does not validate: %v", spec, err)
 	}
 }
 

@@ -95,13 +95,21 @@ func TracingUnavailable(s *probespec.Spec) error {
 		}
 		return fmt.Errorf("the kernel refused a %s program for %s: %v%s", s.Kind, s.Symbol, err, lockdownNote())
 	}
-	defer prog.Close()
-	if bpf.HostArch() != bpf.ARM64 {
-		// x86-64 attaches wherever it loads: no trial detach, which
-		// waits for an RCU-tasks grace period.
-		return nil
+	prog.Close()
+	return nil
+}
+
+// TracingAttachUnavailable is TracingUnavailable for a probe to record:
+// the kernel must also attach the program to a kernel function, which
+// arm64 kernels before 6.4 cannot (they load tracing programs, and
+// attaching says ENOTSUPP). On x86-64, which attaches wherever it loads,
+// it checks no more than TracingUnavailable: a trial attach's detach waits
+// for an RCU-tasks grace period.
+func TracingAttachUnavailable(s *probespec.Spec) error {
+	if err := TracingUnavailable(s); err != nil || bpf.HostArch() != bpf.ARM64 {
+		return err
 	}
-	trampolineOnce.Do(func() { trampolineErr = attachTrampoline(prog) })
+	trampolineOnce.Do(func() { trampolineErr = attachTrampoline(s) })
 	if trampolineErr != nil {
 		return fmt.Errorf("%s probes are not available: this kernel loads BPF tracing programs but cannot attach them to a kernel function (%v; "+
 			"arm64 attaches BPF trampolines through ftrace's direct calls, Linux 6.4)", s.Kind, trampolineErr)
@@ -114,11 +122,18 @@ var (
 	trampolineErr  error
 )
 
-// attachTrampoline attaches prog, a program that does nothing, and detaches
-// it: some kernels load tracing programs and only fail to attach them
-// (arm64 before 6.4 says ENOTSUPP). Once per process, the answer being the
+// attachTrampoline loads and attaches a fentry program that does nothing
+// to s's function, and detaches it. Once per process, the answer being the
 // kernel's: a pattern's hundred functions are not attached twice each.
-func attachTrampoline(prog *ebpf.Program) error {
+func attachTrampoline(s *probespec.Spec) error {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "bpftape_probe", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceFEntry, AttachTo: s.Symbol, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	})
+	if err != nil {
+		return nil // TracingUnavailable loaded it: the real load reports what changed
+	}
+	defer prog.Close()
 	l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 	if err != nil {
 		if errors.Is(err, ebpf.ErrNotSupported) {

@@ -323,7 +323,7 @@ func (r *Resolver) fentry(p *Probe) error {
 	if err := r.checkKernelFunc(s); err != nil {
 		return err
 	}
-	if err := host.TracingUnavailable(s); err != nil {
+	if err := host.TracingAttachUnavailable(s); err != nil {
 		return fmt.Errorf("%w; %s", err, wouldRecord(s, fn, host.FuncAlternative(s, r.TracefsDir)))
 	}
 	if err := bpf.HaveFuncArgs(); err != nil {

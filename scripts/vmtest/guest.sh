@@ -153,6 +153,18 @@ if runs doctor; then
 			[ "$EXPECT" != record ] || want=true
 			bad=""
 			[ "$cr" = "$want" ] || bad="can_record=$cr,want=$want"
+			# The architecture: uname's machine, and the build's
+			# registers, which the text form spells out.
+			goarch=amd64
+			[ "$ARCH" != aarch64 ] || goarch=arm64
+			m=$(echo "$doc" | grep -o '"machine":"[^"]*"' | sed 's/.*:"//; s/"$//')
+			ga=$(echo "$doc" | grep -o '"arch":"[^"]*"' | sed 's/.*:"//; s/"$//')
+			[ "$m" = "$ARCH" ] && [ "$ga" = "$goarch" ] || bad="$bad,machine=$m,arch=$ga,want=$ARCH,$goarch"
+			case "$goarch" in
+			arm64) regs="AAPCS64: arg0..arg7 in x0..x7, retval in x0; user stacks by frame pointers (x29)" ;;
+			*) regs="System V AMD64: arg0..arg5 in rdi..r9, retval in rax; user stacks by frame pointers (rbp)" ;;
+			esac
+			bpftape doctor 2>/dev/null | grep -qF "architecture $goarch ($ARCH), $regs" || bad="$bad,no-architecture-line"
 			for kind in uprobe uretprobe usdt usdt_semaphore tracepoint; do
 				a=$(echo "$doc" | grep -o "\"kind\":\"$kind\",\"spec\":\"[^\"]*\",\"kernel\":[a-z]*,\"action\":\"[a-z]*\"" | sed 's/.*"action":"//; s/"$//')
 				[ "$want" = false ] || [ "$a" = use ] || bad="$bad,$kind=$a"
@@ -162,7 +174,7 @@ if runs doctor; then
 			[ "$kp" = true ] || bad="$bad,kprobe-kernel=$kp"
 			ck=$(echo "$doc" | grep -o '"subject":"attach_cookies","action":"[a-z]*"' | sed 's/.*"action":"//; s/"$//')
 			if [ -z "$bad" ]; then
-				result doctor PASS "can_record=$cr,attach_cookies=$ck"
+				result doctor PASS "can_record=$cr,attach_cookies=$ck,arch=$ga"
 			else
 				result doctor FAIL "$bad"
 			fi

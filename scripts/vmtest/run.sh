@@ -176,7 +176,10 @@ boot() {
 	t0=$(date +%s)
 	echo "vmtest: booting $1 ($(cat "$cache/$1/release"), $2, $3 vCPU, expect $4)" >&2
 	st=0
-	append="panic=-1 quiet loglevel=3 rcupdate.rcu_task_stall_timeout=7500 vmtest.kernel=$1 vmtest.expect=$4"
+	# oops=panic: a kernel oops ends the guest at once (panic=-1 reboots,
+	# which -no-reboot turns into qemu's exit) instead of leaving the
+	# checks hung until the timeout.
+	append="panic=-1 oops=panic quiet loglevel=3 rcupdate.rcu_task_stall_timeout=7500 vmtest.kernel=$1 vmtest.expect=$4"
 	[ -z "$checks" ] || append="$append vmtest.checks=$checks"
 	[ -z "${VMTEST_REC_TIMEOUT:-}" ] || append="$append vmtest.rec_timeout=$VMTEST_REC_TIMEOUT"
 	case "$2" in
@@ -273,11 +276,12 @@ while read -r name arch suite pkg cpus expect; do
 		cat "$base/initramfs.gz" "$out/mod.gz" >"$out/initramfs-$name.gz"
 		initrd="$out/initramfs-$name.gz"
 	fi
-	# A guest that stops making progress with no check failed (seen on
-	# 6.1-rt under TCG: an RCU-tasks grace period that never ends, which
-	# the kernel reports after 30 s with its holdout task) is booted once
-	# more; the table's guest column says RETRY, and the first console is
-	# kept as NAME.log.1 and its tail printed.
+	# A guest that stops making progress or oopses with no check failed
+	# (seen on 6.1-rt's two TCG vCPUs: an RCU-tasks grace period that
+	# never ends, which the kernel reports after 30 s with its holdout
+	# task; a NULL call in vfs_read while a kprobe was attached to it) is
+	# booted once more; the table's guest column says RETRY, and the
+	# first console is kept as NAME.log.1 and its tail printed.
 	for attempt in 1 2; do
 		boot "$name" "$arch" "$cpus" "$expect" "$initrd"
 		[ "$done" = 0 ] && [ "$failed" = 0 ] && [ "$attempt" = 1 ] || break
@@ -285,7 +289,9 @@ while read -r name arch suite pkg cpus expect; do
 		echo "vmtest: $name did not finish (qemu status $st, after check ${last:-none}); booting it again" >&2
 		mv "$log" "$log.1"
 		tr -d '\r' <"$log.1" | grep -v '^VMTEST-SEED002\|^VMTEST-X[BO] ' | tail -n 60 >&2
-		retry="VMTEST kernel=$name check=guest result=RETRY detail=first-boot-stopped-after-${last:-none},qemu-status-$st"
+		oops=""
+		tr -d '\r' <"$log.1" | grep -q 'Oops:\|Kernel panic' && oops="kernel-oops,"
+		retry="VMTEST kernel=$name check=guest result=RETRY detail=${oops}first-boot-stopped-after-${last:-none},qemu-status-$st"
 	done
 	tr -d '\r' <"$log" | grep '^VMTEST ' | grep -v ' done' >>"$out/results" || true
 	xarch "$name"

@@ -200,14 +200,13 @@ func TestTortureNotes(t *testing.T) {
 	}
 }
 
-// checkTortureNotes checks a torture build's notes for TestTortureNotes, and
-// first thing in the tests that record it.
-func checkTortureNotes(t *testing.T, b *torture) {
+// tortureOperands calls each for every operand of the notes exe and lib
+// (a site that failed to parse is an error, and has none), and returns the
+// operands that have each of forms, by source: "asm" for the hand-written
+// probes of provider torture_asm, "compiler" for the others.
+func tortureOperands(t *testing.T, exe, lib []usdt.Probe, forms []operandForm, each func(p *usdt.Probe, s *usdt.Site, a *usdt.Arg)) map[string]map[string][]string {
 	t.Helper()
-	cc := b.cc
-	exe, lib := b.notes(t)
 	found := map[string]map[string][]string{"asm": {}, "compiler": {}}
-	regNames := map[string]bool{}
 	for _, probes := range [][]usdt.Probe{exe, lib} {
 		for i := range probes {
 			p := &probes[i]
@@ -215,16 +214,16 @@ func checkTortureNotes(t *testing.T, b *torture) {
 			if p.Provider == "torture_asm" {
 				src = "asm"
 			}
-			for _, s := range p.Sites {
+			for j := range p.Sites {
+				s := &p.Sites[j]
 				if s.Err != nil {
 					t.Errorf("%s at %#x: %v", p, s.Location, s.Err)
+					continue
 				}
 				for k := range s.Args {
 					a := &s.Args[k]
-					if a.Kind == usdt.Reg {
-						regNames[a.Reg] = true
-					}
-					for _, f := range operandForms {
+					each(p, s, a)
+					for _, f := range forms {
 						if f.match(p, a) {
 							found[src][f.name] = append(found[src][f.name], fmt.Sprintf("%s %s", p, a.Text))
 						}
@@ -233,21 +232,47 @@ func checkTortureNotes(t *testing.T, b *torture) {
 			}
 		}
 	}
-	for src, want := range tortureForms[cc] {
-		if len(want) == 1 && want[0] == "*" {
-			want = nil
-			for _, f := range operandForms {
-				want = append(want, f.name)
-			}
-		}
-		for _, w := range want {
+	return found
+}
+
+// checkForms fails for each form of want, by source, that the build's
+// notes lack, and logs an example of the others.
+func checkForms(t *testing.T, build string, found map[string]map[string][]string, want map[string][]string) {
+	t.Helper()
+	for src, names := range want {
+		for _, w := range names {
 			if ex := found[src][w]; len(ex) == 0 {
-				t.Errorf("%s build: no %s operand of the form %s in the notes", cc, src, w)
+				t.Errorf("%s build: no %s operand of the form %s in the notes", build, src, w)
 			} else {
 				t.Logf("%s %-45s e.g. %s", src, w, ex[0])
 			}
 		}
 	}
+}
+
+// checkTortureNotes checks a torture build's notes for TestTortureNotes, and
+// first thing in the tests that record it.
+func checkTortureNotes(t *testing.T, b *torture) {
+	t.Helper()
+	cc := b.cc
+	exe, lib := b.notes(t)
+	regNames := map[string]bool{}
+	found := tortureOperands(t, exe, lib, operandForms, func(p *usdt.Probe, s *usdt.Site, a *usdt.Arg) {
+		if a.Kind == usdt.Reg {
+			regNames[a.Reg] = true
+		}
+	})
+	want := map[string][]string{}
+	for src, names := range tortureForms[cc] {
+		if len(names) == 1 && names[0] == "*" {
+			names = nil
+			for _, f := range operandForms {
+				names = append(names, f.name)
+			}
+		}
+		want[src] = names
+	}
+	checkForms(t, cc, found, want)
 	var missing []string
 	for _, r := range []string{"a", "b", "c", "d"} {
 		for _, n := range []string{"r" + r + "x", "e" + r + "x", r + "x", r + "l"} {
@@ -507,55 +532,27 @@ func TestTortureNotesARM64(t *testing.T) {
 func checkTortureNotesARM64(t *testing.T, b *torture) {
 	t.Helper()
 	exe, lib := b.notes(t)
-	found := map[string]map[string][]string{"asm": {}, "compiler": {}}
 	regNames := map[string]bool{}
-	for _, probes := range [][]usdt.Probe{exe, lib} {
-		for i := range probes {
-			p := &probes[i]
-			src := "compiler"
-			if p.Provider == "torture_asm" {
-				src = "asm"
-			}
-			for _, s := range p.Sites {
-				if s.Err != nil {
-					t.Errorf("%s at %#x: %v", p, s.Location, s.Err)
-					continue
-				}
-				if len(s.Args) <= bpf.MaxArgs {
-					if _, err := s.BPFArgs(); err != nil {
-						t.Errorf("%s at %#x: %v", p, s.Location, err)
-					}
-				}
-				for k := range s.Args {
-					a := &s.Args[k]
-					if a.Arch != bpf.ARM64 {
-						t.Errorf("%s %s: architecture %v", p, a.Text, a.Arch)
-					}
-					if a.Kind == usdt.Reg || a.Kind == usdt.Mem || a.Kind == usdt.SIB {
-						regNames[a.Reg] = true
-					}
-					for _, f := range operandFormsARM64 {
-						if f.match(p, a) {
-							found[src][f.name] = append(found[src][f.name], fmt.Sprintf("%s %s", p, a.Text))
-						}
-					}
-				}
+	checked := map[*usdt.Site]bool{}
+	found := tortureOperands(t, exe, lib, operandFormsARM64, func(p *usdt.Probe, s *usdt.Site, a *usdt.Arg) {
+		if !checked[s] && len(s.Args) <= bpf.MaxArgs {
+			checked[s] = true
+			if _, err := s.BPFArgs(); err != nil {
+				t.Errorf("%s at %#x: %v", p, s.Location, err)
 			}
 		}
-	}
+		if a.Arch != bpf.ARM64 {
+			t.Errorf("%s %s: architecture %v", p, a.Text, a.Arch)
+		}
+		if a.Kind == usdt.Reg || a.Kind == usdt.Mem || a.Kind == usdt.SIB {
+			regNames[a.Reg] = true
+		}
+	})
 	want := map[string][]string{"compiler": tortureFormsARM64[b.cc+b.opt]}
 	for _, f := range operandFormsARM64 {
 		want["asm"] = append(want["asm"], f.name)
 	}
-	for src, names := range want {
-		for _, w := range names {
-			if ex := found[src][w]; len(ex) == 0 {
-				t.Errorf("%s%s build: no %s operand of the form %s in the notes", b.cc, b.opt, src, w)
-			} else {
-				t.Logf("%s %-45s e.g. %s", src, w, ex[0])
-			}
-		}
-	}
+	checkForms(t, b.cc+b.opt, found, want)
 	missing := []string{}
 	for n := range 31 {
 		for _, r := range []string{fmt.Sprint("x", n), fmt.Sprint("w", n)} {

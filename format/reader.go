@@ -2,8 +2,10 @@ package format
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 
 	"github.com/apache/arrow/go/v15/arrow"
@@ -43,6 +45,16 @@ type Reader struct {
 	types  []Type // per column: its Type (String for comm), TypeInvalid for probe
 	dictOK bool
 	good   int64 // end of the last complete batch read, when recovering
+
+	sel   []bool // per column: decoded by Next; nil: every column (Select)
+	order []int  // the columns decoded, lost first; nil: every column
+	every []int  // every column's index
+	ahead *readAhead
+	// ReadAhead is how many goroutines decode batches ahead of Next, each
+	// with its own decoder (0 or 1: none, Next decodes). Batches are still
+	// handed on in file order, so an analysis that keeps state across
+	// batches (a thread's open entry) reads them as it would in one pass.
+	ReadAhead int
 
 	// SkipCorrupt makes Next pass over a batch of a file with a footer
 	// whose bytes are corrupt (ErrCorrupt, such as a failed zstd checksum)
@@ -161,7 +173,9 @@ func (r *Reader) Column(name string) int {
 func (r *Reader) columnTypes() error {
 	fields := r.Schema.Fields()
 	r.types = make([]Type, len(fields))
+	r.every = make([]int, len(fields))
 	for i, f := range fields {
+		r.every[i] = i
 		switch {
 		case i == ColProbe:
 		case arrow.TypeEqual(f.Type, arrow.BinaryTypes.StringView):
@@ -175,6 +189,35 @@ func (r *Reader) columnTypes() error {
 	return nil
 }
 
+// Select makes Next decode only the columns listed by schema index (as
+// Column returns them; negative ones are ignored), besides the probe and
+// lost columns, which every pass needs, and the time and cpu of a batch
+// with loss records, which loss records need: an analysis of two columns
+// of twelve decompresses two, and never verifies the checksums of the
+// buffers it does not read. A Batch's other columns are empty: its Time,
+// CPU, PID and TID are nil and Col panics. nil selects every column. It
+// holds until the next Select, across Rewind.
+func (r *Reader) Select(cols []int) {
+	r.stopAhead()
+	if cols == nil {
+		r.sel, r.order = nil, nil
+		return
+	}
+	r.sel = make([]bool, len(r.types))
+	r.sel[ColProbe], r.sel[ColLost] = true, true
+	for _, ci := range cols {
+		if ci >= 0 && ci < len(r.sel) {
+			r.sel[ci] = true
+		}
+	}
+	r.order = []int{ColLost}
+	for ci, ok := range r.sel {
+		if ok && ci != ColLost {
+			r.order = append(r.order, ci)
+		}
+	}
+}
+
 // Next reads the next batch; it returns false at the end or on error (see Err).
 func (r *Reader) Next() (ok bool) {
 	if r.err != nil {
@@ -185,13 +228,21 @@ func (r *Reader) Next() (ok bool) {
 			r.err = corruptf("%v", p)
 			ok = false
 		}
+		if !ok {
+			r.stopAhead()
+		}
 	}()
 	for {
 		if r.next >= r.ipc.NumBatches() {
 			r.end()
 			return false
 		}
-		err := r.read(r.next)
+		var err error
+		if r.ReadAhead > 1 && r.dictOK {
+			err = r.readAhead()
+		} else {
+			err = r.read(r.next)
+		}
 		if err == nil {
 			break
 		}
@@ -226,6 +277,7 @@ func (r *Reader) Rewind() {
 	r.next, r.err, r.good = 0, nil, 8
 	r.RawBytes, r.Skipped, r.RecoverErr = 0, nil, nil
 	r.batch = Batch{}
+	r.stopAhead()
 }
 
 // end sets, at the end of a recovered capture, where its stream was cut.
@@ -276,19 +328,40 @@ func checkDictionaries(d *arrowipc.Decoder, f *arrowipc.File, probes []Probe) er
 	return nil
 }
 
-// read decodes batch i, every column, into r.batch.
+// read decodes batch i into r.batch, with r's decoder.
 func (r *Reader) read(i int) error {
+	if err := r.checkDict(); err != nil {
+		return err
+	}
+	raw, err := r.decode(r.dec, i, &r.batch)
+	r.RawBytes += raw
+	return err
+}
+
+// checkDict checks the probe dictionaries once, before the first batch.
+func (r *Reader) checkDict() error {
 	if !r.dictOK {
 		if err := checkDictionaries(r.dec, r.ipc, r.Meta.Probes); err != nil {
 			return err
 		}
 		r.dictOK = true
 	}
-	d := r.dec
+	return nil
+}
+
+// decode decodes batch i with d into b: the columns selected (Select),
+// and in a batch with loss records their time and cpu too. It returns the
+// bytes decoded. It only reads r's fields, so that the decoders of a read
+// ahead (readAhead) call it at once.
+func (r *Reader) decode(d *arrowipc.Decoder, i int, b *Batch) (raw int64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = corruptf("%v", p)
+		}
+	}()
 	if err := d.Read(i); err != nil {
-		return err
+		return 0, err
 	}
-	b := &r.batch
 	n := d.Rows()
 	b.Len = n
 	if cap(b.data) < len(r.types) {
@@ -296,66 +369,92 @@ func (r *Reader) read(i int) error {
 		b.cols = make([]Column, len(r.types)-numFixed)
 	}
 	b.data = b.data[:len(r.types)]
-	for ci, t := range r.types {
-		valid, err := d.Validity(ci)
-		if err != nil {
-			return err
+	b.sel = r.sel
+	b.Time, b.CPU, b.PID, b.TID, b.comm = nil, nil, nil, nil, arrowipc.Views{}
+	// The lost column first: a batch with loss records needs their time
+	// and cpu, whatever is selected.
+	order := r.order
+	if order == nil {
+		order = r.every
+	}
+	losses := d.NullCount(ColLost) < n
+	for _, ci := range order {
+		if err := r.decodeColumn(d, b, ci, n); err != nil {
+			return d.Decoded(), err
 		}
-		cd := &b.data[ci]
-		cd.NullCount = d.NullCount(ci)
-		cd.Buffers = append(cd.Buffers[:0], valid)
-		var vals []byte
-		var views arrowipc.Views
-		switch {
-		case ci == ColProbe:
-			if cd.NullCount > 0 {
-				return fmt.Errorf("probe column has nulls")
-			}
-			vals, err = d.Values(ci, 2)
-		case t == String:
-			views, err = d.Views(ci)
-			v, data := views.Data()
-			cd.Buffers = append(append(cd.Buffers, v), data...)
-		default:
-			vals, err = d.Values(ci, t.Size())
-		}
-		if err != nil {
-			return err
-		}
-		if vals != nil {
-			cd.Buffers = append(cd.Buffers, vals)
-		}
-		switch ci {
-		case ColTime:
-			b.Time = castSlice[int64](vals, n)
-		case ColCPU:
-			b.CPU = castSlice[uint16](vals, n)
-		case ColPID:
-			b.PID = castSlice[uint32](vals, n)
-		case ColTID:
-			b.TID = castSlice[uint32](vals, n)
-		case ColComm:
-			b.comm = views
-		case ColProbe:
-			b.Probe = castSlice[uint16](vals, n)
-			var m uint16
-			for _, x := range b.Probe {
-				m = max(m, x)
-			}
-			if n > 0 && int(m) >= len(r.Meta.Probes) {
-				return fmt.Errorf("probe index %d out of range", m)
-			}
-		case ColLost:
-			b.lost = intColumn(t, valid, vals, n)
-		default:
-			c := &b.cols[ci-numFixed]
-			*c = Column{Type: t, Len: n, valid: valid, str: views}
-			if t != String {
-				c.ints = intColumn(t, valid, vals, n)
+	}
+	if losses && r.sel != nil {
+		for _, ci := range []int{ColTime, ColCPU} {
+			if !r.sel[ci] {
+				if err := r.decodeColumn(d, b, ci, n); err != nil {
+					return d.Decoded(), err
+				}
 			}
 		}
 	}
-	r.RawBytes += d.Decoded()
+	return d.Decoded(), nil
+}
+
+// decodeColumn decodes column ci of d's batch of n rows into b.
+func (r *Reader) decodeColumn(d *arrowipc.Decoder, b *Batch, ci, n int) error {
+	t := r.types[ci]
+	valid, err := d.Validity(ci)
+	if err != nil {
+		return err
+	}
+	cd := &b.data[ci]
+	cd.NullCount = d.NullCount(ci)
+	cd.Buffers = append(cd.Buffers[:0], valid)
+	var vals []byte
+	var views arrowipc.Views
+	switch {
+	case ci == ColProbe:
+		if cd.NullCount > 0 {
+			return fmt.Errorf("probe column has nulls")
+		}
+		vals, err = d.Values(ci, 2)
+	case t == String:
+		views, err = d.Views(ci)
+		v, data := views.Data()
+		cd.Buffers = append(append(cd.Buffers, v), data...)
+	default:
+		vals, err = d.Values(ci, t.Size())
+	}
+	if err != nil {
+		return err
+	}
+	if vals != nil {
+		cd.Buffers = append(cd.Buffers, vals)
+	}
+	switch ci {
+	case ColTime:
+		b.Time = castSlice[int64](vals, n)
+	case ColCPU:
+		b.CPU = castSlice[uint16](vals, n)
+	case ColPID:
+		b.PID = castSlice[uint32](vals, n)
+	case ColTID:
+		b.TID = castSlice[uint32](vals, n)
+	case ColComm:
+		b.comm = views
+	case ColProbe:
+		b.Probe = castSlice[uint16](vals, n)
+		var m uint16
+		for _, x := range b.Probe {
+			m = max(m, x)
+		}
+		if n > 0 && int(m) >= len(r.Meta.Probes) {
+			return fmt.Errorf("probe index %d out of range", m)
+		}
+	case ColLost:
+		b.lost = intColumn(t, valid, vals, n)
+	default:
+		c := &b.cols[ci-numFixed]
+		*c = Column{Type: t, Len: n, valid: valid, str: views}
+		if t != String {
+			c.ints = intColumn(t, valid, vals, n)
+		}
+	}
 	return nil
 }
 
@@ -412,6 +511,7 @@ func (r *Reader) Err() error { return r.err }
 
 // Close releases the reader and its file.
 func (r *Reader) Close() error {
+	r.stopAhead()
 	r.dec.Close()
 	return r.f.Close()
 }
@@ -428,6 +528,7 @@ type Batch struct {
 	lost  IntColumn
 	cols  []Column
 	data  []arrowipc.ColumnData // every column's buffers, as a writer takes them
+	sel   []bool                // the columns decoded (Reader.Select); nil: every one
 }
 
 // Comm returns row i's command name.
@@ -441,9 +542,42 @@ func (b *Batch) Lost(i int) (n uint64, ok bool) {
 	return b.lost.U64[i], true
 }
 
+// NextLoss returns the first row at or after i that is a loss record, or
+// Len: the rows in between are events, which an analysis without a row
+// filter can take as one stretch.
+func (b *Batch) NextLoss(i int) int {
+	if b.lost.Valid == nil {
+		return min(i, b.Len) // every row is a loss record
+	}
+	return nextSet(b.lost.Valid, i, b.Len)
+}
+
+// nextSet returns the first row at or after i whose bit is set in bm, or n.
+func nextSet(bm []byte, i, n int) int {
+	for i < n {
+		if i&63 == 0 && i+64 <= n {
+			if w := binary.LittleEndian.Uint64(bm[i>>3:]); w != 0 {
+				return i + bits.TrailingZeros64(w)
+			}
+			i += 64
+			continue
+		}
+		if bm[i>>3]&(1<<(i&7)) != 0 {
+			return i
+		}
+		i++
+	}
+	return n
+}
+
 // Col returns the column at schema index ci, which must be a field column
 // (ci >= the fixed columns), as found with Reader.Column.
-func (b *Batch) Col(ci int) *Column { return &b.cols[ci-numFixed] }
+func (b *Batch) Col(ci int) *Column {
+	if b.sel != nil && !b.sel[ci] {
+		panic(fmt.Sprintf("format: column %d was not selected (Reader.Select)", ci))
+	}
+	return &b.cols[ci-numFixed]
+}
 
 // Column is a typed view of one field column of a batch.
 type Column struct {
@@ -453,6 +587,9 @@ type Column struct {
 	valid []byte
 	str   arrowipc.Views
 }
+
+// Ints returns the values of an integer column, typed.
+func (c *Column) Ints() *IntColumn { return &c.ints }
 
 // Valid reports whether row i holds a value (the probe of the row has this field).
 func (c *Column) Valid(i int) bool { return c.valid == nil || c.valid[i>>3]&(1<<(i&7)) != 0 }

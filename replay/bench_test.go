@@ -12,10 +12,11 @@ import (
 // BenchmarkHist runs bpftape hist of one field (rx arg2, BCC style) on
 // captures of 4M events of formattest's realistic stream — the one bench/
 // measures, and one with a loss record every 50,000 events, which makes
-// most batches hold one — by Scan (Arrow's reader, every column) and by
-// projection on one goroutine (projected-1) and on one per CPU, side by
-// side: ns per event of wall time and of process CPU (user+sys, every
-// goroutine), and events/s per core.
+// most batches hold one — row by row (rows: the path of a hist with a
+// row filter) and a stretch of rows at a time (runs), each with batches
+// decoded on the analysis's goroutine (-1) and ahead of it on one per
+// CPU, side by side: ns per event of wall time and of process CPU
+// (user+sys, every goroutine), and events/s per core.
 //
 //	go test -run '^$' -bench Hist -count 3 ./replay/
 func BenchmarkHist(b *testing.B) {
@@ -29,7 +30,7 @@ func BenchmarkHist(b *testing.B) {
 		} else {
 			writeStream(b, path, n, format.Zstd, 0)
 		}
-		for _, mode := range []string{"scan", "projected-1", "projected"} {
+		for _, mode := range []string{"rows-1", "rows", "runs-1", "runs"} {
 			b.Run(name+"/"+mode, func(b *testing.B) {
 				o := HistOptions{Probe: "rx", Field: "arg2"}
 				cpu0 := testutil.CPUTime()
@@ -39,9 +40,9 @@ func BenchmarkHist(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					c.noProject = mode == "scan"
-					if mode == "projected-1" {
-						c.workers = 1
+					c.perRow = mode == "rows" || mode == "rows-1"
+					if mode == "rows-1" || mode == "runs-1" {
+						c.r.ReadAhead = 0
 					}
 					p, err := Hist(c, o, io.Discard)
 					if err != nil {

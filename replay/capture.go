@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -26,8 +28,8 @@ type Capture struct {
 	r      *format.Reader
 	passes int
 
-	noProject bool // read with Scan even where a projection would do
-	workers   int  // goroutines of a projected read; 0: one per CPU
+	perRow    bool // hand hist rows one at a time even where spans would do
+	decodeAll bool // decode every column in every pass (DecodeAll)
 
 	sym *symbolize.Symbolizer // the stack table's index, built once (symbolizer)
 }
@@ -38,8 +40,29 @@ func Open(path string) (*Capture, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Capture{Name: path, r: r}, nil
+	// Decode batches ahead of the analysis on the other CPUs: batches
+	// still reach it in order.
+	r.ReadAhead = min(runtime.GOMAXPROCS(0), maxReadAhead)
+	c := &Capture{Name: path, r: r}
+	if os.Getenv(DecodeAllEnv) != "" {
+		c.DecodeAll()
+	}
+	return c, nil
 }
+
+// DecodeAllEnv names the environment variable that, set to anything,
+// makes every capture opened decode every column in every pass
+// (DecodeAll): slower, with the same results, as a check.
+const DecodeAllEnv = "BPFTAPE_DECODE_ALL"
+
+// maxReadAhead bounds the goroutines decoding ahead of a pass (and the
+// batches they hold: two each).
+const maxReadAhead = 8
+
+// DecodeAll makes every later pass decode every column of every batch,
+// whatever columns its analysis asked for: results must not change, which
+// is how tests check that each analysis asks for every column it reads.
+func (c *Capture) DecodeAll() { c.decodeAll, c.perRow = true, true }
 
 // Close closes the capture.
 func (c *Capture) Close() error { return c.r.Close() }
@@ -245,6 +268,9 @@ func (r *Ref) Int(b *format.Batch, i int) (v int64, ok bool) {
 	}
 	return b.Col(r.col).Int(i), true
 }
+
+// Column is the schema index of the field's column, for ScanColumns.
+func (r *Ref) Column() int { return r.col }
 
 // IsInt reports whether the field is an integer.
 func (r *Ref) IsInt() bool { return r.typ.IsInt() }

@@ -89,12 +89,12 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 		return nil, err
 	}
 	if a.Capture == b.Capture {
-		a.Pass, err = a.Capture.Scan(&o.Rows, func(bt *format.Batch, i int) { cmp.AddA(bt, i); cmp.AddB(bt, i) })
+		a.Pass, err = a.Capture.ScanColumns(append(cmp.ColumnsA(), cmp.ColumnsB()...), &o.Rows, func(bt *format.Batch, i int) { cmp.AddA(bt, i); cmp.AddB(bt, i) })
 		b.Pass = a.Pass
 	} else {
-		a.Pass, err = a.Capture.Scan(&o.Rows, cmp.AddA)
+		a.Pass, err = a.Capture.ScanColumns(cmp.ColumnsA(), &o.Rows, cmp.AddA)
 		if err == nil {
-			b.Pass, err = b.Capture.Scan(&o.Rows, cmp.AddB)
+			b.Pass, err = b.Capture.ScanColumns(cmp.ColumnsB(), &o.Rows, cmp.AddB)
 		}
 	}
 	if err != nil {

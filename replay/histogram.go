@@ -181,31 +181,20 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 		return c.histIntervals(&o, &ref, byRef, out)
 	}
 	r := c.reader()
-	// Without --comm in the row filter or key, only integer columns are needed: read
-	// just those, straight from the file.
-	if len(o.Rows.Comms) == 0 && o.By != "comm" && (byRef == nil || byRef.IsInt()) && !c.noProject {
-		if proj, err := r.Project(); err == nil {
-			groups := newKeyed(&o)
-			p, err := c.histProjected(r, proj, &o, &ref, byRef, groups)
-			if err == nil {
-				return p, printHist(out, &o, groups.entries(), o.By != "")
-			}
-			if !p.Recovered {
-				return p, err
-			}
-			// Where a damaged footerless capture stops is Next's to say
-			// (Arrow's stream reader ends it at a batch it cannot
-			// decode): read it again, with r, which a projection leaves
-			// at its first batch.
-			c.passes++
-		}
-	}
 	groups := newKeyed(&o)
 	var all *accum
 	if o.By == "" {
 		all = groups.int(0)
+		if o.Rows.empty() && !c.perRow {
+			p, err := c.histRuns(r, &o, &ref, all)
+			if err != nil {
+				return p, err
+			}
+			return p, printHist(out, &o, groups.entries(), false)
+		}
 	}
-	p, err := c.walkWith(r, &o.Rows, false, func(b *format.Batch, i int, _ bool) error {
+	timed := c.selectColumns(r, append([]int{ref.col}, byColumns(o.By, byRef)...), &o.Rows)
+	p, err := c.walkWith(r, timed, &o.Rows, false, func(b *format.Batch, i int, _ bool) error {
 		v, ok := ref.Int(b, i)
 		if !ok {
 			return nil
@@ -221,8 +210,8 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 	if err != nil {
 		return p, err
 	}
-	// printHist says itself when nothing passed the filters, as the
-	// projected read does: not Scan's note too.
+	// printHist says itself when nothing passed the filters: not Scan's
+	// note too.
 	p.unmatched = unmatched{}
 	return p, printHist(out, &o, groups.entries(), o.By != "")
 }

@@ -102,7 +102,8 @@ func (c *Capture) histIntervals(o *HistOptions, ref, byRef *Ref, out io.Writer) 
 		return nil, err
 	}
 	s := newSlices(o, grid)
-	p, err := c.walkWith(c.reader(), &o.Rows, false, func(b *format.Batch, i int, _ bool) error {
+	r, _ := c.readerFor(append([]int{format.ColTime, ref.col}, byColumns(o.By, byRef)...), &o.Rows)
+	p, err := c.walkWith(r, true, &o.Rows, false, func(b *format.Batch, i int, _ bool) error {
 		grid.see(b.Time[i])
 		v, ok := ref.Int(b, i)
 		if !ok {

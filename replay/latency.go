@@ -87,7 +87,7 @@ type Latencies struct {
 	o          LatencyOptions
 	u          unit
 	entry, ret uint16
-	stacks     map[uint64][]int64
+	stacks     openCalls
 	threads    *threadKeys
 	res        LatencyResult
 	// With a Key: the open starts, by key.
@@ -126,7 +126,7 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 	if o.Now.IsZero() {
 		o.Now = c.EndWall()
 	}
-	l := &Latencies{o: o, u: u, entry: entry, ret: ret, stacks: map[uint64][]int64{}, threads: newThreadKeys(c)}
+	l := &Latencies{o: o, u: u, entry: entry, ret: ret, threads: newThreadKeys(c)}
 	if len(o.Key) > 0 {
 		if l.keys, err = newPairKeys(c, o.Key, o.Entry, o.Return); err != nil {
 			return nil, err
@@ -170,22 +170,20 @@ func (l *Latencies) Add(b *format.Batch, i int) {
 	}
 	switch b.Probe[i] {
 	case l.entry:
-		t := l.threads.key(b, i)
-		s := l.stacks[t]
-		if len(s) >= MaxDepth {
+		s := l.stacks.of(l.threads.key(b, i))
+		if len(*s) >= MaxDepth {
 			l.res.Overflows++
 			return
 		}
-		l.stacks[t] = append(s, b.Time[i])
+		*s = append(*s, b.Time[i])
 	case l.ret:
-		t := l.threads.key(b, i)
-		s := l.stacks[t]
-		if len(s) == 0 {
+		s := l.stacks.of(l.threads.key(b, i))
+		if len(*s) == 0 {
 			l.res.UnmatchedReturns++
 			return
 		}
-		start := s[len(s)-1]
-		l.stacks[t] = s[:len(s)-1]
+		start := (*s)[len(*s)-1]
+		*s = (*s)[:len(*s)-1]
 		l.record(b, i, start)
 	}
 }
@@ -227,9 +225,7 @@ func (l *Latencies) record(b *format.Batch, i int, start int64) {
 // counted as never returning.
 func (l *Latencies) Result() *LatencyResult {
 	res := l.res
-	for _, s := range l.stacks {
-		res.UnmatchedEntries += uint64(len(s))
-	}
+	res.UnmatchedEntries += l.stacks.count()
 	res.UnmatchedEntries += uint64(len(l.open))
 	return &res
 }
@@ -241,7 +237,7 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, *Pass
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := c.Scan(&o.Rows, l.Add)
+	p, err := c.ScanColumns(l.Columns(), &o.Rows, l.Add)
 	if err != nil {
 		return nil, p, err
 	}

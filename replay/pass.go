@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/bpftape/bpftape/format"
@@ -22,7 +23,7 @@ type Pass struct {
 	// histogram is never silent.
 	Losses Losses
 	// Times tallies implausible event times, in the passes that read
-	// every event's time (Scan and Walk).
+	// every event's time (those whose analysis or row filter reads it).
 	Times TimeAnomalies
 	// Batches is the number of batches read, RawBytes their size
 	// uncompressed (Scan and Walk).
@@ -38,7 +39,7 @@ type Pass struct {
 	meta *format.Meta
 	// unmatched says what a row filter that matched no event left out (Scan).
 	unmatched unmatched
-	projected bool // read by a format.Projection
+	spans     bool // read a stretch of events at a time (spans)
 }
 
 func (c *Capture) newPass() *Pass {
@@ -71,9 +72,20 @@ func (p *Pass) Notes(w io.Writer) {
 
 // Scan reads the capture from its first batch and calls fn for every event
 // row that passes f (nil: every event); loss records are tallied in the
-// Pass, not handed on.
+// Pass, not handed on. Every column is decoded: see ScanColumns.
 func (c *Capture) Scan(f *RowFilter, fn func(b *format.Batch, i int)) (*Pass, error) {
-	return c.walk(f, false, func(b *format.Batch, i int, _ bool) error {
+	return c.ScanColumns(nil, f, fn)
+}
+
+// ScanColumns is Scan decoding only the columns cols lists (schema
+// indices, as Column and Ref.Column give them) besides those every pass
+// reads, the probe and the loss count, and the columns f selects on. A
+// batch's other columns are empty (see format.Reader.Select); nil decodes
+// every column. The pass checks event times (Pass.Times) only when the
+// time is among them.
+func (c *Capture) ScanColumns(cols []int, f *RowFilter, fn func(b *format.Batch, i int)) (*Pass, error) {
+	r, timed := c.readerFor(cols, f)
+	return c.walkWith(r, timed, f, false, func(b *format.Batch, i int, _ bool) error {
 		fn(b, i)
 		return nil
 	})
@@ -84,36 +96,84 @@ func (c *Capture) Scan(f *RowFilter, fn func(b *format.Batch, i int)) (*Pass, er
 // have no process), in file order, with lost set for loss records: for
 // the tools that must place losses (exports, time lines) where Scan only
 // tallies them. It stops at the first error fn returns, and returns it.
+// Every column is decoded: see WalkColumns.
 func (c *Capture) Walk(f *RowFilter, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
+	return c.WalkColumns(nil, f, fn)
+}
+
+// WalkColumns is Walk decoding only the columns cols lists, as
+// ScanColumns does. A loss record's time and cpu are always decoded.
+func (c *Capture) WalkColumns(cols []int, f *RowFilter, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
 	if f == nil {
 		f = &RowFilter{}
 	}
-	return c.walk(f, true, fn)
+	r, timed := c.readerFor(cols, f)
+	return c.walkWith(r, timed, f, true, fn)
 }
 
-func (c *Capture) walk(f *RowFilter, losses bool, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
-	return c.walkWith(c.reader(), f, losses, fn)
+// readerFor starts a pass that decodes cols (nil: every column) and what
+// every pass and f need; timed reports whether they include the time.
+func (c *Capture) readerFor(cols []int, f *RowFilter) (r *format.Reader, timed bool) {
+	r = c.reader()
+	return r, c.selectColumns(r, cols, f)
 }
 
-// walkWith is Scan (losses false) or Walk with r, a reader at its first batch.
-func (c *Capture) walkWith(r *format.Reader, f *RowFilter, losses bool, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
+// selectColumns makes r decode cols (nil: every column) and what f needs,
+// and reports whether that includes the time of every event: a pass
+// checks the times it reads (TimeAnomalies), since only the analyses that
+// read them are misled by damaged ones.
+func (c *Capture) selectColumns(r *format.Reader, cols []int, f *RowFilter) (timed bool) {
+	need := slices.Concat(cols, f.columns())
+	timed = cols == nil || slices.Contains(need, format.ColTime)
+	if cols == nil || c.decodeAll {
+		r.Select(nil)
+	} else {
+		r.Select(need)
+	}
+	return timed
+}
+
+// walkWith is ScanColumns (losses false) or WalkColumns with r, a reader
+// at its first batch; timed: check the times of events (selectColumns).
+func (c *Capture) walkWith(r *format.Reader, timed bool, f *RowFilter, losses bool, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
 	p := c.newPass()
 	m := c.Meta()
+	if f != nil && f.empty() {
+		f = nil
+	}
 	for r.Next() {
 		b := r.Batch()
+		j := -1 // the next loss record at or after i, or b.Len
 		for i := 0; i < b.Len; i++ {
-			if n, ok := b.Lost(i); ok {
-				p.Losses.Add(m.Probes[b.Probe[i]].Name, b.CPU[i], b.Time[i], n)
-				if losses && f.InWindow(b.Time[i], m.StartBoot) {
+			if j < i {
+				j = b.NextLoss(i)
+			}
+			if i == j {
+				p.lossRow(b, i)
+				if losses && (f == nil || f.InWindow(b.Time[i], m.StartBoot)) {
 					if err := fn(b, i, true); err != nil {
 						p.read(r)
 						return p, err
 					}
 				}
 				continue
+			} else if f == nil && !timed {
+				// A stretch of events that no filter or check looks at.
+				p.Events += uint64(j - i)
+				p.unmatched.matched = true
+				for ; i < j; i++ {
+					if err := fn(b, i, false); err != nil {
+						p.read(r)
+						return p, err
+					}
+				}
+				i--
+				continue
 			}
 			p.Events++
-			p.Times.Check(b.Time[i], m)
+			if timed {
+				p.Times.Check(b.Time[i], m)
+			}
 			if f != nil && !f.Match(b, i, m.StartBoot) {
 				if !losses {
 					p.unmatched.saw(f, b, i)
@@ -134,6 +194,41 @@ func (c *Capture) walkWith(r *format.Reader, f *RowFilter, losses bool, fn func(
 	return p, nil
 }
 
+// spans is a pass without row filter that hands fn each stretch [lo, hi)
+// of event rows between loss records, whole, for the analyses that add a
+// column's values a run at a time (histRuns). Events and losses are
+// tallied as walkWith tallies them; times are not checked.
+func (c *Capture) spans(r *format.Reader, fn func(b *format.Batch, lo, hi int)) (*Pass, error) {
+	p := c.newPass()
+	p.spans = true
+	for r.Next() {
+		b := r.Batch()
+		for i := 0; i < b.Len; {
+			j := b.NextLoss(i)
+			if j > i {
+				p.Events += uint64(j - i)
+				fn(b, i, j)
+			}
+			if j == b.Len {
+				break
+			}
+			p.lossRow(b, j)
+			i = j + 1
+		}
+	}
+	p.read(r)
+	if err := r.Err(); err != nil {
+		return p, fmt.Errorf("%s: %w", c.Name, err)
+	}
+	return p, nil
+}
+
+// lossRow tallies loss record i of b.
+func (p *Pass) lossRow(b *format.Batch, i int) {
+	n, _ := b.Lost(i)
+	p.Losses.Add(p.meta.Probes[b.Probe[i]].Name, b.CPU[i], b.Time[i], n)
+}
+
 // unmatched gathers, while a row filter has matched nothing, a few of the
 // values the capture has instead, for the note that says so: a row filter
 // that selects nothing otherwise prints an empty result and exits 0.
@@ -141,6 +236,10 @@ type unmatched struct {
 	filtered, matched bool
 	pids              map[uint32]bool
 	comms             map[string]bool
+	// The values last added: a thread's events come in runs, and a map
+	// assignment per event row cost more than decoding its columns.
+	lastPID  uint32
+	lastComm string
 }
 
 const unmatchedValues = 8
@@ -154,10 +253,14 @@ func (u *unmatched) saw(f *RowFilter, b *format.Batch, i int) {
 		u.pids, u.comms = map[uint32]bool{}, map[string]bool{}
 	}
 	if len(f.PIDs) > 0 && len(u.pids) < unmatchedValues {
-		u.pids[b.PID[i]] = true
+		if p := b.PID[i]; p != u.lastPID || len(u.pids) == 0 {
+			u.pids[p], u.lastPID = true, p
+		}
 	}
 	if len(f.Comms) > 0 && len(u.comms) < unmatchedValues {
-		u.comms[b.Comm(i)] = true
+		if c := b.Comm(i); c != u.lastComm || len(u.comms) == 0 {
+			u.comms[c], u.lastComm = true, c
+		}
 	}
 }
 

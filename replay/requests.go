@@ -223,7 +223,7 @@ func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, *P
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := c.Scan(&o.Rows, r.Add)
+	p, err := c.ScanColumns(r.Columns(), &o.Rows, r.Add)
 	if err != nil {
 		return nil, p, err
 	}

@@ -319,7 +319,9 @@ func Stacks(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 		return nil, nil, err
 	}
 	probe := uint16(pi)
-	p, err := c.Scan(&o.Rows, func(b *format.Batch, i int) {
+	need := append(cols.columns(), byFieldColumns(c, pi, o.By)...)
+	need = append(need, format.ColTime)
+	p, err := c.ScanColumns(need, &o.Rows, func(b *format.Batch, i int) {
 		if b.Probe[i] != probe {
 			return
 		}
@@ -466,7 +468,9 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 	rows := o.Rows
 	start := c.Meta().StartBoot
 	probe := uint16(pi)
-	pass, err := c.Scan(&RowFilter{}, func(b *format.Batch, i int) {
+	need := append(cols.columns(), byFieldColumns(c, pi, o.By)...)
+	need = append(need, nextCol, format.ColTID, format.ColTime)
+	pass, err := c.ScanColumns(append(need, rows.columns()...), &RowFilter{}, func(b *format.Batch, i int) {
 		if b.Probe[i] != probe {
 			return
 		}

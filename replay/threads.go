@@ -55,3 +55,39 @@ func (k *threadKeys) host(b *format.Batch, i int) uint64 {
 	}
 	return n
 }
+
+// openCalls holds the entry times of the calls still open on each thread
+// (by thread key), innermost last. The last thread looked up is kept at
+// hand: events of one thread come in runs, and a map lookup per event was
+// the largest cost of pairing them after decoding.
+type openCalls struct {
+	m       map[uint64]*[]int64
+	lastKey uint64
+	last    *[]int64
+}
+
+// of returns the open calls of thread key k.
+func (o *openCalls) of(k uint64) *[]int64 {
+	if o.last != nil && o.lastKey == k {
+		return o.last
+	}
+	if o.m == nil {
+		o.m = map[uint64]*[]int64{}
+	}
+	s := o.m[k]
+	if s == nil {
+		s = new([]int64)
+		o.m[k] = s
+	}
+	o.lastKey, o.last = k, s
+	return s
+}
+
+// count returns the number of calls still open on every thread.
+func (o *openCalls) count() uint64 {
+	var n uint64
+	for _, s := range o.m {
+		n += uint64(len(*s))
+	}
+	return n
+}

@@ -120,6 +120,20 @@ func (l *layer) sample(b *format.Batch, i int, emit func(t, v int64)) {
 	}
 }
 
+// Columns returns the columns Measure and Fill read, for
+// replay.Capture.ScanColumns.
+func (b *Builder) Columns() []int {
+	cols := []int{format.ColTime}
+	for _, l := range b.layers {
+		if l.spec.Latency() {
+			cols = append(cols, format.ColTID)
+		} else {
+			cols = append(cols, l.ref.Column())
+		}
+	}
+	return cols
+}
+
 // Measure is the first pass: call it for every event (as replay.Capture.Scan does).
 func (b *Builder) Measure(bt *format.Batch, i int) {
 	for _, l := range b.layers {
@@ -246,14 +260,14 @@ func Build(c *replay.Capture, f *replay.RowFilter, specs []Spec, o Options) ([]*
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := c.Scan(f, b.Measure)
+	p, err := c.ScanColumns(b.Columns(), f, b.Measure)
 	if err != nil {
 		return nil, p, err
 	}
 	if err := b.Plan(nil); err != nil {
 		return nil, p, err
 	}
-	if p, err = c.Scan(f, b.Fill); err != nil {
+	if p, err = c.ScanColumns(b.Columns(), f, b.Fill); err != nil {
 		return nil, p, err
 	}
 	return b.Maps(), p, nil

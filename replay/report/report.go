@@ -314,6 +314,24 @@ func (as *analyses) add(b *format.Batch, i int) {
 	}
 }
 
+// columns returns the columns add reads.
+func (as *analyses) columns() []int {
+	var cols []int
+	for _, l := range as.latencies {
+		cols = append(cols, l.Columns()...)
+	}
+	for _, r := range as.requests {
+		cols = append(cols, r.Columns()...)
+	}
+	for _, c := range as.compares {
+		cols = append(cols, c.cmp.ColumnsA()...)
+		if c.shared {
+			cols = append(cols, c.cmp.ColumnsB()...)
+		}
+	}
+	return cols
+}
+
 // close closes the other files of comparisons.
 func (as *analyses) close() {
 	for _, c := range as.compares {
@@ -382,7 +400,11 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 	var seen uint64
 	var lossFirst, lossLast int64
 	var lossSeen bool
-	pass, err := c.Walk(&o.Rows, func(b *format.Batch, i int, lost bool) error {
+	need := append(hb.Columns(), as.columns()...)
+	for _, a := range accs {
+		need = append(need, a.ref.Column())
+	}
+	pass, err := c.WalkColumns(need, &o.Rows, func(b *format.Batch, i int, lost bool) error {
 		t := b.Time[i]
 		if lost {
 			if !lossSeen {
@@ -445,7 +467,7 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 	lostRow := int64(len(m.Probes))
 
 	// The second pass fills the time line and the heat maps.
-	pass, err = c.Walk(&o.Rows, func(b *format.Batch, i int, lost bool) error {
+	pass, err = c.WalkColumns(hb.Columns(), &o.Rows, func(b *format.Batch, i int, lost bool) error {
 		if lost {
 			n, _ := b.Lost(i)
 			tl.AddN(b.Time[i], lostRow, n)
@@ -762,7 +784,7 @@ func compare(path string, o *Options, cmp *comparison) (*compareView, error) {
 	cs, a, b := cmp.spec, cmp.a, cmp.b
 	ca, cb := a.Capture, b.Capture
 	if !cmp.shared {
-		if _, err := cb.Scan(&o.Rows, cmp.cmp.AddB); err != nil {
+		if _, err := cb.ScanColumns(cmp.cmp.ColumnsB(), &o.Rows, cmp.cmp.AddB); err != nil {
 			return nil, err
 		}
 	}

@@ -102,33 +102,34 @@ func cutFooter(tb testing.TB, in, out string, midBatch bool) {
 	}
 }
 
-// runHist runs Hist on path by projection (with workers goroutines, 0:
-// one per CPU) or by Scan and returns what it printed, its notes, and
-// whether it read by projection.
-func runHist(t *testing.T, path string, o HistOptions, project bool, workers ...int) (out, notes string, projected bool, err error) {
+// runHist runs Hist on path a stretch of rows at a time where it can
+// (runs; with workers goroutines decoding ahead, default one per CPU) or
+// row by row, and returns what it printed, its notes, and whether it read
+// by stretches.
+func runHist(t *testing.T, path string, o HistOptions, runs bool, workers ...int) (out, notes string, spans bool, err error) {
 	c, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.noProject = !project
+	c.perRow = !runs
 	if len(workers) > 0 {
-		c.workers = workers[0]
+		c.r.ReadAhead = workers[0]
 	}
 	var ob, nb bytes.Buffer
 	p, err := Hist(c, o, &ob)
 	p.Notes(&nb)
 	if p != nil {
 		fmt.Fprintf(&nb, "events %d losses %+v\n", p.Events, p.Losses)
-		projected = p.projected
+		spans = p.spans
 	}
-	return ob.String(), nb.String(), projected, err
+	return ob.String(), nb.String(), spans, err
 }
 
-// TestHistProjectedSameAsScan runs hist on several captures both ways —
-// by projection and by the Arrow reader's Scan — and wants the same bytes
+// TestHistRunsSameAsRows runs hist on several captures both ways — a
+// stretch of rows at a time and row by row — and wants the same bytes
 // out, the same notes and the same event and loss counts.
-func TestHistProjectedSameAsScan(t *testing.T) {
+func TestHistRunsSameAsRows(t *testing.T) {
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
 	writeWidths(t, p("widths-zstd"), 5000, format.Zstd, 300, true)
@@ -148,10 +149,9 @@ func TestHistProjectedSameAsScan(t *testing.T) {
 	}
 	now := time.Unix(1700000000, 0)
 	type tc struct {
-		name        string
-		probe, fld  string
-		o           HistOptions
-		noProjecton bool // options that need the comm column
+		name       string
+		probe, fld string
+		o          HistOptions
 	}
 	var cases []tc
 	for _, f := range []string{"s8", "u8", "s16", "u16"} {
@@ -179,9 +179,9 @@ func TestHistProjectedSameAsScan(t *testing.T) {
 		{name: "filter-tid", probe: "a", fld: "s16", o: HistOptions{Rows: RowFilter{TIDs: []uint32{101, 102}}, Stats: true}},
 		{name: "filter-time", probe: "b", fld: "u32", o: HistOptions{Rows: RowFilter{From: 20 * time.Millisecond, To: 60 * time.Millisecond}}},
 		{name: "filter-from", probe: "c", fld: "retval", o: HistOptions{Rows: RowFilter{From: 10 * time.Millisecond}, By: "tid"}},
-		{name: "filter-comm", probe: "b", fld: "s64", o: HistOptions{Rows: RowFilter{Comms: []string{"worker-1"}}}, noProjecton: true},
-		{name: "by-comm", probe: "a", fld: "u16", o: HistOptions{By: "comm"}, noProjecton: true},
-		{name: "by-string", probe: "b", fld: "u32", o: HistOptions{By: "name"}, noProjecton: true},
+		{name: "filter-comm", probe: "b", fld: "s64", o: HistOptions{Rows: RowFilter{Comms: []string{"worker-1"}}}},
+		{name: "by-comm", probe: "a", fld: "u16", o: HistOptions{By: "comm"}},
+		{name: "by-string", probe: "b", fld: "u32", o: HistOptions{By: "name"}},
 	}
 	cases = append(cases, more...)
 	for _, name := range []string{"widths-zstd", "widths-lz4", "widths-none", "widths-clean", "widths-tiny", "empty",
@@ -192,27 +192,25 @@ func TestHistProjectedSameAsScan(t *testing.T) {
 				o.Probe, o.Field, o.Now = c.probe, c.fld, now
 				want, wantNotes, _, wantErr := runHist(t, p(name), o, false)
 				if wantErr != nil {
-					t.Fatalf("Scan: %v", wantErr)
+					t.Fatalf("row by row: %v", wantErr)
 				}
-				var projected bool
+				var spans bool
 				for _, workers := range []int{1, 3} {
 					got, gotNotes, pr, gotErr := runHist(t, p(name), o, true, workers)
-					projected = pr
+					spans = pr
 					if gotErr != nil {
 						t.Fatalf("%d workers: %v", workers, gotErr)
 					}
 					if got != want {
-						t.Errorf("projected output (%d workers) differs from Scan's:\n%s\nScan:\n%s", workers, got, want)
+						t.Errorf("output by stretches (%d workers) differs from row by row:\n%s\nrow by row:\n%s", workers, got, want)
 					}
 					if gotNotes != wantNotes {
-						t.Errorf("projected notes (%d workers) differ from Scan's:\n%s\nScan:\n%s", workers, gotNotes, wantNotes)
+						t.Errorf("notes by stretches (%d workers) differ from row by row:\n%s\nrow by row:\n%s", workers, gotNotes, wantNotes)
 					}
 				}
-				if wantProjected := !c.noProjecton; projected != wantProjected {
-					t.Errorf("read by projection: %v, want %v", projected, wantProjected)
-				}
-				if wantErr != nil {
-					t.Fatalf("Scan: %v", wantErr)
+				// Only a hist without key or row filter adds whole stretches.
+				if wantSpans := c.o.By == "" && c.o.Rows.empty(); spans != wantSpans {
+					t.Errorf("read by stretches: %v, want %v", spans, wantSpans)
 				}
 				if name != "empty" && name != "widths-tiny" && len(want) < 50 && !c.o.JSON {
 					t.Errorf("suspiciously short output %q", want)
@@ -226,9 +224,9 @@ func TestHistProjectedSameAsScan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, gotNotes, projected, _ := runHist(t, p("stream"), o, true)
-		if got != want || gotNotes != wantNotes || !projected {
-			t.Errorf("stream %+v: projected %v, output:\n%s%s\nScan:\n%s%s", o, projected, got, gotNotes, want, wantNotes)
+		got, gotNotes, _, _ := runHist(t, p("stream"), o, true)
+		if got != want || gotNotes != wantNotes {
+			t.Errorf("stream %+v: output by stretches:\n%s%s\nrow by row:\n%s%s", o, got, gotNotes, want, wantNotes)
 		}
 		if !bytes.Contains([]byte(wantNotes), []byte("WARNING")) {
 			t.Errorf("stream: no loss warning in %q", wantNotes)
@@ -236,10 +234,11 @@ func TestHistProjectedSameAsScan(t *testing.T) {
 	}
 }
 
-// TestHistProjectedDamaged damages a capture here and there and wants the
-// same output, error and notes from one goroutine and from several: the
-// parallel read falls back to one pass when a batch fails.
-func TestHistProjectedDamaged(t *testing.T) {
+// TestHistRunsDamaged damages a capture here and there and wants the
+// same output, error and notes with batches decoded on the analysis's
+// goroutine and ahead of it on three: the read ahead stops where a batch
+// fails, as one decoder does.
+func TestHistRunsDamaged(t *testing.T) {
 	dir := t.TempDir()
 	clean := filepath.Join(dir, "clean")
 	writeWidths(t, clean, 5000, format.Zstd, 300, true)
@@ -275,10 +274,10 @@ func TestHistProjectedDamaged(t *testing.T) {
 	}
 }
 
-// TestHistProjectedRecovered cuts a footerless capture at many places and
-// wants what Scan prints and notes: the same complete batches read and the
-// same cut reported.
-func TestHistProjectedRecovered(t *testing.T) {
+// TestHistRunsRecovered cuts a footerless capture at many places and
+// wants what a read row by row prints and notes: the same complete
+// batches read and the same cut reported.
+func TestHistRunsRecovered(t *testing.T) {
 	dir := t.TempDir()
 	clean := filepath.Join(dir, "clean")
 	writeWidths(t, clean, 3000, format.Zstd, 200, true)
@@ -303,12 +302,12 @@ func TestHistProjectedRecovered(t *testing.T) {
 		for _, o := range []HistOptions{{Probe: "b", Field: "u32"}, {Probe: "a", Field: "s8", By: "tid", Stats: true}} {
 			o.Now = time.Unix(1, 0)
 			want, wantNotes, _, wantErr := runHist(t, path, o, false)
-			got, gotNotes, projected, gotErr := runHist(t, path, o, true)
+			got, gotNotes, spans, gotErr := runHist(t, path, o, true)
 			if got != want || gotNotes != wantNotes || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-				t.Errorf("cut at %d: projected (%v): %v\n%s%s\nScan: %v\n%s%s", cut, projected, gotErr, got, gotNotes, wantErr, want, wantNotes)
+				t.Errorf("cut at %d: by stretches (%v): %v\n%s%s\nrow by row: %v\n%s%s", cut, spans, gotErr, got, gotNotes, wantErr, want, wantNotes)
 			}
-			if !projected && k > 2 {
-				t.Errorf("cut at %d: not read by projection", cut)
+			if wantSpans := o.By == ""; spans != wantSpans {
+				t.Errorf("cut at %d: read by stretches %v, want %v", cut, spans, wantSpans)
 			}
 		}
 	}

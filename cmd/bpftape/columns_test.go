@@ -1,0 +1,98 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bpftape/bpftape/replay"
+)
+
+// TestColumnSelection runs every analysis verb twice on captures with
+// filters, windows, keys, merged hosts, loss records, strings, stacks and
+// a missing footer: as it runs, decoding only the columns it asks for, and
+// with every column decoded (BPFTAPE_DECODE_ALL). Output, files written,
+// notes and exit status must be the same: a verb that reads a column it
+// did not ask for finds it empty, and prints something else or fails.
+func TestColumnSelection(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.arrow"), filepath.Join(dir, "b.arrow")
+	writeVnet(t, a, "hv-07", 30000)
+	writeVnet(t, b, "hv-08", 30000)
+	merged := filepath.Join(dir, "fleet.arrow")
+	if _, errOut, code := runCLI(t, "merge", a, b, "-o", merged); code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, errOut)
+	}
+	// A killed recorder's file: a with its footer and last batches cut.
+	cut := filepath.Join(dir, "cut.arrow")
+	data, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cut, data[:len(data)*2/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, chain := recordChain(t, dir, 3000)
+	seeds := seedCaptures(t)
+
+	var runs [][]string
+	for _, f := range []string{a, cut} {
+		runs = append(runs,
+			[]string{"info", f},
+			[]string{"count", f},
+			[]string{"count", f, "--by", "comm"},
+			[]string{"count", f, "--by", "tid", "--from", "10ms", "--to", "40ms"},
+			[]string{"hist", f, "rx", "arg2"},
+			[]string{"hist", f, "rx", "arg2", "--comm", "qemu-system-x86"},
+			[]string{"hist", f, "rx", "arg2", "--by", "tid", "--tid", "4243"},
+			[]string{"hist", f, "rx", "arg2", "--interval", "10ms"},
+			[]string{"latency", f, "rx", "rx_ret"},
+			[]string{"latency", f, "rx", "rx_ret", "--by", "comm", "--pid", "4242"},
+			[]string{"latency", f, "rx", "rx_ret", "--interval", "20ms", "-u"},
+			[]string{"requests", f, "tx_len", "arg0", "tx_ret", "retval"},
+			[]string{"requests", f, "tx_len", "arg0", "tx_ret", "retval", "--list", "--from", "5ms", "--to", "15ms"},
+			[]string{"compare", f, "rx", "arg2", "rx_ret", "retval"},
+			[]string{"events", f, "--to", "20ms"},
+			[]string{"heatmap", f, "rx", "arg2", "-o", "-"},
+			[]string{"heatmap", "--latency", f, "rx", "rx_ret", "-o", "-"},
+			[]string{"report", f, "-o", "-", "--latency", "rx rx_ret", "--requests", "tx_len arg0 tx_ret retval", "--compare", "rx arg2 rx_ret retval"},
+			[]string{"export", "-f", "csv", "-o", "-", f},
+		)
+	}
+	runs = append(runs,
+		[]string{"info", merged},
+		[]string{"count", merged, "--by", "comm"},
+		[]string{"hist", merged, "rx", "arg2", "--by", "host"},
+		[]string{"latency", merged, "rx", "rx_ret"},
+		[]string{"latency", merged, "rx", "rx_ret", "--key", "host"},
+		[]string{"requests", merged, "tx_len", "arg0", "tx_ret", "retval", "--json"},
+		[]string{"stacks", chain},
+		[]string{"stacks", chain, "--by", "tid"},
+		[]string{"stacks", chain, "--text", "--comm", "chain"},
+		[]string{"flamegraph", chain, "-o", "-"},
+		[]string{"report", chain, "-o", "-"},
+		[]string{"events", chain},
+	)
+	for _, name := range []string{"uprobes", "tracepoints", "usdt"} {
+		matches, _ := filepath.Glob(filepath.Join(seeds, "*"+name+"*"))
+		for _, f := range matches {
+			runs = append(runs, []string{"info", f}, []string{"count", f, "--by", "comm"}, []string{"report", f, "-o", "-"})
+		}
+	}
+	for _, args := range runs {
+		name := strings.Join(args, " ")
+		t.Run(strings.ReplaceAll(name, dir+"/", ""), func(t *testing.T) {
+			out, errOut, code := runCLI(t, args...)
+			t.Setenv(replay.DecodeAllEnv, "1")
+			outAll, errAll, codeAll := runCLI(t, args...)
+			if code != codeAll || out != outAll || errOut != errAll {
+				t.Errorf("selected columns: exit %d, %d bytes out, stderr %q\nevery column:     exit %d, %d bytes out, stderr %q\n%s",
+					code, len(out), errOut, codeAll, len(outAll), errAll, firstDiff(out, outAll))
+			}
+			if len(out) == 0 {
+				t.Errorf("no output (exit %d): %s", code, errOut)
+			}
+		})
+	}
+}

@@ -1,0 +1,96 @@
+package format
+
+import (
+	"unsafe"
+
+	"github.com/apache/arrow/go/v15/arrow"
+)
+
+// intType returns the integer Type of an Arrow type, TypeInvalid for
+// others.
+func intType(dt arrow.DataType) Type {
+	for t := Int8; t <= Uint64; t++ {
+		if arrow.TypeEqual(dt, t.arrow()) {
+			return t
+		}
+	}
+	return TypeInvalid
+}
+
+// intColumn views rows values of type t in b.
+func intColumn(t Type, valid, b []byte, rows int) IntColumn {
+	c := IntColumn{Type: t, Valid: valid}
+	switch t {
+	case Int8:
+		c.I8 = castSlice[int8](b, rows)
+	case Int16:
+		c.I16 = castSlice[int16](b, rows)
+	case Int32:
+		c.I32 = castSlice[int32](b, rows)
+	case Int64:
+		c.I64 = castSlice[int64](b, rows)
+	case Uint8:
+		c.U8 = b[:rows]
+	case Uint16:
+		c.U16 = castSlice[uint16](b, rows)
+	case Uint32:
+		c.U32 = castSlice[uint32](b, rows)
+	case Uint64, UserStack, KernelStack:
+		c.U64 = castSlice[uint64](b, rows)
+	}
+	return c
+}
+
+// castSlice views the first n values of b, little-endian as the file
+// stores them (bpftape runs on little-endian machines, as Arrow Go's
+// array views do), without copying. b is a buffer of an arrowipc.Decoder,
+// which are 8-byte aligned.
+func castSlice[T int8 | int16 | int32 | int64 | uint16 | uint32 | uint64](b []byte, n int) []T {
+	if n == 0 {
+		return nil
+	}
+	var z T
+	_ = b[n*int(unsafe.Sizeof(z))-1]
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
+}
+
+// IntColumn is one integer column of a projected batch: exactly one of the
+// typed slices, per Type, holds its values.
+type IntColumn struct {
+	Type  Type
+	Valid []byte // validity bitmap; nil when every row is valid
+	I8    []int8
+	I16   []int16
+	I32   []int32
+	I64   []int64
+	U8    []uint8
+	U16   []uint16
+	U32   []uint32
+	U64   []uint64
+}
+
+// IsValid reports whether row i holds a value.
+func (c *IntColumn) IsValid(i int) bool { return c.Valid == nil || c.Valid[i>>3]&(1<<(i&7)) != 0 }
+
+// Int returns row i as int64, as Column.Int does.
+func (c *IntColumn) Int(i int) int64 {
+	switch c.Type {
+	case Int8:
+		return int64(c.I8[i])
+	case Int16:
+		return int64(c.I16[i])
+	case Int32:
+		return int64(c.I32[i])
+	case Int64:
+		return c.I64[i]
+	case Uint8:
+		return int64(c.U8[i])
+	case Uint16:
+		return int64(c.U16[i])
+	case Uint32:
+		return int64(c.U32[i])
+	case Uint64, UserStack, KernelStack:
+		return int64(c.U64[i])
+	}
+	return 0
+}

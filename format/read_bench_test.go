@@ -1,0 +1,63 @@
+package format_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/format/formattest"
+	"github.com/bpftape/bpftape/internal/testutil"
+)
+
+// BenchmarkRead reads what bpftape hist of one field reads (the probe
+// indices, the field and the lost column's validity) from a realistic
+// capture: with every column decoded, with only those (Select), and with
+// those decoded ahead on one goroutine per CPU; it reports ns per event
+// of wall time and of process CPU.
+//
+//	go test -run '^$' -bench 'Read$' -count 3 ./format/
+func BenchmarkRead(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "bench.arrow")
+	const n = 2 << 20
+	if err := formattest.WriteFile(path, n, nil, format.WriterOptions{}, 0); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"every", "selected", "ahead"} {
+		b.Run(mode, func(b *testing.B) {
+			cpu0 := testutil.CPUTime()
+			var sum int64
+			for i := 0; i < b.N; i++ {
+				r, err := format.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				col := r.Column(format.ColumnName("rx", "arg2"))
+				if mode != "every" {
+					r.Select([]int{col})
+				}
+				if mode == "ahead" {
+					r.ReadAhead = 8
+				}
+				for r.Next() {
+					bt := r.Batch()
+					c := bt.Col(col)
+					for j := 0; j < bt.Len; j++ {
+						if _, lost := bt.Lost(j); !lost && bt.Probe[j] == 0 {
+							sum += c.Int(j)
+						}
+					}
+				}
+				if err := r.Err(); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+			}
+			b.StopTimer()
+			if sum == 0 {
+				b.Fatal("nothing read")
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+			b.ReportMetric(float64((testutil.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+		})
+	}
+}

@@ -1,0 +1,103 @@
+package format
+
+import (
+	"sync"
+
+	"github.com/bpftape/bpftape/format/arrowipc"
+)
+
+// readAhead decodes the batches after the current one on goroutines of
+// their own, each with its own decoder, and hands them to Next in file
+// order. A batch is decoded into new memory (a Batch's strings stay valid
+// after Next, as with one decoder), and at most 2 × workers batches are
+// decoded ahead, so memory stays bounded by the batch size.
+type readAhead struct {
+	order chan chan decoded
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+type decoded struct {
+	b   *Batch
+	raw int64
+	err error
+}
+
+type job struct {
+	i  int
+	ch chan decoded
+}
+
+// startAhead starts decoding from batch first with workers goroutines.
+func (r *Reader) startAhead(first, workers int) {
+	a := &readAhead{order: make(chan chan decoded, 2*workers), done: make(chan struct{})}
+	jobs := make(chan job)
+	a.wg.Add(1 + workers)
+	go func() {
+		defer a.wg.Done()
+		defer close(a.order)
+		defer close(jobs)
+		for i := first; i < r.ipc.NumBatches(); i++ {
+			ch := make(chan decoded, 1)
+			select {
+			case a.order <- ch:
+			case <-a.done:
+				return
+			}
+			select {
+			case jobs <- job{i, ch}:
+			case <-a.done:
+				return
+			}
+		}
+	}()
+	for w := 0; w < workers; w++ {
+		go func(d *arrowipc.Decoder) {
+			defer a.wg.Done()
+			defer d.Close()
+			for j := range jobs {
+				b := new(Batch)
+				raw, err := r.decode(d, j.i, b)
+				j.ch <- decoded{b, raw, err}
+			}
+		}(r.ipc.NewDecoder(false))
+	}
+	r.ahead = a
+}
+
+// readAhead is read for a Reader with ReadAhead workers: it takes batch
+// r.next from the goroutines decoding ahead, starting them on the first
+// call.
+func (r *Reader) readAhead() error {
+	if r.ahead == nil {
+		r.startAhead(r.next, r.ReadAhead)
+	}
+	ch, ok := <-r.ahead.order
+	if !ok {
+		// Not reached: the feeder sends a batch for every index.
+		return corruptf("read ahead ended early")
+	}
+	d := <-ch
+	r.RawBytes += d.raw
+	if d.b != nil {
+		r.batch = *d.b
+	}
+	return d.err
+}
+
+// stopAhead stops the goroutines decoding ahead, if any, and waits for
+// them, so that Rewind and Close leave none behind.
+func (r *Reader) stopAhead() {
+	a := r.ahead
+	if a == nil {
+		return
+	}
+	r.ahead = nil
+	close(a.done)
+	// The feeder may wait on a full order channel: drain it.
+	go func() {
+		for range a.order {
+		}
+	}()
+	a.wg.Wait()
+}

@@ -1,0 +1,124 @@
+package replay
+
+import "github.com/bpftape/bpftape/format"
+
+// histRuns fills all, the one histogram of Hist without a row filter or
+// key, from the stretches of event rows between loss records (spans),
+// decoding the probe column and the field's and nothing else: the fast
+// path of the most common question.
+func (c *Capture) histRuns(r *format.Reader, o *HistOptions, ref *Ref, all *accum) (*Pass, error) {
+	run := runAcc{o: o, stats: statsNeeded(o), a: all, cast: o.Cast}
+	c.selectColumns(r, []int{ref.col}, nil)
+	p, err := c.spans(r, func(b *format.Batch, lo, hi int) {
+		run.rangeOf(b.Col(ref.col).Ints(), b.Probe, ref.probe, lo, hi)
+	})
+	run.flush()
+	return p, err
+}
+
+// statsNeeded reports whether the output of o prints the statistics, which
+// cost more per value than the histogram.
+func statsNeeded(o *HistOptions) bool {
+	return o.Stats || (o.JSON && (o.Linear != nil || o.Style == "bpftrace"))
+}
+
+// addN records n occurrences of v, exactly as n calls of add would
+// (statistics only when stats is set).
+func (a *accum) addN(v int64, n uint64, o *HistOptions, stats bool) {
+	switch {
+	case o.Linear != nil:
+		a.lin.AddN(v, n)
+	case o.Style == "bpftrace":
+		a.pow2.AddN(v, n)
+	default:
+		a.log2.AddN(uint64(v), n)
+	}
+	if stats {
+		for ; n > 0; n-- {
+			a.stats.Add(v)
+		}
+	}
+}
+
+// runAcc adds the values of one histogram run by run: consecutive equal
+// values (a burst of packets of one size) cost one AddN, which records
+// exactly what as many Adds would.
+type runAcc struct {
+	a     *accum
+	o     *HistOptions
+	stats bool
+	cast  Cast
+	prev  int64
+	n     uint64
+	buf   [1024]int64 // the values of the probe's rows of one stretch
+}
+
+func (r *runAcc) flush() {
+	if r.n > 0 {
+		r.a.addN(r.prev, r.n, r.o, r.stats)
+		r.n = 0
+	}
+}
+
+// rangeOf adds the values of rows [lo, hi) whose probe is want.
+func (r *runAcc) rangeOf(c *format.IntColumn, probes []uint16, want uint16, lo, hi int) {
+	switch c.Type {
+	case format.Int8:
+		runs(r, c.I8, probes, want, lo, hi)
+	case format.Int16:
+		runs(r, c.I16, probes, want, lo, hi)
+	case format.Int32:
+		runs(r, c.I32, probes, want, lo, hi)
+	case format.Int64:
+		runs(r, c.I64, probes, want, lo, hi)
+	case format.Uint8:
+		runs(r, c.U8, probes, want, lo, hi)
+	case format.Uint16:
+		runs(r, c.U16, probes, want, lo, hi)
+	case format.Uint32:
+		runs(r, c.U32, probes, want, lo, hi)
+	case format.Uint64:
+		runs(r, c.U64, probes, want, lo, hi)
+	}
+}
+
+func runs[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](r *runAcc, vals []T, probes []uint16, want uint16, lo, hi int) {
+	if hi <= lo {
+		return
+	}
+	vals, probes = vals[lo:hi], probes[lo:hi]
+	vals = vals[:len(probes)]
+	prev, n := r.prev, r.n
+	cast := r.cast
+	buf := &r.buf
+	for len(probes) > 0 {
+		m := min(len(probes), len(buf))
+		// Gather the rows of the probe without a branch: which probe a
+		// row is from is as good as random.
+		k := 0
+		for i, pr := range probes[:m] {
+			buf[k&(len(buf)-1)] = int64(vals[i])
+			k += b2i(pr == want)
+		}
+		probes, vals = probes[m:], vals[m:]
+		for _, v := range buf[:k] {
+			v = cast.Apply(v)
+			if v == prev {
+				n++
+				continue
+			}
+			if n > 0 {
+				r.a.addN(prev, n, r.o, r.stats)
+			}
+			prev, n = v, 1
+		}
+	}
+	r.prev, r.n = prev, n
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

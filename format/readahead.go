@@ -60,9 +60,16 @@ func (r *Reader) startAhead(first, workers int) {
 				raw, err := r.decode(d, j.i, b)
 				j.ch <- decoded{b, raw, err}
 			}
-		}(r.ipc.NewDecoder(false))
+		}(r.newDecoder())
 	}
 	r.ahead = a
+}
+
+// newDecoder returns a decoder into new memory, or memory of the pool.
+func (r *Reader) newDecoder() *arrowipc.Decoder {
+	d := r.ipc.NewDecoder(false)
+	d.Pool = &r.pool
+	return d
 }
 
 // readAhead is read for a Reader with ReadAhead workers: it takes batch

@@ -55,6 +55,11 @@ type Reader struct {
 	// handed on in file order, so an analysis that keeps state across
 	// batches (a thread's open entry) reads them as it would in one pass.
 	ReadAhead int
+	// Recycle makes Next reuse the memory of the batch before for the
+	// integer columns of the next: their slices are then valid only until
+	// Next, where a Batch's strings stay valid either way.
+	Recycle bool
+	pool    arrowipc.BufPool
 
 	// SkipCorrupt makes Next pass over a batch of a file with a footer
 	// whose bytes are corrupt (ErrCorrupt, such as a failed zstd checksum)
@@ -108,6 +113,7 @@ func newReader(f *os.File) (_ *Reader, err error) {
 		return nil, err
 	}
 	r.dec = r.ipc.NewDecoder(false)
+	r.dec.Pool = &r.pool
 	return r, nil
 }
 
@@ -237,6 +243,7 @@ func (r *Reader) Next() (ok bool) {
 			r.end()
 			return false
 		}
+		r.release(&r.batch)
 		var err error
 		if r.ReadAhead > 1 && r.dictOK {
 			err = r.readAhead()
@@ -369,6 +376,9 @@ func (r *Reader) decode(d *arrowipc.Decoder, i int, b *Batch) (raw int64, err er
 		b.cols = make([]Column, len(r.types)-numFixed)
 	}
 	b.data = b.data[:len(r.types)]
+	for ci := range b.data {
+		b.data[ci].Buffers = b.data[ci].Buffers[:0]
+	}
 	b.sel = r.sel
 	b.Time, b.CPU, b.PID, b.TID, b.comm = nil, nil, nil, nil, arrowipc.Views{}
 	// The lost column first: a batch with loss records needs their time
@@ -417,6 +427,11 @@ func (r *Reader) decodeColumn(d *arrowipc.Decoder, b *Batch, ci, n int) error {
 		views, err = d.Views(ci)
 		v, data := views.Data()
 		cd.Buffers = append(append(cd.Buffers, v), data...)
+	case ci == ColLost && cd.NullCount == n && r.sel != nil:
+		// No loss record: the validity says so, and the values, which
+		// would be read only for loss records, are left undecoded.
+		b.lost = IntColumn{Type: t, Valid: valid}
+		return nil
 	default:
 		vals, err = d.Values(ci, t.Size())
 	}
@@ -425,6 +440,9 @@ func (r *Reader) decodeColumn(d *arrowipc.Decoder, b *Batch, ci, n int) error {
 	}
 	if vals != nil {
 		cd.Buffers = append(cd.Buffers, vals)
+	}
+	if r.Recycle && t != String {
+		b.recycle = append(b.recycle, valid, vals)
 	}
 	switch ci {
 	case ColTime:
@@ -529,6 +547,17 @@ type Batch struct {
 	cols  []Column
 	data  []arrowipc.ColumnData // every column's buffers, as a writer takes them
 	sel   []bool                // the columns decoded (Reader.Select); nil: every one
+	// recycle lists the buffers Next gives back to the pool (Recycle).
+	recycle [][]byte
+}
+
+// release gives back the buffers of b that Recycle lets Next reuse.
+func (r *Reader) release(b *Batch) {
+	for _, buf := range b.recycle {
+		r.pool.Put(buf)
+	}
+	clear(b.recycle)
+	b.recycle = b.recycle[:0]
 }
 
 // Comm returns row i's command name.

@@ -43,6 +43,8 @@ func Open(path string) (*Capture, error) {
 	// Decode batches ahead of the analysis on the other CPUs: batches
 	// still reach it in order.
 	r.ReadAhead = min(runtime.GOMAXPROCS(0), maxReadAhead)
+	// No analysis keeps a batch's slices past the next.
+	r.Recycle = true
 	c := &Capture{Name: path, r: r}
 	if os.Getenv(DecodeAllEnv) != "" {
 		c.DecodeAll()

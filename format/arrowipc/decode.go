@@ -35,6 +35,10 @@ import (
 // A Decoder is not safe for concurrent use; several Decoders of one File
 // may read different batches at once.
 type Decoder struct {
+	// Pool, when set, is where a Decoder that does not reuse its buffers
+	// takes new ones from.
+	Pool *BufPool
+
 	f     *File
 	reuse bool
 	gen   uint64 // counts batches parsed; a slot loaded for another is stale
@@ -238,7 +242,7 @@ func (d *Decoder) load(sh *batchShape, j int, s *bufSlot, need int) ([]byte, err
 		if sh.raw > MaxBatchBytes {
 			return nil, limitErr("a batch's uncompressed buffers", sh.raw, MaxBatchBytes)
 		}
-		s.out = room(s.out, int(length))
+		s.out = d.room(s.out, int(length))
 		data = s.out[:length]
 		if _, err := d.f.ra.ReadAt(data, sh.body+off); err != nil {
 			return nil, fmt.Errorf("read buffer %d: %w", j, err)
@@ -260,7 +264,7 @@ func (d *Decoder) load(sh *batchShape, j int, s *bufSlot, need int) ([]byte, err
 			}
 			data = in[8:]
 			if !d.reuse {
-				s.out = room(nil, len(data))
+				s.out = d.room(s.out, len(data))
 				data = s.out[:copy(s.out, data)]
 			}
 			break
@@ -279,7 +283,7 @@ func (d *Decoder) load(sh *batchShape, j int, s *bufSlot, need int) ([]byte, err
 		// The slack lets the zstd decoder copy in wide strides up to the
 		// end (its "safe" variant, for a buffer without, is slower); a
 		// frame that fills it is longer than declared, and refused.
-		s.out = room(s.out, int(n)+zstdSlack)
+		s.out = d.room(s.out, int(n)+zstdSlack)
 		var err error
 		if data, err = d.decompress(sh.codec, in[8:], s.out[:0:int(n)+zstdSlack], int(n)); err != nil {
 			return nil, fmt.Errorf("buffer %d: %w", j, err)
@@ -293,6 +297,14 @@ func (d *Decoder) load(sh *batchShape, j int, s *bufSlot, need int) ([]byte, err
 	}
 	s.gen, s.data = sh.gen, data
 	return data, nil
+}
+
+// room is room(b, n), taking b from the Pool when there is none.
+func (d *Decoder) room(b []byte, n int) []byte {
+	if b == nil {
+		b = d.Pool.get(n)
+	}
+	return room(b, n)
 }
 
 // zstdSlack is the room left past a buffer's declared length for the zstd

@@ -88,7 +88,9 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 	if err != nil {
 		return nil, err
 	}
-	if a.Capture == b.Capture {
+	if o.Rows.empty() && !a.Capture.perRow && !b.Capture.perRow {
+		err = cmp.runs()
+	} else if a.Capture == b.Capture {
 		a.Pass, err = a.Capture.ScanColumns(append(cmp.ColumnsA(), cmp.ColumnsB()...), &o.Rows, func(bt *format.Batch, i int) { cmp.AddA(bt, i); cmp.AddB(bt, i) })
 		b.Pass = a.Pass
 	} else {
@@ -101,6 +103,50 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 		return nil, err
 	}
 	return cmp.Write(out, o)
+}
+
+// runs fills the sides of a comparison without row filter a run of
+// equal values at a time (runAcc), reading each capture once.
+func (c *Comparison) runs() error {
+	a, b := c.a, c.b
+	ra, rb := c.sideRuns(a), c.sideRuns(b)
+	var err error
+	if a.Capture == b.Capture {
+		r := a.Capture.reader()
+		a.Capture.selectColumns(r, []int{c.ra.col, c.rb.col}, nil)
+		a.Pass, err = a.Capture.spans(r, func(bt *format.Batch, lo, hi int) {
+			ra.rangeOf(bt.Col(c.ra.col).Ints(), bt.Probe, c.ra.probe, lo, hi)
+			rb.rangeOf(bt.Col(c.rb.col).Ints(), bt.Probe, c.rb.probe, lo, hi)
+		})
+		ra.flush()
+		rb.flush()
+		b.Pass = a.Pass
+		return err
+	}
+	for _, s := range []struct {
+		side *Side
+		ref  *Ref
+		run  *runAcc
+	}{{a, &c.ra, ra}, {b, &c.rb, rb}} {
+		r := s.side.Capture.reader()
+		s.side.Capture.selectColumns(r, []int{s.ref.col}, nil)
+		s.side.Pass, err = s.side.Capture.spans(r, func(bt *format.Batch, lo, hi int) {
+			s.run.rangeOf(bt.Col(s.ref.col).Ints(), bt.Probe, s.ref.probe, lo, hi)
+		})
+		s.run.flush()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sideRuns returns the run accumulator of side s.
+func (c *Comparison) sideRuns(s *Side) *runAcc {
+	return &runAcc{cast: s.Cast, add: func(v int64, n uint64) {
+		s.Log2.AddN(uint64(v), n)
+		s.Stats.AddN(v, n)
+	}}
 }
 
 // Write prints the sides as Compare does; o.Rows is not used.

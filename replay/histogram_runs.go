@@ -7,7 +7,8 @@ import "github.com/bpftape/bpftape/format"
 // decoding the probe column and the field's and nothing else: the fast
 // path of the most common question.
 func (c *Capture) histRuns(r *format.Reader, o *HistOptions, ref *Ref, all *accum) (*Pass, error) {
-	run := runAcc{o: o, stats: statsNeeded(o), a: all, cast: o.Cast}
+	stats := statsNeeded(o)
+	run := runAcc{cast: o.Cast, add: func(v int64, n uint64) { all.addN(v, n, o, stats) }}
 	c.selectColumns(r, []int{ref.col}, nil)
 	p, err := c.spans(r, func(b *format.Batch, lo, hi int) {
 		run.rangeOf(b.Col(ref.col).Ints(), b.Probe, ref.probe, lo, hi)
@@ -34,28 +35,25 @@ func (a *accum) addN(v int64, n uint64, o *HistOptions, stats bool) {
 		a.log2.AddN(uint64(v), n)
 	}
 	if stats {
-		for ; n > 0; n-- {
-			a.stats.Add(v)
-		}
+		a.stats.AddN(v, n)
 	}
 }
 
-// runAcc adds the values of one histogram run by run: consecutive equal
-// values (a burst of packets of one size) cost one AddN, which records
-// exactly what as many Adds would.
+// runAcc adds the values of one field (cast) run by run: consecutive
+// equal values (a burst of packets of one size) cost one call of add with
+// their number, which must record exactly what as many calls with one
+// would (hist.Log2.AddN, hist.Stats.AddN...).
 type runAcc struct {
-	a     *accum
-	o     *HistOptions
-	stats bool
-	cast  Cast
-	prev  int64
-	n     uint64
-	buf   [1024]int64 // the values of the probe's rows of one stretch
+	add  func(v int64, n uint64)
+	cast Cast
+	prev int64
+	n    uint64
+	buf  [1024]int64 // the values of the probe's rows of one stretch
 }
 
 func (r *runAcc) flush() {
 	if r.n > 0 {
-		r.a.addN(r.prev, r.n, r.o, r.stats)
+		r.add(r.prev, r.n)
 		r.n = 0
 	}
 }
@@ -108,7 +106,7 @@ func runs[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](r *
 				continue
 			}
 			if n > 0 {
-				r.a.addN(prev, n, r.o, r.stats)
+				r.add(prev, n)
 			}
 			prev, n = v, 1
 		}

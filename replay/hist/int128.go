@@ -26,6 +26,21 @@ func (s *int128) addInt64(v int64) {
 	s.hi, _ = bits.Add64(s.hi, uint64(v>>63), c)
 }
 
+// addInt64N adds the signed value v n times.
+func (s *int128) addInt64N(v int64, n uint64) {
+	m := uint64(v)
+	if v < 0 {
+		m = -m
+	}
+	phi, plo := bits.Mul64(m, n)
+	if v < 0 { // two's complement of the 128-bit product
+		var c uint64
+		plo, c = bits.Add64(^plo, 1, 0)
+		phi, _ = bits.Add64(^phi, 0, c)
+	}
+	s.add(int128{hi: phi, lo: plo})
+}
+
 // add adds o.
 func (s *int128) add(o int128) {
 	var c uint64

@@ -75,6 +75,32 @@ func (s *Stats) Add(v int64) {
 	s.sum.addInt64(v)
 }
 
+// AddN records n occurrences of v, as n calls of Add would.
+func (s *Stats) AddN(v int64, n uint64) {
+	if n == 0 {
+		return
+	}
+	neg, m := 0, uint64(v)
+	if v < 0 {
+		neg, m = 1, -m
+	}
+	c, i := statsBucket(m)
+	p := s.chunks[neg][c]
+	if p == nil {
+		p = new([statsSub]uint64)
+		s.chunks[neg][c] = p
+	}
+	p[i] += n
+	if s.count == 0 || v < s.min {
+		s.min = v
+	}
+	if s.count == 0 || v > s.max {
+		s.max = v
+	}
+	s.count += n
+	s.sum.addInt64N(v, n)
+}
+
 // Merge adds all values recorded in o to s.
 func (s *Stats) Merge(o *Stats) {
 	if o.count == 0 {

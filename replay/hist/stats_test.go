@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -167,5 +168,30 @@ func TestStatsAddAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Fatalf("Add allocates %v times once warm", n)
+	}
+}
+
+// TestStatsAddN: n occurrences at once are exactly n calls of Add,
+// whatever the sign and size of the value (the sum is 128-bit).
+func TestStatsAddN(t *testing.T) {
+	vals := []int64{0, 1, -1, 7, -7, 1 << 40, -(1 << 40), math.MaxInt64, math.MinInt64, math.MinInt64 + 1}
+	var one, many Stats
+	for _, v := range vals {
+		for n := uint64(0); n < 5; n++ {
+			for k := uint64(0); k < n; k++ {
+				one.Add(v)
+			}
+			many.AddN(v, n)
+		}
+	}
+	if !reflect.DeepEqual(one, many) {
+		t.Errorf("AddN:\n%+v\nAdd n times:\n%+v", many, one)
+	}
+	// A count beyond what a loop could add: the sum is v*n in 128 bits.
+	var big2 Stats
+	big2.AddN(math.MinInt64, math.MaxUint64)
+	want := new(big.Int).Mul(big.NewInt(math.MinInt64), new(big.Int).SetUint64(math.MaxUint64))
+	if got := big2.sum.big(true); got.Cmp(want) != 0 {
+		t.Errorf("sum of 2^64-1 times MinInt64: %v, want %v", got, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/parquet"
@@ -328,11 +329,15 @@ type pqWriter struct {
 	// group is written once it reaches maxBytes, when that is not 0.
 	size     int
 	maxBytes int
+	rowBytes int // what a row takes in the buffers, but its strings' bytes
 }
 
 // pqColumn is one column's values for the current row group: ints (INT32
-// or INT64 by physical type) or byte arrays (bytes, slices of arena), and
-// for a nullable column its definition levels (1 set, 0 null).
+// or INT64 by physical type) or byte arrays (bytes, slices of arena, of
+// the capture's probe names or of the stack namer's strings), and for a
+// nullable column its definition levels (1 set, 0 null). kind says where a
+// row's value comes from: add switches on it rather than calling a
+// function per cell.
 //
 // The arena is a list of chunks rather than one slice grown by append:
 // the values cut from a slice keep it when append moves on to a larger
@@ -340,6 +345,10 @@ type pqWriter struct {
 // export of 64 parts, 1.5 million events with 280-byte strings, peaked at
 // 1.4 GB resident, and at 480 MB with chunks).
 type pqColumn struct {
+	kind     pqKind
+	ci       int                 // schema index of a field column
+	names    *replay.StackNamer  // of a stack column written as frames
+	probes   []parquet.ByteArray // of the probe column: the names
 	phys     parquet.Type
 	nullable bool
 	i32      []int32
@@ -348,19 +357,40 @@ type pqColumn struct {
 	arena    []byte // the current chunk
 	chunks   int    // the bytes of the chunks of the row group
 	defs     []int16
-	add      func(b *format.Batch, i int)
-	size     *int // the writer's size, which the appends add to
+	// last is the last value str copied, and lastSlice its copy: a
+	// repeated command name or string is not copied again.
+	last      string
+	lastSlice parquet.ByteArray
+	// The last stack named, by id and pid, and its frames.
+	lastID    uint64
+	lastPID   uint32
+	lastStack parquet.ByteArray
+	lastOK    bool
 }
+
+// pqKind is where a pqColumn's values come from.
+type pqKind uint8
+
+const (
+	pqTime pqKind = iota
+	pqCPU
+	pqPID
+	pqTID
+	pqComm
+	pqProbe
+	pqLost
+	pqInt   // an integer field
+	pqStr   // a string field
+	pqStack // a stack field written as folded frames
+)
 
 func (c *pqColumn) null() {
 	c.defs = append(c.defs, 0)
-	*c.size += 2
 }
 
 func (c *pqColumn) set() {
 	if c.nullable {
 		c.defs = append(c.defs, 1)
-		*c.size += 2
 	}
 }
 
@@ -370,16 +400,23 @@ func (c *pqColumn) int(v uint64) {
 	c.set()
 	if c.phys == parquet.Types.Int32 {
 		c.i32 = append(c.i32, int32(v))
-		*c.size += 4
 	} else {
 		c.i64 = append(c.i64, int64(v))
-		*c.size += 8
 	}
 }
 
-// str appends s, made valid UTF-8 (Parquet utf8 must be).
-func (c *pqColumn) str(s string) {
+// str appends a copy of s, made valid UTF-8 (Parquet utf8 must be); it
+// returns the bytes it copied. With memo, s equal to the last value is
+// not copied again (command names, which repeat and are short; a string
+// field's values are copied each, so that their memory is what limit
+// bounds).
+func (c *pqColumn) str(s string, memo bool) int {
 	c.set()
+	if memo && s == c.last && c.lastSlice != nil {
+		c.bytes = append(c.bytes, c.lastSlice)
+		return 0
+	}
+	c.last = ""
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
@@ -389,14 +426,40 @@ func (c *pqColumn) str(s string) {
 	}
 	start := len(c.arena)
 	c.arena = append(c.arena, s...)
-	c.bytes = append(c.bytes, c.arena[start:len(c.arena):len(c.arena)])
-	*c.size += len(s) + sliceHeader
+	v := c.arena[start:len(c.arena):len(c.arena)]
+	c.bytes = append(c.bytes, v)
+	// The copy, not s, which is the batch's and changes with it.
+	c.last, c.lastSlice = unsafe.String(unsafe.SliceData(v), len(v)), v
+	return len(s)
+}
+
+// stack appends the folded frames of stack id of row i of b, or null.
+func (c *pqColumn) stack(b *format.Batch, i int, id uint64) {
+	pid := b.PID[i]
+	if id != c.lastID || pid != c.lastPID {
+		s, ok := c.names.Folded(pid, b.Time[i], id)
+		// The namer keeps its strings: they are used as they are
+		// (valid UTF-8, textsafe escapes every other byte), not copied.
+		c.lastID, c.lastPID, c.lastOK = id, pid, ok
+		c.lastStack = parquet.ByteArray(unsafe.Slice(unsafe.StringData(s), len(s)))
+	}
+	if !c.lastOK {
+		c.null()
+		return
+	}
+	c.set()
+	c.bytes = append(c.bytes, c.lastStack)
 }
 
 func (c *pqColumn) reset() {
 	c.i32, c.i64, c.bytes, c.defs = c.i32[:0], c.i64[:0], c.bytes[:0], c.defs[:0]
 	c.arena, c.chunks = nil, 0 // the written values may still point into it
+	c.last, c.lastSlice = "", nil
 }
+
+// dictPageLimit is the most a column chunk's dictionary takes before the
+// writer falls back to plain values.
+const dictPageLimit = 16 << 20
 
 // arenaChunk is the size of an arena chunk, or of a longer value's own.
 const arenaChunk = 64 << 10
@@ -524,55 +587,49 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 	}
 	p := &pqWriter{}
 	probes := c.Meta().ProbeNames()
+	probeBytes := make([]parquet.ByteArray, len(probes))
+	for k, name := range probes {
+		probeBytes[k] = parquet.ByteArray(strings.ToValidUTF8(name, "\uFFFD"))
+	}
 	var fields []arrow.Field
 	for _, col := range cols {
 		var f arrow.Field
-		pc := &pqColumn{size: &p.size}
+		pc := &pqColumn{ci: col.index}
 		switch col.fixed {
 		case format.ColTime:
 			f = arrow.Field{Name: col.name, Type: arrow.PrimitiveTypes.Int64}
-			pc.add = func(b *format.Batch, i int) { pc.int(uint64(b.Time[i])) }
+			pc.kind = pqTime
 		case format.ColCPU:
 			f = arrow.Field{Name: col.name, Type: arrow.PrimitiveTypes.Uint16}
-			pc.add = func(b *format.Batch, i int) { pc.int(uint64(b.CPU[i])) }
+			pc.kind = pqCPU
 		case format.ColPID:
 			f = arrow.Field{Name: col.name, Type: arrow.PrimitiveTypes.Uint32}
-			pc.add = func(b *format.Batch, i int) { pc.int(uint64(b.PID[i])) }
+			pc.kind = pqPID
 		case format.ColTID:
 			f = arrow.Field{Name: col.name, Type: arrow.PrimitiveTypes.Uint32}
-			pc.add = func(b *format.Batch, i int) { pc.int(uint64(b.TID[i])) }
+			pc.kind = pqTID
 		case format.ColComm:
 			f = arrow.Field{Name: col.name, Type: arrow.BinaryTypes.String}
-			pc.add = func(b *format.Batch, i int) { pc.str(b.Comm(i)) }
+			pc.kind = pqComm
 		case format.ColProbe:
 			// The dictionary's values written out: the column writer
 			// dictionary-encodes them again.
 			f = arrow.Field{Name: col.name, Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.BinaryTypes.String}}
-			pc.add = func(b *format.Batch, i int) {
-				k := int(b.Probe[i])
-				if k < len(probes) {
-					pc.str(probes[k])
-				} else {
-					pc.str("")
-				}
-			}
+			pc.kind, pc.probes = pqProbe, probeBytes
 		case format.ColLost:
 			f = arrow.Field{Name: col.name, Type: arrow.PrimitiveTypes.Uint64, Nullable: true}
-			pc.add = func(b *format.Batch, i int) {
-				if n, ok := b.Lost(i); ok {
-					pc.int(n)
-				} else {
-					pc.null()
-				}
-			}
+			pc.kind = pqLost
 		default:
 			if col.names != nil {
 				f = arrow.Field{Name: col.name, Type: arrow.BinaryTypes.String, Nullable: true}
-				pc.add = stackAppender(pc, col)
+				pc.kind, pc.names = pqStack, col.names
 				break
 			}
 			f = arrow.Field{Name: col.name, Type: arrowType(col.typ), Nullable: true}
-			pc.add = fieldAppender(pc, col.index, f.Type.ID() == arrow.STRING)
+			pc.kind = pqInt
+			if f.Type.ID() == arrow.STRING {
+				pc.kind = pqStr
+			}
 		}
 		pc.nullable = f.Nullable
 		fields = append(fields, f)
@@ -591,7 +648,21 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 			return nil, fmt.Errorf("parquet schema: %w", err)
 		}
 		nodes[k] = n
-		p.cols[k].phys = n.PhysicalType()
+		pc := p.cols[k]
+		pc.phys = n.PhysicalType()
+		// What a row takes in the column's buffers, but the bytes of the
+		// strings it copies (add counts those).
+		switch {
+		case pc.phys == parquet.Types.ByteArray:
+			p.rowBytes += sliceHeader
+		case pc.phys == parquet.Types.Int32:
+			p.rowBytes += 4
+		default:
+			p.rowBytes += 8
+		}
+		if pc.nullable {
+			p.rowBytes += 2
+		}
 	}
 	root, err := schema.NewGroupNode("schema", parquet.Repetitions.Required, nodes, -1)
 	if err != nil {
@@ -604,14 +675,41 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 	if err := kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(stream)); err != nil {
 		return nil, err
 	}
+	// Integer columns are written as plain values, which zstd packs
+	// (Arrow Go's dictionary encoder boxes every value it looks up, an
+	// allocation per value above 255, and for values that are nearly all
+	// different builds a dictionary it then gives up); text columns as
+	// a dictionary.
+	var dictProps []parquet.WriterProperty
+	for _, f := range fields {
+		if f.Type.ID() == arrow.STRING || f.Type.ID() == arrow.DICTIONARY {
+			dictProps = append(dictProps, parquet.WithDictionaryFor(f.Name, true))
+		}
+	}
 	p.sink = &sink{w: w}
 	p.codec = codec
 	p.create = func(codec compress.Compression) error {
-		props := parquet.NewWriterProperties(
+		props := parquet.NewWriterProperties(append([]parquet.WriterProperty{
 			parquet.WithCompression(codec),
 			parquet.WithMaxRowGroupLength(RowGroupRows),
 			parquet.WithCreatedBy("bpftape"),
-		)
+			// A row group's dictionaries may take as much as its rows:
+			// a stack field's few long folded stacks stay a dictionary
+			// (past the default 1 MiB limit the writer falls back to
+			// plain values, every row's frames in full).
+			parquet.WithDictionaryPageSizeLimit(dictPageLimit),
+			parquet.WithDictionaryDefault(false),
+			// Version 2 data pages: Arrow Go v15 writes the definition
+			// levels of a version 1 page (after a 4-byte length) into a
+			// buffer that it reallocates, one cache line larger, at
+			// every literal run of levels, copying the page's levels so
+			// far each time: quadratic in the rows of a page, and most
+			// of an export's time for a field column that a third of
+			// the rows have. DuckDB, polars, pyarrow and Spark read both.
+			parquet.WithDataPageVersion(parquet.DataPageV2),
+			// Times grow by small steps: deltas.
+			parquet.WithEncodingFor("time", parquet.Encodings.DeltaBinaryPacked),
+		}, dictProps...)...)
 		return p.call("write parquet header", func() error {
 			p.fw = file.NewParquetWriter(p.sink, root, file.WithWriterProps(props), file.WithWriteMetadata(kv))
 			return nil
@@ -628,42 +726,50 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 // of their garbage.
 const smallPart = 1024
 
-// fieldAppender appends a field column's value, or null, to pc.
-func fieldAppender(pc *pqColumn, ci int, isString bool) func(b *format.Batch, i int) {
-	return func(b *format.Batch, i int) {
-		c := b.Col(ci)
-		switch {
-		case !c.Valid(i):
-			pc.null()
-		case isString:
-			pc.str(c.Str(i))
-		default:
-			pc.int(uint64(c.Int(i)))
-		}
-	}
-}
-
-// stackAppender appends a stack field's folded frames (valid UTF-8:
-// textsafe escapes every other byte), or null, to pc.
-func stackAppender(pc *pqColumn, col column) func(b *format.Batch, i int) {
-	return func(b *format.Batch, i int) {
-		if !b.Col(col.index).Valid(i) {
-			pc.null()
-			return
-		}
-		if s, ok := col.folded(b, i); ok {
-			pc.str(s)
-		} else {
-			pc.null()
-		}
-	}
-}
-
+// add appends row i of b to the columns; a row group is written once it
+// has RowGroupRows rows, or takes maxBytes.
 func (p *pqWriter) add(b *format.Batch, i int) error {
+	size := p.rowBytes
 	for _, c := range p.cols {
-		c.add(b, i)
+		switch c.kind {
+		case pqTime:
+			c.i64 = append(c.i64, b.Time[i])
+		case pqCPU:
+			c.i32 = append(c.i32, int32(b.CPU[i]))
+		case pqPID:
+			c.i32 = append(c.i32, int32(b.PID[i]))
+		case pqTID:
+			c.i32 = append(c.i32, int32(b.TID[i]))
+		case pqComm:
+			size += c.str(b.Comm(i), true)
+		case pqProbe:
+			if k := int(b.Probe[i]); k < len(c.probes) {
+				c.bytes = append(c.bytes, c.probes[k])
+			} else {
+				c.bytes = append(c.bytes, parquet.ByteArray{})
+			}
+		case pqLost:
+			if n, ok := b.Lost(i); ok {
+				c.int(n)
+			} else {
+				c.null()
+			}
+		default:
+			fc := b.Col(c.ci)
+			switch {
+			case !fc.Valid(i):
+				c.null()
+			case c.kind == pqInt:
+				c.int(uint64(fc.Int(i)))
+			case c.kind == pqStr:
+				size += c.str(fc.Str(i), false)
+			default:
+				c.stack(b, i, uint64(fc.Int(i)))
+			}
+		}
 	}
 	p.n++
+	p.size += size
 	if p.n >= RowGroupRows || p.maxBytes > 0 && p.size >= p.maxBytes {
 		return p.flush()
 	}

@@ -1,7 +1,8 @@
 // Command driver is the harness behind `make bench` (see bench/README.md):
 // it runs the workloads of bench/workload.c untraced and under the empty
 // BPF program, BCC, bpftrace, perf record and bpftape record in
-// alternation, times replay (bpftape hist against perf script), measures
+// alternation, times replay (bpftape hist against perf script; every verb
+// against hist and DuckDB), measures
 // bpftape's own CPU per event with its variants side by side (reccpu), and
 // prints one table and the targets of issues 5 and 17 with PASS, FAIL or
 // N/A (targets.go: a target passes only on a measurement).
@@ -61,6 +62,7 @@ type config struct {
 	readyIters    int64
 	replayEvents  int64 // synthesized seed-like capture for the big bpftape hist run
 	perfEvents    int64 // perf.data (and an equal bpftape capture) for perf script
+	stackEvents   int64 // the recorded capture with user stacks of the replay verbs
 	idleWindow    time.Duration
 	replayRepeats int
 	skipReplay    bool
@@ -82,7 +84,9 @@ type driver struct {
 	bccWrap   string // bench/bcc_profile.py
 	bccProf   string // BCC's profile tool
 	headers   string // BCC_KERNEL_SOURCE
-	ncpu      int
+	// the replay verbs' DuckDB side (verbs.go)
+	node, duckJS, nodeModules string
+	ncpu                      int
 	// loopCPU: the profile row takes the loop's CPU time, not its wall
 	// time (see loopClock); loopClockWhy says why either.
 	loopCPU      bool
@@ -140,6 +144,11 @@ func runBench(args []string) error {
 	events := fs.Int64("events", 0, "iterations per thread per run (default 1000000, 100000 with --quick)")
 	only := fs.String("only", "", "comma-separated parts to run: uprobe,uretprobe,usdt,tracepoint,ustack,profile,chain,1t,mt,reccpu,soak,ready,replay,progtime (default all)")
 	skipReplay := fs.Bool("skip-replay", false, "skip the replay benchmark")
+	replayRepeats := fs.Int("replay-repeats", 0, "replay: runs of each replay command, the median reported (default 3, 1 with --quick)")
+	stackEvents := fs.Int64("stack-events", 0, "replay: events of the recorded capture with user stacks (default 10000000, 200000 with --quick)")
+	node := fs.String("node", "node", "replay: node, to run DuckDB")
+	duckJS := fs.String("duckdb-js", "bench/duckdb_replay.js", "replay: the DuckDB side of the verbs")
+	nodeModules := fs.String("node-modules", "testdata/interop/node_modules", "replay: where @duckdb/node-api is installed (NODE_PATH)")
 	recEvents := fs.Int64("reccpu-events", 0, "reccpu: iterations per thread per run (default 2000000, 100000 with --quick)")
 	recRounds := fs.Int("reccpu-rounds", 0, "reccpu: rounds (default 8, 2 with --quick)")
 	var recVariants []recVariant
@@ -152,7 +161,7 @@ func runBench(args []string) error {
 
 	c := config{quick: *quick, rounds: 5, events: 1_000_000, tpEvents: 1_000_000, soakSeconds: 10,
 		profileHz: *profileHz, profileSecs: 2,
-		readyRounds: 5, readyIters: 10_000, replayEvents: 100_000_000, perfEvents: 10_000_000,
+		readyRounds: 5, readyIters: 10_000, replayEvents: 100_000_000, perfEvents: 10_000_000, stackEvents: 10_000_000,
 		replayRepeats: 3, skipReplay: *skipReplay, idleWindow: time.Second,
 		recEvents: 2_000_000, recRounds: 8, recVariants: defaultRecVariants}
 	if c.quick {
@@ -161,6 +170,7 @@ func runBench(args []string) error {
 		c.profileSecs = 0.5
 		c.readyRounds, c.readyIters = 2, 1000
 		c.replayEvents, c.perfEvents, c.replayRepeats = 2_000_000, 300_000, 1
+		c.stackEvents = 200_000
 		c.idleWindow = 300 * time.Millisecond
 	}
 	if *rounds > 0 {
@@ -168,6 +178,12 @@ func runBench(args []string) error {
 	}
 	if *events > 0 {
 		c.events, c.tpEvents = *events, *events
+	}
+	if *replayRepeats > 0 {
+		c.replayRepeats = *replayRepeats
+	}
+	if *stackEvents > 0 {
+		c.stackEvents = *stackEvents
 	}
 	if *recEvents > 0 {
 		c.recEvents = *recEvents
@@ -193,6 +209,7 @@ func runBench(args []string) error {
 	}
 	d := &driver{cfg: c, work: *work, self: self, launch: *launch, bpftape: abs(*bpftapeBin), workload: abs(*wl),
 		bccScript: abs(*bccScript), bccWrap: abs(*bccWrap), bccProf: *bccProf, headers: *headers, procs: map[*proc]bool{},
+		node: *node, duckJS: abs(*duckJS), nodeModules: abs(*nodeModules),
 		log: os.Stderr, t0: time.Now()}
 	if d.bccProf == "" {
 		d.bccProf = "/usr/share/bcc/tools/profile"

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
@@ -57,6 +58,9 @@ type replayResult struct {
 	bigCap, smallCap, perfData, synthCap capInfo
 	histBig, histSmall, perfScript       replayRun
 	histSynth                            replayRun
+	// verbs: every verb on the synthesized capture and on a recorded one
+	// with user stacks (verbs.go).
+	verbs []*verbCap
 }
 
 // replayBench times bpftape hist on a synthesized capture of
@@ -69,19 +73,33 @@ func (d *driver) replayBench() *replayResult {
 	cpu := fmt.Sprint(d.ncpu - 1)
 	w := wdefs[0]
 
-	record := func(tool string, events int64, threads int, ci *capInfo) (s *session, cleanup func()) {
+	// record records events events of the uprobe workload with tool: by
+	// default the uprobe row's probe; probes, when given, are on every
+	// call (events / len(probes) calls).
+	record := func(tool string, events int64, threads int, ci *capInfo, probes ...probe) (s *session, cleanup func()) {
 		cleanup = func() {}
 		cpus := cpu
 		if threads > 1 {
 			cpus = fmt.Sprintf("0-%d", d.ncpu-1)
 		}
 		ci.what = fmt.Sprintf("%s, uprobe workload, %d thread(s)", toolTitle[tool], threads)
-		wl, err := d.startWorkload(d.copyOf(tool), cpus, threads, w.mode, events/int64(threads), 0)
+		perCall := int64(1)
+		if len(probes) == 0 {
+			probes = []probe{w.probe(d.copyOf(tool))}
+		} else {
+			perCall = int64(len(probes))
+			var specs []string
+			for _, p := range probes {
+				specs = append(specs, p.bpftapeFields())
+			}
+			ci.what = fmt.Sprintf("%s %s, call workload, %d thread(s)", toolTitle[tool], strings.Join(specs, " "), threads)
+		}
+		wl, err := d.startWorkload(d.copyOf(tool), cpus, threads, w.mode, events/perCall/int64(threads), 0)
 		if err != nil {
 			ci.err = err.Error()
 			return nil, cleanup
 		}
-		s, err = d.startSessionKeep(tool, []probe{w.probe(d.copyOf(tool))}, 0, true)
+		s, err = d.startSessionKeep(tool, probes, 0, true)
 		if err != nil {
 			wl.kill()
 			ci.err = err.Error()
@@ -96,8 +114,8 @@ func (d *driver) replayBench() *replayResult {
 		if err := d.stopSession(s); err != nil && ci.err == "" {
 			ci.err = err.Error()
 		}
-		ci.generated, ci.recorded, ci.bytes = res.events, s.recorded, s.bytes
-		ci.lost = max(s.toolLost, res.events-s.recorded)
+		ci.generated, ci.recorded, ci.bytes = res.events*perCall, s.recorded, s.bytes
+		ci.lost = max(s.toolLost, ci.generated-s.recorded)
 		d.logf("  %s: %d events recorded of %d, %d bytes", tool, s.recorded, res.events, s.bytes)
 		return s, cleanup
 	}
@@ -122,8 +140,21 @@ func (d *driver) replayBench() *replayResult {
 			}
 			rr.bigCap.generated, rr.bigCap.recorded, rr.bigCap.bytes = n, n, st.Size()
 			rr.synthCap.generated, rr.synthCap.recorded, rr.synthCap.bytes = n, n, st.Size()
-			rr.histBig = d.timeReplay("bpftape hist", n, d.bpftape, "hist", synth, "rx", "arg2")
+			// Every verb, hist among them: the big hist row is that run.
+			vc := &verbCap{what: rr.bigCap.what, short: count(n) + " synthesized", info: rr.bigCap, big: true,
+				names: capNames{entry: "rx", field: "arg2", ret: "rx_ret", retField: "retval"}}
+			d.logf("  every verb on the synthesized capture, %d rounds", d.cfg.replayRepeats)
+			d.verbsBench(vc, synth, false)
+			rr.verbs = append(rr.verbs, vc)
+			if h := vc.find("hist"); h != nil {
+				rr.histBig = h.run
+				rr.histBig.what = "bpftape hist"
+			}
 		}
+	}
+
+	if len(rr.verbs) == 0 { // the synthesized capture failed: its verbs' targets say so
+		rr.verbs = append(rr.verbs, &verbCap{what: rr.bigCap.what, short: count(n) + " synthesized", info: rr.bigCap, big: true})
 	}
 
 	d.logf("  recording %d events with perf record and with bpftape", d.cfg.perfEvents)
@@ -137,6 +168,23 @@ func (d *driver) replayBench() *replayResult {
 		rr.histSmall = d.timeReplay("bpftape hist", rr.smallCap.recorded, d.bpftape, "hist", small.output(), "bench_func", "arg0")
 	}
 	cleanSmall()
+
+	// A recorded capture with user stacks: bench_func's argument and user
+	// stack at every call, its return value at every return.
+	vc := &verbCap{short: count(d.cfg.stackEvents) + " recorded, ustack",
+		names: capNames{entry: "bench_func", field: "arg0", ret: "bench_func:return", retField: "retval"}}
+	d.logf("  recording %d events with user stacks with bpftape", d.cfg.stackEvents)
+	bin := d.copyOf(bpftape)
+	st, cleanStacks := record(bpftape, d.cfg.stackEvents, 1, &vc.info,
+		probe{kind: "u", bin: bin, fn: "bench_func", ustack: true}, probe{kind: "ur", bin: bin, fn: "bench_func"})
+	vc.what = vc.info.what
+	if st != nil && vc.info.err == "" {
+		vc.short = count(vc.info.recorded) + " recorded, ustack"
+		d.logf("  every verb on the recorded capture with stacks, %d rounds", d.cfg.replayRepeats)
+		d.verbsBench(vc, st.output(), true)
+	}
+	rr.verbs = append(rr.verbs, vc)
+	cleanStacks()
 	return rr
 }
 

@@ -283,6 +283,7 @@ func (res *results) print(w io.Writer, d *driver) {
 					ci.what, count(ci.lost), count(ci.generated))
 			}
 		}
+		printVerbs(w, rp.verbs, &errs)
 	}
 
 	if len(res.progTimes) > 0 {

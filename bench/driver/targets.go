@@ -274,6 +274,14 @@ func (res *results) targets() []target {
 			first(missing, missingP, runMissing(rp.histBig, "bpftape hist"), runMissing(rp.perfScript, "perf script")), func() target {
 				return pass(fmt.Sprintf("%.0f×", rp.histBig.rate()/rp.perfScript.rate()), rp.histBig.rate()/rp.perfScript.rate() >= 40)
 			}))
+		for _, vc := range rp.verbs {
+			// The verbs read what was recorded (events/s over the events in
+			// the capture): a recorder's losses are noted, not failed, here.
+			errs, missing := capFault(vc.info, false)
+			for _, t := range vc.targets(errs, missing) {
+				add(t)
+			}
+		}
 	}
 	if rssParts {
 		which := "every bpftape record session"

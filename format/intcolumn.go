@@ -54,7 +54,7 @@ func castSlice[T int8 | int16 | int32 | int64 | uint16 | uint32 | uint64](b []by
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n)
 }
 
-// IntColumn is one integer column of a projected batch: exactly one of the
+// IntColumn is one integer column of a batch: exactly one of the
 // typed slices, per Type, holds its values.
 type IntColumn struct {
 	Type  Type

@@ -9,6 +9,15 @@
 // has a value that is fed the events (Latencies, RequestTotals,
 // Comparison), and the verb functions (Latency, Requests, Compare...) run
 // one alone.
+//
+// Every pass goes one way (ScanColumns, WalkColumns; Scan and Walk for
+// every column): it decodes only the columns its analyses name, and other
+// CPUs decode the batches ahead of it, handed on in file order, so that
+// an analysis that keeps state from batch to batch (a thread's open
+// calls) needs no merging, and one that only adds (hist, compare) takes a
+// stretch of rows between loss records at a time. Decoding is the cost: a
+// column is zstd-decoded once per pass that names it. BPFTAPE_DECODE_ALL
+// decodes every column of every pass instead, with the same results.
 package replay
 
 import (

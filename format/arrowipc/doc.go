@@ -26,7 +26,7 @@
 //     levels became possible (format's zstdLevels).
 //   - Reading: Arrow Go builds every column of every batch as Arrow arrays.
 //     The Decoder reads only the buffers asked for, into memory it may
-//     reuse: replaying through the projected reader took more than ten
+//     reuse: replaying a histogram of one field took more than ten
 //     times less CPU. Arrow Go's reader also stops decoding a zstd
 //     frame at the buffer's declared length, before the frame's content
 //     checksum, so it needed a second, verifying decode of every zstd

@@ -65,7 +65,7 @@ func (s *StackNamer) Folded(pid uint32, t int64, id uint64) (line string, ok boo
 		res:  &StackCounts{Mode: mode, Unresolved: s.unresolved},
 		sym:  s.sym,
 		opts: &StacksOptions{Mode: mode},
-		when: map[stackKey]int64{}, value: map[stackKey]uint64{},
+		seen: map[stackKey]*stackSeen{},
 	}
 	a.add(k, t, 1)
 	var n foldedName

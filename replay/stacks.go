@@ -199,8 +199,17 @@ type stackAgg struct {
 	res   *StackCounts
 	sym   *symbolize.Symbolizer
 	opts  *StacksOptions
-	when  map[stackKey]int64 // a time the stack was seen, for the mappings of then
-	value map[stackKey]uint64
+	seen  map[stackKey]*stackSeen
+	// The stack last added: a thread's events come in runs, often of one
+	// stack, and the map lookup was most of the cost of an event.
+	lastKey stackKey
+	last    *stackSeen
+}
+
+// stackSeen is what stackAgg holds of one stack.
+type stackSeen struct {
+	when  int64 // a time the stack was seen, for the mappings of then
+	value uint64
 }
 
 func newStackAgg(c *Capture, o *StacksOptions, pi int, unit string) (*stackAgg, error) {
@@ -211,7 +220,7 @@ func newStackAgg(c *Capture, o *StacksOptions, pi int, unit string) (*stackAgg, 
 	return &stackAgg{
 		res:  &StackCounts{Probe: c.Meta().Probes[pi].Name, Mode: o.Mode, Unit: unit, Unresolved: map[string]uint64{}},
 		sym:  sym,
-		opts: o, when: map[stackKey]int64{}, value: map[stackKey]uint64{},
+		opts: o, seen: map[stackKey]*stackSeen{},
 	}, nil
 }
 
@@ -220,10 +229,15 @@ func (a *stackAgg) add(k stackKey, t int64, v uint64) {
 		a.res.NoStack++
 		return
 	}
-	if _, ok := a.when[k]; !ok {
-		a.when[k] = t
+	s := a.last
+	if s == nil || k != a.lastKey {
+		if s = a.seen[k]; s == nil {
+			s = &stackSeen{when: t}
+			a.seen[k] = s
+		}
+		a.lastKey, a.last = k, s
 	}
-	a.value[k] = format.AddCount(a.value[k], v)
+	s.value = format.AddCount(s.value, v)
 	a.res.Events++
 }
 
@@ -232,7 +246,8 @@ func (a *stackAgg) add(k stackKey, t int64, v uint64) {
 // does), and merges the stacks whose frames read the same.
 func (a *stackAgg) fold() *StackCounts {
 	merged := map[string]*FoldedStack{}
-	for k, v := range a.value {
+	for k, s := range a.seen {
+		v := s.value
 		var frames []string
 		if k.by != "" {
 			frames = append(frames, k.by)
@@ -243,7 +258,7 @@ func (a *stackAgg) fold() *StackCounts {
 				missing = true
 				return
 			}
-			fs, ok := a.sym.Frames(k.pid, a.when[k], id)
+			fs, ok := a.sym.Frames(k.pid, s.when, id)
 			if !ok {
 				missing = true
 				return

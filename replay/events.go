@@ -5,6 +5,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
@@ -23,6 +26,13 @@ type verb struct {
 	lit  string // text before the verb
 	spec string // Go format for the verb, "" for the trailing literal
 	kind byte   // 'd' signed, 'u' unsigned, 'x' hex, 's' string, 'c' char
+	// sspec is spec for a string value: its verb letter made s (as the
+	// first occurrence of that letter: %p's "0x%x" becomes "0s%x", as it
+	// always has).
+	sspec string
+	// plain is the verb when spec is exactly %d, %x or %s, which Events
+	// formats without fmt; 0 for any other spec.
+	plain byte
 }
 
 // ParseEventFormat parses `PROBE "FMT", FIELD, ...` as BCC's trace takes it.
@@ -106,6 +116,15 @@ func (f *EventFormat) compile() error {
 		default:
 			return fmt.Errorf("unsupported verb %%%c", c)
 		}
+		v.sspec = strings.Replace(v.spec, string(v.spec[len(v.spec)-1]), "s", 1)
+		switch v.spec {
+		case "%d":
+			v.plain = 'd'
+		case "%x":
+			v.plain = 'x'
+		case "%s":
+			v.plain = 's'
+		}
 		f.verbs = append(f.verbs, v)
 		i = j
 	}
@@ -123,6 +142,9 @@ type EventsOptions struct {
 	Formats []*EventFormat
 	Time    string // "rel" (default: seconds since capture start), "wall" or "none"
 	Limit   uint64 // 0: no limit
+	// JSONL lists the events as JSON lines, one object per event and one
+	// per loss record, instead of BCC trace's columns (see Events).
+	JSONL bool
 }
 
 type probeOut struct {
@@ -132,22 +154,76 @@ type probeOut struct {
 	names  []string
 	ptrs   []bool // the field holds an address (format.Field.Pointer): printed in hex
 	verbs  []verb
+
+	// head is the FUNC column: the probe's name escaped, padded, and a space.
+	head []byte
+	// pre[k] is what comes before field k in a line without a format:
+	// NAME=, after a space but for the first field.
+	pre [][]byte
+	// The JSON line's `,"probe":"NAME"` and the keys and columns of every
+	// field of the probe.
+	jprobe  []byte
+	jfields []jsonField
 }
+
+// jsonField is one field of a JSON line: key is `"NAME":` after a comma
+// but for the first field.
+type jsonField struct {
+	key []byte
+	col int
+}
+
+// eventsChunk is how much output Events formats before handing it to its
+// writer: the writes of a listing are this size, not a line each.
+const eventsChunk = 64 << 10
 
 // Events prints one line per event like BCC's trace: without a format,
 // each field as NAME=VALUE, an address (format.Field.Pointer) in hex.
+//
+// With o.JSONL it prints one JSON object per line instead, in file order:
+// for an event
+//
+//	{"time":BOOT_NS,"offset":SECONDS,"cpu":N,"pid":N,"tid":N,"comm":"...","probe":"...","fields":{"NAME":VALUE,...}}
+//
+// with "offset" (seconds since the capture's start, as the TIME column
+// prints them) for o.Time "rel", "wall" ("15:04:05.000000", as the TIME
+// column prints it) for "wall", neither for "none"; "message" (the
+// probe's formatted message, as the line prints it) after "probe" when
+// o.Formats has one for the probe; and "fields" holding every field of
+// the probe: integers as JSON numbers, exact however large (a uint64
+// above 2^53, an address, a stack field's id: the values the text
+// prints, in decimal), strings as JSON strings (as bpftape export writes
+// them: U+FFFD for bytes that are not UTF-8, invisible format characters
+// escaped), null for a field the event lacks. The fields are an object of
+// their own so that a field named pid or comm (tracepoints have them)
+// does not collide with the event's. For a loss record of a listed
+// probe, which has no process, the object is
+//
+//	{"time":BOOT_NS,"offset":SECONDS,"cpu":N,"probe":"...","lost":N}
+//
+// as bpftape export -f jsonl --lost keep names the count. o.Limit counts
+// events, not loss records. Memory does not grow with the capture.
 func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 	m := c.Meta()
 	outs := make([]probeOut, len(m.Probes))
 	for i := range outs {
-		outs[i].show = len(o.Probes) == 0
+		po := &outs[i]
+		po.show = len(o.Probes) == 0
 		p := &m.Probes[i]
 		for _, f := range p.Fields {
-			outs[i].fields = append(outs[i].fields, c.Column(f.Column))
-			outs[i].types = append(outs[i].types, f.Type)
-			outs[i].names = append(outs[i].names, f.Name)
-			outs[i].ptrs = append(outs[i].ptrs, f.Pointer && f.Type.IsInt())
+			po.fields = append(po.fields, c.Column(f.Column))
+			po.types = append(po.types, f.Type)
+			po.names = append(po.names, f.Name)
+			po.ptrs = append(po.ptrs, f.Pointer && f.Type.IsInt())
+			key := []byte{','}
+			if len(po.jfields) == 0 {
+				key = key[:0]
+			}
+			key = append(textsafe.AppendJSONString(key, f.Name), ':')
+			po.jfields = append(po.jfields, jsonField{key: key, col: c.Column(f.Column)})
 		}
+		po.head = append(appendPadded(nil, textsafe.Escape(p.Name), 16), ' ')
+		po.jprobe = textsafe.AppendJSONString([]byte(`,"probe":`), p.Name)
 	}
 	for _, name := range o.Probes {
 		pi, err := c.ResolveProbe(name)
@@ -173,75 +249,441 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 		}
 		po.verbs = f.verbs
 	}
+	for i := range outs {
+		po := &outs[i]
+		for k, name := range po.names {
+			var pre []byte
+			if k > 0 {
+				pre = append(pre, ' ')
+			}
+			po.pre = append(po.pre, append(append(pre, textsafe.Escape(name)...), '='))
+		}
+	}
 	switch o.Time {
-	case "", "rel":
-		fmt.Fprintf(out, "%-14s ", "TIME")
-	case "wall":
-		fmt.Fprintf(out, "%-15s ", "TIME")
-	case "none":
+	case "", "rel", "wall", "none":
 	default:
 		return nil, fmt.Errorf("time %q: use rel, wall or none", o.Time)
 	}
-	fmt.Fprintf(out, "%-7s %-7s %-15s %-16s %s\n", "PID", "TID", "COMM", "FUNC", "-")
-	var n uint64
-	var line []byte
-	stop := false
-	return c.Scan(&o.Rows, func(b *format.Batch, i int) {
-		po := &outs[b.Probe[i]]
-		if !po.show || stop {
-			return
-		}
-		line = line[:0]
+	w := newEventsWriter(out)
+	l := eventLister{o: &o, m: m, outs: outs, w: w}
+	if !o.JSONL {
 		switch o.Time {
 		case "", "rel":
-			line = fmt.Appendf(line, "%-14.6f ", float64(b.Time[i]-m.StartBoot)/1e9)
+			w.buf = fmt.Appendf(w.buf, "%-14s ", "TIME")
 		case "wall":
-			line = m.WallTime(b.Time[i]).AppendFormat(line, "15:04:05.000000")
+			w.buf = fmt.Appendf(w.buf, "%-15s ", "TIME")
+		}
+		w.buf = fmt.Appendf(w.buf, "%-7s %-7s %-15s %-16s %s\n", "PID", "TID", "COMM", "FUNC", "-")
+	}
+	var p *Pass
+	var err error
+	if o.JSONL {
+		p, err = c.Walk(&o.Rows, func(b *format.Batch, i int, lost bool) error {
+			l.jsonLine(b, i, lost)
+			return nil
+		})
+	} else {
+		p, err = c.Scan(&o.Rows, l.textLine)
+	}
+	// A write error (standard output closed, a full disk) is the writer's
+	// to report, as it was when every line was written on its own: a
+	// bufio.Writer, as bpftape's, keeps it for its Flush.
+	w.close()
+	return p, err
+}
+
+// eventLister formats the lines of one Events call.
+type eventLister struct {
+	o    *EventsOptions
+	m    *format.Meta
+	outs []probeOut
+	w    *eventsWriter
+	n    uint64 // events listed
+	stop bool
+
+	threads [256]threadCol // by tid % 256
+	wall    wallClock
+	rel     relClock
+	scratch []byte
+}
+
+// threadCol caches the PID TID COMM columns of a line (or the JSON
+// line's "pid", "tid" and "comm") of the last event of a thread: a
+// thread's events repeat them, and escaping and padding its comm on every
+// line cost as much as the rest of the line.
+type threadCol struct {
+	ok       bool
+	pid, tid uint32
+	comm     string
+	text     []byte
+}
+
+// thread returns the thread columns of row i of b.
+func (l *eventLister) thread(b *format.Batch, i int) []byte {
+	pid, tid, comm := b.PID[i], b.TID[i], b.Comm(i)
+	t := &l.threads[tid&255]
+	if t.ok && t.tid == tid && t.pid == pid && t.comm == comm {
+		return t.text
+	}
+	t.ok, t.pid, t.tid, t.comm = true, pid, tid, strings.Clone(comm)
+	s := t.text[:0]
+	if l.o.JSONL {
+		s = append(s, `,"pid":`...)
+		s = strconv.AppendUint(s, uint64(pid), 10)
+		s = append(s, `,"tid":`...)
+		s = strconv.AppendUint(s, uint64(tid), 10)
+		s = append(s, `,"comm":`...)
+		s = textsafe.AppendJSONString(s, comm)
+	} else {
+		s = append(appendPadded(s, strconv.FormatUint(uint64(pid), 10), 7), ' ')
+		s = append(appendPadded(s, strconv.FormatUint(uint64(tid), 10), 7), ' ')
+		s = append(appendPadded(s, textsafe.Escape(comm), 15), ' ')
+	}
+	t.text = s
+	return s
+}
+
+// textLine lists event row i of b as BCC's trace prints it.
+func (l *eventLister) textLine(b *format.Batch, i int) {
+	po := &l.outs[b.Probe[i]]
+	if !po.show || l.stop {
+		return
+	}
+	line := l.w.buf
+	switch l.o.Time {
+	case "", "rel":
+		start := len(line)
+		line = l.rel.append(line, b.Time[i]-l.m.StartBoot)
+		for len(line)-start < 14 {
 			line = append(line, ' ')
 		}
-		line = fmt.Appendf(line, "%-7d %-7d %-15s %-16s ", b.PID[i], b.TID[i], textsafe.Escape(b.Comm(i)), textsafe.Escape(m.Probes[b.Probe[i]].Name))
-		if po.verbs != nil {
-			for k, v := range po.verbs {
-				line = append(line, v.lit...)
-				if v.spec == "" {
-					break
+		line = append(line, ' ')
+	case "wall":
+		line = append(l.wall.append(line, l.m.WallTime(b.Time[i])), ' ')
+	}
+	line = append(line, l.thread(b, i)...)
+	line = append(line, po.head...)
+	if po.verbs != nil {
+		line = l.message(line, po, b, i)
+	} else {
+		for k, ci := range po.fields {
+			line = append(line, po.pre[k]...)
+			col := b.Col(ci)
+			switch {
+			case po.types[k] == format.String:
+				line = strconv.AppendQuote(line, col.Str(i))
+			case po.ptrs[k] && col.Valid(i):
+				line = append(line, "0x"...)
+				line = strconv.AppendUint(line, uint64(col.Int(i)), 16)
+			default:
+				line = appendValue(line, col, i)
+			}
+		}
+	}
+	line = append(line, '\n')
+	l.w.buf = line
+	l.w.maybeFlush()
+	l.count()
+}
+
+func (l *eventLister) count() {
+	l.n++
+	if l.o.Limit > 0 && l.n >= l.o.Limit || l.w.failed() {
+		l.stop = true
+	}
+}
+
+// message appends the probe's formatted message for row i of b.
+func (l *eventLister) message(line []byte, po *probeOut, b *format.Batch, i int) []byte {
+	for k, v := range po.verbs {
+		line = append(line, v.lit...)
+		if v.spec == "" {
+			break
+		}
+		col := b.Col(po.fields[k])
+		switch {
+		case !col.Valid(i):
+			line = append(line, "?"...)
+		case v.kind == 's' || col.Type == format.String:
+			if v.sspec == "%s" {
+				if col.Type == format.String {
+					line = append(line, textsafe.Escape(col.Str(i))...)
+				} else {
+					line = appendValue(line, col, i) // digits need no escaping
 				}
-				col := b.Col(po.fields[k])
-				switch {
-				case !col.Valid(i):
-					line = append(line, "?"...)
-				case v.kind == 's' || col.Type == format.String:
-					line = fmt.Appendf(line, strings.Replace(v.spec, string(v.spec[len(v.spec)-1]), "s", 1), textsafe.Escape(col.Str(i)))
-				case v.kind == 'u' || v.kind == 'c' || col.Type == format.Uint64:
-					line = fmt.Appendf(line, v.spec, uint64(col.Int(i)))
-				default:
-					line = fmt.Appendf(line, v.spec, col.Int(i))
+				break
+			}
+			line = fmt.Appendf(line, v.sspec, textsafe.Escape(col.Str(i)))
+		case v.kind == 'u' || v.kind == 'c' || col.Type == format.Uint64:
+			switch u := uint64(col.Int(i)); v.plain {
+			case 'd':
+				line = strconv.AppendUint(line, u, 10)
+			case 'x':
+				line = strconv.AppendUint(line, u, 16)
+			default:
+				line = fmt.Appendf(line, v.spec, u)
+			}
+		default:
+			switch x := col.Int(i); v.plain {
+			case 'd':
+				line = strconv.AppendInt(line, x, 10)
+			case 'x':
+				line = strconv.AppendInt(line, x, 16)
+			default:
+				line = fmt.Appendf(line, v.spec, x)
+			}
+		}
+	}
+	return line
+}
+
+// jsonLine lists row i of b, an event or a loss record, as a JSON line.
+func (l *eventLister) jsonLine(b *format.Batch, i int, lost bool) {
+	po := &l.outs[b.Probe[i]]
+	if !po.show || l.stop {
+		return
+	}
+	line := append(l.w.buf, `{"time":`...)
+	line = strconv.AppendInt(line, b.Time[i], 10)
+	switch l.o.Time {
+	case "", "rel":
+		line = append(line, `,"offset":`...)
+		line = l.rel.append(line, b.Time[i]-l.m.StartBoot)
+	case "wall":
+		line = append(line, `,"wall":"`...)
+		line = append(l.wall.append(line, l.m.WallTime(b.Time[i])), '"')
+	}
+	line = append(line, `,"cpu":`...)
+	line = strconv.AppendUint(line, uint64(b.CPU[i]), 10)
+	if lost {
+		n, _ := b.Lost(i)
+		line = append(line, po.jprobe...)
+		line = append(line, `,"lost":`...)
+		line = strconv.AppendUint(line, n, 10)
+		l.w.buf = append(line, '}', '\n')
+		l.w.maybeFlush()
+		if l.w.failed() {
+			l.stop = true
+		}
+		return
+	}
+	line = append(line, l.thread(b, i)...)
+	line = append(line, po.jprobe...)
+	if po.verbs != nil {
+		l.scratch = l.message(l.scratch[:0], po, b, i)
+		line = append(line, `,"message":`...)
+		line = textsafe.AppendJSONString(line, string(l.scratch))
+	}
+	line = append(line, `,"fields":{`...)
+	for _, f := range po.jfields {
+		line = append(line, f.key...)
+		col := b.Col(f.col)
+		switch {
+		case !col.Valid(i):
+			line = append(line, "null"...)
+		case col.Type == format.String:
+			line = textsafe.AppendJSONString(line, col.Str(i))
+		default:
+			line = appendValue(line, col, i)
+		}
+	}
+	l.w.buf = append(line, '}', '}', '\n')
+	l.w.maybeFlush()
+	l.count()
+}
+
+// appendValue appends row i of col as Column.Str gives it: a string as it
+// is, an integer in decimal.
+func appendValue(b []byte, col *format.Column, i int) []byte {
+	switch col.Type {
+	case format.String:
+		return append(b, col.Str(i)...)
+	case format.Uint64:
+		return appendUint(b, uint64(col.Int(i)))
+	}
+	return appendInt(b, col.Int(i))
+}
+
+// appendPadded appends s left-justified in width runes, as fmt's %-Ns
+// pads it.
+func appendPadded(b []byte, s string, width int) []byte {
+	b = append(b, s...)
+	for n := utf8.RuneCountInString(s); n < width; n++ {
+		b = append(b, ' ')
+	}
+	return b
+}
+
+// relClock formats times since the capture's start as seconds with 6
+// decimals, as fmt's %.6f prints float64(d)/1e9 (d nanoseconds): without
+// floating point where the result is the same (d is not a half
+// microsecond, and small enough that the float's rounding error cannot
+// reach the next one), and with the whole seconds formatted once each.
+type relClock struct {
+	ok  bool
+	sec uint64
+	s   []byte // sec, and the point
+}
+
+func (c *relClock) append(b []byte, d int64) []byte {
+	const lim = 1 << 52
+	if d <= -lim || d >= lim {
+		return strconv.AppendFloat(b, float64(d)/1e9, 'f', 6, 64)
+	}
+	u := uint64(d)
+	if d < 0 {
+		u = uint64(-d)
+	}
+	us := u / 1000
+	switch r := u - us*1000; {
+	case r == 500:
+		return strconv.AppendFloat(b, float64(d)/1e9, 'f', 6, 64)
+	case r > 500:
+		us++
+	}
+	if d < 0 {
+		b = append(b, '-')
+	}
+	sec := us / 1e6
+	if !c.ok || sec != c.sec {
+		c.ok, c.sec = true, sec
+		c.s = append(strconv.AppendUint(c.s[:0], sec, 10), '.')
+	}
+	return appendFrac6(append(b, c.s...), uint32(us-sec*1e6))
+}
+
+// appendFrac6 appends the 6 digits of f, below 1e6. (It writes them in
+// place: built in an array, they were read back from the stack wider than
+// written, a store-forwarding stall that cost more than the digits.)
+func appendFrac6(b []byte, f uint32) []byte {
+	b = append(b, "000000"...)
+	d := b[len(b)-6:]
+	hi := f / 10000
+	f -= hi * 10000
+	mid := f / 100
+	lo := f - mid*100
+	d[0], d[1] = digits2[2*hi], digits2[2*hi+1]
+	d[2], d[3] = digits2[2*mid], digits2[2*mid+1]
+	d[4], d[5] = digits2[2*lo], digits2[2*lo+1]
+	return b
+}
+
+// digits2 holds the two digits of 00 to 99.
+const digits2 = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// appendUint appends u in decimal as strconv.AppendUint does, numbers
+// below 10000 (counts, sizes, return values: most fields) without its
+// loop.
+func appendUint(b []byte, u uint64) []byte {
+	switch {
+	case u < 10:
+		return append(b, byte('0'+u))
+	case u < 100:
+		return append(b, digits2[2*u], digits2[2*u+1])
+	case u < 1000:
+		lo := u % 100
+		return append(b, byte('0'+u/100), digits2[2*lo], digits2[2*lo+1])
+	case u < 10000:
+		hi, lo := u/100, u%100
+		return append(b, digits2[2*hi], digits2[2*hi+1], digits2[2*lo], digits2[2*lo+1])
+	}
+	return strconv.AppendUint(b, u, 10)
+}
+
+// appendInt appends x in decimal as strconv.AppendInt does.
+func appendInt(b []byte, x int64) []byte {
+	if x < 0 {
+		if x == -x { // math.MinInt64
+			return strconv.AppendInt(b, x, 10)
+		}
+		return appendUint(append(b, '-'), uint64(-x))
+	}
+	return appendUint(b, uint64(x))
+}
+
+// wallClock formats wall times as "15:04:05.000000" does, formatting the
+// hours, minutes and seconds once per second.
+type wallClock struct {
+	ok   bool
+	sec  int64
+	hms  []byte // "15:04:05." of sec
+	zone *time.Location
+}
+
+func (c *wallClock) append(b []byte, t time.Time) []byte {
+	if sec := t.Unix(); !c.ok || sec != c.sec || t.Location() != c.zone {
+		c.ok, c.sec, c.zone = true, sec, t.Location()
+		c.hms = t.AppendFormat(c.hms[:0], "15:04:05.")
+	}
+	return appendFrac6(append(b, c.hms...), uint32(t.Nanosecond())/1000)
+}
+
+// eventsWriter hands the output of Events to its writer in chunks of
+// about eventsChunk bytes, on a goroutine of its own: writing (through
+// bpftape's textsafe.Writer, which reads every byte) then runs beside
+// decoding and formatting. At most eventsBuffers chunks are in flight.
+type eventsWriter struct {
+	out  io.Writer
+	buf  []byte
+	full chan []byte
+	free chan []byte
+	done chan struct{}
+	bad  atomic.Bool
+	// buffers counts the chunk buffers made: at most eventsBuffers.
+	buffers int
+}
+
+const eventsBuffers = 4
+
+func newEventsWriter(out io.Writer) *eventsWriter {
+	w := &eventsWriter{out: out, buf: make([]byte, 0, eventsChunk+4096), buffers: 1,
+		full: make(chan []byte, eventsBuffers), free: make(chan []byte, eventsBuffers), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for b := range w.full {
+			if !w.bad.Load() {
+				if _, err := w.out.Write(b); err != nil {
+					w.bad.Store(true)
 				}
 			}
+			w.free <- b[:0]
+		}
+	}()
+	return w
+}
+
+// maybeFlush hands the buffer on when it holds a chunk.
+func (w *eventsWriter) maybeFlush() {
+	if len(w.buf) >= eventsChunk {
+		w.flush()
+	}
+}
+
+func (w *eventsWriter) flush() {
+	if len(w.buf) == 0 {
+		return
+	}
+	w.full <- w.buf
+	select {
+	case w.buf = <-w.free:
+	default:
+		if w.buffers < eventsBuffers {
+			w.buffers++
+			w.buf = make([]byte, 0, eventsChunk+4096)
 		} else {
-			for k, ci := range po.fields {
-				if k > 0 {
-					line = append(line, ' ')
-				}
-				col := b.Col(ci)
-				line = append(line, textsafe.Escape(po.names[k])...)
-				line = append(line, '=')
-				switch {
-				case po.types[k] == format.String:
-					line = strconv.AppendQuote(line, col.Str(i))
-				case po.ptrs[k] && col.Valid(i):
-					line = append(line, "0x"...)
-					line = strconv.AppendUint(line, uint64(col.Int(i)), 16)
-				default:
-					line = append(line, col.Str(i)...)
-				}
-			}
+			w.buf = <-w.free
 		}
-		line = append(line, '\n')
-		out.Write(line)
-		n++
-		if o.Limit > 0 && n >= o.Limit {
-			stop = true
-		}
-	})
+	}
+}
+
+// failed reports whether a write failed: what follows would be dropped.
+func (w *eventsWriter) failed() bool { return w.bad.Load() }
+
+// close writes what is left and waits for the writes to finish.
+func (w *eventsWriter) close() {
+	w.flush()
+	close(w.full)
+	<-w.done
 }

@@ -441,9 +441,24 @@ func runEvents(args []string, stdout, stderr io.Writer) int {
 Lists events one per line like BCC's trace: TIME PID TID COMM FUNC, then the
 fields, or a printf-style message per probe given as BCC's trace takes it.
 
+--jsonl lists them as JSON lines instead, streamed (one object per line, in
+file order, memory independent of the capture's size), for jq and the like:
+  {"time":BOOT_NS,"offset":S,"cpu":N,"pid":N,"tid":N,"comm":"..","probe":"..","fields":{"NAME":VALUE,..}}
+"offset" is the TIME column's seconds (--time wall: "wall":"15:04:05.000000",
+--time none: neither; "time" is always the event's CLOCK_BOOTTIME ns).
+"fields" holds every field of the probe (so that a field named pid or comm
+stays apart): integers as JSON numbers, exact even above 2^53 (jq 1.7+
+prints them back unchanged; Go: json.Decoder.UseNumber), addresses and
+stack ids in decimal; strings as export -f jsonl writes them; null for a
+missing value. With -f, "message" holds the probe's formatted message, as
+the text line shows it. A loss record of a listed probe is {"time":..,"offset":..,"cpu":N,"probe":"..","lost":N}, as
+'export -f jsonl --lost keep' names it; -n counts events only.
+
 Examples:
   bpftape events cap.arrow
-  bpftape events cap.arrow --time none -f 'usdt1 "x=%d", arg0' -f 'usdt2 "x=%d, arg2=%s, arg3=%d", arg0, arg1, arg2'`, stdout)
+  bpftape events cap.arrow --time none -f 'usdt1 "x=%d", arg0' -f 'usdt2 "x=%d, arg2=%s, arg3=%d", arg0, arg1, arg2'
+  bpftape events --jsonl cap.arrow rx | jq -c 'select(.fields.arg2 > 1500) | {tid, size: .fields.arg2}'
+  bpftape events --jsonl cap.arrow | jq -n 'reduce (inputs | .lost // empty) as $n (0; . + $n)'`, stdout)
 	rowFilter := rowFlags(fs)
 	var formats []*replay.EventFormat
 	fs.Func("f", "per-probe message: 'PROBE \"FMT\", FIELD, ...' (repeatable)", func(s string) error {
@@ -455,6 +470,7 @@ Examples:
 	})
 	timeMode := fs.String("time", "rel", "TIME column: rel (seconds since capture start), wall, or none")
 	limit := fs.Uint64("n", 0, "stop after this many events (0: all)")
+	jsonl := fs.Bool("jsonl", false, "one JSON object per event (and per loss record) per line, streamed")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "events", err)
@@ -464,7 +480,7 @@ Examples:
 	}
 	// Like BCC's trace, formatted probes are listed; with neither formats
 	// nor probe names, every probe is.
-	o := replay.EventsOptions{Probes: pos[1:], Formats: formats, Time: *timeMode, Limit: *limit}
+	o := replay.EventsOptions{Probes: pos[1:], Formats: formats, Time: *timeMode, Limit: *limit, JSONL: *jsonl}
 	for _, f := range formats {
 		o.Probes = append(o.Probes, f.Probe)
 	}

@@ -157,6 +157,50 @@ func AppendJSON(b []byte, r rune) []byte {
 	return append(b, '\\', 'u', digits[r>>12&15], digits[r>>8&15], digits[r>>4&15], digits[r&15])
 }
 
+// AppendJSONString appends s as a JSON string: bytes that are not UTF-8
+// as U+FFFD, and invisible format characters (U+202E RIGHT-TO-LEFT
+// OVERRIDE, zero-width spaces, the line and paragraph separators, ...:
+// Invisible) as escapes, so that the string is the same but the line
+// holds none of them raw.
+func AppendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', digits[c>>4], digits[c&15])
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, `\ufffd`...)
+		case Invisible(r):
+			b = AppendJSON(b, r)
+		default:
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
+}
+
 func hex(b *strings.Builder, c byte) {
 	b.WriteString(`\x`)
 	b.WriteByte(digits[c>>4])

@@ -76,3 +76,16 @@ func TestShellQuote(t *testing.T) {
 		t.Errorf("bash read %q back as\n%q\nwant %q", line, got, args)
 	}
 }
+
+func TestAppendJSONString(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\"\\\n\x01\u2028é": `"a\"\\\n\u0001\u2028é"`,
+		"bad\xffbyte":        `"bad\ufffdbyte"`,
+		"tag\U000E0001":      `"tag\udb40\udc01"`,
+		"":                   `""`,
+	} {
+		if got := string(AppendJSONString(nil, in)); got != want {
+			t.Errorf("AppendJSONString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

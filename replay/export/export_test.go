@@ -397,9 +397,6 @@ func TestParse(t *testing.T) {
 	if got := hiveEscape("a b/c=d%é"); got != "a b%2Fc%3Dd%25%C3%A9" {
 		t.Errorf("hiveEscape: %q", got)
 	}
-	if got := string(appendJSONString(nil, "a\"\\\n\x01\u2028é")); got != `"a\"\\\n\u0001\u2028é"` {
-		t.Errorf("appendJSONString: %s", got)
-	}
 }
 
 // TestPartitionedBounded exports captures of thousands of hosts: at most

@@ -344,13 +344,13 @@ func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pas
 				line = append(line, ',')
 			}
 			first = false
-			line = appendJSONString(line, col.name)
+			line = textsafe.AppendJSONString(line, col.name)
 			line = append(line, ':')
 			switch {
 			case col.fixed == format.ColComm:
-				line = appendJSONString(line, b.Comm(i))
+				line = textsafe.AppendJSONString(line, b.Comm(i))
 			case col.fixed == format.ColProbe:
-				line = appendJSONString(line, probes[b.Probe[i]])
+				line = textsafe.AppendJSONString(line, probes[b.Probe[i]])
 			case col.fixed == format.ColLost:
 				if n, ok := b.Lost(i); ok {
 					line = strconv.AppendUint(line, n, 10)
@@ -361,12 +361,12 @@ func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pas
 				line = append(line, textValue(b, i, col, probes)...)
 			case col.names != nil:
 				if s, ok := col.folded(b, i); ok {
-					line = appendJSONString(line, s)
+					line = textsafe.AppendJSONString(line, s)
 				} else {
 					line = append(line, "null"...)
 				}
 			case fc.Type == format.String:
-				line = appendJSONString(line, fc.Str(i))
+				line = textsafe.AppendJSONString(line, fc.Str(i))
 			case fc.Type == format.Uint64:
 				line = strconv.AppendUint(line, uint64(fc.Int(i)), 10)
 			default:
@@ -383,49 +383,4 @@ func WriteJSONL(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pas
 	}
 	stackNotes(res, names)
 	return res, pass, err
-}
-
-// appendJSONString appends s as a JSON string: bytes that are not UTF-8
-// as U+FFFD, and invisible format characters (U+202E RIGHT-TO-LEFT
-// OVERRIDE, zero-width spaces, the line and paragraph separators, ...:
-// textsafe.Invisible) as escapes, so that the string is the same but the
-// line holds none of them raw.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			b = append(b, c)
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b = append(b, `\ufffd`...)
-		case textsafe.Invisible(r):
-			b = textsafe.AppendJSON(b, r)
-		default:
-			b = append(b, s[i:i+n]...)
-		}
-		i += n
-	}
-	return append(b, '"')
 }

@@ -396,6 +396,12 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 	// The first pass: counts, time spans, the field histograms, what the
 	// heat maps must hold, and the other analyses.
 	counts := make([]uint64, len(m.Probes))
+	// The field histograms of each probe: an event adds to its own.
+	byProbe := make([][]*fieldAcc, len(m.Probes))
+	for _, a := range accs {
+		pi, _ := m.Probe(a.probe)
+		byProbe[pi] = append(byProbe[pi], a)
+	}
 	var first, last int64
 	var seen uint64
 	var lossFirst, lossLast int64
@@ -419,7 +425,7 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 		}
 		seen++
 		first, last = min(first, t), max(last, t)
-		for _, a := range accs {
+		for _, a := range byProbe[b.Probe[i]] {
 			if v, ok := a.ref.Int(b, i); ok {
 				a.log2.Add(uint64(v))
 				a.stats.Add(v)

@@ -159,6 +159,20 @@
 //     Without the window, links closed one by one let the probes closed
 //     last record for longer, and a u:/ur: pair left returns without entry
 //     (bench/README.md, "Capture format: the recording window").
+//   - The footer's metadata also carries Meta.Counts, the Writer's tally
+//     of the file's rows as it wrote them (events and loss counts by probe
+//     and CPU, first and last times, batches and their uncompressed
+//     bytes), so that `bpftape info` and `bpftape count` answer in
+//     constant time instead of reading every batch (0.01 s against
+//     1.3-1.6 s and 2.2-2.4 s for a capture of 20M events). The schema at
+//     the start has none, so a footerless file is read as before; a key
+//     older readers ignore, so no format version changes. The counts are
+//     what the writer wrote, not checked against the batches: Reader.Counts
+//     refuses counts that do not hold together (sums, first <= last, the
+//     probe table's names, the footer's batch count) and readers then read
+//     the batches. A Meta read from a file has no counts, so a capture
+//     written from another's Meta (export, merge, redact) never carries
+//     counts of other rows; Repair writes those of the rows it copied.
 //
 // The time column's encoder, format/internal/zstdtime, stays: judged by
 // the recorder's total CPU per event (user+sys of bpftape record / events

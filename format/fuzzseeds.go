@@ -16,13 +16,14 @@ import (
 
 // FuzzSeeds builds small captures with the Writer in dir, a scratch
 // directory, and returns their bytes by name: each compression, loss
-// records, strings, an empty capture, footerless and cut files, and one
-// rewritten by Repair. The fuzz tests start from them,
+// records, strings, an empty capture, footerless and cut files, one
+// rewritten by Repair, and one whose footer's counts (Meta.Counts) do not
+// hold together. The fuzz tests start from them,
 // and `go generate` writes them to testdata/fuzz (internal/genseeds); it
 // is not part of the capture API.
 func FuzzSeeds(dir string) (map[string][]byte, error) {
 	seeds := map[string][]byte{}
-	write := func(name string, comp Compression, n, batchRows int) ([]byte, error) {
+	write := func(name string, comp Compression, n, batchRows int, forge ...func(*Counts)) ([]byte, error) {
 		path := filepath.Join(dir, name)
 		m := seedMeta()
 		w, err := Create(path, m, WriterOptions{Compression: comp, BatchRows: batchRows})
@@ -41,6 +42,9 @@ func FuzzSeeds(dir string) (map[string][]byte, error) {
 			if err := w.Append(&e); err != nil {
 				return nil, err
 			}
+		}
+		for _, f := range forge {
+			f(&w.counts)
 		}
 		if err := w.Close(); err != nil {
 			return nil, err
@@ -64,6 +68,11 @@ func FuzzSeeds(dir string) (map[string][]byte, error) {
 		return nil, err
 	}
 	if _, err := write("empty", Zstd, 0, 5); err != nil {
+		return nil, err
+	}
+	// A probe's events one more than the total: a reader refuses the
+	// counts and reads the batches.
+	if _, err := write("counts-forged", Zstd, 12, 5, func(c *Counts) { c.Probes[0].Events++ }); err != nil {
 		return nil, err
 	}
 	st, err := stackSeed(filepath.Join(dir, "stacks"))

@@ -1,13 +1,17 @@
 package format
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
+
+	"github.com/bpftape/bpftape/format/arrowipc"
 )
 
 // MetadataKey is the schema metadata key holding the capture's Meta as JSON.
@@ -219,6 +223,18 @@ type Meta struct {
 	Extra map[string]string `json:"extra,omitempty"`
 	// Inputs are the metas of the captures a merged capture was made from (see Merge).
 	Inputs []Meta `json:"inputs,omitempty"`
+	// Counts tallies the rows of the file, as its Writer wrote them: only
+	// the footer's metadata has it (the schema at the file's start, and
+	// so a file without footer, has none), so that info and count answer
+	// without reading a batch. It is the Writer's: NewWriter drops the
+	// Counts of the Meta it is given and its footer carries its own, and
+	// a Meta read from a file has none (decodeMeta drops it, also from
+	// Inputs), so a Meta copied from one capture into another (an export,
+	// a merge's Inputs, a redaction) never carries counts that describe
+	// other rows. Reader.Counts reads them, checked. Readers before it
+	// ignore the key; a capture without it is read by reading its
+	// batches, as before.
+	Counts *Counts `json:"counts,omitempty"`
 }
 
 // Window is the interval in which every probe of a capture was recording
@@ -344,6 +360,7 @@ func decodeMeta(s string) (*Meta, error) {
 	if err := json.Unmarshal([]byte(s), m); err != nil {
 		return nil, fmt.Errorf("bpftape metadata: %w", err)
 	}
+	m.dropCounts()
 	switch {
 	case m.SchemaVersion > SchemaVersion:
 		return nil, fmt.Errorf("%w: format version %d (written by %s); this bpftape reads versions 1 to %d: use a newer bpftape",
@@ -364,4 +381,365 @@ func decodeMeta(s string) (*Meta, error) {
 		}
 	}
 	return m, nil
+}
+
+// dropCounts drops the counts of m and of its Inputs: they describe the
+// rows of the file m was read from (see Meta.Counts).
+func (m *Meta) dropCounts() {
+	m.Counts = nil
+	for i := range m.Inputs {
+		m.Inputs[i].dropCounts()
+	}
+}
+
+// CountsBackwardNs is how far an event may be timed before the latest
+// event before it in its file without counting in Counts.Backward: one
+// second, the slack of replay's TimeAnomalies, which must be the same for
+// info and count to take Backward from the footer.
+const CountsBackwardNs = int64(1e9)
+
+// Counts is what the rows of one capture file hold (Meta.Counts): the
+// Writer tallies the batches it writes, in the order it writes them, and
+// puts the tally into the footer's metadata when it finishes the file
+// (Close, Switch). Times are boot-clock ns, as in the time column.
+//
+// The counts are what the writer wrote: a reader that takes them does not
+// read the batches, so a forged footer can lie. Reader.Counts checks that
+// they hold together (one entry per probe of the probe table, by name and
+// in order; totals that are the sums of their parts; first times not after
+// last ones; as many batches as the footer lists; rows that fit their
+// uncompressed bytes) and refuses them otherwise, and a reader then reads
+// the batches, as it does a file without them.
+type Counts struct {
+	// Batches counts the file's record batches, those of no rows
+	// included (the first, and those carrying parts of a stack table
+	// ahead of the batch that needs them); RawBytes is the size of their
+	// buffers uncompressed, as a Reader that read them all counts it
+	// (Reader.RawBytes); StackParts is how many carry a stack table part.
+	Batches    int   `json:"batches"`
+	RawBytes   int64 `json:"raw_bytes"`
+	StackParts int   `json:"stack_parts,omitempty"`
+	// Events counts the event rows, LossRecords the loss records.
+	Events      uint64 `json:"events"`
+	LossRecords uint64 `json:"loss_records,omitempty"`
+	// First and Last are the earliest and latest event times; both 0
+	// without events.
+	First int64 `json:"first_ns,omitempty"`
+	Last  int64 `json:"last_ns,omitempty"`
+	// Backward counts the events timed more than CountsBackwardNs before
+	// the latest event before them in the file.
+	Backward uint64 `json:"backward,omitempty"`
+	// LossFirst and LossLast are the earliest and latest times of a loss
+	// record; both 0 without loss records.
+	LossFirst int64 `json:"loss_first_ns,omitempty"`
+	LossLast  int64 `json:"loss_last_ns,omitempty"`
+	// Probes has one entry for each probe of Meta.Probes, in its order.
+	Probes []ProbeCounts `json:"probes"`
+	// CPUs has one entry for each CPU with loss records, by ascending CPU.
+	CPUs []CPULosses `json:"cpu_losses,omitempty"`
+
+	cpus map[uint16]int // index in CPUs, while tallying
+	bad  bool           // a row of no probe of the table: no counts
+}
+
+// ProbeCounts is what the rows of one probe hold (Counts.Probes).
+type ProbeCounts struct {
+	Name   string `json:"name"`
+	Events uint64 `json:"events"`
+	// First and Last are the probe's earliest and latest event times,
+	// both 0 without events.
+	First int64 `json:"first_ns,omitempty"`
+	Last  int64 `json:"last_ns,omitempty"`
+	// LossRecords counts the probe's loss records, Lost adds up their
+	// counts (saturating: AddCount).
+	LossRecords uint64 `json:"loss_records,omitempty"`
+	Lost        uint64 `json:"lost,omitempty"`
+}
+
+// CPULosses is what the loss records of one CPU hold (Counts.CPUs).
+type CPULosses struct {
+	CPU         uint16 `json:"cpu"`
+	LossRecords uint64 `json:"loss_records"`
+	Lost        uint64 `json:"lost"`
+}
+
+// Lost adds up the counts of every loss record, saturating (AddCount).
+func (c *Counts) Lost() uint64 {
+	var n uint64
+	for i := range c.Probes {
+		n = AddCount(n, c.Probes[i].Lost)
+	}
+	return n
+}
+
+// reset starts the tally of a file of the given probes.
+func (c *Counts) reset(probes []Probe) {
+	*c = Counts{Probes: make([]ProbeCounts, len(probes))}
+	for i := range probes {
+		c.Probes[i].Name = probes[i].Name
+	}
+}
+
+// addBatch tallies a batch written to the file: rows rows whose columns
+// are cols, as arrowipc.Writer.WriteBatch took them (a column's validity
+// is written only when it has nulls; a view column's data buffers follow
+// its views), whose values are widths bytes wide (colWidth), carrying a
+// stack table part if part is set.
+func (c *Counts) addBatch(rows int, cols []arrowipc.ColumnData, widths []int, part bool) {
+	c.Batches++
+	if part {
+		c.StackParts++
+	}
+	for i := range cols {
+		d := &cols[i]
+		if d.NullCount > 0 {
+			c.RawBytes += int64((rows + 7) / 8)
+		}
+		c.RawBytes += int64(rows * widths[i])
+		if len(d.Buffers) > 2 {
+			for _, b := range d.Buffers[2:] {
+				c.RawBytes += int64(len(b))
+			}
+		}
+	}
+	if rows == 0 {
+		return
+	}
+	le := binary.LittleEndian
+	times, cpus, probes := cols[ColTime].Buffers[1], cols[ColCPU].Buffers[1], cols[ColProbe].Buffers[1]
+	lost := &cols[ColLost]
+	valid := lost.Buffers[0]
+	switch lost.NullCount {
+	case 0:
+		valid = nil // every row is a loss record
+	case rows:
+		lost = nil // none is
+	}
+	// The totals in locals, which the stores through p do not alias.
+	events, first, last, back := c.Events, c.First, c.Last, c.Backward
+	for i := 0; i < rows; i++ {
+		t := int64(le.Uint64(times[8*i:]))
+		pi := int(le.Uint16(probes[2*i:]))
+		if pi >= len(c.Probes) {
+			c.bad = true
+			continue
+		}
+		p := &c.Probes[pi]
+		if lost != nil && (valid == nil || valid[i>>3]&(1<<(i&7)) != 0) {
+			c.addLoss(p, le.Uint16(cpus[2*i:]), t, le.Uint64(lost.Buffers[1][8*i:]))
+			continue
+		}
+		switch {
+		case p.Events == 0:
+			p.First, p.Last = t, t
+		case t < p.First:
+			p.First = t
+		case t > p.Last:
+			p.Last = t
+		}
+		p.Events++
+		switch {
+		case events == 0:
+			first, last = t, t
+		case t > last:
+			last = t
+		default:
+			// last is the latest event before this one.
+			if last-t > CountsBackwardNs {
+				back++
+			}
+			first = min(first, t)
+		}
+		events++
+	}
+	c.Events, c.First, c.Last, c.Backward = events, first, last, back
+}
+
+// addLoss tallies a loss record of n events of probe p on cpu at time t.
+func (c *Counts) addLoss(p *ProbeCounts, cpu uint16, t int64, n uint64) {
+	if c.LossRecords == 0 {
+		c.LossFirst, c.LossLast = t, t
+	} else {
+		c.LossFirst, c.LossLast = min(c.LossFirst, t), max(c.LossLast, t)
+	}
+	c.LossRecords++
+	p.LossRecords++
+	p.Lost = AddCount(p.Lost, n)
+	if c.cpus == nil {
+		c.cpus = map[uint16]int{}
+	}
+	k, ok := c.cpus[cpu]
+	if !ok {
+		k = len(c.CPUs)
+		c.cpus[cpu] = k
+		c.CPUs = append(c.CPUs, CPULosses{CPU: cpu})
+	}
+	c.CPUs[k].LossRecords++
+	c.CPUs[k].Lost = AddCount(c.CPUs[k].Lost, n)
+}
+
+// final returns the tally as the footer carries it (CPUs in order), or nil
+// when a row had no probe of the table.
+func (c *Counts) final() *Counts {
+	if c.bad {
+		return nil
+	}
+	f := &Counts{}
+	*f = *c
+	f.cpus = nil
+	f.Probes = slices.Clone(c.Probes)
+	f.CPUs = slices.Clone(c.CPUs)
+	slices.SortFunc(f.CPUs, func(a, b CPULosses) int { return int(a.CPU) - int(b.CPU) })
+	return f
+}
+
+// Counts returns the counts of the file's rows that its footer holds
+// (Meta.Counts), checked: nil and no error for a file without them (one
+// without footer, which Open recovers, or one written before they were),
+// nil and an error saying what does not hold together for counts a reader
+// cannot take (a forged or damaged footer). Either way the caller then
+// reads the batches. It reads nothing but the footer's metadata, which
+// Open has read.
+func (r *Reader) Counts() (*Counts, error) {
+	if r.Recovered {
+		return nil, nil
+	}
+	md := r.Schema.Metadata()
+	i := md.FindKey(MetadataKey)
+	if i < 0 {
+		return nil, nil
+	}
+	var v struct {
+		Counts *countsJSON `json:"counts"`
+	}
+	if err := json.Unmarshal([]byte(md.Values()[i]), &v); err != nil {
+		return nil, fmt.Errorf("footer counts: %w", err)
+	}
+	if v.Counts == nil {
+		return nil, nil
+	}
+	c := (*Counts)(v.Counts)
+	if err := c.check(r.Meta, r.ipc.NumBatches(), r.widths()); err != nil {
+		return nil, fmt.Errorf("footer counts: %w", err)
+	}
+	return c, nil
+}
+
+// countsJSON is Counts decoded as JSON, an error for counts that do not
+// decode (Reader.Counts).
+type countsJSON Counts
+
+// UnmarshalJSON decodes counts as a Meta holds them: counts that do not
+// decode (a string for a number...) decode as empty ones, with no error,
+// so that a capture whose footer has them still opens, as it did before
+// there were counts, and is read by reading its batches (Reader.Counts
+// says what is wrong with them). A Meta read from a file has no counts
+// anyway (Meta.Counts).
+func (c *Counts) UnmarshalJSON(b []byte) error {
+	var v countsJSON
+	if json.Unmarshal(b, &v) != nil {
+		v = countsJSON{}
+	}
+	*c = Counts(v)
+	return nil
+}
+
+// widths returns the width of each column's values (colWidth); the probe
+// column's dictionary indices are two bytes wide.
+func (r *Reader) widths() []int {
+	w := make([]int, len(r.types))
+	for i, t := range r.types {
+		w[i] = colWidth(t)
+	}
+	w[ColProbe] = 2
+	return w
+}
+
+// check reports what in c does not hold together for a file with metadata
+// m whose footer lists batches record batches and whose columns' values
+// are widths bytes wide.
+func (c *Counts) check(m *Meta, batches int, widths []int) error {
+	if c.Batches != batches {
+		return fmt.Errorf("%d batches where the footer lists %d", c.Batches, batches)
+	}
+	if c.StackParts < 0 || c.StackParts > c.Batches {
+		return fmt.Errorf("%d stack table parts in %d batches", c.StackParts, c.Batches)
+	}
+	if c.RawBytes < 0 || c.RawBytes/arrowipc.MaxBatchBytes > int64(batches) {
+		return fmt.Errorf("%d uncompressed bytes in %d batches", c.RawBytes, batches)
+	}
+	if len(c.Probes) != len(m.Probes) {
+		return fmt.Errorf("%d probes where the probe table has %d", len(c.Probes), len(m.Probes))
+	}
+	var events, records uint64
+	var lost uint64
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range c.Probes {
+		p := &c.Probes[i]
+		if p.Name != m.Probes[i].Name {
+			return fmt.Errorf("probe %d is %q where the probe table has %q", i, p.Name, m.Probes[i].Name)
+		}
+		if p.Events == 0 && (p.First != 0 || p.Last != 0) || p.First > p.Last {
+			return fmt.Errorf("probe %q: %d events from %d to %d", p.Name, p.Events, p.First, p.Last)
+		}
+		if p.Events > 0 {
+			first, last = min(first, p.First), max(last, p.Last)
+		}
+		if p.LossRecords == 0 && p.Lost != 0 {
+			return fmt.Errorf("probe %q: %d lost without a loss record", p.Name, p.Lost)
+		}
+		var ok1, ok2 bool
+		events, ok1 = addChecked(events, p.Events)
+		records, ok2 = addChecked(records, p.LossRecords)
+		if !ok1 || !ok2 {
+			return errors.New("the probes' counts overflow")
+		}
+		lost = AddCount(lost, p.Lost)
+	}
+	if events != c.Events || records != c.LossRecords {
+		return fmt.Errorf("%d events and %d loss records where the probes have %d and %d", c.Events, c.LossRecords, events, records)
+	}
+	if c.Events == 0 {
+		if c.First != 0 || c.Last != 0 || c.Backward != 0 {
+			return fmt.Errorf("no events from %d to %d, %d of them backward", c.First, c.Last, c.Backward)
+		}
+	} else if c.First != first || c.Last != last || c.Backward >= c.Events {
+		return fmt.Errorf("%d events from %d to %d (%d backward) where the probes' are from %d to %d", c.Events, c.First, c.Last, c.Backward, first, last)
+	}
+	if c.LossRecords == 0 && (c.LossFirst != 0 || c.LossLast != 0) || c.LossFirst > c.LossLast {
+		return fmt.Errorf("%d loss records from %d to %d", c.LossRecords, c.LossFirst, c.LossLast)
+	}
+	var cpuRecords, cpuLost uint64
+	for i, l := range c.CPUs {
+		if i > 0 && l.CPU <= c.CPUs[i-1].CPU {
+			return fmt.Errorf("cpu %d listed after cpu %d", l.CPU, c.CPUs[i-1].CPU)
+		}
+		if l.LossRecords == 0 {
+			return fmt.Errorf("cpu %d listed without loss records", l.CPU)
+		}
+		var ok bool
+		if cpuRecords, ok = addChecked(cpuRecords, l.LossRecords); !ok {
+			return errors.New("the CPUs' counts overflow")
+		}
+		cpuLost = AddCount(cpuLost, l.Lost)
+	}
+	if cpuRecords != c.LossRecords || cpuLost != lost {
+		return fmt.Errorf("%d loss records of %d events by CPU where the probes have %d of %d", cpuRecords, cpuLost, c.LossRecords, lost)
+	}
+	// Every row takes its values' bytes in every column.
+	row := int64(0)
+	for _, w := range widths {
+		row += int64(w)
+	}
+	rows, ok := addChecked(c.Events, c.LossRecords)
+	if !ok || row > 0 && rows > uint64(c.RawBytes/row) {
+		return fmt.Errorf("%d events and %d loss records in %d uncompressed bytes", c.Events, c.LossRecords, c.RawBytes)
+	}
+	return nil
+}
+
+// addChecked adds a and b; ok is false when the sum overflows.
+func addChecked(a, b uint64) (uint64, bool) {
+	s := a + b
+	return s, s >= a
 }

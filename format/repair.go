@@ -1,7 +1,10 @@
 package format
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow/go/v15/arrow"
 
@@ -57,13 +60,22 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 		}
 	}()
 	// The batches are copied as their buffers, through the writer record
-	// uses, with the schema (and metadata) and dictionary they were read with.
+	// uses, with the schema (and metadata) and dictionary they were read
+	// with, but for the counts of the input's rows (Meta.Counts): the
+	// stream's schema has none, and the footer those of the rows copied.
+	schema, err := schemaCounts(r.Schema, nil)
+	if err != nil {
+		return res, err
+	}
 	pw := newPosWriter(f)
 	codec, copts := ipcCodec(Compression(r.Meta.Compression))
-	fw, err := arrowipc.NewWriter(pw, r.Schema, r.Meta.ProbeNames(), codec, copts...)
+	fw, err := arrowipc.NewWriter(pw, schema, r.Meta.ProbeNames(), codec, copts...)
 	if err != nil {
 		return res, fmt.Errorf("write %s: %w", out, err)
 	}
+	var counts Counts
+	counts.reset(r.Meta.Probes)
+	widths := r.widths()
 	// The stack table goes whole with the first batch: its last part, the
 	// parts before it (of a table larger than one part) in batches of no
 	// rows ahead of it, as a Writer writes them.
@@ -77,6 +89,7 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 		if err := fw.WriteBatch(0, none); err != nil {
 			return fmt.Errorf("write %s: %w", out, err)
 		}
+		counts.addBatch(0, none, widths, true)
 		return nil
 	}
 	last, err := encodeStackPartsAhead(stacks, carry)
@@ -84,13 +97,15 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 		return res, err
 	}
 	for r.Next() {
-		if last != "" {
+		part := last != ""
+		if part {
 			fw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{last}))
 			last = ""
 		}
 		if err := fw.WriteBatch(r.batch.Len, r.batch.data); err != nil {
 			return res, fmt.Errorf("write %s: %w", out, err)
 		}
+		counts.addBatch(r.batch.Len, r.batch.data, widths, part)
 		res.Batches++
 		res.Rows += int64(r.batch.Len)
 	}
@@ -105,6 +120,11 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 	}
 	res.Cut = r.RecoverErr
 	res.Skipped = r.Skipped
+	footer, err := schemaCounts(r.Schema, counts.final())
+	if err != nil {
+		return res, err
+	}
+	fw.SetFooterMetadata(footer.Metadata())
 	if err := fw.Close(); err != nil {
 		return res, fmt.Errorf("write %s: %w", out, err)
 	}
@@ -112,4 +132,46 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 		return res, fmt.Errorf("write %s: %w", out, err)
 	}
 	return res, nil
+}
+
+// schemaCounts returns schema with the counts c (Meta.Counts) in its
+// bpftape metadata in place of those it has, or without any for a nil c.
+// The rest of the metadata is kept as it is, keys this bpftape does not
+// know included; a schema without counts to drop is returned unchanged.
+func schemaCounts(schema *arrow.Schema, c *Counts) (*arrow.Schema, error) {
+	md := schema.Metadata()
+	i := md.FindKey(MetadataKey)
+	if i < 0 {
+		return schema, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(md.Values()[i]), &obj); err != nil {
+		return nil, fmt.Errorf("bpftape metadata: %w", err)
+	}
+	// encoding/json matches keys without regard to case.
+	had := false
+	for k := range obj {
+		if strings.EqualFold(k, "counts") {
+			delete(obj, k)
+			had = true
+		}
+	}
+	if !had && c == nil {
+		return schema, nil
+	}
+	if c != nil {
+		js, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		obj["counts"] = js
+	}
+	js, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	vals := slices.Clone(md.Values())
+	vals[i] = string(js)
+	nmd := arrow.NewMetadata(md.Keys(), vals)
+	return arrow.NewSchema(schema.Fields(), &nmd), nil
 }

@@ -48,6 +48,9 @@ func (w *Writer) Switch(out io.Writer, next func(*Meta)) (err error) {
 	if next != nil {
 		next(w.meta)
 	}
+	// The new file's tally starts with its first batch (Meta.Counts).
+	w.meta.Counts = nil
+	w.counts.reset(w.meta.Probes)
 	w.file = nil
 	if c, ok := out.(io.Closer); ok {
 		w.file = c
@@ -75,9 +78,12 @@ func (w *Writer) Switch(out io.Writer, next func(*Meta)) (err error) {
 }
 
 // footerMeta gives the file's footer the metadata as it is now (see
-// Meta.Window): the schema at the file's start had it as it was then.
+// Meta.Window), with the counts of the file's rows (Meta.Counts): the
+// schema at the file's start had it as it was then, without counts.
 func (w *Writer) footerMeta() error {
-	js, err := w.meta.encode()
+	m := *w.meta
+	m.Counts = w.counts.final()
+	js, err := m.encode()
 	if err != nil {
 		return err
 	}

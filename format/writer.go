@@ -187,6 +187,12 @@ type Writer struct {
 	// forged is the stack table part the next batch carries as it is
 	// (see AddForgedStackPart).
 	forged string
+
+	// counts tallies the current file's batches as the encoder writes
+	// them, for its footer (Meta.Counts); widths are the columns' value
+	// widths it needs.
+	counts Counts
+	widths []int
 }
 
 // Create creates (or truncates) path with mode 0600 and starts a capture
@@ -245,6 +251,7 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 	}
 	meta.SchemaVersion = SchemaVersion
 	meta.Compression = string(opts.Compression)
+	meta.Counts = nil // the footer carries the Writer's own
 	fieldCols, err := meta.assignColumns()
 	if err != nil {
 		return nil, err
@@ -291,7 +298,9 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 	rowBytes := 0
 	for _, t := range types {
 		rowBytes += colWidth(t)
+		w.widths = append(w.widths, colWidth(t))
 	}
+	w.counts.reset(meta.Probes)
 	w.rows = min(opts.BatchRows, max(1, maxBatchColumnBytes/rowBytes))
 	newBatch := func() *batch {
 		b := &batch{cols: make([]colBuf, len(fields)), data: make([]arrowipc.ColumnData, len(fields))}
@@ -584,6 +593,7 @@ func (w *Writer) write(part string, rows int, cols []arrowipc.ColumnData) error 
 	if err != nil {
 		return fmt.Errorf("write batch: %w", err)
 	}
+	w.counts.addBatch(rows, cols, w.widths, part != "")
 	w.Stats.Batches.Add(1)
 	w.Stats.Bytes.Store(w.out.pos)
 	return nil

@@ -64,11 +64,18 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 	default:
 		return nil, nil, usage.Errorf("--by %q: want comm, pid or tid", o.By)
 	}
-	type key struct {
-		probe uint16
-		k     string
-	}
+	type key = countKey
 	counts := map[key]uint64{}
+	if o.By == "" && !o.Rows.filters() {
+		if cn, p := footerCounts(c); cn != nil {
+			for i := range cn.Probes {
+				if want[i] && cn.Probes[i].Events > 0 {
+					counts[key{probe: uint16(i)}] = cn.Probes[i].Events
+				}
+			}
+			return countTable(m, &o, want, counts, p, out)
+		}
+	}
 	p, err := c.Scan(&o.Rows, func(b *format.Batch, i int) {
 		pr := b.Probe[i]
 		if int(pr) >= len(want) || !want[pr] {
@@ -88,6 +95,24 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 	if err != nil {
 		return nil, p, err
 	}
+	return countTable(m, &o, want, counts, p, out)
+}
+
+// countKey is what Count counts by: a probe, and its By key.
+type countKey struct {
+	probe uint16
+	k     string
+}
+
+// filters reports whether f selects some events only.
+func (f *RowFilter) filters() bool {
+	return len(f.PIDs) > 0 || len(f.TIDs) > 0 || len(f.Comms) > 0 || f.From != 0 || f.To != 0
+}
+
+// countTable prints Count's table of counts, of the probes it wants, as
+// the Pass p found them, and its losses.
+func countTable(m *format.Meta, o *CountOptions, want []bool, counts map[countKey]uint64, p *Pass, out io.Writer) ([]CountRow, *Pass, error) {
+	type key = countKey
 	if o.By == "" && o.Zeros {
 		for i := range m.Probes {
 			if want[i] {

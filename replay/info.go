@@ -50,14 +50,20 @@ type StackInfo struct {
 	Error string `json:"error,omitempty"`
 }
 
-// stackInfo counts c's stack table; nil for a capture without stacks.
-func stackInfo(c *Capture) *StackInfo {
+// hasStacks reports whether a probe of m records a stack.
+func hasStacks(m *format.Meta) bool {
 	has := false
-	for _, p := range c.Meta().Probes {
+	for _, p := range m.Probes {
 		for _, f := range p.Fields {
 			has = has || f.Type.IsStack()
 		}
 	}
+	return has
+}
+
+// stackInfo counts c's stack table; nil for a capture without stacks.
+func stackInfo(c *Capture) *StackInfo {
+	has := hasStacks(c.Meta())
 	t, err := c.StackTable()
 	if err != nil {
 		return &StackInfo{Error: err.Error()}
@@ -96,12 +102,28 @@ func (si *StackInfo) String() string {
 	return s
 }
 
-// Info reads the whole capture and prints what it is and what it holds.
+// Info prints what the capture is and what it holds. The counts, times,
+// losses and sizes of a capture whose footer has them (format.Counts,
+// checked by format.Reader.Counts) are the footer's, and no batch is read;
+// those of a capture without (a recovered file, one written before they
+// were, or one whose counts do not hold together: forged or damaged),
+// or with times a scan would warn about (footerCounts), come from reading
+// every batch. Both print the same, so info does not say which it did.
 func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 	m := c.Meta()
 	res := &InfoResult{File: c.Name, Meta: m, PerProbe: map[string]uint64{}}
 	counts := make([]uint64, len(m.Probes))
 	first, last := int64(0), int64(0)
+	if cn, p := footerCounts(c); cn != nil {
+		for i := range cn.Probes {
+			counts[i] = cn.Probes[i].Events
+		}
+		var stacks *StackInfo
+		if cn.StackParts > 0 || hasStacks(m) {
+			stacks = stackInfo(c) // a table that is not there reads as none
+		}
+		return info(c, res, counts, cn.First, cn.Last, p, stacks, asJSON, out)
+	}
 	p, err := c.Scan(nil, func(b *format.Batch, i int) {
 		counts[b.Probe[i]]++
 		t := b.Time[i]
@@ -113,6 +135,13 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 	if err != nil {
 		return nil, p, err
 	}
+	return info(c, res, counts, first, last, p, stackInfo(c), asJSON, out)
+}
+
+// info fills in res from the counts of events by probe, the first and last
+// event times, the Pass and the stack table's counts, and prints it.
+func info(c *Capture, res *InfoResult, counts []uint64, first, last int64, p *Pass, stacks *StackInfo, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
+	m := c.Meta()
 	for i, n := range counts {
 		res.PerProbe[m.Probes[i].Name] = n
 	}
@@ -133,7 +162,7 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 	if p.RecoverErr != nil {
 		res.RecoverNote = p.RecoverErr.Error()
 	}
-	res.Stacks = stackInfo(c)
+	res.Stacks = stacks
 	if asJSON {
 		return res, p, json.NewEncoder(out).Encode(res)
 	}
@@ -247,4 +276,57 @@ func readers(compression string) string {
 		return "polars, pyarrow, Arrow C++, Go and JS as is; DuckDB and Spark through bpftape export -f parquet"
 	}
 	return "polars, pyarrow, Arrow C++ and Go as is; Arrow JS, which has no codecs, through bpftape export -f arrow --compress none; DuckDB and Spark through bpftape export -f parquet"
+}
+
+// footerCounts returns the counts of c's rows that its footer holds
+// (format.Counts) and the Pass that reading every batch would return
+// (format.Reader.Counts checked that they hold together), when info and
+// count (per probe, without a row filter) may answer from them without
+// reading a batch. It returns nil, and they read the batches, for a
+// capture without footer or without counts, for counts that do not hold
+// together (a forged or damaged footer: reading tells what the file
+// holds), and for event times that the counts do not say all a scan would
+// about: not after 0 (info's first time is the first nonzero one), or
+// some of them before the capture started by more than the scan's slack
+// (TimeAnomalies.Early, which needs every time).
+func footerCounts(c *Capture) (*format.Counts, *Pass) {
+	if c.Recovered() {
+		return nil, nil
+	}
+	cn, err := c.r.Counts()
+	if err != nil || cn == nil {
+		return nil, nil
+	}
+	m := c.Meta()
+	if cn.Events > 0 {
+		start := m.StartBoot
+		if m.Window != nil && m.Window.Start > start {
+			start = m.Window.Start
+		}
+		// An event at First or later is early only if First is: by
+		// more than the slack (start-First <= 0 when it overflows).
+		if d := start - cn.First; cn.First <= 0 || cn.First < start && (d <= 0 || d > backwardSlack) {
+			return nil, nil
+		}
+	}
+	p := c.newPass()
+	p.Events = cn.Events
+	p.Batches, p.RawBytes = cn.Batches, cn.RawBytes
+	// As TimeAnomalies.Check leaves them after every event; nothing is
+	// early (above).
+	p.Times = TimeAnomalies{Backward: cn.Backward, seen: cn.Events > 0, latest: cn.Last}
+	p.unmatched.matched = cn.Events > 0
+	if cn.LossRecords > 0 {
+		l := Losses{Total: cn.Lost(), ByProbe: map[string]uint64{}, ByCPU: map[uint16]uint64{}, First: cn.LossFirst, Last: cn.LossLast}
+		for _, pc := range cn.Probes {
+			if pc.LossRecords > 0 {
+				l.ByProbe[pc.Name] = pc.Lost
+			}
+		}
+		for _, cl := range cn.CPUs {
+			l.ByCPU[cl.CPU] = cl.Lost
+		}
+		p.Losses = l
+	}
+	return cn, p
 }

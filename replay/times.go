@@ -11,7 +11,7 @@ import (
 // without counting as going back: the recorder merges its per-CPU rings by
 // time pass by pass, and a sample still being written is left for the next
 // pass, so a real capture can step back by a few milliseconds.
-const backwardSlack = int64(1e9)
+const backwardSlack = format.CountsBackwardNs
 
 // TimeAnomalies tallies event times that a recorded capture does not have:
 // before the capture started (or its window opened) by more than

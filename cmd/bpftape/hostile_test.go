@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bpftape/bpftape/internal/testutil/hostile"
+	"github.com/bpftape/bpftape/replay"
 )
 
 // Bounds on each verb's run over a forged capture: CPU time (user and
@@ -119,11 +121,34 @@ func TestHostileCaptures(t *testing.T) {
 					if r.code != exitUsage || !strings.Contains(r.stderr, "has no stacks") {
 						t.Errorf("%s: %v: exit %d, want %d and no stacks\n%s", c.Name, args, r.code, exitUsage, r.stderr)
 					}
+				case c.Name == "corrupt-batch" && args[0] == "info":
+					// info answers from the footer, reading no batch.
+					if r.code != exitOK {
+						t.Errorf("%s: %v: exit %d, want 0 (the footer's counts)\n%s", c.Name, args, r.code, r.stderr)
+					}
 				case c.Name == "corrupt-batch":
-					// Every verb reads the damaged column: each must stop
-					// there, not go on with changed values.
-					if r.code != exitFailure || !strings.Contains(r.stderr, "batch 2") || !strings.Contains(r.stderr, "CRC") {
-						t.Errorf("%s: %v: exit %d, want 1 and an error naming batch 2's checksum\n%s", c.Name, args, r.code, r.stderr)
+					// A verb that reads the damaged column must stop there,
+					// not go on with changed values; one that does not read
+					// it answers from the columns it reads, each verified.
+					// Then reading every column must fail: the damage is
+					// in one it left out.
+					if r.code == exitOK {
+						ctx, cancel := context.WithTimeout(context.Background(), hostileWall)
+						again := slices.Clone(args)
+						for k, a := range again {
+							if strings.HasPrefix(a, out("")) {
+								again[k] = a + "-all" // a file of its own: none is overwritten
+							}
+						}
+						cmd := exec.CommandContext(ctx, bin, again...)
+						cmd.Env = append(os.Environ(), replay.DecodeAllEnv+"=1")
+						all := runBin(t, cmd)
+						cancel()
+						if all.code != exitFailure || !strings.Contains(all.stderr, "batch 2") {
+							t.Errorf("%s: %v: exit 0, and with every column decoded exit %d: want 1 naming batch 2\n%s", c.Name, args, all.code, all.stderr)
+						}
+					} else if r.code != exitFailure || !strings.Contains(r.stderr, "batch 2") || !strings.Contains(r.stderr, "CRC") {
+						t.Errorf("%s: %v: exit %d, want 1 and an error naming batch 2's checksum, or 0\n%s", c.Name, args, r.code, r.stderr)
 					}
 				case c.Name == "stacks-forged" && (args[0] == "stacks" || args[0] == "flamegraph") && args[1] != "--offcpu":
 					if r.code != exitOK || strings.ContainsAny(r.stdout+r.stderr, "\x1b\a") {

@@ -196,10 +196,10 @@ type stackKey struct {
 
 // stackAgg counts events and weights by stack, then folds them.
 type stackAgg struct {
-	res   *StackCounts
-	sym   *symbolize.Symbolizer
-	opts  *StacksOptions
-	seen  map[stackKey]*stackSeen
+	res  *StackCounts
+	sym  *symbolize.Symbolizer
+	opts *StacksOptions
+	seen map[stackKey]*stackSeen
 	// The stack last added: a thread's events come in runs, often of one
 	// stack, and the map lookup was most of the cost of an event.
 	lastKey stackKey

@@ -61,13 +61,21 @@
 //     a size bound, each pushed to the kernel before the next begins; Open
 //     reads a footerless file as an IPC stream up to its last complete batch
 //     and sets Reader.Recovered, and Repair rewrites it as a standard file.
-//   - One read path: Reader (every column, for the verbs that scan) and
-//     Projection (the columns asked for, into reused buffers, for the hot
-//     replay paths) decode through package arrowipc, which owns the Arrow
-//     IPC format in both directions (its doc gives the measured reasons
-//     for not using Arrow Go's reader and writer, which remain only as
-//     test oracles). This package keeps what the bytes mean: the schema,
-//     Meta, events and loss records, recovery, repair, merge and rotation.
+//   - One read path: Reader decodes through package arrowipc, which owns
+//     the Arrow IPC format in both directions (its doc gives the measured
+//     reasons for not using Arrow Go's reader and writer, which remain
+//     only as test oracles). This package keeps what the bytes mean: the
+//     schema, Meta, events and loss records, recovery, repair, merge and
+//     rotation. An analysis selects the columns it reads (Reader.Select),
+//     and only their buffers are read, decompressed and verified: decoding
+//     is what reading costs, and a histogram of one field of twelve pays
+//     for one. So a damaged buffer fails the passes that read its column,
+//     naming batch and column, and no other: what they answer from is
+//     intact. Batches may be decoded ahead on other goroutines
+//     (Reader.ReadAhead), each into memory of its own, and handed on in
+//     file order, so that an analysis that keeps state from batch to batch
+//     needs no merging; with Reader.Recycle a batch's integer buffers are
+//     reused once the next is asked for.
 //   - A capture may come from anywhere, so reading trusts no length in it:
 //     every message is checked against the file size and fixed limits
 //     (arrowipc's, re-exported in limits.go: 16 MiB of metadata, 256 MiB

@@ -66,7 +66,7 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 	}
 	type key = countKey
 	counts := map[key]uint64{}
-	if o.By == "" && !o.Rows.filters() {
+	if o.By == "" && o.Rows.empty() {
 		if cn, p := footerCounts(c); cn != nil {
 			for i := range cn.Probes {
 				if want[i] && cn.Probes[i].Events > 0 {
@@ -76,24 +76,53 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 			return countTable(m, &o, want, counts, p, out)
 		}
 	}
-	p, err := c.Scan(&o.Rows, func(b *format.Batch, i int) {
-		pr := b.Probe[i]
-		if int(pr) >= len(want) || !want[pr] {
+	// Counted by the key as read (a pid or tid as a number, a comm as
+	// the string the batch holds), each probe's last key kept at hand: a
+	// thread's events come in runs, and a map lookup per event was most
+	// of the cost after decoding.
+	type readKey struct {
+		probe uint16
+		s     string
+		n     uint32
+	}
+	seen := map[readKey]*uint64{}
+	last := make([]readKey, len(m.Probes))
+	lastN := make([]*uint64, len(m.Probes))
+	p, err := c.ScanColumns(byColumns(o.By, nil), &o.Rows, func(b *format.Batch, i int) {
+		k := readKey{probe: b.Probe[i]}
+		if !want[k.probe] {
 			return
 		}
-		k := key{probe: pr}
 		switch o.By {
 		case "comm":
-			k.k = b.Comm(i)
+			k.s = b.Comm(i)
 		case "pid":
-			k.k = strconv.FormatUint(uint64(b.PID[i]), 10)
+			k.n = b.PID[i]
 		case "tid":
-			k.k = strconv.FormatUint(uint64(b.TID[i]), 10)
+			k.n = b.TID[i]
 		}
-		counts[k]++
+		n := lastN[k.probe]
+		if n == nil || k != last[k.probe] {
+			if n = seen[k]; n == nil {
+				if o.By == "comm" {
+					k.s = strings.Clone(k.s) // a map key outlives the batch
+				}
+				n = new(uint64)
+				seen[k] = n
+			}
+			last[k.probe], lastN[k.probe] = k, n
+		}
+		*n++
 	})
 	if err != nil {
 		return nil, p, err
+	}
+	for k, n := range seen {
+		s := k.s
+		if o.By == "pid" || o.By == "tid" {
+			s = strconv.FormatUint(uint64(k.n), 10)
+		}
+		counts[key{probe: k.probe, k: s}] += *n
 	}
 	return countTable(m, &o, want, counts, p, out)
 }
@@ -102,11 +131,6 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 type countKey struct {
 	probe uint16
 	k     string
-}
-
-// filters reports whether f selects some events only.
-func (f *RowFilter) filters() bool {
-	return len(f.PIDs) > 0 || len(f.TIDs) > 0 || len(f.Comms) > 0 || f.From != 0 || f.To != 0
 }
 
 // countTable prints Count's table of counts, of the probes it wants, as

@@ -116,7 +116,7 @@ func (d *driver) replayBench() *replayResult {
 		}
 		ci.generated, ci.recorded, ci.bytes = res.events*perCall, s.recorded, s.bytes
 		ci.lost = max(s.toolLost, ci.generated-s.recorded)
-		d.logf("  %s: %d events recorded of %d, %d bytes", tool, s.recorded, res.events, s.bytes)
+		d.logf("  %s: %d events recorded of %d, %d bytes", tool, s.recorded, ci.generated, s.bytes)
 		return s, cleanup
 	}
 

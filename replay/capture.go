@@ -53,8 +53,9 @@ func Open(path string) (*Capture, error) {
 }
 
 // DecodeAllEnv names the environment variable that, set to anything,
-// makes every capture opened decode every column in every pass
-// (DecodeAll): slower, with the same results, as a check.
+// makes every capture opened decode every column in every pass and
+// answer nothing from its footer (DecodeAll): slower, with the same
+// results, as a check.
 const DecodeAllEnv = "BPFTAPE_DECODE_ALL"
 
 // maxReadAhead bounds the goroutines decoding ahead of a pass (and the
@@ -62,8 +63,11 @@ const DecodeAllEnv = "BPFTAPE_DECODE_ALL"
 const maxReadAhead = 8
 
 // DecodeAll makes every later pass decode every column of every batch,
-// whatever columns its analysis asked for: results must not change, which
-// is how tests check that each analysis asks for every column it reads.
+// whatever columns its analysis asked for, and every analysis read the
+// batches rather than answer from the footer's counts: results must not
+// change, which is how tests check that each analysis asks for every
+// column it reads, and that what it takes from the footer is what it
+// would read.
 func (c *Capture) DecodeAll() { c.decodeAll, c.perRow = true, true }
 
 // Close closes the capture.
@@ -270,6 +274,9 @@ func (r *Ref) Int(b *format.Batch, i int) (v int64, ok bool) {
 	}
 	return b.Col(r.col).Int(i), true
 }
+
+// ProbeIndex is the index of the field's probe in the probe table.
+func (r *Ref) ProbeIndex() int { return int(r.probe) }
 
 // Column is the schema index of the field's column, for ScanColumns.
 func (r *Ref) Column() int { return r.col }

@@ -74,8 +74,8 @@ func (c *Comparison) ColumnsA() []int { return []int{c.ra.col} }
 // ColumnsB: see ColumnsA.
 func (c *Comparison) ColumnsB() []int { return []int{c.rb.col} }
 
-// empty reports whether f selects every row.
-func (f *RowFilter) empty() bool {
+// Empty reports whether f selects every row.
+func (f *RowFilter) Empty() bool {
 	return len(f.PIDs) == 0 && len(f.TIDs) == 0 && len(f.Comms) == 0 && f.From == 0 && f.To == 0
 }
 

@@ -66,7 +66,7 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 	}
 	type key = countKey
 	counts := map[key]uint64{}
-	if o.By == "" && o.Rows.empty() {
+	if o.By == "" && o.Rows.Empty() {
 		if cn, p := footerCounts(c); cn != nil {
 			for i := range cn.Probes {
 				if want[i] && cn.Probes[i].Events > 0 {

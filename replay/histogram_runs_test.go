@@ -209,7 +209,7 @@ func TestHistRunsSameAsRows(t *testing.T) {
 					}
 				}
 				// Only a hist without key or row filter adds whole stretches.
-				if wantSpans := c.o.By == "" && c.o.Rows.empty(); spans != wantSpans {
+				if wantSpans := c.o.By == "" && c.o.Rows.Empty(); spans != wantSpans {
 					t.Errorf("read by stretches: %v, want %v", spans, wantSpans)
 				}
 				if name != "empty" && name != "widths-tiny" && len(want) < 50 && !c.o.JSON {

@@ -278,6 +278,17 @@ func readers(compression string) string {
 	return "polars, pyarrow, Arrow C++ and Go as is; Arrow JS, which has no codecs, through bpftape export -f arrow --compress none; DuckDB and Spark through bpftape export -f parquet"
 }
 
+// FooterCounts returns the counts of the capture's rows that its footer
+// holds, checked (format.Reader.Counts), for the analyses that may take
+// them instead of reading every batch; nil for a capture without footer
+// or counts, for counts that do not hold together, for event times a
+// read would warn about, and under DecodeAll, which answers nothing from
+// the footer.
+func (c *Capture) FooterCounts() *format.Counts {
+	cn, _ := footerCounts(c)
+	return cn
+}
+
 // footerCounts returns the counts of c's rows that its footer holds
 // (format.Counts) and the Pass that reading every batch would return
 // (format.Reader.Counts checked that they hold together), when info and
@@ -290,7 +301,7 @@ func readers(compression string) string {
 // some of them before the capture started by more than the scan's slack
 // (TimeAnomalies.Early, which needs every time).
 func footerCounts(c *Capture) (*format.Counts, *Pass) {
-	if c.Recovered() {
+	if c.Recovered() || c.decodeAll {
 		return nil, nil
 	}
 	cn, err := c.r.Counts()

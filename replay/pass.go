@@ -138,7 +138,7 @@ func (c *Capture) selectColumns(r *format.Reader, cols []int, f *RowFilter) (tim
 func (c *Capture) walkWith(r *format.Reader, timed bool, f *RowFilter, losses bool, fn func(b *format.Batch, i int, lost bool) error) (*Pass, error) {
 	p := c.newPass()
 	m := c.Meta()
-	if f != nil && f.empty() {
+	if f != nil && f.Empty() {
 		f = nil
 	}
 	for r.Next() {

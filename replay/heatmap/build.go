@@ -148,6 +148,28 @@ func (b *Builder) Measure(bt *format.Batch, i int) {
 	}
 }
 
+// measuredBy sets what Measure would find from the footer's counts of c,
+// when they say it: every layer a field's, on log2 rows (whose samples
+// are the times of its probe's events: the probe's first and last), and
+// no row filter. It reports whether it did; Build then reads the capture
+// once, not twice.
+func (b *Builder) measuredBy(c *replay.Capture, f *replay.RowFilter) bool {
+	cn := c.FooterCounts()
+	if cn == nil || f != nil && !f.Empty() {
+		return false
+	}
+	for _, l := range b.layers {
+		if l.spec.Latency() || l.spec.Rows > 0 {
+			return false
+		}
+	}
+	for _, l := range b.layers {
+		pc := &cn.Probes[l.ref.ProbeIndex()]
+		l.n, l.first, l.last = pc.Events, pc.First, pc.Last
+	}
+	return true
+}
+
 // Window is a time span in boot-clock ns, both ends included.
 type Window struct{ First, Last int64 }
 
@@ -260,9 +282,11 @@ func Build(c *replay.Capture, f *replay.RowFilter, specs []Spec, o Options) ([]*
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := c.ScanColumns(b.Columns(), f, b.Measure)
-	if err != nil {
-		return nil, p, err
+	var p *replay.Pass
+	if !b.measuredBy(c, f) {
+		if p, err = c.ScanColumns(b.Columns(), f, b.Measure); err != nil {
+			return nil, p, err
+		}
 	}
 	if err := b.Plan(nil); err != nil {
 		return nil, p, err

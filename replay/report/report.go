@@ -410,7 +410,9 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 	for _, a := range accs {
 		need = append(need, a.ref.Column())
 	}
-	pass, err := c.WalkColumns(need, &o.Rows, func(b *format.Batch, i int, lost bool) error {
+	// tally is the first pass: counts, time spans, the field histograms
+	// and the other analyses.
+	tally := func(b *format.Batch, i int, lost bool) error {
 		t := b.Time[i]
 		if lost {
 			if !lossSeen {
@@ -431,49 +433,49 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 				a.stats.Add(v)
 			}
 		}
-		hb.Measure(b, i)
 		as.add(b, i)
 		return nil
-	})
-	if err != nil {
-		return nil, pass, err
 	}
-	// Every map shares the time axis of the events shown (or of the window
-	// asked for), so that they line up.
-	win := heatmap.Window{First: first, Last: last}
-	if seen == 0 {
-		win = heatmap.Window{First: m.StartBoot, Last: m.StartBoot}
-	}
-	if lossSeen {
-		// Loss records are reported after the events they count: show them too.
-		if seen == 0 {
-			win = heatmap.Window{First: lossFirst, Last: lossLast}
-		}
-		win.First, win.Last = min(win.First, lossFirst), max(win.Last, lossLast)
-	}
-	if o.Rows.From != 0 || o.Rows.To != 0 {
-		win.First = m.StartBoot + int64(o.Rows.From)
-		if o.Rows.To != 0 {
-			win.Last = m.StartBoot + int64(o.Rows.To) - 1
-		}
-		win.Last = max(win.Last, win.First)
-	}
-	if err := hb.Plan(&win); err != nil {
-		return nil, pass, err
-	}
-	// The time line: events per probe, and lost events, on the same axis.
-	axis, err := heatmap.NewAxis(m.StartBoot, win.First, win.Last, 0, o.Cols)
-	if err != nil {
-		return nil, pass, err
-	}
+	// The time line (events per probe, and lost events) and the heat maps
+	// share the time axis of the events shown (or of the window asked
+	// for), so that they line up: known before reading when the footer's
+	// counts say it or --from and --to do, and then one pass does all.
+	var tl *heatmap.Map
+	var axis heatmap.Axis
 	labels := append(m.ProbeNames(), "lost events")
-	tl := heatmap.New(axis, heatmap.CategoryRows(labels))
-	tl.Base, tl.YLabel, tl.Title = m.StartBoot, "probe", "Events per probe over time"
-	tl.Alert = []int{int(len(m.Probes))}
 	lostRow := int64(len(m.Probes))
-
-	// The second pass fills the time line and the heat maps.
-	pass, err = c.WalkColumns(hb.Columns(), &o.Rows, func(b *format.Batch, i int, lost bool) error {
+	plan := func() error {
+		win := heatmap.Window{First: first, Last: last}
+		if seen == 0 {
+			win = heatmap.Window{First: m.StartBoot, Last: m.StartBoot}
+		}
+		if lossSeen {
+			// Loss records are reported after the events they count: show them too.
+			if seen == 0 {
+				win = heatmap.Window{First: lossFirst, Last: lossLast}
+			}
+			win.First, win.Last = min(win.First, lossFirst), max(win.Last, lossLast)
+		}
+		if o.Rows.From != 0 || o.Rows.To != 0 {
+			win.First = m.StartBoot + int64(o.Rows.From)
+			if o.Rows.To != 0 {
+				win.Last = m.StartBoot + int64(o.Rows.To) - 1
+			}
+			win.Last = max(win.Last, win.First)
+		}
+		if err := hb.Plan(&win); err != nil {
+			return err
+		}
+		var err error
+		if axis, err = heatmap.NewAxis(m.StartBoot, win.First, win.Last, 0, o.Cols); err != nil {
+			return err
+		}
+		tl = heatmap.New(axis, heatmap.CategoryRows(labels))
+		tl.Base, tl.YLabel, tl.Title = m.StartBoot, "probe", "Events per probe over time"
+		tl.Alert = []int{int(len(m.Probes))}
+		return nil
+	}
+	fill := func(b *format.Batch, i int, lost bool) error {
 		if lost {
 			n, _ := b.Lost(i)
 			tl.AddN(b.Time[i], lostRow, n)
@@ -482,9 +484,33 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 		tl.Add(b.Time[i], int64(b.Probe[i]))
 		hb.Fill(b, i)
 		return nil
-	})
-	if err != nil {
-		return nil, pass, err
+	}
+	var pass *replay.Pass
+	if cn := c.FooterCounts(); cn != nil && o.Rows.Empty() {
+		first, last, seen = cn.First, cn.Last, cn.Events
+		lossFirst, lossLast, lossSeen = cn.LossFirst, cn.LossLast, cn.LossRecords > 0
+		if err := plan(); err != nil {
+			return nil, nil, err
+		}
+		// The counts and spans are tallied again, as they read.
+		first, last, seen, lossSeen = 0, 0, 0, false
+		pass, err = c.WalkColumns(need, &o.Rows, func(b *format.Batch, i int, lost bool) error {
+			tally(b, i, lost)
+			return fill(b, i, lost)
+		})
+		if err != nil {
+			return nil, pass, err
+		}
+	} else {
+		if pass, err = c.WalkColumns(need, &o.Rows, tally); err != nil {
+			return nil, pass, err
+		}
+		if err := plan(); err != nil {
+			return nil, pass, err
+		}
+		if pass, err = c.WalkColumns(hb.Columns(), &o.Rows, fill); err != nil {
+			return nil, pass, err
+		}
 	}
 	if pass.Losses.Total == 0 {
 		tl = trimLastRow(tl, axis, labels) // no losses: no empty row

@@ -62,7 +62,9 @@ type pending struct {
 type RequestTotals struct {
 	o         RequestsOptions
 	item, end Ref
-	open      map[uint64]*pending
+	open      map[uint64]*pending // by thread key; an ended request's is emptied
+	lastKey   uint64
+	last      *pending // open[lastKey], or nil where there is none
 	threads   *threadKeys
 	keys      *pairKeys // with Key: open holds nothing, openKeyed the requests
 	openKeyed map[pairKey]*pending
@@ -130,7 +132,13 @@ func (r *RequestTotals) Add(b *format.Batch, i int) {
 		key = r.threads.key(b, i)
 		fallthrough
 	default:
-		p = r.open[key]
+		// A thread's entry stays once made, emptied when its request
+		// ends (fewer than threads: no allocation per request), and the
+		// last one looked up is at hand: events come in runs.
+		if p = r.last; p == nil || key != r.lastKey {
+			p = r.open[key]
+			r.lastKey, r.last = key, p
+		}
 	}
 	if v, ok := r.item.Int(b, i); ok {
 		if p == nil {
@@ -139,6 +147,7 @@ func (r *RequestTotals) Add(b *format.Batch, i int) {
 				r.openKeyed[kkey] = p
 			} else {
 				r.open[key] = p
+				r.lastKey, r.last = key, p
 			}
 		}
 		p.sum += v
@@ -165,7 +174,7 @@ func (r *RequestTotals) Add(b *format.Batch, i int) {
 	if r.keys != nil {
 		delete(r.openKeyed, kkey)
 	} else {
-		delete(r.open, key)
+		*p = pending{}
 	}
 }
 
@@ -174,8 +183,10 @@ func (r *RequestTotals) Add(b *format.Batch, i int) {
 func (r *RequestTotals) Result() *RequestsResult {
 	res := r.res
 	for _, p := range r.open {
-		res.Incomplete++
-		res.IncompleteItems += p.items
+		if p.items > 0 {
+			res.Incomplete++
+			res.IncompleteItems += p.items
+		}
 	}
 	for _, p := range r.openKeyed {
 		res.Incomplete++

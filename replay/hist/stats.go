@@ -54,24 +54,7 @@ func statsMid(chunk, sub int) uint64 {
 // Add records v. It allocates only the first time a value falls into a new
 // power of two, at most 116 times over the life of s.
 func (s *Stats) Add(v int64) {
-	neg, m := 0, uint64(v)
-	if v < 0 {
-		neg, m = 1, -m
-	}
-	c, i := statsBucket(m)
-	p := s.chunks[neg][c]
-	if p == nil {
-		p = new([statsSub]uint64)
-		s.chunks[neg][c] = p
-	}
-	p[i]++
-	if s.count == 0 || v < s.min {
-		s.min = v
-	}
-	if s.count == 0 || v > s.max {
-		s.max = v
-	}
-	s.count++
+	s.tally(v, 1)
 	s.sum.addInt64(v)
 }
 
@@ -80,6 +63,13 @@ func (s *Stats) AddN(v int64, n uint64) {
 	if n == 0 {
 		return
 	}
+	s.tally(v, n)
+	s.sum.addInt64N(v, n)
+}
+
+// tally counts n occurrences of v in its bucket, the minimum, the
+// maximum and the count; the caller adds them to the sum.
+func (s *Stats) tally(v int64, n uint64) {
 	neg, m := 0, uint64(v)
 	if v < 0 {
 		neg, m = 1, -m
@@ -98,7 +88,6 @@ func (s *Stats) AddN(v int64, n uint64) {
 		s.max = v
 	}
 	s.count += n
-	s.sum.addInt64N(v, n)
 }
 
 // Merge adds all values recorded in o to s.

@@ -43,8 +43,10 @@ func FuzzSeeds(dir string) (map[string][]byte, error) {
 				return nil, err
 			}
 		}
-		for _, f := range forge {
-			f(&w.counts)
+		w.forgeCounts = func(c *Counts) {
+			for _, f := range forge {
+				f(c)
+			}
 		}
 		if err := w.Close(); err != nil {
 			return nil, err

@@ -83,6 +83,9 @@ func (w *Writer) Switch(out io.Writer, next func(*Meta)) (err error) {
 func (w *Writer) footerMeta() error {
 	m := *w.meta
 	m.Counts = w.counts.final()
+	if w.forgeCounts != nil && m.Counts != nil {
+		w.forgeCounts(m.Counts)
+	}
 	js, err := m.encode()
 	if err != nil {
 		return err

@@ -193,6 +193,10 @@ type Writer struct {
 	// widths it needs.
 	counts Counts
 	widths []int
+	// forgeCounts, when set, changes the final counts before they go into
+	// the footer (FuzzSeeds' forged footers): after the encoder's last
+	// batch, which tallies them.
+	forgeCounts func(*Counts)
 }
 
 // Create creates (or truncates) path with mode 0600 and starts a capture

@@ -201,8 +201,9 @@ func TestWindowsBinaryUnderWine(t *testing.T) {
 		}
 		return lin, win, linDir, winDir
 	}
-	// compare reports every difference between the two sides of c.
-	compare := func(c wineCase, lin, win sideResult, linDir, winDir string) bool {
+	// compare reports every difference between the two sides of c (or,
+	// quiet, only says whether there is one).
+	compare := func(c wineCase, lin, win sideResult, linDir, winDir string, quiet bool) bool {
 		t.Helper()
 		var diffs []string
 		if lin.code != win.code {
@@ -214,6 +215,9 @@ func TestWindowsBinaryUnderWine(t *testing.T) {
 			}
 		}
 		diffs = append(diffs, sameTree(linDir, winDir)...)
+		if len(diffs) > 0 && quiet {
+			return false
+		}
 		if len(diffs) > 0 {
 			if e := head(lin.stderr); e != "" {
 				diffs = append(diffs, "stderr on Linux:\n"+e)
@@ -229,7 +233,15 @@ func TestWindowsBinaryUnderWine(t *testing.T) {
 	for _, c := range cases {
 		lin, win, linDir, winDir := both(c, false)
 		if c.same {
-			if compare(c, lin, win, linDir, winDir) {
+			ok := compare(c, lin, win, linDir, winDir, wineNoise(win.stderr))
+			if !ok && wineNoise(win.stderr) {
+				// Wine's own complaint on stderr, not bpftape's (on a
+				// loaded machine, "wine client error:...: sendmsg: Socket
+				// operation on non-socket" now and then): once more.
+				lin, win, linDir, winDir = both(c, false)
+				ok = compare(c, lin, win, linDir, winDir, false)
+			}
+			if ok {
 				same++
 			}
 		} else {
@@ -261,7 +273,9 @@ func TestWindowsBinaryUnderWine(t *testing.T) {
 	}
 
 	// The output rules, under Wine as on Linux.
-	safety(t, chain, both, compare)
+	safety(t, chain, both, func(c wineCase, lin, win sideResult, linDir, winDir string) bool {
+		return compare(c, lin, win, linDir, winDir, false)
+	})
 
 	t.Logf("%d of %d cases the same on both, %d that print the help checked, in %v in all", same, len(cases)-helps, helps, time.Since(start).Round(time.Millisecond))
 }
@@ -650,6 +664,13 @@ func sameTree(a, b string) []string {
 }
 
 func readText(t *testing.T, path string) string { return string(readAll(t, path)) }
+
+// wineNoise reports whether the stderr file at path holds a complaint of
+// Wine's own, which a run under Wine may print on a loaded machine.
+func wineNoise(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), "wine client error:")
+}
 
 // head returns the first 2 KB of a file, for messages.
 func head(path string) string {

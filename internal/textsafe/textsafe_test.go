@@ -89,3 +89,21 @@ func TestAppendJSONString(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterOffsets puts an invisible character after every length of
+// ASCII from 0 to 20, so that it falls at every place of the Writer's
+// eight-byte ASCII stride, and wants it escaped each time.
+func TestWriterOffsets(t *testing.T) {
+	for n := 0; n <= 20; n++ {
+		var b strings.Builder
+		w := NewWriter(&b)
+		in := strings.Repeat("a", n) + "\u202e" + strings.Repeat("b", n)
+		if _, err := w.Write([]byte(in)); err != nil {
+			t.Fatal(err)
+		}
+		w.Flush()
+		if want := strings.Repeat("a", n) + `\u202e` + strings.Repeat("b", n); b.String() != want {
+			t.Errorf("%d bytes before: %q, want %q", n, b.String(), want)
+		}
+	}
+}

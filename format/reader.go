@@ -563,6 +563,13 @@ func (r *Reader) release(b *Batch) {
 // Comm returns row i's command name.
 func (b *Batch) Comm(i int) string { return b.comm.Value(i) }
 
+// CommView returns row i's comm as the two words of its Arrow string
+// view: a key to tell rows apart without reading their bytes. Equal views
+// hold equal comms when the comm is at most 12 bytes (inlined); a longer
+// comm's view says where it lies, so equal views mean equal comms only
+// within one batch.
+func (b *Batch) CommView(i int) (lo, hi uint64) { return b.comm.View(i) }
+
 // Lost returns the count of a loss record; ok is false for an event row.
 func (b *Batch) Lost(i int) (n uint64, ok bool) {
 	if !b.lost.IsValid(i) {

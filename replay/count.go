@@ -76,47 +76,29 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 			return countTable(m, &o, want, counts, p, out)
 		}
 	}
-	// Counted by the key as read (a pid or tid as a number, a comm as
-	// the string the batch holds), each probe's last key kept at hand: a
-	// thread's events come in runs, and a map lookup per event was most
-	// of the cost after decoding.
-	type readKey struct {
-		probe uint16
-		s     string
-		n     uint32
-	}
-	seen := map[readKey]*uint64{}
-	last := make([]readKey, len(m.Probes))
-	lastN := make([]*uint64, len(m.Probes))
-	p, err := c.ScanColumns(byColumns(o.By, nil), &o.Rows, func(b *format.Batch, i int) {
-		k := readKey{probe: b.Probe[i]}
-		if !want[k.probe] {
-			return
-		}
-		switch o.By {
-		case "comm":
-			k.s = b.Comm(i)
-		case "pid":
-			k.n = b.PID[i]
-		case "tid":
-			k.n = b.TID[i]
-		}
-		n := lastN[k.probe]
-		if n == nil || k != last[k.probe] {
-			if n = seen[k]; n == nil {
-				if o.By == "comm" {
-					k.s = strings.Clone(k.s) // a map key outlives the batch
-				}
-				n = new(uint64)
-				seen[k] = n
+	kc := &keyCounter{by: o.By, want: want, seen: map[readKey]*uint64{},
+		last: make([]readKey, len(m.Probes)), lastN: make([]*uint64, len(m.Probes))}
+	var p *Pass
+	var err error
+	if o.Rows.Empty() && o.By != "" {
+		// No filter: each stretch of events between loss records in one
+		// loop, without a call per row through the pass. (Counts by probe
+		// alone read every column and check the times, as the footer's
+		// counts do, when the file has no footer.)
+		r := c.reader()
+		c.selectColumns(r, byColumns(o.By, nil), nil)
+		p, err = c.spans(r, func(b *format.Batch, lo, hi int) {
+			for i := lo; i < hi; i++ {
+				kc.add(b, i)
 			}
-			last[k.probe], lastN[k.probe] = k, n
-		}
-		*n++
-	})
+		})
+	} else {
+		p, err = c.ScanColumns(byColumns(o.By, nil), &o.Rows, kc.add)
+	}
 	if err != nil {
 		return nil, p, err
 	}
+	seen := kc.seen
 	for k, n := range seen {
 		s := k.s
 		if o.By == "pid" || o.By == "tid" {
@@ -125,6 +107,81 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 		counts[key{probe: k.probe, k: s}] += *n
 	}
 	return countTable(m, &o, want, counts, p, out)
+}
+
+// keyCounter counts events by probe and the key of count --by as read (a
+// pid or tid as a number, a comm as the string the batch holds), each
+// probe's last key kept at hand: a thread's events come in runs, and a map
+// lookup per event was most of the cost after decoding.
+type keyCounter struct {
+	by    string
+	want  []bool
+	seen  map[readKey]*uint64
+	last  []readKey
+	lastN []*uint64
+	// A comm is found by its string view first, in a small cache: threads
+	// of several comms interleave, and hashing the string per event was
+	// half of count --by comm's time.
+	views [256]viewSlot
+}
+
+type readKey struct {
+	probe uint16
+	s     string
+	n     uint32
+}
+
+// add counts row i of b.
+func (kc *keyCounter) add(b *format.Batch, i int) {
+	k := readKey{probe: b.Probe[i]}
+	if !kc.want[k.probe] {
+		return
+	}
+	var slot *viewSlot
+	switch kc.by {
+	case "comm":
+		lo, hi := b.CommView(i)
+		slot = &kc.views[((lo*0x9e3779b97f4a7c15^hi^uint64(k.probe))*0xc2b2ae3d27d4eb4f)>>56]
+		if slot.n != nil && slot.lo == lo && slot.hi == hi && slot.probe == k.probe &&
+			(uint32(lo) <= 12 || slot.s == b.Comm(i)) {
+			*slot.n++
+			return
+		}
+		k.s = b.Comm(i)
+		*slot = viewSlot{lo: lo, hi: hi, probe: k.probe}
+	case "pid":
+		k.n = b.PID[i]
+	case "tid":
+		k.n = b.TID[i]
+	}
+	n := kc.lastN[k.probe]
+	if n == nil || k != kc.last[k.probe] {
+		if n = kc.seen[k]; n == nil {
+			if kc.by == "comm" {
+				k.s = strings.Clone(k.s) // a map key outlives the batch
+			}
+			n = new(uint64)
+			kc.seen[k] = n
+		}
+		kc.last[k.probe], kc.lastN[k.probe] = k, n
+	}
+	if slot != nil {
+		slot.n = n
+		if uint32(slot.lo) > 12 {
+			slot.s = strings.Clone(k.s) // not to keep the batch alive
+		}
+	}
+	*n++
+}
+
+// viewSlot is a cached comm of count --by comm: the string view it was
+// read from (lo, hi: equal views of a comm of up to 12 bytes hold equal
+// comms; a longer one is checked against s), and its counter.
+type viewSlot struct {
+	lo, hi uint64
+	probe  uint16
+	s      string
+	n      *uint64
 }
 
 // countKey is what Count counts by: a probe, and its By key.

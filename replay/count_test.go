@@ -3,6 +3,9 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand"
 	"strings"
 	"testing"
 
@@ -69,5 +72,62 @@ func TestCount(t *testing.T) {
 	}
 	if _, _, err := Count(c, CountOptions{Probes: []string{"["}}, &out); err == nil {
 		t.Error("a bad pattern was taken")
+	}
+}
+
+// TestCountByCommViews checks count --by comm, which finds a comm by its
+// string view in a small cache, against a plain count: more comms than
+// the cache has slots, long comms that share their first bytes (their
+// views differ only in where the string lies), short ones, a comm of
+// exactly 12 and 13 bytes, loss records, and batches of 3 rows, with and
+// without a row filter.
+func TestCountByCommViews(t *testing.T) {
+	probes := []format.Probe{{Name: "a"}, {Name: "b"}}
+	var comms []string
+	for i := range 300 {
+		switch i % 4 {
+		case 0:
+			comms = append(comms, fmt.Sprintf("kworker/u8:%d", i)) // 12 to 14 bytes
+		case 1:
+			comms = append(comms, fmt.Sprintf("kworker/u8:%d-events", i))
+		case 2:
+			comms = append(comms, fmt.Sprintf("c%d", i))
+		default:
+			comms = append(comms, strings.Repeat("x", 12+i%2)+fmt.Sprint(i%7))
+		}
+	}
+	rng := rand.New(rand.NewSource(5))
+	var rows []row
+	want := map[CountRow]uint64{}
+	for i := range 20000 {
+		r := row{probe: uint16(rng.Intn(2)), tid: uint32(1 + rng.Intn(9)), t: int64(1000 + i)}
+		// Runs of one comm, as threads run, and jumps between many.
+		r.comm = comms[(i/(1+rng.Intn(5)))%len(comms)]
+		if rng.Intn(50) == 0 {
+			r.comm = comms[rng.Intn(len(comms))]
+		}
+		if rng.Intn(200) == 0 {
+			r.lost = 1
+		} else {
+			want[CountRow{Probe: probes[r.probe].Name, Key: r.comm}]++
+		}
+		rows = append(rows, r)
+	}
+	c := writeCapture(t, probes, rows)
+	for _, o := range []CountOptions{{By: "comm"}, {By: "comm", Rows: RowFilter{TIDs: []uint32{1, 2, 3, 4, 5, 6, 7, 8, 9}}}} {
+		got, _, err := Count(c, o, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%+v: %d rows, want %d", o.Rows, len(got), len(want))
+		}
+		for _, r := range got {
+			n := r.Count
+			r.Count = 0
+			if want[r] != n {
+				t.Errorf("%+v: %s %q counted %d, want %d", o.Rows, r.Probe, r.Key, n, want[r])
+			}
+		}
 	}
 }

@@ -37,6 +37,11 @@ func TestEventsRelClock(t *testing.T) {
 		}
 		check(d)
 	}
+	// Times nanoseconds apart, through zero: the microsecond's text is
+	// cached, and -0.000000 is not 0.000000.
+	for d := int64(-5000); d < 5000; d += 1 + rng.Int63n(90) {
+		check(d)
+	}
 	// Increasing times, as a capture holds them: the seconds are cached.
 	for d := int64(-3e9); d < 3e9; d += 1 + rng.Int63n(20e6) {
 		check(d)

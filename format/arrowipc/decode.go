@@ -420,6 +420,16 @@ func (v *Views) Bytes(i int) []byte {
 	return b[off : off+n : off+n]
 }
 
+// View returns row i's 16-byte view as two words. Rows whose views are
+// equal hold equal strings when the string fits in the view (length up to
+// 12, zero-padded by bpftape's writer); a longer string's view names
+// where it lies, so equal views of one batch hold equal strings only when
+// the writer stored the string once.
+func (v *Views) View(i int) (lo, hi uint64) {
+	h := v.views[16*i : 16*i+16]
+	return binary.LittleEndian.Uint64(h), binary.LittleEndian.Uint64(h[8:])
+}
+
 // Value returns row i as a string sharing the decoded buffers' memory, which
 // must not change while it is used (see NewDecoder).
 func (v *Views) Value(i int) string {

@@ -1,11 +1,12 @@
 module github.com/bpftape/bpftape
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/apache/arrow/go/v15 v15.0.2
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/flatbuffers v23.5.26+incompatible
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/klauspost/compress v1.20.3
 	github.com/pierrec/lz4/v4 v4.1.18
 	golang.org/x/arch v0.25.0

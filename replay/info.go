@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,13 +53,12 @@ type StackInfo struct {
 
 // hasStacks reports whether a probe of m records a stack.
 func hasStacks(m *format.Meta) bool {
-	has := false
-	for _, p := range m.Probes {
-		for _, f := range p.Fields {
-			has = has || f.Type.IsStack()
-		}
-	}
-	return has
+	return slices.ContainsFunc(m.Probes, func(p format.Probe) bool { return probeHasStacks(&p) })
+}
+
+// probeHasStacks reports whether probe p records a stack.
+func probeHasStacks(p *format.Probe) bool {
+	return slices.ContainsFunc(p.Fields, func(f format.Field) bool { return f.Type.IsStack() })
 }
 
 // stackInfo counts c's stack table; nil for a capture without stacks.

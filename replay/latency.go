@@ -92,7 +92,13 @@ type Latencies struct {
 	res        LatencyResult
 	// With a Key: the open starts, by key.
 	keys *pairKeys
-	open map[pairKey]int64
+	open map[pairKey]openCall
+	// tag, if set, tags each entry it is given, and called gets the tag
+	// of the entry of each call with the return's row and the duration:
+	// for analyses that weigh something of the entry by the call's time
+	// (LatencyStacks).
+	tag    func(b *format.Batch, i int) uint64
+	called func(b *format.Batch, i int, tag uint64, ns int64)
 	// With By or Interval: the histograms by interval and key.
 	ho     HistOptions
 	byRef  *Ref
@@ -131,7 +137,7 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 		if l.keys, err = newPairKeys(c, o.Key, o.Entry, o.Return); err != nil {
 			return nil, err
 		}
-		l.open = map[pairKey]int64{}
+		l.open = map[pairKey]openCall{}
 	}
 	bpftrace := o.Style == "bpftrace" && !o.JSON
 	if o.By == "" && o.Interval == 0 && !bpftrace {
@@ -175,7 +181,7 @@ func (l *Latencies) Add(b *format.Batch, i int) {
 			l.res.Overflows++
 			return
 		}
-		*s = append(*s, b.Time[i])
+		*s = append(*s, l.entered(b, i))
 	case l.ret:
 		s := l.stacks.of(l.threads.key(b, i))
 		if len(*s) == 0 {
@@ -188,6 +194,15 @@ func (l *Latencies) Add(b *format.Batch, i int) {
 	}
 }
 
+// entered is the open call that entry row i of b begins.
+func (l *Latencies) entered(b *format.Batch, i int) openCall {
+	c := openCall{t: b.Time[i]}
+	if l.tag != nil {
+		c.tag = l.tag(b, i)
+	}
+	return c
+}
+
 // addKeyed pairs event row i of b by the values of its Key fields.
 func (l *Latencies) addKeyed(b *format.Batch, i int) {
 	switch b.Probe[i] {
@@ -196,7 +211,7 @@ func (l *Latencies) addKeyed(b *format.Batch, i int) {
 		if _, ok := l.open[k]; ok {
 			l.res.Restarted++
 		}
-		l.open[k] = b.Time[i]
+		l.open[k] = l.entered(b, i)
 	case l.ret:
 		k := l.keys.key(b, i)
 		start, ok := l.open[k]
@@ -209,10 +224,13 @@ func (l *Latencies) addKeyed(b *format.Batch, i int) {
 	}
 }
 
-// record counts the call that return row i of b ends, begun at start: its
+// record counts the call that return row i of b ends, begun by start: its
 // histogram bucket in the unit, its statistics in nanoseconds.
-func (l *Latencies) record(b *format.Batch, i int, start int64) {
-	ns := b.Time[i] - start
+func (l *Latencies) record(b *format.Batch, i int, start openCall) {
+	ns := b.Time[i] - start.t
+	if l.called != nil {
+		l.called(b, i, start.tag, ns)
+	}
 	l.res.Calls++
 	l.res.Hist.Add(uint64(ns / l.u.div))
 	l.res.Stats.Add(ns)

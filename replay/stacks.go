@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,6 +39,10 @@ type StacksOptions struct {
 	By string
 	// Offsets writes function+0xOFF instead of the function alone.
 	Offsets bool
+	// Samples also lists every stack of every thread with its frames and
+	// the thread's pid, tid and comm (StackCounts.Samples), for profile
+	// formats that keep addresses, mappings and labels.
+	Samples bool
 }
 
 // FoldedStack is one line of folded output: frames root first, and the
@@ -72,6 +77,22 @@ type StackCounts struct {
 	// thread it replaced is one whose tracepoints do not fire). The
 	// interval it would have closed is left out, as offcputime leaves it.
 	SwitchInsMissing uint64
+	// Samples, with StacksOptions.Samples, holds every stack of every
+	// thread, in no particular order.
+	Samples []StackSample
+}
+
+// StackSample is one stack of one thread, as a profile keeps it: its
+// frames with their addresses and mappings, and what was counted on it.
+type StackSample struct {
+	// User and Kernel are the frames, innermost first; nil where the mode
+	// leaves the stack out or the event has none.
+	User, Kernel []symbolize.Frame
+	By           string // the StacksOptions.By value, "" without By
+	PID, TID     uint32
+	Comm         string
+	Events       uint64 // the events (switch-outs, calls) counted
+	Value        uint64 // their value in StackCounts.Unit
 }
 
 // EmptyStackFrame stands for a stack of no frames, so that its events
@@ -96,10 +117,7 @@ func stackProbe(c *Capture, o *StacksOptions) (int, stackCols, error) {
 	var withStacks []string
 	for i := range m.Probes {
 		p := &m.Probes[i]
-		has := false
-		for _, f := range p.Fields {
-			has = has || f.Type.IsStack()
-		}
+		has := probeHasStacks(p)
 		if has {
 			withStacks = append(withStacks, p.Name)
 		}
@@ -192,6 +210,9 @@ type stackKey struct {
 	user, kernel uint64
 	pid          uint32
 	by           string
+	// With StacksOptions.Samples, the thread as well.
+	tid  uint32
+	comm string
 }
 
 // stackAgg counts events and weights by stack, then folds them.
@@ -204,12 +225,14 @@ type stackAgg struct {
 	// stack, and the map lookup was most of the cost of an event.
 	lastKey stackKey
 	last    *stackSeen
+	comms   map[string]string // with Samples: the comms seen, interned
 }
 
 // stackSeen is what stackAgg holds of one stack.
 type stackSeen struct {
-	when  int64 // a time the stack was seen, for the mappings of then
-	value uint64
+	when   int64 // a time the stack was seen, for the mappings of then
+	value  uint64
+	events uint64
 }
 
 func newStackAgg(c *Capture, o *StacksOptions, pi int, unit string) (*stackAgg, error) {
@@ -220,7 +243,7 @@ func newStackAgg(c *Capture, o *StacksOptions, pi int, unit string) (*stackAgg, 
 	return &stackAgg{
 		res:  &StackCounts{Probe: c.Meta().Probes[pi].Name, Mode: o.Mode, Unit: unit, Unresolved: map[string]uint64{}},
 		sym:  sym,
-		opts: o, seen: map[stackKey]*stackSeen{},
+		opts: o, seen: map[stackKey]*stackSeen{}, comms: map[string]string{},
 	}, nil
 }
 
@@ -238,7 +261,44 @@ func (a *stackAgg) add(k stackKey, t int64, v uint64) {
 		a.lastKey, a.last = k, s
 	}
 	s.value = format.AddCount(s.value, v)
+	s.events++
 	a.res.Events++
+}
+
+// key returns the stack key of event row i of b: its stacks of cols, its
+// By value (by) and, with Samples, its thread.
+func (a *stackAgg) key(b *format.Batch, i int, cols stackCols, by func(*format.Batch, int) string) stackKey {
+	var k stackKey
+	if cols.user >= 0 {
+		k.user, k.pid = uint64(b.Col(cols.user).Int(i)), b.PID[i]
+	}
+	if cols.kernel >= 0 {
+		k.kernel = uint64(b.Col(cols.kernel).Int(i))
+	}
+	if by != nil {
+		k.by = by(b, i)
+	}
+	if a.opts.Samples {
+		k.pid, k.tid, k.comm = b.PID[i], b.TID[i], b.Comm(i)
+		if k.comm == a.lastKey.comm {
+			k.comm = a.lastKey.comm
+		} else if c, ok := a.comms[k.comm]; ok {
+			k.comm = c
+		} else {
+			// A map key outlives the batch.
+			k.comm = strings.Clone(k.comm)
+			a.comms[k.comm] = k.comm
+		}
+	}
+	return k
+}
+
+// columns are the columns key reads besides the stacks and By's.
+func (a *stackAgg) columns() []int {
+	if a.opts.Samples {
+		return []int{format.ColPID, format.ColTID, format.ColComm}
+	}
+	return nil
 }
 
 // fold symbolizes every stack, root first (user frames, then kernel
@@ -253,6 +313,7 @@ func (a *stackAgg) fold() *StackCounts {
 			frames = append(frames, k.by)
 		}
 		missing := false
+		var sample StackSample
 		add := func(id uint64, kernel bool) {
 			if id == 0 {
 				missing = true
@@ -262,6 +323,11 @@ func (a *stackAgg) fold() *StackCounts {
 			if !ok {
 				missing = true
 				return
+			}
+			if kernel {
+				sample.Kernel = fs
+			} else {
+				sample.User = fs
 			}
 			for i := len(fs) - 1; i >= 0; i-- {
 				f := fs[i]
@@ -287,6 +353,11 @@ func (a *stackAgg) fold() *StackCounts {
 		if missing && len(frames) == 0 {
 			a.res.NoStack++
 			continue
+		}
+		if a.opts.Samples {
+			sample.By, sample.PID, sample.TID, sample.Comm = k.by, k.pid, k.tid, k.comm
+			sample.Events, sample.Value = s.events, v
+			a.res.Samples = append(a.res.Samples, sample)
 		}
 		if !missing && len(frames) == boolInt(k.by != "") {
 			// Stacks of no frames: a profile sample in user mode has no
@@ -334,23 +405,12 @@ func Stacks(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 		return nil, nil, err
 	}
 	probe := uint16(pi)
-	need := append(cols.columns(), byFieldColumns(c, pi, o.By)...)
-	need = append(need, format.ColTime)
+	need := slices.Concat(cols.columns(), byFieldColumns(c, pi, o.By), agg.columns(), []int{format.ColTime})
 	p, err := c.ScanColumns(need, &o.Rows, func(b *format.Batch, i int) {
 		if b.Probe[i] != probe {
 			return
 		}
-		var k stackKey
-		if cols.user >= 0 {
-			k.user, k.pid = uint64(b.Col(cols.user).Int(i)), b.PID[i]
-		}
-		if cols.kernel >= 0 {
-			k.kernel = uint64(b.Col(cols.kernel).Int(i))
-		}
-		if by != nil {
-			k.by = by(b, i)
-		}
-		agg.add(k, b.Time[i], 1)
+		agg.add(agg.key(b, i, cols, by), b.Time[i], 1)
 	})
 	if err != nil {
 		return nil, p, err
@@ -483,8 +543,7 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 	rows := o.Rows
 	start := c.Meta().StartBoot
 	probe := uint16(pi)
-	need := append(cols.columns(), byFieldColumns(c, pi, o.By)...)
-	need = append(need, nextCol, format.ColTID, format.ColTime)
+	need := slices.Concat(cols.columns(), byFieldColumns(c, pi, o.By), agg.columns(), []int{nextCol, format.ColTID, format.ColTime})
 	pass, err := c.ScanColumns(append(need, rows.columns()...), &RowFilter{}, func(b *format.Batch, i int) {
 		if b.Probe[i] != probe {
 			return
@@ -502,16 +561,7 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 		if tid == 0 || !rows.Match(b, i, start) {
 			return
 		}
-		var k stackKey
-		if cols.user >= 0 {
-			k.user, k.pid = uint64(b.Col(cols.user).Int(i)), b.PID[i]
-		}
-		if cols.kernel >= 0 {
-			k.kernel = uint64(b.Col(cols.kernel).Int(i))
-		}
-		if by != nil {
-			k.by = by(b, i)
-		}
+		k := agg.key(b, i, cols, by)
 		if _, ok := away[tid]; ok {
 			missing++
 		}

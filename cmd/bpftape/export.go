@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -9,19 +10,21 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/outfile"
 	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/export"
+	"github.com/bpftape/bpftape/replay/pprof"
 )
 
 func init() {
-	register("export", "write a capture's events as CSV, JSON lines, Parquet (optionally hive-partitioned) or a new capture, optionally redacted for sharing", runExport)
+	register("export", "write a capture's events as CSV, JSON lines, Parquet (optionally hive-partitioned) or a new capture, optionally redacted for sharing; or its stacks as a pprof profile", runExport)
 }
 
 func runExport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("export", "[flags] FILE --format csv|jsonl|parquet|arrow [-o OUT [--force]]", `
+	fs := newFlags("export", "[flags] FILE --format csv|jsonl|parquet|arrow|pprof [-o OUT [--force]]", `
 Writes the rows of a capture for tools that do not read Arrow IPC, streaming
 batch by batch (memory does not grow with the capture):
   csv      a header, then one line per event: time (boot-clock ns), cpu, pid,
@@ -37,9 +40,13 @@ batch by batch (memory does not grow with the capture):
            polars, pyarrow and DuckDB open as they open a recording: the
            rows selected, loss records kept (--lost keep is the default
            here), metadata kept or, with --redact, redacted
+  pprof    not rows: a probe's stacks as a gzipped pprof profile
+           (profile.proto), which go tool pprof, Pyroscope, Parca, Grafana
+           and speedscope read (see below)
 --format (-f) takes the format; without it, the extension of the -o file
-gives it: .csv, .jsonl or .ndjson, .parquet, .arrow, .feather or .ipc
-(--format wins over the extension, with a warning when they disagree).
+gives it: .csv, .jsonl or .ndjson, .parquet, .arrow, .feather or .ipc,
+.pb.gz or .pprof (--format wins over the extension, with a warning when
+they disagree).
 --from and --to bound the time window, as in the other verbs.
 Loss records (rows that count lost events) are dropped by default, with a
 warning on stderr, so that one row is one event; --lost keep adds them and
@@ -86,6 +93,27 @@ lines carry no metadata; a partitioned export puts every row under
 host=__HIVE_DEFAULT_PARTITION__ (NULL). Probe and field names, which you
 chose when recording, are kept: name probes with care.
 
+A pprof profile counts the events of --probe (default: the one probe that
+recorded stacks) by stack, as bpftape stacks does; each sample is one
+stack of one thread, labelled with comm and probe, and pid and tid as
+numbers. --user, --kernel, --both and --by KEY work as in bpftape stacks,
+and so do --pid, --tid, --comm, --from and --to. What a sample weighs:
+  --weight events   samples/count; for a profile:hz:N probe also
+                    cpu/nanoseconds, one period per sample (the default)
+  --weight offcpu   off-cpu/nanoseconds by the stack a thread left the CPU
+                    with, from a sched_switch probe, as stacks --offcpu
+                    (--offcpu is short for it)
+  --weight latency  latency/nanoseconds: the time of each call of --pair
+                    START,END (default PROBE,PROBE:return), paired as
+                    bpftape latency pairs them (--key FIELDS as there), by
+                    the stack of its entry (or of its return, when only the
+                    return recorded stacks); calls/count counts them
+Every location keeps its address and mapping (file, build id, start,
+limit and file offset), so a symbol server can symbolize it again; the
+frames bpftape resolved carry their function names, so the profile reads
+the same after the binaries are gone. Two exports compare with
+go tool pprof -diff_base; bpftape stacks --base compares folded stacks.
+
 Examples:
   bpftape export cap.arrow -o cap.parquet          # the format from the extension
   bpftape export cap.arrow --format csv -o cap.csv
@@ -98,7 +126,11 @@ Examples:
   bpftape export prof.arrow -f csv --stack-ids -o prof-ids.csv
   bpftape export host-a.arrow --partition -o fleet/   # --partition: Parquet
   bpftape export host-b.arrow --partition -o fleet/
-  duckdb -c "SELECT host, probe, count(*) FROM read_parquet('fleet/*/*/*.parquet', hive_partitioning=true, union_by_name=true) GROUP BY ALL"`, stdout)
+  duckdb -c "SELECT host, probe, count(*) FROM read_parquet('fleet/*/*/*.parquet', hive_partitioning=true, union_by_name=true) GROUP BY ALL"
+  bpftape export prof.arrow -o prof.pb.gz && go tool pprof -top prof.pb.gz
+  bpftape export sw.arrow --offcpu --comm app -o offcpu.pb.gz
+  bpftape export leaf.arrow --weight latency --probe leaf -o leaf-time.pb.gz
+  go tool pprof -top -diff_base before.pb.gz after.pb.gz`, stdout)
 	var fmtName string
 	fs.StringVar(&fmtName, "format", "", "output format: csv, jsonl, parquet or arrow (default: from the -o file's extension)")
 	fs.StringVar(&fmtName, "f", "", "short for --format")
@@ -119,6 +151,7 @@ Examples:
 	formulas := fs.Bool("csv-formulas", false, "CSV: write text cells that start with = + - @ tab or CR as they are (by default they get a leading ' so that a spreadsheet does not run them)")
 	compress := fs.String("compress", "zstd", "arrow and parquet: zstd, lz4 (arrow only) or none")
 	stackIDs := fs.Bool("stack-ids", false, "csv, jsonl, parquet: write stack fields as their uint64 ids, not as folded frames (arrow keeps the ids)")
+	pf := addProfileFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "export", err)
@@ -129,6 +162,22 @@ Examples:
 	var o export.Options
 	if o.Format, err = exportFormat(fmtName, out, *partition, stderr); err != nil {
 		return fail(stderr, "export", err)
+	}
+	if err := pf.check(fs, o.Format); err != nil {
+		return fail(stderr, "export", err)
+	}
+	var po pprof.Options
+	if o.Format == export.Pprof {
+		if err := rowsOnly(fs, "pprof"); err != nil {
+			return fail(stderr, "export", err)
+		}
+		rows, err := rowFilter()
+		if err != nil {
+			return fail(stderr, "export", err)
+		}
+		if po, err = pf.pprofOptions(rows); err != nil {
+			return fail(stderr, "export", err)
+		}
 	}
 	o.Redact = *redact
 	o.CSVFormulas = *formulas
@@ -160,7 +209,17 @@ Examples:
 		return fail(stderr, "export", err)
 	}
 	var res *export.Result
+	var samples int
+	var sampled uint64
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) (pass *replay.Pass, err error) {
+		if o.Format == export.Pprof {
+			err = out.write(stdout, pos[:1], func(w io.Writer) error {
+				var err error
+				samples, sampled, pass, err = writePprof(c, w, po, stderr)
+				return err
+			})
+			return pass, err
+		}
 		if *partition {
 			res, pass, err = export.WritePartitioned(c, *out.path, o)
 			return pass, err
@@ -187,6 +246,12 @@ Examples:
 		}
 		return fail(stderr, "export", err)
 	}
+	if o.Format == export.Pprof {
+		if !out.toStdout() {
+			fmt.Fprintf(stderr, "bpftape export: wrote a profile of %d samples (%s %s) to %s\n", samples, humanfmt.Commas(sampled), profileUnit(po.Weight), *out.path)
+		}
+		return exitOK
+	}
 	(&replay.StackCounts{Unresolved: res.UnresolvedFrames}).Notes(stderr)
 	if !out.toStdout() {
 		what := fmt.Sprintf("%d events", res.Events)
@@ -209,6 +274,8 @@ Examples:
 // names. .json is left out: a reader of a .json file expects one JSON
 // document, not JSON lines.
 var formatsByExt = map[string]export.Format{
+	".pprof":   export.Pprof,
+	".pb.gz":   export.Pprof,
 	".csv":     export.CSV,
 	".jsonl":   export.JSONL,
 	".ndjson":  export.JSONL,
@@ -225,6 +292,9 @@ func exportFormat(name string, out *output, partition bool, stderr io.Writer) (e
 	ext := ""
 	if !out.toStdout() && !partition {
 		ext = strings.ToLower(filepath.Ext(*out.path))
+		if strings.HasSuffix(strings.ToLower(*out.path), ".pb.gz") {
+			ext = ".pb.gz"
+		}
 	}
 	byExt, known := formatsByExt[ext]
 	if name == "" {
@@ -234,9 +304,9 @@ func exportFormat(name string, out *output, partition bool, stderr io.Writer) (e
 		case partition:
 			return export.Parquet, nil
 		case ext != "":
-			return "", usage.Errorf("--format is required: the extension %s of -o does not name a format (csv, jsonl, parquet or arrow)", ext)
+			return "", usage.Errorf("--format is required: the extension %s of -o does not name a format (csv, jsonl, parquet, arrow or pprof)", ext)
 		}
-		return "", usage.Errorf("--format is required (csv, jsonl, parquet or arrow), or an -o file ending in .csv, .jsonl, .parquet or .arrow")
+		return "", usage.Errorf("--format is required (csv, jsonl, parquet, arrow or pprof), or an -o file ending in .csv, .jsonl, .parquet, .arrow or .pb.gz")
 	}
 	f, err := export.ParseFormat(name)
 	if err != nil {
@@ -246,4 +316,31 @@ func exportFormat(name string, out *output, partition bool, stderr io.Writer) (e
 		fmt.Fprintf(stderr, "WARNING: writing %s to %s, as --format says, though its extension says %s\n", f, textsafe.Escape(*out.path), byExt)
 	}
 	return f, nil
+}
+
+// rowsOnly refuses, for a format that writes no rows (what), the flags
+// about rows.
+func rowsOnly(fs *flag.FlagSet, what string) error {
+	var bad []string
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "lost", "partition", "redact", "csv-formulas", "compress", "stack-ids":
+			bad = append(bad, "--"+fl.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return usage.Errorf("%s: not for --format %s, which writes stacks, not rows", strings.Join(bad, ", "), what)
+	}
+	return nil
+}
+
+// profileUnit names what a profile's samples count.
+func profileUnit(w pprof.Weight) string {
+	switch w {
+	case pprof.OffCPU:
+		return "off-CPU intervals"
+	case pprof.Latency:
+		return "calls"
+	}
+	return "events"
 }

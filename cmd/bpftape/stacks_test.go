@@ -174,6 +174,21 @@ int main(void) {
 	if !strings.Contains(out, "main;hot ") {
 		t.Errorf("no main;hot stack:\n%s", out)
 	}
+	// As a pprof CPU profile: the same stacks, each sample one period of
+	// CPU time (go tool pprof reads it).
+	prof := filepath.Join(dir, "prof.pb.gz")
+	if _, stderr, code := runCLI(t, "export", capPath, "--user", "-o", prof); code != 0 {
+		t.Fatalf("export -f pprof: exit %d\n%s", code, stderr)
+	}
+	raw := samePprofStacks(t, prof, 0, out)
+	if strings.Join(raw.types, " ") != "samples/count cpu/nanoseconds" {
+		t.Errorf("sample types %v, want samples/count cpu/nanoseconds", raw.types)
+	}
+	for line, v := range raw.stacks {
+		if period := int64(1_000_000_000 / 199); v[1] != v[0]*period {
+			t.Errorf("%s: %d samples, %d ns of CPU, want %d ns each", line, v[0], v[1], period)
+		}
+	}
 }
 
 // TestOffCPU records sched_switch system-wide while a workload sleeps 20
@@ -260,6 +275,14 @@ int main(void) {
 	t.Logf("off-CPU time in nanosleep: %v for %v of sleep in %v (naps without a switch-in: %d)", time.Duration(slept), want, elapsed, missing)
 	if strings.Contains(stderr, "too low") {
 		t.Errorf("a system-wide capture warned: %s", stderr)
+	}
+	// As a pprof profile of off-CPU time: the same stacks and nanoseconds.
+	prof := filepath.Join(dir, "offcpu.pb.gz")
+	if _, stderr, code := runCLI(t, "export", capPath, "--offcpu", "--comm", "sleeper", "-o", prof); code != 0 {
+		t.Fatalf("export -f pprof --offcpu: exit %d\n%s", code, stderr)
+	}
+	if raw := samePprofStacks(t, prof, 1, out); strings.Join(raw.types, " ") != "switches/count off-cpu/nanoseconds" {
+		t.Errorf("sample types %v, want switches/count off-cpu/nanoseconds", raw.types)
 	}
 	// With -c the programs keep the command's events only, and most of its
 	// switch-ins are another task's: the times are too low, and it says so.

@@ -25,19 +25,22 @@ const (
 	JSONL   Format = "jsonl"
 	Parquet Format = "parquet"
 	Arrow   Format = "arrow" // a bpftape capture, as record writes it
+	// Pprof is a profile of a probe's stacks, not rows: package
+	// replay/pprof writes it.
+	Pprof Format = "pprof"
 )
 
 // ParseFormat checks a --to value.
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(s); f {
-	case CSV, JSONL, Parquet, Arrow:
+	case CSV, JSONL, Parquet, Arrow, Pprof:
 		return f, nil
 	case "json", "ndjson":
 		return JSONL, nil
 	case "ipc":
 		return Arrow, nil
 	}
-	return "", fmt.Errorf("unknown format %q: use csv, jsonl, parquet or arrow", s)
+	return "", fmt.Errorf("unknown format %q: use csv, jsonl, parquet, arrow or pprof", s)
 }
 
 // LostMode says what becomes of loss records, which are rows of the capture

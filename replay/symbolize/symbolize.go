@@ -48,6 +48,12 @@ type Frame struct {
 	// Reason says why an unresolved frame is (Resolved false).
 	Resolved bool
 	Reason   string
+	// Map is the mapping of the user frame's process that covers it, nil
+	// for a kernel frame or where none does; BuildID is its object's (or
+	// a kernel object's) GNU build id, hex, "" if unknown. Profile formats
+	// keep them, so that a symbol server can resolve the frame again.
+	Map     *format.Mapping
+	BuildID string
 }
 
 type object struct {
@@ -215,6 +221,9 @@ func (s *Symbolizer) frame(pid uint32, pm *procMaps, read uint32, addr uint64, k
 	if kernel {
 		if ks := s.kernel.find(addr); ks != nil {
 			f.Name, f.Object, f.Offset, f.Resolved = ks.Name, ks.path, addr-ks.Addr, true
+			if o := s.objs[ks.Object]; o != nil {
+				f.BuildID = o.BuildID
+			}
 			return f
 		}
 		f.Name = unresolvedName(f)
@@ -242,7 +251,7 @@ func (s *Symbolizer) frame(pid uint32, pm *procMaps, read uint32, addr uint64, k
 		f.Reason = fmt.Sprintf("its mapping names object %d, which the capture lacks", m.Object)
 		return f
 	}
-	f.Object = o.Path
+	f.Object, f.Map, f.BuildID = o.Path, m, o.BuildID
 	objAddr := addr - m.Bias
 	if sym, ok := o.lookup(objAddr); ok {
 		f.Name, f.Offset, f.Resolved = sym.Name, objAddr-sym.Addr, true

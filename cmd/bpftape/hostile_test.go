@@ -78,8 +78,12 @@ func TestHostileCaptures(t *testing.T) {
 				{"stacks", "--text", "--offsets", path, "req"},
 				{"stacks", "--offcpu", path, "req"},
 				{"flamegraph", path, "req", "-o", out("flame.svg")},
+				{"export", path, "--format", "pprof", "--probe", "req", "-o", out("x.pb.gz")},
+				{"export", path, "--format", "pprof", "--weight", "latency", "--pair", "req,req_ret", "-o", out("lat.pb.gz")},
 			}
 			for _, args := range verbs {
+				// A pprof export reads stacks as the stacks verb does.
+				stackVerb := args[0] == "stacks" || args[0] == "flamegraph" || args[0] == "export" && slices.Contains(args, "pprof")
 				ctx, cancel := context.WithTimeout(context.Background(), hostileWall)
 				r := runBin(t, exec.CommandContext(ctx, bin, args...))
 				cancel()
@@ -116,7 +120,7 @@ func TestHostileCaptures(t *testing.T) {
 					if r.code != exitOK || len(files) != 65 {
 						t.Errorf("%s: %v: exit %d and %d files, want 0 and 65\n%s", c.Name, args, r.code, len(files), r.stderr)
 					}
-				case c.Name != "bidi" && !strings.HasPrefix(c.Name, "stacks-") && (args[0] == "stacks" || args[0] == "flamegraph"):
+				case c.Name != "bidi" && !strings.HasPrefix(c.Name, "stacks-") && stackVerb:
 					// Refused before reading: the capture has no stacks.
 					if r.code != exitUsage || !strings.Contains(r.stderr, "has no stacks") {
 						t.Errorf("%s: %v: exit %d, want %d and no stacks\n%s", c.Name, args, r.code, exitUsage, r.stderr)

@@ -296,11 +296,41 @@ func (b *builder) function(name, file string) *profile.Function {
 	return fn
 }
 
-// finish marks the mappings whose every location has a function, and puts
-// the samples in a stable order (the stack analysis lists them in none).
+// finish marks the mappings whose every location has a function, puts
+// the main program's mapping first (pprof names the profile after its
+// first mapping), and the samples in a stable order (the stack analysis
+// lists them in none).
 func (b *builder) finish() {
 	for _, m := range b.p.Mapping {
 		m.HasFunctions = b.unresolved[m] == 0
+	}
+	// The main program: of the executables that are no library and not
+	// the kernel, the one in the most samples.
+	in := map[*profile.Mapping]int{}
+	for _, s := range b.p.Sample {
+		seen := map[*profile.Mapping]bool{}
+		for _, l := range s.Location {
+			if m := l.Mapping; m != nil && !seen[m] {
+				seen[m] = true
+				in[m]++
+			}
+		}
+	}
+	program := func(m *profile.Mapping) bool {
+		base := path.Base(m.File)
+		return !strings.HasPrefix(m.File, "[") && !strings.HasSuffix(base, ".so") && !strings.Contains(base, ".so.")
+	}
+	slices.SortStableFunc(b.p.Mapping, func(x, y *profile.Mapping) int {
+		if px, py := program(x), program(y); px != py {
+			if px {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(in[y], in[x])
+	})
+	for i, m := range b.p.Mapping {
+		m.ID = uint64(i + 1)
 	}
 	slices.SortStableFunc(b.p.Sample, func(x, y *profile.Sample) int {
 		if c := cmp.Compare(len(x.Location), len(y.Location)); c != 0 {

@@ -114,7 +114,7 @@ func Build(c *replay.Capture, o Options) (*profile.Profile, *replay.StackCounts,
 	if w := m.Window; w != nil && w.End > w.Start {
 		p.DurationNanos = w.End - w.Start
 	}
-	p.Comments = append(p.Comments, fmt.Sprintf("bpftape capture %s, probe %s", path.Base(c.Name), sc.Probe))
+	p.Comments = append(p.Comments, fmt.Sprintf("capture %s, probe %s (bpftape export)", path.Base(c.Name), sc.Probe))
 	if m.Host != "" {
 		p.Comments = append(p.Comments, "host "+m.Host)
 	}

@@ -40,6 +40,9 @@ type verbDef struct {
 	// args are the verb's arguments after the binary; file is the capture,
 	// out a scratch file for a verb that must write one.
 	args func(n capNames, file, out string) []string
+	// written, if set, is the file the verb writes given out, whose size
+	// the table reports.
+	written func(out string) string
 }
 
 // label is the verb as the tables print it: its arguments without the file.
@@ -86,6 +89,11 @@ var replayVerbs = []verbDef{
 		args: func(n capNames, f, out string) []string {
 			return []string{"export", "-f", "parquet", f, "-o", out, "--force"}
 		}},
+	{name: "export -f pprof", kind: verbOutput, stacks: true,
+		args: func(n capNames, f, out string) []string {
+			return []string{"export", "-f", "pprof", f, "--probe", n.entry, "-o", out + ".pb.gz", "--force"}
+		},
+		written: func(out string) string { return out + ".pb.gz" }},
 }
 
 // duckQuestions are the questions of duckdb_replay.js, in its order, with
@@ -103,6 +111,7 @@ type verbRun struct {
 	def   verbDef
 	label string
 	run   replayRun
+	bytes int64 // the size of what it wrote (verbDef.written)
 }
 
 // verbCap is one capture with its verbs' runs and DuckDB's answers.
@@ -238,6 +247,13 @@ func (d *driver) verbsBench(vc *verbCap, path string, stacks bool) {
 				continue
 			}
 			d.timeOnce(&vr.run, null, append([]string{d.bpftape}, vr.def.args(vc.names, path, out)...))
+		}
+	}
+	for j := range vc.runs {
+		if vr := &vc.runs[j]; vr.def.written != nil && vr.run.err == "" {
+			if st, err := os.Stat(vr.def.written(out)); err == nil {
+				vr.bytes = st.Size()
+			}
 		}
 	}
 	if p := vc.find("export -f parquet"); p == nil || p.run.err != "" || len(p.run.wall) == 0 {
@@ -482,6 +498,11 @@ func printVerbs(w io.Writer, vcs []*verbCap, errs *[]string) {
 		fmt.Fprintf(w, "%s: %s, %s events, %.2f bytes/event", vc.short, vc.what, count(vc.info.recorded), vc.info.perEvent())
 		if vc.info.lost > 0 {
 			fmt.Fprintf(w, ", %s lost while recording", count(vc.info.lost))
+		}
+		for i := range vc.runs {
+			if v := &vc.runs[i]; v.bytes > 0 && vc.info.bytes > 0 {
+				fmt.Fprintf(w, "; %s wrote %s MB (%.2f× the capture)", v.def.name, num(float64(v.bytes)/1e6), float64(v.bytes)/float64(vc.info.bytes))
+			}
 		}
 		fmt.Fprintln(w)
 	}

@@ -49,10 +49,7 @@ func byColumns(by string, byRef *Ref) []int {
 
 // Columns returns the columns Add reads.
 func (l *Latencies) Columns() []int {
-	cols := append([]int{format.ColTime}, l.threads.columns()...)
-	if l.keys != nil {
-		cols = append(cols, l.keys.columns()...)
-	}
+	cols := append([]int{format.ColTime}, l.pair.Columns()...)
 	return append(cols, byColumns(l.o.By, l.byRef)...)
 }
 

@@ -84,21 +84,10 @@ var units = map[string]unit{"ns": {1, "nsecs"}, "us": {1000, "usecs"}, "ms": {10
 // (Add), so that it can share the pass with other analyses; Latency runs
 // it alone.
 type Latencies struct {
-	o          LatencyOptions
-	u          unit
-	entry, ret uint16
-	stacks     openCalls
-	threads    *threadKeys
-	res        LatencyResult
-	// With a Key: the open starts, by key.
-	keys *pairKeys
-	open map[pairKey]openCall
-	// tag, if set, tags each entry it is given, and called gets the tag
-	// of the entry of each call with the return's row and the duration:
-	// for analyses that weigh something of the entry by the call's time
-	// (LatencyStacks).
-	tag    func(b *format.Batch, i int) uint64
-	called func(b *format.Batch, i int, tag uint64, ns int64)
+	o    LatencyOptions
+	u    unit
+	pair *Pairing // each start's token is its time
+	res  LatencyResult
 	// With By or Interval: the histograms by interval and key.
 	ho     HistOptions
 	byRef  *Ref
@@ -132,12 +121,9 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 	if o.Now.IsZero() {
 		o.Now = c.EndWall()
 	}
-	l := &Latencies{o: o, u: u, entry: entry, ret: ret, threads: newThreadKeys(c)}
-	if len(o.Key) > 0 {
-		if l.keys, err = newPairKeys(c, o.Key, o.Entry, o.Return); err != nil {
-			return nil, err
-		}
-		l.open = map[pairKey]openCall{}
+	l := &Latencies{o: o, u: u}
+	if l.pair, err = NewPairing(c, o.Entry, o.Return, o.Key); err != nil {
+		return nil, err
 	}
 	bpftrace := o.Style == "bpftrace" && !o.JSON
 	if o.By == "" && o.Interval == 0 && !bpftrace {
@@ -170,67 +156,22 @@ func (l *Latencies) Add(b *format.Batch, i int) {
 	if l.grid != nil {
 		l.grid.see(b.Time[i])
 	}
-	if l.keys != nil {
-		l.addKeyed(b, i)
-		return
-	}
-	switch b.Probe[i] {
-	case l.entry:
-		s := l.stacks.of(l.threads.key(b, i))
-		if len(*s) >= MaxDepth {
-			l.res.Overflows++
-			return
-		}
-		*s = append(*s, l.entered(b, i))
-	case l.ret:
-		s := l.stacks.of(l.threads.key(b, i))
-		if len(*s) == 0 {
-			l.res.UnmatchedReturns++
-			return
-		}
-		start := (*s)[len(*s)-1]
-		*s = (*s)[:len(*s)-1]
+	switch step, start := l.pair.Add(b, i, b.Time[i]); step {
+	case PairEnded:
 		l.record(b, i, start)
+	case PairOverflow:
+		l.res.Overflows++
+	case PairRestarted:
+		l.res.Restarted++
+	case PairUnmatched:
+		l.res.UnmatchedReturns++
 	}
 }
 
-// entered is the open call that entry row i of b begins.
-func (l *Latencies) entered(b *format.Batch, i int) openCall {
-	c := openCall{t: b.Time[i]}
-	if l.tag != nil {
-		c.tag = l.tag(b, i)
-	}
-	return c
-}
-
-// addKeyed pairs event row i of b by the values of its Key fields.
-func (l *Latencies) addKeyed(b *format.Batch, i int) {
-	switch b.Probe[i] {
-	case l.entry:
-		k := l.keys.key(b, i)
-		if _, ok := l.open[k]; ok {
-			l.res.Restarted++
-		}
-		l.open[k] = l.entered(b, i)
-	case l.ret:
-		k := l.keys.key(b, i)
-		start, ok := l.open[k]
-		if !ok {
-			l.res.UnmatchedReturns++
-			return
-		}
-		delete(l.open, k)
-		l.record(b, i, start)
-	}
-}
-
-// record counts the call that return row i of b ends, begun by start: its
+// record counts the call that return row i of b ends, begun at start: its
 // histogram bucket in the unit, its statistics in nanoseconds.
-func (l *Latencies) record(b *format.Batch, i int, start openCall) {
-	ns := b.Time[i] - start.t
-	if l.called != nil {
-		l.called(b, i, start.tag, ns)
-	}
+func (l *Latencies) record(b *format.Batch, i int, start int64) {
+	ns := b.Time[i] - start
 	l.res.Calls++
 	l.res.Hist.Add(uint64(ns / l.u.div))
 	l.res.Stats.Add(ns)
@@ -243,8 +184,7 @@ func (l *Latencies) record(b *format.Batch, i int, start openCall) {
 // counted as never returning.
 func (l *Latencies) Result() *LatencyResult {
 	res := l.res
-	res.UnmatchedEntries += l.stacks.count()
-	res.UnmatchedEntries += uint64(len(l.open))
+	l.pair.Open(func(int64) { res.UnmatchedEntries++ })
 	return &res
 }
 

@@ -14,14 +14,14 @@ import (
 // nanoseconds; Events counts the calls. A call whose return is timed
 // before its entry (a damaged capture) counts with no time.
 func LatencyStacks(c *Capture, o StacksOptions, l LatencyOptions) (*StackCounts, *Pass, error) {
-	lat, err := NewLatencies(c, LatencyOptions{Entry: l.Entry, Return: l.Return, Key: l.Key})
+	pair, err := NewPairing(c, l.Entry, l.Return, l.Key)
 	if err != nil {
 		return nil, nil, err
 	}
 	m := c.Meta()
 	if o.Probe == "" {
 		o.Probe = l.Return
-		if probeHasStacks(&m.Probes[lat.entry]) || !probeHasStacks(&m.Probes[lat.ret]) {
+		if probeHasStacks(&m.Probes[pair.start]) || !probeHasStacks(&m.Probes[pair.end]) {
 			o.Probe = l.Entry
 		}
 	}
@@ -29,7 +29,7 @@ func LatencyStacks(c *Capture, o StacksOptions, l LatencyOptions) (*StackCounts,
 	if err != nil {
 		return nil, nil, err
 	}
-	if uint16(pi) != lat.entry && uint16(pi) != lat.ret {
+	if uint16(pi) != pair.start && uint16(pi) != pair.end {
 		return nil, nil, usage.Errorf("the stacks of a call are its entry's (%q) or its return's (%q), not %q's", l.Entry, l.Return, o.Probe)
 	}
 	by, err := byKey(c, pi, o.By)
@@ -40,30 +40,43 @@ func LatencyStacks(c *Capture, o StacksOptions, l LatencyOptions) (*StackCounts,
 	if err != nil {
 		return nil, nil, err
 	}
-	if uint16(pi) == lat.entry {
-		// Each entry is tagged with its stack key, interned (tags from 0).
-		var keys []stackKey
-		ids := map[stackKey]uint64{}
-		lat.tag = func(b *format.Batch, i int) uint64 {
-			k := agg.key(b, i, cols, by)
-			id, ok := ids[k]
-			if !ok {
-				id = uint64(len(keys))
-				ids[k] = id
-				keys = append(keys, k)
+	// With the entry's stacks, a start's token is its index in calls (a
+	// slot reused once its call ends), holding its time and stack; with
+	// the return's, the start's time.
+	onEntry := uint16(pi) == pair.start
+	type call struct {
+		t int64
+		k stackKey
+	}
+	var calls []call
+	var free []int64
+	add := func(b *format.Batch, i int) {
+		token := b.Time[i]
+		if onEntry && b.Probe[i] == pair.start {
+			c := call{b.Time[i], agg.key(b, i, cols, by)}
+			if n := len(free); n > 0 {
+				token, free = free[n-1], free[:n-1]
+				calls[token] = c
+			} else {
+				token = int64(len(calls))
+				calls = append(calls, c)
 			}
-			return id
 		}
-		lat.called = func(b *format.Batch, i int, tag uint64, ns int64) {
-			agg.add(keys[tag], b.Time[i]-ns, uint64(max(ns, 0)))
-		}
-	} else {
-		lat.called = func(b *format.Batch, i int, _ uint64, ns int64) {
-			agg.add(agg.key(b, i, cols, by), b.Time[i], uint64(max(ns, 0)))
+		switch step, prev := pair.Add(b, i, token); {
+		case step == PairEnded && onEntry:
+			start := calls[prev]
+			free = append(free, prev)
+			agg.add(start.k, start.t, uint64(max(b.Time[i]-start.t, 0)))
+		case step == PairEnded:
+			agg.add(agg.key(b, i, cols, by), b.Time[i], uint64(max(b.Time[i]-prev, 0)))
+		case step == PairOverflow && onEntry:
+			free = append(free, token)
+		case step == PairRestarted && onEntry:
+			free = append(free, prev)
 		}
 	}
-	need := slices.Concat(lat.Columns(), cols.columns(), byFieldColumns(c, pi, o.By), agg.columns())
-	p, err := c.ScanColumns(need, &o.Rows, lat.Add)
+	need := slices.Concat([]int{format.ColTime}, pair.Columns(), cols.columns(), byFieldColumns(c, pi, o.By), agg.columns())
+	p, err := c.ScanColumns(need, &o.Rows, add)
 	if err != nil {
 		return nil, p, err
 	}

@@ -56,34 +56,27 @@ func (k *threadKeys) host(b *format.Batch, i int) uint64 {
 	return n
 }
 
-// openCalls holds the calls still open on each thread (by thread key),
-// innermost last. The last thread looked up is kept at hand: events of one
-// thread come in runs, and a map lookup per event was the largest cost of
-// pairing them after decoding.
+// openCalls holds the entry times of the calls still open on each thread
+// (by thread key), innermost last. The last thread looked up is kept at
+// hand: events of one thread come in runs, and a map lookup per event was
+// the largest cost of pairing them after decoding.
 type openCalls struct {
-	m       map[uint64]*[]openCall
+	m       map[uint64]*[]int64
 	lastKey uint64
-	last    *[]openCall
-}
-
-// openCall is a call begun and not yet returned: its entry's time, and
-// the tag its pairing's user gave the entry (Latencies.tag).
-type openCall struct {
-	t   int64
-	tag uint64
+	last    *[]int64
 }
 
 // of returns the open calls of thread key k.
-func (o *openCalls) of(k uint64) *[]openCall {
+func (o *openCalls) of(k uint64) *[]int64 {
 	if o.last != nil && o.lastKey == k {
 		return o.last
 	}
 	if o.m == nil {
-		o.m = map[uint64]*[]openCall{}
+		o.m = map[uint64]*[]int64{}
 	}
 	s := o.m[k]
 	if s == nil {
-		s = new([]openCall)
+		s = new([]int64)
 		o.m[k] = s
 	}
 	o.lastKey, o.last = k, s

@@ -180,3 +180,64 @@ func TestBuildErrors(t *testing.T) {
 		t.Errorf("off-CPU of a probe without next_pid: %v", err)
 	}
 }
+
+// TestBuildLatency weighs stacks by the calls of f, paired as latency
+// pairs them: nested calls of one thread (the inner one ends first), a
+// return with no entry and an entry that never returns, each call counted
+// on the stack of its entry.
+func TestBuildLatency(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lat.arrow")
+	m := &format.Meta{Host: "h", StartBoot: boot, StartWall: time.Unix(1700000000, 0), Probes: []format.Probe{
+		{Name: "f", Kind: "uprobe", Spec: "u:/bin/x:f(ustack)", Fields: []format.Field{{Name: "ustack", Type: format.UserStack}}},
+		{Name: "f:return", Kind: "uretprobe", Spec: "ur:/bin/x:f"}}}
+	w, err := format.Create(path, m, format.WriterOptions{BatchRows: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.AddStacks(&format.StackTable{
+		Stacks:  []format.Stack{{ID: idLeaf, Frames: userLeaf}, {ID: idLost, Frames: userLost}},
+		Objects: []format.Object{{ID: 1, Path: "/bin/x"}},
+		Maps:    []format.Mapping{{PID: 7, Since: boot, Start: 0x400000, End: 0x500000, Object: 1}},
+		Symbols: []format.Symbol{{Object: 1, Addr: 0x401000, Size: 0x100, Name: "main"}, {Object: 1, Addr: 0x404000, Size: 0x100, Name: "leaf"}},
+	})
+	for _, e := range []struct {
+		t     int64
+		tid   uint32
+		probe uint16
+		stack uint64
+	}{
+		{0, 7, 0, idLeaf}, {10, 7, 0, idLost}, {15, 7, 1, 0}, {30, 7, 1, 0}, // main;leaf 30 ns around main;? 5 ns
+		{40, 8, 1, 0},      // a return without entry
+		{50, 8, 0, idLeaf}, // never returns
+	} {
+		ev := format.Event{Time: boot + e.t, PID: 7, TID: e.tid, Comm: []byte("x"), Probe: e.probe}
+		if e.probe == 0 {
+			ev.Ints, ev.Strs = []uint64{e.stack}, make([][]byte, 1)
+		}
+		if err := w.Append(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := replay.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, sc, _, err := Build(c, Options{Weight: Latency, Latency: replay.LatencyOptions{Entry: "f", Return: "f:return"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range p.Sample {
+		got[stackOf(s)] = fmt.Sprint(s.Value)
+	}
+	if want := map[string]string{"main;leaf": "[1 30]", "main;?": "[1 5]"}; fmt.Sprint(got) != fmt.Sprint(want) || sc.Events != 2 {
+		t.Errorf("latency samples %v (%d calls), want %v", got, sc.Events, want)
+	}
+	if p.SampleType[1].Type != "latency" || p.SampleType[1].Unit != "nanoseconds" || p.DefaultSampleType != "latency" {
+		t.Errorf("sample types %v, default %q", p.SampleType, p.DefaultSampleType)
+	}
+}

@@ -59,8 +59,10 @@ func castExpr(v string, t valueType) string {
 	if t.bits >= 64 {
 		return v
 	}
+	// In DECIMAL(20,0), which holds every int64 and uint64: DuckDB's
+	// UBIGINT arithmetic refuses to go below 0.
 	m := strconv.FormatUint(1<<t.bits, 10)
-	low := fmt.Sprintf("((%s %% %s) + %s) %% %s", v, m, m, m)
+	low := fmt.Sprintf("((CAST(%s AS DECIMAL(20,0)) %% %s) + %s) %% %s", v, m, m, m)
 	if !t.signed {
 		return low
 	}

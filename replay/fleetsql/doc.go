@@ -58,9 +58,9 @@
 // identifiers with double quotes (column names such as "rx.arg2" have a
 // dot), as DuckDB and Trino do; Spark SQL quotes with backticks, and reads
 // double quotes as identifiers only with spark.sql.ansi.enabled=true and
-// spark.sql.ansi.doubleQuotedIdentifiers=true (Spark 3.4 and later). String
-// literals double a quote (''), which Spark reads as two adjacent literals,
-// and Spark reads a backslash in a literal as an escape: a name with a
+// spark.sql.ansi.doubleQuotedIdentifiers=true (Spark 3.4 and later). A
+// quote inside a string literal, doubled in DuckDB and Trino, is two
+// adjacent literals to Spark, and a backslash an escape: a name with a
 // quote or a backslash is refused (ErrUnportable). Besides, the query uses
 // only what the three share: WITH, CASE, CAST to DECIMAL(20,0) and
 // DECIMAL(38,0), %, COALESCE, window functions (SUM, MIN, LAG, LEAD,

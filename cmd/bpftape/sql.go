@@ -61,7 +61,12 @@ instead, as Spark and Trino read a folder. --pid, --tid, --comm, --from and
 --to keep the events bpftape's own flags keep; --from and --to count from
 the start of CAP (its boot clock, written in the query): right for CAP's own
 export and for the export of a merged capture, whose hosts share one clock,
-not for hosts exported one by one, whose clocks differ.
+not for hosts exported one by one, whose clocks differ. A probe's part
+files have only its own field columns (union_by_name, and Spark's
+mergeSchema, read the others as NULL); a field of a probe that recorded no
+event on any host has no column at all, and the engine says so ("Referenced
+column ... not found"). Every Parquet export has time, pid, tid, comm (but
+with --redact), probe, host and lost columns, which the queries name.
 
 The SQL is the subset DuckDB, Spark SQL and Trino share (WITH, CASE, CAST
 to DECIMAL, %, window functions with ROWS frames, (VALUES ...) AS t(a, b)),

@@ -65,8 +65,9 @@ not for hosts exported one by one, whose clocks differ. A probe's part
 files have only its own field columns (union_by_name, and Spark's
 mergeSchema, read the others as NULL); a field of a probe that recorded no
 event on any host has no column at all, and the engine says so ("Referenced
-column ... not found"). Every Parquet export has time, pid, tid, comm (but
-with --redact), probe, host and lost columns, which the queries name.
+column ... not found"). The other columns the queries name are in every
+part file (time, pid, tid, lost, and comm but with --redact) or come from
+its folders (host, probe).
 
 The SQL is the subset DuckDB, Spark SQL and Trino share (WITH, CASE, CAST
 to DECIMAL, %, window functions with ROWS frames, (VALUES ...) AS t(a, b)),

@@ -51,6 +51,8 @@ they disagree).
 Loss records (rows that count lost events) are dropped by default, with a
 warning on stderr, so that one row is one event; --lost keep adds them and
 a lost column (empty/null on events), --lost only writes just them.
+Parquet always has the lost column (null on events, and on every row with
+--lost drop), so that a query with WHERE lost IS NULL runs on any export.
 --partition (Parquet) writes OUT/host=HOST/probe=PROBE/part-N.parquet, the
 hive layout DuckDB and Spark read as one table with host and probe columns;
 exporting more captures (other hosts) into the same OUT adds part files.
@@ -145,7 +147,7 @@ Examples:
 	})
 	rowFilter := idRowFlags(fs, "rows", func() time.Duration { return end })
 	out := outputFlags(fs, "output file (default: standard output); the folder with --partition", true)
-	lost := fs.String("lost", "", "loss records: drop (events only), keep (add them and a lost column) or only (default drop; keep for arrow)")
+	lost := fs.String("lost", "", "loss records: drop (events only), keep (add them and a lost column; parquet always has the column) or only (default drop; keep for arrow)")
 	partition := fs.Bool("partition", false, "Parquet only: hive-style folders host=HOST/probe=PROBE under -o")
 	redact := fs.Bool("redact", false, "leave out comm, string fields and what identifies the host or a command (see above)")
 	formulas := fs.Bool("csv-formulas", false, "CSV: write text cells that start with = + - @ tab or CR as they are (by default they get a leading ' so that a spreadsheet does not run them)")

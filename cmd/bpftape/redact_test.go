@@ -361,7 +361,7 @@ func TestExportRedact(t *testing.T) {
 		}
 		text, cols, rows := parquetValues(t, out)
 		checkClean(t, "parquet "+comp+" (values read back)", text, secrets)
-		if got := strings.Join(cols, ","); got != "time,cpu,pid,tid,probe,open.arg1,open_ret.retval,openat.flags" || uint64(rows) != events {
+		if got := strings.Join(cols, ","); got != "time,cpu,pid,tid,probe,lost,open.arg1,open_ret.retval,openat.flags" || uint64(rows) != events {
 			t.Errorf("parquet %s: columns %s, %d rows", comp, got, rows)
 		}
 		if !strings.Contains(text, export.RedactedFieldsKey) {

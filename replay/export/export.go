@@ -47,11 +47,14 @@ func ParseFormat(s string) (Format, error) {
 // that count lost events rather than events.
 type LostMode string
 
-// Loss record modes. LostDrop is the default: one row per event, no lost
-// column, so that counting rows counts events; the caller warns about the
-// losses it drops (replay.Pass.Notes).
+// Loss record modes. LostDrop is the default: one row per event, so that
+// counting rows counts events; the caller warns about the losses it drops
+// (replay.Pass.Notes). CSV and JSON lines then have no lost column; Parquet
+// keeps it, null on every row, so that one query (WHERE lost IS NULL) runs
+// on every Parquet export and on a folder of partitioned exports made with
+// different modes.
 const (
-	LostDrop LostMode = "drop" // events only, no lost column
+	LostDrop LostMode = "drop" // events only (Parquet: a lost column, all null)
 	LostKeep LostMode = "keep" // events and loss records; lost is empty/null on events
 	LostOnly LostMode = "only" // loss records only
 )
@@ -121,10 +124,13 @@ type column struct {
 }
 
 // columns lists the capture's columns in schema order, without the lost
-// column unless loss records are kept, and without comm and the string
-// fields when redacting.
+// column in CSV and JSON lines unless loss records are kept (Parquet always
+// has it), and without comm and the string fields when redacting.
 func columns(c *replay.Capture, o *Options) []column {
 	lost := o.lostMode()
+	if o.Format == Parquet {
+		lost = LostKeep // the column, whether or not loss rows fill it
+	}
 	types := map[string]format.Type{}
 	for _, p := range c.Meta().Probes {
 		for _, f := range p.Fields {

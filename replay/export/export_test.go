@@ -317,6 +317,41 @@ func TestParquet(t *testing.T) {
 	}
 }
 
+// TestParquetLostColumn: every Parquet export has the lost column, so that
+// one query runs on all of them: null on every row with --lost drop (no
+// loss rows), set on the loss rows of --lost keep and only.
+func TestParquetLostColumn(t *testing.T) {
+	path, rs := capture(t)
+	c := open(t, path)
+	for _, mode := range []LostMode{LostDrop, LostKeep, LostOnly} {
+		out := filepath.Join(t.TempDir(), "c.parquet")
+		f, err := os.Create(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := WriteParquet(c, f, Options{Lost: mode}); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		tbl := readParquet(t, out)
+		ws := want(rs, mode, replay.RowFilter{})
+		losses := 0
+		for _, w := range ws {
+			if w.lost > 0 {
+				losses++
+			}
+		}
+		k := tbl.Schema().FieldIndices("lost")
+		if len(k) != 1 || tbl.NumRows() != int64(len(ws)) {
+			t.Errorf("%s: lost column at %v, %d rows, want %d", mode, k, tbl.NumRows(), len(ws))
+			continue
+		}
+		if col := tbl.Column(k[0]); int(tbl.NumRows())-col.NullN() != losses {
+			t.Errorf("%s: %d lost values set, want %d loss records", mode, int(tbl.NumRows())-col.NullN(), losses)
+		}
+	}
+}
+
 func TestPartitioned(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.arrow"), filepath.Join(dir, "b.arrow")
@@ -357,8 +392,15 @@ func TestPartitioned(t *testing.T) {
 			nA++
 		}
 	}
-	if strings.Join(names, ",") != "time,cpu,pid,tid,comm,a.v,a.s" || tbl.NumRows() != int64(nA) {
+	// --lost drop: no loss rows, but the lost column, all null, that a
+	// query over the folder names (WHERE lost IS NULL).
+	if strings.Join(names, ",") != "time,cpu,pid,tid,comm,lost,a.v,a.s" || tbl.NumRows() != int64(nA) {
 		t.Errorf("probe a part: columns %v, %d rows", names, tbl.NumRows())
+	}
+	if k := tbl.Schema().FieldIndices("lost"); len(k) == 1 {
+		if col := tbl.Column(k[0]); col.DataType().String() != "uint64" || int64(col.NullN()) != tbl.NumRows() {
+			t.Errorf("lost column of a --lost drop part: %s, %d nulls in %d rows", col.DataType(), col.NullN(), tbl.NumRows())
+		}
 	}
 
 	// A merged capture: hosts from its host column, loss records under Hive's null.

@@ -40,9 +40,10 @@ const HiveNull = "__HIVE_DEFAULT_PARTITION__"
 // utf8 (Parquet has no string view), and probe is a utf8 column that Arrow
 // readers take as a dictionary (the stored Arrow schema, ARROW:schema). A
 // stack field is a utf8 column of folded frames, null for no stack, or with
-// Options.StackIDs a uint64 column of ids.
+// Options.StackIDs a uint64 column of ids. The lost column is always there,
+// null on events, whatever Options.Lost selects (see LostDrop).
 func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, error) {
-	o.Lost = o.lostMode()
+	o.Lost, o.Format = o.lostMode(), Parquet
 	cols := columns(c, &o)
 	names, err := nameStacks(c, &o, cols)
 	if err != nil {
@@ -84,7 +85,7 @@ func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.P
 // format. The Result and the Pass are the first pass's. The part files
 // are put in place at the end, and only if every one was written.
 func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pass *replay.Pass, err error) {
-	o.Lost = o.lostMode()
+	o.Lost, o.Format = o.lostMode(), Parquet
 	m := c.Meta()
 	all := columns(c, &o)
 	names, err := nameStacks(c, &o, all)

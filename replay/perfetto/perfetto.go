@@ -149,10 +149,12 @@ func Write(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, er
 		}
 	}
 	p, err := x.secondPass()
-	if err != nil {
-		return x.result(), p, err
+	// Every packet is whole in the buffer: what a failed pass wrote is a
+	// trace too, cut short.
+	if ferr := x.flush(); err == nil {
+		err = ferr
 	}
-	return x.result(), p, x.flush()
+	return x.result(), p, err
 }
 
 // resolvePairs returns the pairs o asks for and those the capture has.

@@ -13,6 +13,11 @@ import (
 	"github.com/bpftape/bpftape/replay"
 )
 
+// maxSeed bounds the forged captures FuzzPerfetto is seeded with: the
+// larger ones (stacks-merge, stacks-maps: megabytes) take seconds an input
+// under the fuzzer, which then tries a few inputs a minute.
+const maxSeed = 1 << 20
+
 // FuzzPerfetto writes a trace of any capture, seeded with a valid capture
 // and the forged ones of internal/testutil/hostile: no panic, no hang, and
 // whatever is written (also before an error) decodes with protoc and keeps
@@ -24,6 +29,9 @@ func FuzzPerfetto(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
+		if len(b) > maxSeed {
+			return // TestHostile writes it; mutating megabytes finds little
+		}
 		f.Add(b)
 	}
 	valid := filepath.Join(dir, "valid.arrow")
@@ -32,9 +40,6 @@ func FuzzPerfetto(f *testing.F) {
 	}
 	seed(valid)
 	for _, c := range hostile.Captures() {
-		if c.Name == "many-hosts" || testing.Short() && (c.Name == "stacks-merge" || c.Name == "stacks-maps" || c.Name == "stacks-kernel") {
-			continue // slow to open for every input; TestHostile writes them
-		}
 		p := filepath.Join(dir, c.Name+".arrow")
 		if err := c.Write(p); err != nil {
 			f.Fatal(err)
@@ -51,13 +56,7 @@ func FuzzPerfetto(f *testing.F) {
 			return
 		}
 		defer c.Close()
-		// The forged captures name req/req_ret, the valid one rx/rx_ret.
-		for _, o := range []Options{
-			{},
-			{Pairs: []Pair{{"req", "req_ret"}}, Counters: []string{"req.arg0"}},
-			{Pairs: []Pair{{"req", "req_ret"}}, Key: []string{"arg0"}},
-			{Pairs: []Pair{{"rx", "rx_ret"}}, Counters: []string{"rx.arg2"}},
-		} {
+		for _, o := range hostileOptions {
 			var buf bytes.Buffer
 			_, _, err := Write(c, &buf, o)
 			if usage.Is(err) {
@@ -74,6 +73,16 @@ func FuzzPerfetto(f *testing.F) {
 	})
 }
 
+// hostileOptions are the options each forged capture is written with: the
+// forged captures pair req and req_ret (some of them also by their string
+// field name), the valid seed rx and rx_ret.
+var hostileOptions = []Options{
+	{},
+	{Pairs: []Pair{{"req", "req_ret"}}, Counters: []string{"req.arg0"}},
+	{Pairs: []Pair{{"req", "req_ret"}}, Key: []string{"name"}},
+	{Pairs: []Pair{{"rx", "rx_ret"}}, Counters: []string{"rx.arg2"}},
+}
+
 // TestHostile writes a trace of every forged capture, the slow ones too.
 func TestHostile(t *testing.T) {
 	for _, hc := range hostile.Captures() {
@@ -88,18 +97,24 @@ func TestHostile(t *testing.T) {
 				return
 			}
 			defer c.Close()
-			var buf bytes.Buffer
-			res, pass, err := Write(c, &buf, Options{})
-			m := read(t, buf.Bytes())
-			if err != nil {
-				return // cut short, as read checked
-			}
-			if m.open != 0 {
-				t.Errorf("%d slices never ended", m.open)
-			}
-			// Every event is an instant or one end of a slice.
-			if got := 2*res.Slices + res.Instants + res.Unmatched; got != pass.Events {
-				t.Errorf("%d slices, %d instants, %d unmatched: %d events, the pass read %d", res.Slices, res.Instants, res.Unmatched, got, pass.Events)
+			for _, o := range hostileOptions {
+				var buf bytes.Buffer
+				res, pass, err := Write(c, &buf, o)
+				if usage.Is(err) {
+					continue // the capture lacks what o names
+				}
+				m := read(t, buf.Bytes())
+				if err != nil {
+					continue // cut short, as read checked
+				}
+				if m.open != 0 {
+					t.Errorf("%+v: %d slices never ended", o, m.open)
+				}
+				// Every event is an instant or one end of a slice.
+				if got := 2*res.Slices + res.Instants + res.Unmatched; got != pass.Events {
+					t.Errorf("%+v: %d slices, %d instants, %d unmatched: %d events, the pass read %d",
+						o, res.Slices, res.Instants, res.Unmatched, got, pass.Events)
+				}
 			}
 		})
 	}

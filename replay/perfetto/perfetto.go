@@ -48,19 +48,21 @@
 // clock time (CLOCK_REALTIME), so that the UI can show real times. A time
 // before the clock's zero (only a forged capture has one) is written as 0.
 //
-// Order: trace_processor sorts a trace's packets by time (a file without
-// the tracing service's flush marks is sorted whole, ties in file order),
-// but each packet sequence must itself run forward in time for the interned
-// data and tools that read a trace as it streams. A capture's rows come in
-// batch order, which merges the per-CPU rings and may step back, so each
-// packet goes to the open sequence whose last time is the latest not after
-// its own, and to a new sequence where none is: a capture merged from N
-// sorted rings needs about N sequences. At most MaxSequences are open; the
-// one that ran furthest ahead is closed for a new one beyond that.
-// Slice begins and ends must also run forward per track, or the sort
-// would close the wrong slice: a thread's events out of time order (a
-// damaged capture) have their begin or end moved to the track's latest
-// time (Result.Clamped counts them).
+// Order: trace_processor sorts a trace's events by time before it makes
+// slices of them (a file without the tracing service's flush marks is
+// sorted whole, ties kept in file order), so it does not need the file in
+// time order; but a packet sequence is one writer's stream, which Perfetto's
+// own writers emit in time order, and readers that merge sequences as they
+// stream rely on that. A capture's rows come in batch order, which merges
+// the per-CPU rings and may step back, so each packet goes to the open
+// sequence whose last time is the latest not after its own, or to a new
+// sequence where none is: every sequence runs forward, and a capture merged
+// from N sorted rings takes about N of them. At most MaxSequences are open;
+// beyond that the one that ran furthest ahead is closed for a new one.
+// The begins and ends of a track must also run forward, or the sort would
+// close the wrong slice: those of a thread whose events are out of time
+// order (a damaged capture) are moved to the track's latest time
+// (Result.Clamped counts them); instants keep their times.
 package perfetto
 
 import (

@@ -81,12 +81,15 @@ demo: root build
 	@sh scripts/deps.sh demo
 	@sh scripts/demo.sh $(BPFTAPE) $(DEMO)
 
-# generate rebuilds the BPF objects and Go bindings from bpf/*.c.
+# generate rebuilds the BPF objects and Go bindings from bpf/*.c, and the
+# Go code of the vendored Perfetto protos (scripts/gen-proto.sh).
 generate:
 	@sh scripts/deps.sh clang
 	$(GO) generate ./bpf/
+	GO='$(GO)' sh scripts/gen-proto.sh
 
-# check-generate fails when the committed BPF objects do not match bpf/*.c.
+# check-generate fails when the committed BPF objects do not match bpf/*.c,
+# or the Perfetto proto code its .proto files.
 check-generate:
 	@sh scripts/deps.sh clang
 	@sh scripts/check-generate.sh

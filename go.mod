@@ -11,6 +11,7 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.18
 	golang.org/x/arch v0.25.0
 	golang.org/x/sys v0.43.0
+	google.golang.org/protobuf v1.31.0
 )
 
 require (
@@ -35,5 +36,4 @@ require (
 	golang.org/x/xerrors v0.0.0-20220907171357-04be3eba64a2 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20231002182017-d307bd883b97 // indirect
 	google.golang.org/grpc v1.58.3 // indirect
-	google.golang.org/protobuf v1.31.0 // indirect
 )

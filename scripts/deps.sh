@@ -10,8 +10,10 @@
 # to run the Windows build next to the Linux one and compare their output
 # (cmd/bpftape/windows_wine_test.go; MinGW builds the DLL Wine 8 lacks), and
 # the arm64 cross-compiler with its C library (gcc-aarch64-linux-gnu,
-# libc6-dev-arm64-cross) for the tests that build arm64 binaries.
-# With "clang", the BPF toolchain that
+# libc6-dev-arm64-cross) for the tests that build arm64 binaries, and
+# protoc (protobuf-compiler), which the Perfetto export's tests decode
+# their traces with.
+# With "clang", the BPF toolchain and protoc, which
 # `make generate` needs; with "demo", what `make demo` builds its workload
 # with (gcc and sys/sdt.h); with "vmtest", what `make vmtest` boots its
 # guests with (QEMU for x86-64 and for arm64, a static busybox, gcc and the
@@ -32,9 +34,9 @@ cd "$(dirname "$0")/.."
 
 target=${1:-}
 hver=6.1.0-56 # bench: the kernel headers BCC compiles against
-pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium e2fsprogs wine64 gcc-mingw-w64-x86-64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
+pkgs="gcc clang binutils systemtap-sdt-dev python3-bpfcc bpftrace nodejs npm chromium e2fsprogs wine64 gcc-mingw-w64-x86-64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross protobuf-compiler"
 case "$target" in
-clang) pkgs="clang llvm libbpf-dev" ;;
+clang) pkgs="clang llvm libbpf-dev protobuf-compiler" ;;
 demo) pkgs="gcc libc6-dev systemtap-sdt-dev" ;;
 vmtest) pkgs="qemu-system-x86 qemu-system-arm busybox-static gcc libc6-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross clang systemtap-sdt-dev xz-utils zstd" ;;
 vmbench) pkgs="qemu-system-x86 busybox-static gcc libc6-dev xz-utils zstd bpftrace" ;;

@@ -1,0 +1,691 @@
+package perfetto
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/replay"
+	pb "github.com/bpftape/bpftape/replay/perfetto/internal/perfettopb"
+)
+
+// MaxLanes bounds the lanes of a keyed pair: slices open at once beyond
+// it share a lane, their begin moved to its last end (Result.Clamped).
+const MaxLanes = 4096
+
+// exporter is the state of a trace being written: per probe, thread,
+// process, pair and track, never per event.
+type exporter struct {
+	c        *replay.Capture
+	o        *Options
+	pairs    []*pairSpec
+	counters []counterSpec
+	out      *packetWriter
+	pairOf   []int // per probe, the index of its pair, or -1
+	probes   []probeCols
+	names    *replay.StackNamer
+	procs    map[procKey]*process
+	threads  map[threadKey]*thread
+	res      *Result
+	uuids    uint64
+
+	// From the first pass: the thread pairs' entries that never return
+	// (by ordinal), and the pairs whose slices do not nest with others'.
+	openAtEnd map[int64]bool
+	crossing  []bool
+
+	// Keyed pairs: the open starts, by slot, and each pair's lanes.
+	slots []keyedStart
+	free  []int64
+	lanes map[int][]*track
+
+	bpftape       *track
+	counterTracks []uint64
+	first, last   int64 // event and loss record times, for want of a window
+	seen          bool
+}
+
+// probeCols are a probe's columns: the fields written as arguments, its
+// stacks (-1 if none), its host field's (-1 if none) and its counters.
+type probeCols struct {
+	fields       []fieldCol
+	user, kernel int
+	host         int
+	counters     []int
+}
+
+type fieldCol struct {
+	name    string
+	col     int
+	typ     format.Type
+	pointer bool
+}
+
+func newProbeCols(c *replay.Capture, pi int) (probeCols, error) {
+	m := c.Meta()
+	p := &m.Probes[pi]
+	pc := probeCols{user: -1, kernel: -1, host: -1}
+	hf := m.HostFieldIndex(p)
+	for fi, f := range p.Fields {
+		col := c.Column(f.Column)
+		if col < 0 {
+			return pc, fmt.Errorf("%s: probe %s: field %s has no column %q", c.Name, p.Name, f.Name, f.Column)
+		}
+		switch {
+		case f.Type == format.UserStack:
+			pc.user = col
+		case f.Type == format.KernelStack:
+			pc.kernel = col
+		default:
+			if fi == hf && f.Type == format.String {
+				pc.host = col
+			}
+			pc.fields = append(pc.fields, fieldCol{name: f.Name, col: col, typ: f.Type, pointer: f.Pointer})
+		}
+	}
+	return pc, nil
+}
+
+// track is a track that holds slices: its begins and ends must run
+// forward, last is the latest.
+type track struct {
+	uuid uint64
+	last uint64
+}
+
+type threadKey struct {
+	host string
+	tid  uint32
+}
+
+type procKey struct {
+	host string
+	pid  uint32
+}
+
+type thread struct {
+	track
+	pid  uint32
+	comm string
+	own  map[int]*track // the tracks of pairs that do not nest, by pair
+}
+
+type process struct {
+	uuid   uint64
+	name   string
+	leader bool // named after its leader thread
+}
+
+// keyedStart is an open start of a keyed pair: what its slice's begin or
+// its unmatched instant will hold.
+type keyedStart struct {
+	live    bool
+	ordinal int64
+	t       int64
+	thread  uint64
+	name    string
+	args    []*pb.DebugAnnotation
+	frames  []string
+}
+
+func (x *exporter) threadPairs() bool {
+	for _, p := range x.pairs {
+		if !p.keyed {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *exporter) newUUID() uint64 {
+	x.uuids++
+	return x.uuids
+}
+
+// ts converts a capture time to a packet time.
+func ts(t int64) uint64 {
+	if t < 0 {
+		return 0
+	}
+	return uint64(t)
+}
+
+// openStart is an entry open on a thread in the first pass.
+type openStart struct {
+	ordinal int64
+	pair    int
+}
+
+// firstPass pairs the thread pairs' events, numbered as the second pass
+// numbers them, and keeps the entries that never return and the pairs
+// whose slices overlap another pair's without nesting.
+func (x *exporter) firstPass() (*replay.Pass, error) {
+	var cols []int
+	for _, p := range x.pairs {
+		if !p.keyed {
+			cols = append(cols, p.p.Columns()...)
+		}
+	}
+	for _, pc := range x.probes {
+		if pc.host >= 0 {
+			cols = append(cols, pc.host)
+		}
+	}
+	cols = append(cols, format.ColTID)
+	open := map[threadKey]*[]openStart{}
+	x.crossing = make([]bool, len(x.pairs))
+	var n int64
+	p, err := x.c.WalkColumns(cols, &x.o.Rows, func(b *format.Batch, i int, lost bool) error {
+		if lost {
+			return nil
+		}
+		n++
+		pi := x.pairOf[b.Probe[i]]
+		if pi < 0 || x.pairs[pi].keyed {
+			return nil
+		}
+		step, prev := x.pairs[pi].p.Add(b, i, n)
+		if step != replay.PairStarted && step != replay.PairEnded {
+			return nil
+		}
+		k := threadKey{x.host(b, i), b.TID[i]}
+		s := open[k]
+		if s == nil {
+			s = new([]openStart)
+			open[k] = s
+		}
+		if step == replay.PairStarted {
+			*s = append(*s, openStart{n, pi})
+			return nil
+		}
+		for j := len(*s) - 1; j >= 0; j-- {
+			if (*s)[j].ordinal != prev {
+				continue
+			}
+			if j != len(*s)-1 {
+				// Slices begun since and still open overlap this one.
+				x.crossing[pi] = true
+				for _, o := range (*s)[j+1:] {
+					x.crossing[o.pair] = true
+				}
+			}
+			*s = slices.Delete(*s, j, j+1)
+			break
+		}
+		return nil
+	})
+	if err != nil {
+		return p, err
+	}
+	x.openAtEnd = map[int64]bool{}
+	for _, s := range open {
+		for _, o := range *s {
+			x.openAtEnd[o.ordinal] = true
+		}
+	}
+	// The second pass pairs anew.
+	for _, ps := range x.pairs {
+		if !ps.keyed {
+			m := x.c.Meta()
+			fresh, err := replay.NewPairing(x.c, m.Probes[ps.start].Name, m.Probes[ps.end].Name, nil)
+			if err != nil {
+				return p, err
+			}
+			ps.p = fresh
+		}
+	}
+	return p, nil
+}
+
+// secondPass writes the trace.
+func (x *exporter) secondPass() (*replay.Pass, error) {
+	x.clock()
+	x.lanes = map[int][]*track{}
+	var n int64
+	p, err := x.c.Walk(&x.o.Rows, func(b *format.Batch, i int, lost bool) error {
+		if lost {
+			x.loss(b, i)
+			return x.out.err
+		}
+		n++
+		x.event(b, i, n)
+		return x.out.err
+	})
+	if err != nil {
+		return p, err
+	}
+	x.finish()
+	return p, x.out.err
+}
+
+func (x *exporter) result() *Result {
+	x.res.Sequences = x.out.seqs
+	return x.res
+}
+
+func (x *exporter) flush() error { return x.out.flush() }
+
+// clock writes the ClockSnapshot that maps the boot clock to the wall clock.
+func (x *exporter) clock() {
+	m := x.c.Meta()
+	if m.StartBoot < 0 || m.StartWall.Before(time.Unix(0, 0)) || m.StartWall.After(time.Unix(0, math.MaxInt64)) {
+		return // a forged capture's: no real time to map to
+	}
+	boot, wall := uint32(pb.BuiltinClock_BUILTIN_CLOCK_BOOTTIME), uint32(pb.BuiltinClock_BUILTIN_CLOCK_REALTIME)
+	primary := pb.BuiltinClock_BUILTIN_CLOCK_BOOTTIME
+	x.out.write(ts(m.StartBoot), &pb.TracePacket{Data: &pb.TracePacket_ClockSnapshot{ClockSnapshot: &pb.ClockSnapshot{
+		Clocks: []*pb.ClockSnapshot_Clock{
+			{ClockId: &boot, Timestamp: proto.Uint64(uint64(m.StartBoot))},
+			{ClockId: &wall, Timestamp: proto.Uint64(uint64(m.StartWall.UnixNano()))},
+		},
+		PrimaryTraceClock: &primary,
+	}}}, nil)
+}
+
+// see widens the span of the times written.
+func (x *exporter) see(t int64) {
+	if !x.seen {
+		x.first, x.last, x.seen = t, t, true
+	}
+	x.first, x.last = min(x.first, t), max(x.last, t)
+}
+
+// host returns the host of event row i of b in a merged capture, or "".
+func (x *exporter) host(b *format.Batch, i int) string {
+	col := x.probes[b.Probe[i]].host
+	if col < 0 || !b.Col(col).Valid(i) {
+		return ""
+	}
+	return b.Col(col).Str(i)
+}
+
+// event writes event row i of b, the n-th event of the pass.
+func (x *exporter) event(b *format.Batch, i int, n int64) {
+	t := b.Time[i]
+	x.see(t)
+	th := x.thread(b, i)
+	pc := &x.probes[b.Probe[i]]
+	for _, ci := range pc.counters {
+		x.counter(ci, b, i)
+	}
+	pi := x.pairOf[b.Probe[i]]
+	if pi < 0 {
+		x.instant(th.uuid, b, i, "")
+		return
+	}
+	ps := x.pairs[pi]
+	if ps.keyed {
+		x.keyed(pi, th, b, i, n)
+		return
+	}
+	step, _ := ps.p.Add(b, i, n)
+	switch step {
+	case replay.PairStarted:
+		if x.openAtEnd[n] {
+			x.instant(th.uuid, b, i, "entry without return: the capture ended first")
+			return
+		}
+		x.begin(x.pairTrack(th, pi), ts(t), ps.name, x.args(b, i, ""), x.frames(b, i))
+	case replay.PairOverflow:
+		x.instant(th.uuid, b, i, fmt.Sprintf("entry beyond %d calls open on its thread", replay.MaxDepth))
+	case replay.PairEnded:
+		x.end(x.pairTrack(th, pi), ts(t), x.args(b, i, "return."), x.frames(b, i))
+	case replay.PairUnmatched:
+		x.instant(th.uuid, b, i, "return without entry")
+	}
+}
+
+// keyed writes event row i of b, of keyed pair pi.
+func (x *exporter) keyed(pi int, th *thread, b *format.Batch, i int, n int64) {
+	ps := x.pairs[pi]
+	var slot int64 = -1
+	if b.Probe[i] == ps.start {
+		slot = x.alloc()
+		x.slots[slot] = keyedStart{live: true, ordinal: n, t: b.Time[i], thread: th.uuid, name: ps.name,
+			args: x.args(b, i, ""), frames: x.frames(b, i)}
+	}
+	step, prev := ps.p.Add(b, i, slot)
+	switch step {
+	case replay.PairRestarted:
+		x.unmatchedStart(prev, "start replaced by a later start of the same key")
+	case replay.PairEnded:
+		s := &x.slots[prev]
+		begin, end := ts(s.t), ts(b.Time[i])
+		lane := x.lane(pi, begin)
+		x.begin(lane, begin, s.name, s.args, s.frames)
+		x.end(lane, end, x.args(b, i, "return."), x.frames(b, i))
+		x.release(prev)
+	case replay.PairUnmatched:
+		x.instant(th.uuid, b, i, "end without start")
+	}
+}
+
+func (x *exporter) alloc() int64 {
+	if n := len(x.free); n > 0 {
+		s := x.free[n-1]
+		x.free = x.free[:n-1]
+		return s
+	}
+	x.slots = append(x.slots, keyedStart{})
+	return int64(len(x.slots) - 1)
+}
+
+func (x *exporter) release(slot int64) {
+	x.slots[slot] = keyedStart{}
+	x.free = append(x.free, slot)
+}
+
+// unmatchedStart writes the open keyed start in slot as an unmatched
+// instant, and frees the slot.
+func (x *exporter) unmatchedStart(slot int64, why string) {
+	s := &x.slots[slot]
+	args := append(s.args, strArg("unmatched", why))
+	x.out.write(ts(s.t), &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
+		Type: pb.TrackEvent_TYPE_INSTANT.Enum(), TrackUuid: proto.Uint64(s.thread),
+		NameField: &pb.TrackEvent_Name{Name: s.name}, DebugAnnotations: args,
+	}}}, s.frames)
+	x.res.Unmatched++
+	x.release(slot)
+}
+
+// lane returns a lane of keyed pair pi free from time begin on.
+func (x *exporter) lane(pi int, begin uint64) *track {
+	var best *track
+	for _, l := range x.lanes[pi] {
+		if l.last <= begin && (best == nil || l.last > best.last) {
+			best = l
+		}
+	}
+	if best != nil {
+		return best
+	}
+	if len(x.lanes[pi]) >= MaxLanes {
+		best = x.lanes[pi][0]
+		for _, l := range x.lanes[pi] {
+			if l.last < best.last {
+				best = l
+			}
+		}
+		return best // begin is clamped to its last end
+	}
+	l := &track{uuid: x.newUUID()}
+	x.lanes[pi] = append(x.lanes[pi], l)
+	x.describe(begin, &pb.TrackDescriptor{Uuid: proto.Uint64(l.uuid),
+		StaticOrDynamicName: &pb.TrackDescriptor_Name{Name: validUTF8(x.pairs[pi].name)}})
+	return l
+}
+
+// pairTrack returns the track of thread pair pi's slices on th: the
+// thread's, or the pair's own under it if its slices do not nest.
+func (x *exporter) pairTrack(th *thread, pi int) *track {
+	if !x.crossing[pi] {
+		return &th.track
+	}
+	if t := th.own[pi]; t != nil {
+		return t
+	}
+	if th.own == nil {
+		th.own = map[int]*track{}
+	}
+	t := &track{uuid: x.newUUID(), last: th.last}
+	th.own[pi] = t
+	x.describe(th.last, &pb.TrackDescriptor{Uuid: proto.Uint64(t.uuid), ParentUuid: proto.Uint64(th.uuid),
+		StaticOrDynamicName: &pb.TrackDescriptor_Name{Name: validUTF8(x.pairs[pi].name)}})
+	return t
+}
+
+// clamp returns at, or tr's latest begin or end if that is later.
+func (x *exporter) clamp(tr *track, at uint64) uint64 {
+	if at < tr.last {
+		x.res.Clamped++
+		at = tr.last
+	}
+	tr.last = at
+	return at
+}
+
+func (x *exporter) begin(tr *track, at uint64, name string, args []*pb.DebugAnnotation, frames []string) {
+	at = x.clamp(tr, at)
+	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
+		Type: pb.TrackEvent_TYPE_SLICE_BEGIN.Enum(), TrackUuid: proto.Uint64(tr.uuid),
+		NameField: &pb.TrackEvent_Name{Name: validUTF8(name)}, DebugAnnotations: args,
+	}}}, frames)
+}
+
+func (x *exporter) end(tr *track, at uint64, args []*pb.DebugAnnotation, frames []string) {
+	at = x.clamp(tr, at)
+	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
+		Type: pb.TrackEvent_TYPE_SLICE_END.Enum(), TrackUuid: proto.Uint64(tr.uuid), DebugAnnotations: args,
+	}}}, frames)
+	x.res.Slices++
+}
+
+// instant writes event row i of b as an instant on track uuid, named
+// after its probe; why, if not "", says why it is an unmatched event of a
+// pair.
+func (x *exporter) instant(uuid uint64, b *format.Batch, i int, why string) {
+	args := x.args(b, i, "")
+	if why != "" {
+		args = append(args, strArg("unmatched", why))
+		x.res.Unmatched++
+	} else {
+		x.res.Instants++
+	}
+	x.out.write(ts(b.Time[i]), &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
+		Type: pb.TrackEvent_TYPE_INSTANT.Enum(), TrackUuid: proto.Uint64(uuid),
+		NameField: &pb.TrackEvent_Name{Name: validUTF8(x.c.Meta().Probes[b.Probe[i]].Name)}, DebugAnnotations: args,
+	}}}, x.frames(b, i))
+}
+
+// counter writes the value of counter ci in event row i of b.
+func (x *exporter) counter(ci int, b *format.Batch, i int) {
+	cs := &x.counters[ci]
+	col := b.Col(cs.col)
+	if !col.Valid(i) {
+		return
+	}
+	if x.counterTracks == nil {
+		x.counterTracks = make([]uint64, len(x.counters))
+	}
+	at := ts(b.Time[i])
+	if x.counterTracks[ci] == 0 {
+		x.counterTracks[ci] = x.newUUID()
+		x.describe(at, &pb.TrackDescriptor{Uuid: proto.Uint64(x.counterTracks[ci]),
+			StaticOrDynamicName: &pb.TrackDescriptor_Name{Name: validUTF8(cs.name)}, Counter: &pb.CounterDescriptor{}})
+	}
+	ev := &pb.TrackEvent{Type: pb.TrackEvent_TYPE_COUNTER.Enum(), TrackUuid: proto.Uint64(x.counterTracks[ci])}
+	v := col.Int(i)
+	if cs.typ == format.Uint64 && v < 0 {
+		ev.CounterValueField = &pb.TrackEvent_DoubleCounterValue{DoubleCounterValue: float64(uint64(v))}
+	} else {
+		ev.CounterValueField = &pb.TrackEvent_CounterValue{CounterValue: v}
+	}
+	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: ev}}, nil)
+	x.res.Counters++
+}
+
+// loss writes loss record i of b as an instant on the bpftape track.
+func (x *exporter) loss(b *format.Batch, i int) {
+	n, _ := b.Lost(i)
+	at := ts(b.Time[i])
+	x.see(b.Time[i])
+	tr := x.bpftapeTrack(at)
+	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
+		Type: pb.TrackEvent_TYPE_INSTANT.Enum(), TrackUuid: proto.Uint64(tr.uuid),
+		NameField: &pb.TrackEvent_Name{Name: fmt.Sprintf("lost %d events", n)},
+		DebugAnnotations: []*pb.DebugAnnotation{
+			strArg("probe", x.c.Meta().Probes[b.Probe[i]].Name),
+			intArg("cpu", int64(b.CPU[i])),
+			uintArg("lost", n),
+		},
+	}}}, nil)
+	x.res.LossRecords++
+}
+
+func (x *exporter) bpftapeTrack(at uint64) *track {
+	if x.bpftape == nil {
+		x.bpftape = &track{uuid: x.newUUID()}
+		x.describe(at, &pb.TrackDescriptor{Uuid: proto.Uint64(x.bpftape.uuid),
+			StaticOrDynamicName: &pb.TrackDescriptor_Name{Name: "bpftape"}})
+	}
+	return x.bpftape
+}
+
+// finish writes the keyed starts still open, and the capture's window.
+func (x *exporter) finish() {
+	var open []int64
+	for s := range x.slots {
+		if x.slots[s].live {
+			open = append(open, int64(s))
+		}
+	}
+	slices.SortFunc(open, func(a, b int64) int { return int(x.slots[a].ordinal - x.slots[b].ordinal) })
+	for _, s := range open {
+		x.unmatchedStart(s, "start without end: the capture ended first")
+	}
+	m := x.c.Meta()
+	start, end, ok := x.first, x.last, x.seen
+	if w := m.Window; w != nil {
+		if w.Start != 0 {
+			start, ok = w.Start, true
+			end = max(end, start)
+		}
+		if w.End != 0 {
+			end = max(w.End, start)
+		}
+	}
+	if !ok {
+		return
+	}
+	tr := x.bpftapeTrack(ts(start))
+	x.begin(tr, ts(start), "capture", []*pb.DebugAnnotation{strArg("host", m.Host), strArg("kernel", m.Kernel)}, nil)
+	at := x.clamp(tr, ts(end))
+	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
+		Type: pb.TrackEvent_TYPE_SLICE_END.Enum(), TrackUuid: proto.Uint64(tr.uuid),
+	}}}, nil)
+}
+
+// describe writes a track's descriptor at time at.
+func (x *exporter) describe(at uint64, d *pb.TrackDescriptor) {
+	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackDescriptor{TrackDescriptor: d}}, nil)
+}
+
+// thread returns the track of event row i's thread, describing it (and
+// its process) when first seen and when its comm or pid changes.
+func (x *exporter) thread(b *format.Batch, i int) *thread {
+	host, tid, pid, comm := x.host(b, i), b.TID[i], b.PID[i], b.Comm(i)
+	at := ts(b.Time[i])
+	x.process(host, pid, tid, comm, at)
+	k := threadKey{host, tid}
+	th := x.threads[k]
+	if th != nil && th.comm == comm && th.pid == pid {
+		return th
+	}
+	if th == nil {
+		th = &thread{track: track{uuid: x.newUUID()}}
+		x.threads[k] = th
+	}
+	th.comm, th.pid = comm, pid
+	td := &pb.ThreadDescriptor{Pid: proto.Int32(int32(pid)), Tid: proto.Int64(int64(tid))}
+	if comm != "" {
+		td.ThreadName = proto.String(validUTF8(comm))
+	}
+	x.describe(at, &pb.TrackDescriptor{Uuid: proto.Uint64(th.uuid), Thread: td})
+	return th
+}
+
+// process describes process pid when first seen, and names it after its
+// leader thread (tid = pid) when that shows.
+func (x *exporter) process(host string, pid, tid uint32, comm string, at uint64) {
+	k := procKey{host, pid}
+	p := x.procs[k]
+	switch {
+	case p == nil:
+		p = &process{uuid: x.newUUID(), name: comm, leader: tid == pid}
+		x.procs[k] = p
+	case tid == pid && (!p.leader || p.name != comm):
+		p.leader = true
+		if p.name == comm {
+			return
+		}
+		p.name = comm
+	default:
+		return
+	}
+	name := p.name
+	if host != "" {
+		name = strings.TrimSpace(name + " @" + host)
+	}
+	pd := &pb.ProcessDescriptor{Pid: proto.Int32(int32(pid))}
+	if name != "" {
+		pd.ProcessName = proto.String(validUTF8(name))
+	}
+	x.describe(at, &pb.TrackDescriptor{Uuid: proto.Uint64(p.uuid), Process: pd})
+}
+
+// args returns the cpu and fields of event row i of b as arguments, their
+// names prefixed.
+func (x *exporter) args(b *format.Batch, i int, prefix string) []*pb.DebugAnnotation {
+	pc := &x.probes[b.Probe[i]]
+	args := make([]*pb.DebugAnnotation, 0, len(pc.fields)+1)
+	args = append(args, intArg(prefix+"cpu", int64(b.CPU[i])))
+	for _, f := range pc.fields {
+		col := b.Col(f.col)
+		if !col.Valid(i) {
+			continue
+		}
+		name := prefix + f.name
+		switch {
+		case f.typ == format.String:
+			args = append(args, strArg(name, col.Str(i)))
+		case f.pointer:
+			args = append(args, &pb.DebugAnnotation{NameField: &pb.DebugAnnotation_Name{Name: validUTF8(name)},
+				Value: &pb.DebugAnnotation_PointerValue{PointerValue: uint64(col.Int(i))}})
+		case f.typ == format.Uint64:
+			args = append(args, uintArg(name, uint64(col.Int(i))))
+		default:
+			args = append(args, intArg(name, col.Int(i)))
+		}
+	}
+	return args
+}
+
+// frames returns the callstack of event row i of b, root first: its user
+// stack's frames, then its kernel stack's; nil if it has none.
+func (x *exporter) frames(b *format.Batch, i int) []string {
+	pc := &x.probes[b.Probe[i]]
+	if x.names == nil || pc.user < 0 && pc.kernel < 0 {
+		return nil
+	}
+	var frames []string
+	for _, col := range []int{pc.user, pc.kernel} {
+		if col < 0 || !b.Col(col).Valid(i) {
+			continue
+		}
+		line, ok := x.names.Folded(b.PID[i], b.Time[i], uint64(b.Col(col).Int(i)))
+		if ok {
+			frames = append(frames, strings.Split(line, ";")...)
+		}
+	}
+	return frames
+}
+
+func strArg(name, v string) *pb.DebugAnnotation {
+	return &pb.DebugAnnotation{NameField: &pb.DebugAnnotation_Name{Name: validUTF8(name)},
+		Value: &pb.DebugAnnotation_StringValue{StringValue: validUTF8(v)}}
+}
+
+func intArg(name string, v int64) *pb.DebugAnnotation {
+	return &pb.DebugAnnotation{NameField: &pb.DebugAnnotation_Name{Name: validUTF8(name)},
+		Value: &pb.DebugAnnotation_IntValue{IntValue: v}}
+}
+
+func uintArg(name string, v uint64) *pb.DebugAnnotation {
+	return &pb.DebugAnnotation{NameField: &pb.DebugAnnotation_Name{Name: validUTF8(name)},
+		Value: &pb.DebugAnnotation_UintValue{UintValue: v}}
+}

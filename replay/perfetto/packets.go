@@ -1,0 +1,178 @@
+package perfetto
+
+import (
+	"bufio"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/bpftape/bpftape/replay/perfetto/internal/perfettopb"
+)
+
+// MaxSequences bounds the packet sequences open at once (see the package
+// doc): a capture whose rows step back further than that many sorted runs
+// (a forged one) closes one for each new one.
+const MaxSequences = 64
+
+// MaxInterned bounds the entries of a sequence's interning tables
+// (function names and callstacks): past it, the sequence clears its
+// incremental state and interns anew, as Perfetto's own writers do.
+const MaxInterned = 1 << 14
+
+// MaxFrames bounds the frames of a callstack; a longer one keeps its
+// outermost frames.
+const MaxFrames = 1024
+
+// boottime is the clock of every packet's timestamp.
+var boottime = uint32(pb.BuiltinClock_BUILTIN_CLOCK_BOOTTIME)
+
+// packetWriter writes TracePackets as the repeated field 1 of a Trace,
+// one at a time, each on a sequence whose times run forward.
+type packetWriter struct {
+	w    *bufio.Writer
+	err  error
+	buf  []byte
+	open []*sequence
+	seqs uint32 // sequences begun; the last one's id
+}
+
+// sequence is one packet sequence and its interning tables.
+type sequence struct {
+	id      uint32
+	last    uint64
+	started bool
+	funcs   map[string]uint64 // function name -> iid (its frame's iid too)
+	stacks  map[string]uint64 // frame iids, joined -> callstack iid
+	key     []byte
+}
+
+// sequenceFor returns the open sequence whose last time is the latest not
+// after ts, or a new one.
+func (pw *packetWriter) sequenceFor(ts uint64) *sequence {
+	var best *sequence
+	for _, s := range pw.open {
+		if s.last <= ts && (best == nil || s.last > best.last) {
+			best = s
+		}
+	}
+	if best != nil {
+		return best
+	}
+	if len(pw.open) >= MaxSequences {
+		// Close the one that ran furthest ahead: the least likely to fit.
+		far := 0
+		for i, s := range pw.open {
+			if s.last > pw.open[far].last {
+				far = i
+			}
+		}
+		pw.open = append(pw.open[:far], pw.open[far+1:]...)
+	}
+	pw.seqs++
+	s := &sequence{id: pw.seqs}
+	pw.open = append(pw.open, s)
+	return s
+}
+
+// write writes pkt at time ts on a sequence that allows it; frames, root
+// first, become the callstack of pkt's TrackEvent, interned.
+func (pw *packetWriter) write(ts uint64, pkt *pb.TracePacket, frames []string) {
+	if pw.err != nil {
+		return
+	}
+	s := pw.sequenceFor(ts)
+	s.last = ts
+	pkt.Timestamp = &ts
+	pkt.TimestampClockId = &boottime
+	pkt.TrustedPacketSequenceId = &s.id
+	var flags uint32
+	if !s.started {
+		flags |= uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED)
+		s.started = true
+		s.funcs, s.stacks = map[string]uint64{}, map[string]uint64{}
+	}
+	if ev := pkt.GetTrackEvent(); ev != nil {
+		flags |= uint32(pb.TracePacket_SEQ_NEEDS_INCREMENTAL_STATE)
+		if len(frames) > 0 {
+			if len(s.funcs)+len(s.stacks)+len(frames)+1 > MaxInterned {
+				flags |= uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED)
+				s.funcs, s.stacks = map[string]uint64{}, map[string]uint64{}
+			}
+			iid := s.intern(pkt, frames)
+			ev.CallstackField = &pb.TrackEvent_CallstackIid{CallstackIid: iid}
+		}
+	}
+	if flags != 0 {
+		pkt.SequenceFlags = &flags
+	}
+	pw.marshal(pkt)
+}
+
+// intern returns the iid of the callstack frames on s, adding to pkt's
+// interned data what s lacks. A frame is its function's name alone: its
+// iid is the name's.
+func (s *sequence) intern(pkt *pb.TracePacket, frames []string) uint64 {
+	if len(frames) > MaxFrames {
+		frames = frames[:MaxFrames]
+	}
+	data := func() *pb.InternedData {
+		if pkt.InternedData == nil {
+			pkt.InternedData = &pb.InternedData{}
+		}
+		return pkt.InternedData
+	}
+	ids := make([]uint64, len(frames))
+	s.key = s.key[:0]
+	for i, f := range frames {
+		iid, ok := s.funcs[f]
+		if !ok {
+			iid = uint64(len(s.funcs) + 1)
+			s.funcs[f] = iid
+			d := data()
+			d.FunctionNames = append(d.FunctionNames, &pb.InternedString{Iid: proto.Uint64(iid), Str: []byte(f)})
+			d.Frames = append(d.Frames, &pb.Frame{Iid: proto.Uint64(iid), FunctionNameId: proto.Uint64(iid)})
+		}
+		ids[i] = iid
+		s.key = protowire.AppendVarint(s.key, iid)
+	}
+	iid, ok := s.stacks[string(s.key)]
+	if !ok {
+		iid = uint64(len(s.stacks) + 1)
+		s.stacks[string(s.key)] = iid
+		d := data()
+		d.Callstacks = append(d.Callstacks, &pb.Callstack{Iid: proto.Uint64(iid), FrameIds: ids})
+	}
+	return iid
+}
+
+// marshal writes pkt as one element of Trace.packet.
+func (pw *packetWriter) marshal(pkt *pb.TracePacket) {
+	b, err := proto.MarshalOptions{}.MarshalAppend(pw.buf[:0], pkt)
+	if err != nil {
+		pw.err = err
+		return
+	}
+	pw.buf = b
+	var hdr [16]byte
+	h := protowire.AppendTag(hdr[:0], 1, protowire.BytesType)
+	h = protowire.AppendVarint(h, uint64(len(b)))
+	if _, err := pw.w.Write(h); err != nil {
+		pw.err = err
+		return
+	}
+	if _, err := pw.w.Write(b); err != nil {
+		pw.err = err
+	}
+}
+
+// flush writes what is buffered.
+func (pw *packetWriter) flush() error {
+	if pw.err != nil {
+		return pw.err
+	}
+	return pw.w.Flush()
+}
+
+// validUTF8 makes s valid UTF-8 for a protobuf string.
+func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }

@@ -16,15 +16,16 @@ import (
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/export"
+	"github.com/bpftape/bpftape/replay/perfetto"
 	"github.com/bpftape/bpftape/replay/pprof"
 )
 
 func init() {
-	register("export", "write a capture's events as CSV, JSON lines, Parquet (optionally hive-partitioned) or a new capture, optionally redacted for sharing; or its stacks as a pprof profile", runExport)
+	register("export", "write a capture's events as CSV, JSON lines, Parquet (optionally hive-partitioned) or a new capture, optionally redacted for sharing; its stacks as a pprof profile; its threads' time lines as a Perfetto trace", runExport)
 }
 
 func runExport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("export", "[flags] FILE --format csv|jsonl|parquet|arrow|pprof [-o OUT [--force]]", `
+	fs := newFlags("export", "[flags] FILE --format csv|jsonl|parquet|arrow|pprof|perfetto [-o OUT [--force]]", `
 Writes the rows of a capture for tools that do not read Arrow IPC, streaming
 batch by batch (memory does not grow with the capture):
   csv      a header, then one line per event: time (boot-clock ns), cpu, pid,
@@ -43,10 +44,12 @@ batch by batch (memory does not grow with the capture):
   pprof    not rows: a probe's stacks as a gzipped pprof profile
            (profile.proto), which go tool pprof, Pyroscope, Parca, Grafana
            and speedscope read (see below)
+  perfetto not rows: a Perfetto trace, a time line per thread, which
+           ui.perfetto.dev opens (see below)
 --format (-f) takes the format; without it, the extension of the -o file
 gives it: .csv, .jsonl or .ndjson, .parquet, .arrow, .feather or .ipc,
-.pb.gz or .pprof (--format wins over the extension, with a warning when
-they disagree).
+.pb.gz or .pprof, .pftrace or .perfetto-trace (--format wins over the
+extension, with a warning when they disagree).
 --from and --to bound the time window, as in the other verbs.
 Loss records (rows that count lost events) are dropped by default, with a
 warning on stderr, so that one row is one event; --lost keep adds them and
@@ -116,6 +119,18 @@ frames bpftape resolved carry their function names, so the profile reads
 the same after the binaries are gone. Two exports compare with
 go tool pprof -diff_base; bpftape stacks --base compares folded stacks.
 
+A Perfetto trace has a track per process and per thread, named by their
+comm (a rename or exec gives the later name from where it happened). Entry
+and return events pair into slices, as bpftape latency pairs them: each
+entry probe with its function's return probe, and any --pair START,END
+(--key FIELDS pairs by key across threads, as latency --key); the fields of
+both ends are the slice's arguments, and an end that pairs with nothing is
+an instant marked unmatched. Every other event is an instant with its
+fields; --counter PROBE.FIELD draws a field as a counter track; stacks are
+callstacks on their events, symbolized from the capture. A "bpftape" track
+holds the loss records and the capture's window. Times are the capture's
+boot clock, mapped to its wall clock in the trace.
+
 Examples:
   bpftape export cap.arrow -o cap.parquet          # the format from the extension
   bpftape export cap.arrow --format csv -o cap.csv
@@ -132,7 +147,9 @@ Examples:
   bpftape export prof.arrow -o prof.pb.gz && go tool pprof -top prof.pb.gz
   bpftape export sw.arrow --offcpu --comm app -o offcpu.pb.gz
   bpftape export leaf.arrow --weight latency --probe leaf -o leaf-time.pb.gz
-  go tool pprof -top -diff_base before.pb.gz after.pb.gz`, stdout)
+  go tool pprof -top -diff_base before.pb.gz after.pb.gz
+  bpftape export vnet.arrow -o vnet.pftrace                 # then open it in ui.perfetto.dev
+  bpftape export vnet.arrow -f perfetto --pair tx_len,tx_ret --counter rx.arg2 -o vnet.pftrace`, stdout)
 	var fmtName string
 	fs.StringVar(&fmtName, "format", "", "output format: csv, jsonl, parquet or arrow (default: from the -o file's extension)")
 	fs.StringVar(&fmtName, "f", "", "short for --format")
@@ -169,15 +186,18 @@ Examples:
 		return fail(stderr, "export", err)
 	}
 	var po pprof.Options
-	if o.Format == export.Pprof {
-		if err := rowsOnly(fs, "pprof"); err != nil {
+	var to perfetto.Options
+	if o.Format == export.Pprof || o.Format == export.Perfetto {
+		if err := rowsOnly(fs, string(o.Format)); err != nil {
 			return fail(stderr, "export", err)
 		}
 		rows, err := rowFilter()
-		if err != nil {
-			return fail(stderr, "export", err)
+		if err == nil && o.Format == export.Pprof {
+			po, err = pf.pprofOptions(rows)
+		} else if err == nil {
+			to, err = pf.perfettoOptions(rows)
 		}
-		if po, err = pf.pprofOptions(rows); err != nil {
+		if err != nil {
 			return fail(stderr, "export", err)
 		}
 	}
@@ -213,11 +233,20 @@ Examples:
 	var res *export.Result
 	var samples int
 	var sampled uint64
+	var trace *perfetto.Result
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) (pass *replay.Pass, err error) {
-		if o.Format == export.Pprof {
+		switch o.Format {
+		case export.Pprof:
 			err = out.write(stdout, pos[:1], func(w io.Writer) error {
 				var err error
 				samples, sampled, pass, err = writePprof(c, w, po, stderr)
+				return err
+			})
+			return pass, err
+		case export.Perfetto:
+			err = out.write(stdout, pos[:1], func(w io.Writer) error {
+				var err error
+				trace, pass, err = perfetto.Write(c, w, to)
 				return err
 			})
 			return pass, err
@@ -248,6 +277,16 @@ Examples:
 		}
 		return fail(stderr, "export", err)
 	}
+	if o.Format == export.Perfetto {
+		if trace.Slices+trace.Instants+trace.Unmatched+trace.Counters+trace.LossRecords == 0 {
+			fmt.Fprintln(stderr, "NOTE: no event passes the --pid, --tid, --comm, --from and --to filters: the trace is empty")
+		}
+		if !out.toStdout() {
+			fmt.Fprintf(stderr, "bpftape export: wrote a Perfetto trace of %s slices, %s instants and %s counter values to %s (open it in ui.perfetto.dev)\n",
+				humanfmt.Commas(trace.Slices), humanfmt.Commas(trace.Instants+trace.Unmatched+trace.LossRecords), humanfmt.Commas(trace.Counters), *out.path)
+		}
+		return exitOK
+	}
 	if o.Format == export.Pprof {
 		if !out.toStdout() {
 			fmt.Fprintf(stderr, "bpftape export: wrote a profile of %d samples (%s %s) to %s\n", samples, humanfmt.Commas(sampled), profileUnit(po.Weight), *out.path)
@@ -276,15 +315,17 @@ Examples:
 // names. .json is left out: a reader of a .json file expects one JSON
 // document, not JSON lines.
 var formatsByExt = map[string]export.Format{
-	".pprof":   export.Pprof,
-	".pb.gz":   export.Pprof,
-	".csv":     export.CSV,
-	".jsonl":   export.JSONL,
-	".ndjson":  export.JSONL,
-	".parquet": export.Parquet,
-	".arrow":   export.Arrow,
-	".feather": export.Arrow,
-	".ipc":     export.Arrow,
+	".pprof":          export.Pprof,
+	".pb.gz":          export.Pprof,
+	".pftrace":        export.Perfetto,
+	".perfetto-trace": export.Perfetto,
+	".csv":            export.CSV,
+	".jsonl":          export.JSONL,
+	".ndjson":         export.JSONL,
+	".parquet":        export.Parquet,
+	".arrow":          export.Arrow,
+	".feather":        export.Arrow,
+	".ipc":            export.Arrow,
 }
 
 // exportFormat is the format export writes: --format's (name) if given,
@@ -306,9 +347,9 @@ func exportFormat(name string, out *output, partition bool, stderr io.Writer) (e
 		case partition:
 			return export.Parquet, nil
 		case ext != "":
-			return "", usage.Errorf("--format is required: the extension %s of -o does not name a format (csv, jsonl, parquet, arrow or pprof)", ext)
+			return "", usage.Errorf("--format is required: the extension %s of -o does not name a format (csv, jsonl, parquet, arrow, pprof or perfetto)", ext)
 		}
-		return "", usage.Errorf("--format is required (csv, jsonl, parquet, arrow or pprof), or an -o file ending in .csv, .jsonl, .parquet, .arrow or .pb.gz")
+		return "", usage.Errorf("--format is required (csv, jsonl, parquet, arrow, pprof or perfetto), or an -o file ending in .csv, .jsonl, .parquet, .arrow, .pb.gz or .pftrace")
 	}
 	f, err := export.ParseFormat(name)
 	if err != nil {
@@ -331,7 +372,7 @@ func rowsOnly(fs *flag.FlagSet, what string) error {
 		}
 	})
 	if len(bad) > 0 {
-		return usage.Errorf("%s: not for --format %s, which writes stacks, not rows", strings.Join(bad, ", "), what)
+		return usage.Errorf("%s: not for --format %s, which writes no rows", strings.Join(bad, ", "), what)
 	}
 	return nil
 }

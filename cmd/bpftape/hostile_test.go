@@ -80,6 +80,7 @@ func TestHostileCaptures(t *testing.T) {
 				{"flamegraph", path, "req", "-o", out("flame.svg")},
 				{"export", path, "--format", "pprof", "--probe", "req", "-o", out("x.pb.gz")},
 				{"export", path, "--format", "pprof", "--weight", "latency", "--pair", "req,req_ret", "-o", out("lat.pb.gz")},
+				{"export", path, "--format", "perfetto", "--pair", "req,req_ret", "-o", out("x.pftrace")},
 			}
 			for _, args := range verbs {
 				// A pprof export reads stacks as the stacks verb does.

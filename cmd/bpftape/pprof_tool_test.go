@@ -54,7 +54,7 @@ var (
 	// frame when both stacks show.
 	unresolvedFrame = regexp.MustCompile(`^\[(0x[0-9a-f]+|[^\]]*\+0x[0-9a-f]+)\](_\[k\])?$`)
 	rawFunction     = regexp.MustCompile(`^(.*) \S*:-?\d+:-?\d+ s=\d+`)
-	rawSample   = regexp.MustCompile(`^\s+([-\d ]+): ([\d ]+)$`)
+	rawSample       = regexp.MustCompile(`^\s+([-\d ]+): ([\d ]+)$`)
 )
 
 // readPprofRaw runs go tool pprof -raw on path and parses it.

@@ -25,22 +25,24 @@ const (
 	JSONL   Format = "jsonl"
 	Parquet Format = "parquet"
 	Arrow   Format = "arrow" // a bpftape capture, as record writes it
-	// Pprof is a profile of a probe's stacks, not rows: package
-	// replay/pprof writes it.
-	Pprof Format = "pprof"
+	// Pprof is a profile of a probe's stacks and Perfetto a trace of
+	// timelines, not rows: packages replay/pprof and replay/perfetto write
+	// them.
+	Pprof    Format = "pprof"
+	Perfetto Format = "perfetto"
 )
 
 // ParseFormat checks a --to value.
 func ParseFormat(s string) (Format, error) {
 	switch f := Format(s); f {
-	case CSV, JSONL, Parquet, Arrow, Pprof:
+	case CSV, JSONL, Parquet, Arrow, Pprof, Perfetto:
 		return f, nil
 	case "json", "ndjson":
 		return JSONL, nil
 	case "ipc":
 		return Arrow, nil
 	}
-	return "", fmt.Errorf("unknown format %q: use csv, jsonl, parquet, arrow or pprof", s)
+	return "", fmt.Errorf("unknown format %q: use csv, jsonl, parquet, arrow, pprof or perfetto", s)
 }
 
 // LostMode says what becomes of loss records, which are rows of the capture

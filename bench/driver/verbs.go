@@ -94,6 +94,11 @@ var replayVerbs = []verbDef{
 			return []string{"export", "-f", "pprof", f, "--probe", n.entry, "-o", out + ".pb.gz", "--force"}
 		},
 		written: func(out string) string { return out + ".pb.gz" }},
+	{name: "export -f perfetto", kind: verbOutput, stacks: true,
+		args: func(n capNames, f, out string) []string {
+			return []string{"export", "-f", "perfetto", f, "-o", out + ".pftrace", "--force"}
+		},
+		written: func(out string) string { return out + ".pftrace" }},
 }
 
 // duckQuestions are the questions of duckdb_replay.js, in its order, with

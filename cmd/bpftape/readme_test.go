@@ -258,9 +258,15 @@ func TestReadmeExamples(t *testing.T) {
 			if strings.HasSuffix(verb, ":") {
 				continue // a message bpftape prints ("bpftape info: open ..."), not a command
 			}
+			args := []string{verb}
+			if verb == "sql" && len(words) > 2 {
+				// bpftape sql VERB: each verb has its own flags.
+				args = append(args, words[2])
+				verb += " " + words[2]
+			}
 			flags, ok := helps[verb]
 			if !ok {
-				out, errOut, code := runCLI(t, verb, "--help")
+				out, errOut, code := runCLI(t, append(args, "--help")...)
 				if code != exitOK {
 					t.Errorf("%s: %q: bpftape %s --help exits %d: %s", name, cmd, verb, code, errOut)
 					helps[verb] = nil

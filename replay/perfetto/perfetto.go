@@ -1,68 +1,24 @@
 // Package perfetto writes a capture as a Perfetto trace (the protobuf
-// perfetto.protos.Trace that ui.perfetto.dev and trace_processor open), a
-// time line per thread: entry/return pairs as nested slices, every other
-// event as an instant, chosen fields as counters, stacks as callstacks.
+// perfetto.protos.Trace that ui.perfetto.dev and trace_processor open): a
+// time line per thread, entry/return pairs as nested slices (paired by
+// replay.Pairing, as `bpftape latency` pairs them), every other event as an
+// instant, chosen fields as counters, stacks as interned callstacks, loss
+// records on a "bpftape" track. docs/analyses.md says what a user sees.
+//
 // The protobuf is written by the protobuf library from Perfetto's own
-// definitions (internal/perfettopb), one packet at a time, so that memory
-// grows with the threads, open calls and tracks, not with the events.
+// definitions (internal/perfettopb, generated from the vendored protos),
+// one packet at a time, so that memory grows with threads, open calls and
+// tracks, not with events. Knowing that an entry never returns takes a
+// first pass that only pairs.
 //
-// What the trace holds:
-//
-//   - A process track per pid and a thread track per tid, named from the
-//     comm of their events. A thread renamed (or a process exec'd) during
-//     the capture gets a new descriptor where its comm changes, and
-//     Perfetto shows the last one. A process is named after its leader
-//     thread (tid = pid) once that has an event, until then after the
-//     first thread seen; in a merged capture the host follows the name.
-//   - Slices from entry/return pairs, paired as `bpftape latency` pairs
-//     them (replay.Pairing): every entry probe and the return probe of
-//     its function (as `bpftape report` finds them), plus Options.Pairs.
-//     A slice's arguments are the entry's fields and, prefixed "return.",
-//     the return's. A pair's slices nest on the thread's track, unless
-//     somewhere in the capture one of its slices overlaps a slice of
-//     another pair without nesting (a lost event, a longjmp): that pair's
-//     slices then go on a track of their own under each thread, so that
-//     every end closes the slice its begin opened. With Options.Key the
-//     slices may start and end on different threads: they go on "lanes",
-//     global tracks of the pair's name (which the UI shows as one), each
-//     holding one slice at a time, since a track per key would be one per
-//     sector or request and a track per starting thread would overlap.
-//   - Entries that never return, returns without entry, entries beyond
-//     replay.MaxDepth open calls and (with a Key) starts replaced by a
-//     later start of their key: instants with an "unmatched" argument
-//     saying which. Knowing an entry never returns takes a first pass over
-//     the capture, which pairs and keeps nothing else.
-//   - Every other event: an instant on its thread's track named after its
-//     probe, its fields as arguments (integers as integers, strings as
-//     strings, addresses as pointers) with its cpu.
-//   - Options.Counters: a counter track per PROBE.FIELD.
-//   - Stack fields (ustack, kstack): the event's callstack, symbolized from
-//     the capture as `bpftape stacks` symbolizes it (user frames, then
-//     kernel frames), interned per packet sequence.
-//   - A "bpftape" track with an instant "lost N events" per loss record and
-//     a slice over the capture's window (or its first to last event).
-//
-// Times: a capture's times are boot-clock nanoseconds (CLOCK_BOOTTIME),
-// and so are the packets' (timestamp_clock_id BUILTIN_CLOCK_BOOTTIME); a
-// ClockSnapshot maps the capture's start in the boot clock to its wall
-// clock time (CLOCK_REALTIME), so that the UI can show real times. A time
-// before the clock's zero (only a forged capture has one) is written as 0.
-//
-// Order: trace_processor sorts a trace's events by time before it makes
-// slices of them (a file without the tracing service's flush marks is
-// sorted whole, ties kept in file order), so it does not need the file in
-// time order; but a packet sequence is one writer's stream, which Perfetto's
-// own writers emit in time order, and readers that merge sequences as they
-// stream rely on that. A capture's rows come in batch order, which merges
-// the per-CPU rings and may step back, so each packet goes to the open
-// sequence whose last time is the latest not after its own, or to a new
-// sequence where none is: every sequence runs forward, and a capture merged
-// from N sorted rings takes about N of them. At most MaxSequences are open;
-// beyond that the one that ran furthest ahead is closed for a new one.
-// The begins and ends of a track must also run forward, or the sort would
-// close the wrong slice: those of a thread whose events are out of time
-// order (a damaged capture) are moved to the track's latest time
-// (Result.Clamped counts them); instants keep their times.
+// Times stay on the capture's boot clock (timestamp_clock_id BOOTTIME), a
+// ClockSnapshot maps it to the wall clock. A capture's rows merge per-CPU
+// rings and may step back in time, and a packet sequence is one writer's
+// stream in time order: each packet goes to the open sequence whose last
+// time is the latest not after its own, or to a new one (at most
+// MaxSequences). A pair whose slices overlap another's without nesting
+// gets a track of its own under each thread, and keyed pairs go on
+// "lanes" of one slice at a time, so that every end closes its own begin.
 package perfetto
 
 import (

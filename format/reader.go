@@ -370,7 +370,7 @@ func (r *Reader) decode(d *arrowipc.Decoder, i int, b *Batch) (raw int64, err er
 		return 0, err
 	}
 	n := d.Rows()
-	b.Len = n
+	b.Index, b.Len = i, n
 	if cap(b.data) < len(r.types) {
 		b.data = make([]arrowipc.ColumnData, len(r.types))
 		b.cols = make([]Column, len(r.types)-numFixed)
@@ -536,6 +536,8 @@ func (r *Reader) Close() error {
 
 // Batch is a decoded record batch with typed views of its columns.
 type Batch struct {
+	// Index is the batch's number in the file, from 0.
+	Index int
 	Len   int
 	Time  []int64
 	CPU   []uint16
@@ -567,7 +569,7 @@ func (b *Batch) Comm(i int) string { return b.comm.Value(i) }
 // view: a key to tell rows apart without reading their bytes. Equal views
 // hold equal comms when the comm is at most 12 bytes (inlined); a longer
 // comm's view says where it lies, so equal views mean equal comms only
-// within one batch.
+// within one batch (Index).
 func (b *Batch) CommView(i int) (lo, hi uint64) { return b.comm.View(i) }
 
 // Lost returns the count of a loss record; ok is false for an event row.

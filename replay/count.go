@@ -143,12 +143,13 @@ func (kc *keyCounter) add(b *format.Batch, i int) {
 		lo, hi := b.CommView(i)
 		slot = &kc.views[((lo*0x9e3779b97f4a7c15^hi^uint64(k.probe))*0xc2b2ae3d27d4eb4f)>>56]
 		if slot.n != nil && slot.lo == lo && slot.hi == hi && slot.probe == k.probe &&
-			(uint32(lo) <= 12 || slot.s == b.Comm(i)) {
+			(uint32(lo) <= 12 || slot.batch == b.Index || slot.s == b.Comm(i)) {
+			slot.batch = b.Index // a long comm's view reads as s in all of this batch
 			*slot.n++
 			return
 		}
 		k.s = b.Comm(i)
-		*slot = viewSlot{lo: lo, hi: hi, probe: k.probe}
+		*slot = viewSlot{lo: lo, hi: hi, probe: k.probe, batch: b.Index}
 	case "pid":
 		k.n = b.PID[i]
 	case "tid":
@@ -176,10 +177,12 @@ func (kc *keyCounter) add(b *format.Batch, i int) {
 
 // viewSlot is a cached comm of count --by comm: the string view it was
 // read from (lo, hi: equal views of a comm of up to 12 bytes hold equal
-// comms; a longer one is checked against s), and its counter.
+// comms; a longer one's view names where it lies, so it is checked
+// against s once in each batch), and its counter.
 type viewSlot struct {
 	lo, hi uint64
 	probe  uint16
+	batch  int // the batch in which a long comm's view last read as s
 	s      string
 	n      *uint64
 }

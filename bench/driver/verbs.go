@@ -50,10 +50,10 @@ func (v verbDef) label(n capNames) string {
 	const file, out = "\x00f", "\x00o"
 	var as []string
 	for _, a := range v.args(n, file, out) {
-		switch a {
-		case file:
-		case out:
-			as = append(as, "OUT")
+		switch {
+		case a == file:
+		case strings.HasPrefix(a, out):
+			as = append(as, "OUT"+strings.TrimPrefix(a, out))
 		default:
 			as = append(as, a)
 		}
@@ -506,7 +506,7 @@ func printVerbs(w io.Writer, vcs []*verbCap, errs *[]string) {
 		}
 		for i := range vc.runs {
 			if v := &vc.runs[i]; v.bytes > 0 && vc.info.bytes > 0 {
-				fmt.Fprintf(w, "; %s wrote %s MB (%.2f× the capture)", v.def.name, num(float64(v.bytes)/1e6), float64(v.bytes)/float64(vc.info.bytes))
+				fmt.Fprintf(w, "; %s wrote %s bytes (%.3g× the capture)", v.def.name, count(v.bytes), float64(v.bytes)/float64(vc.info.bytes))
 			}
 		}
 		fmt.Fprintln(w)

@@ -68,4 +68,3 @@ func TestExportPerfetto(t *testing.T) {
 		t.Errorf("a call of a complete run is marked unmatched")
 	}
 }
-

@@ -190,27 +190,35 @@ func duckSQL(t *testing.T, node, interop, dir string, args ...string) duckResult
 	if code != 0 {
 		t.Fatalf("sql %q: exit %d: %s", args, code, errOut)
 	}
+	r, err := runDuckDB(node, interop, dir, q)
+	if err != nil {
+		t.Fatalf("duckdb on sql %q: %v\nquery:\n%s", args, err, q)
+	}
+	return r
+}
+
+// runDuckDB runs query in DuckDB from dir.
+func runDuckDB(node, interop, dir, query string) (duckResult, error) {
+	var r duckResult
 	abs, err := filepath.Abs(interop)
 	if err != nil {
-		t.Fatal(err)
+		return r, err
 	}
 	cmd := exec.Command(node, "-e", duckQueryJS)
 	cmd.Dir = dir
 	cmd.Env = append(cmd.Environ(), "NODE_PATH="+filepath.Join(abs, "node_modules"))
-	cmd.Stdin = strings.NewReader(q)
+	cmd.Stdin = strings.NewReader(query)
 	out, err := cmd.Output()
 	if err != nil {
-		msg := ""
 		if ee, ok := err.(*exec.ExitError); ok {
-			msg = string(ee.Stderr)
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
 		}
-		t.Fatalf("duckdb on sql %q: %v\n%s\nquery:\n%s", args, err, msg, q)
+		return r, err
 	}
-	var r duckResult
 	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("duckdb output %q: %v", out, err)
+		return r, fmt.Errorf("duckdb output %q: %w", out, err)
 	}
-	return r
+	return r, nil
 }
 
 func (r duckResult) str(i int, col string) string {

@@ -181,3 +181,13 @@ func parseNoArgs(fs *flag.FlagSet, verb string, args []string, stderr io.Writer)
 	}
 	return exitOK, true
 }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}

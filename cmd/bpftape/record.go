@@ -465,16 +465,6 @@ func parseSize(s string) (uint32, error) {
 	return uint32(n * mult), nil
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string { return strings.Join(*l, ",") }
-
-func (l *stringList) Set(s string) error {
-	*l = append(*l, s)
-	return nil
-}
-
 // processLists splits the --pid and --comm lists at commas.
 func processLists(pidList, commList []string) (pids []int, comms []string, err error) {
 	for _, l := range pidList {

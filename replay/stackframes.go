@@ -20,6 +20,9 @@ import (
 // a repeated stack then costs a map lookup. A StackNamer is not safe for
 // concurrent use.
 type StackNamer struct {
+	// BuildIDs names unresolved frames with their object's build id, as
+	// StacksOptions.BuildIDs does; set it before the first Folded.
+	BuildIDs   bool
 	sym        *symbolize.Symbolizer
 	names      map[stackKey]foldedName
 	unresolved map[string]uint64
@@ -64,7 +67,7 @@ func (s *StackNamer) Folded(pid uint32, t int64, id uint64) (line string, ok boo
 	a := &stackAgg{
 		res:  &StackCounts{Mode: mode, Unresolved: s.unresolved},
 		sym:  s.sym,
-		opts: &StacksOptions{Mode: mode},
+		opts: &StacksOptions{Mode: mode, BuildIDs: s.BuildIDs},
 		seen: map[stackKey]*stackSeen{},
 	}
 	a.add(k, t, 1)

@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -39,6 +40,10 @@ type StacksOptions struct {
 	By string
 	// Offsets writes function+0xOFF instead of the function alone.
 	Offsets bool
+	// BuildIDs names a frame that did not resolve by its object's build id
+	// too, [OBJECT@BUILDID+0xOFFSET], so that the frames of one build read
+	// alike on every host and those of two builds never do.
+	BuildIDs bool
 	// Samples also lists every stack of every thread with its frames and
 	// the thread's pid, tid and comm (StackCounts.Samples), for profile
 	// formats that keep addresses, mappings and labels.
@@ -335,8 +340,11 @@ func (a *stackAgg) fold() *StackCounts {
 					a.res.Unresolved[f.Reason]++
 				}
 				name := f.Name
-				if a.opts.Offsets && f.Resolved {
+				switch {
+				case a.opts.Offsets && f.Resolved:
 					name += fmt.Sprintf("+%#x", f.Offset)
+				case a.opts.BuildIDs && !f.Resolved && f.Object != "" && f.BuildID != "":
+					name = fmt.Sprintf("[%s@%s+%#x]", path.Base(f.Object), f.BuildID, f.Offset)
 				}
 				if kernel && a.opts.Mode == StacksBoth {
 					name += "_[k]"

@@ -64,10 +64,10 @@ exporting more captures (other hosts) into the same OUT adds part files.
 A stack field (ustack, kstack) is a stack id in the capture, whose frames
 are in its stack table. CSV, JSON lines and Parquet have no place for the
 table, so they write each stack as its frames, root first, separated by
-';', exactly as bpftape stacks prints them ("main;top;mid;leaf";
-unresolved frames as [OBJECT+0xOFFSET] or [0xADDRESS]), in a text column
-(utf8 in Parquet) of the same name, empty/null for an event without a
-stack. --stack-ids writes the uint64 ids instead. arrow always keeps the
+';', exactly as bpftape stacks --build-ids prints them ("main;top;mid;leaf";
+a frame that did not resolve as [OBJECT@BUILDID+0xOFFSET], the same on
+every host that ran that build, or [0xADDRESS]), in a text column (utf8 in
+Parquet) of the same name, empty/null for an event without a stack. --stack-ids writes the uint64 ids instead. arrow always keeps the
 ids and the stack table.
 
 CSV text cells (command names, probe names, string fields) that a

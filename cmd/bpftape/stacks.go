@@ -22,6 +22,7 @@ type stackFlags struct {
 	both, offcpu     *bool
 	by               *string
 	offsets          *bool
+	buildIDs         *bool
 	base             *string
 	baseFrom, baseTo *time.Duration
 	normalize        *bool
@@ -36,6 +37,7 @@ func addStackFlags(fs *flag.FlagSet) *stackFlags {
 		offcpu:    fs.Bool("offcpu", false, "sum the time off CPU by stack (a sched_switch probe), as offcputime"),
 		by:        fs.String("by", "", "put `KEY` as the root frame: comm, pid, tid or a field of the probe"),
 		offsets:   fs.Bool("offsets", false, "write function+0xOFFSET rather than the function alone"),
+		buildIDs:  fs.Bool("build-ids", false, "name a frame that did not resolve by its object's build id too: [OBJECT@BUILDID+0xOFFSET], as exports do"),
 		base:      fs.String("base", "", "compare with the stacks of `FILE` (may be FILE itself, with --base-from/--base-to)"),
 		baseFrom:  fs.Duration("base-from", 0, "the base's events from this long after its capture start"),
 		baseTo:    fs.Duration("base-to", 0, "the base's events until this long after its capture start"),
@@ -49,7 +51,7 @@ func (sf *stackFlags) options(probe string) (replay.StacksOptions, error) {
 	if err != nil {
 		return replay.StacksOptions{}, err
 	}
-	o := replay.StacksOptions{Rows: f, By: *sf.by, Offsets: *sf.offsets, Probe: probe}
+	o := replay.StacksOptions{Rows: f, By: *sf.by, Offsets: *sf.offsets, BuildIDs: *sf.buildIDs, Probe: probe}
 	n := 0
 	for _, m := range []struct {
 		on   bool

@@ -5,8 +5,10 @@
 //
 // CSV, JSON lines and Parquet have no place for the capture's stack table,
 // so they write a stack field (ustack, kstack) as its frames, folded as
-// `bpftape stacks` prints them ("main;top;mid;leaf"), null for no stack;
-// Options.StackIDs keeps the ids. Arrow keeps the ids and the table.
+// `bpftape stacks --build-ids` prints them ("main;top;mid;leaf"; a frame
+// that did not resolve as [OBJECT@BUILDID+0xOFFSET], the same on every
+// host that ran that build), null for no stack; Options.StackIDs keeps the
+// ids. Arrow keeps the ids and the table.
 package export
 
 import (
@@ -171,6 +173,9 @@ func nameStacks(c *replay.Capture, o *Options, cols []column) (*replay.StackName
 			if n, err = replay.NewStackNamer(c); err != nil {
 				return nil, fmt.Errorf("stacks as frames: %w", err)
 			}
+			// Rows of many hosts land in one table: a frame that did not
+			// resolve names its build, so that only the same code joins.
+			n.BuildIDs = true
 		}
 		cols[k].names = n
 	}

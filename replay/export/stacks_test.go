@@ -31,10 +31,10 @@ var (
 	idOdd     = format.StackID(false, stackOdd)
 	idLost    = format.StackID(false, stackLost)
 	idKern    = format.StackID(true, stackKern)
-	idMissing = uint64(0xdead)      // not in the table
-	wantLeaf  = "main;top;mid;leaf" // as bpftape stacks prints it
-	wantOdd   = `main;op:er\x1b`    // escaped, ';' as ':'
-	wantLost  = "main;[x+0xff000]"  // [OBJECT+0xOFFSET]
+	idMissing = uint64(0xdead)          // not in the table
+	wantLeaf  = "main;top;mid;leaf"     // as bpftape stacks prints it
+	wantOdd   = `main;op:er\x1b`        // escaped, ';' as ':'
+	wantLost  = "main;[x@abcd+0xff000]" // [OBJECT@BUILDID+0xOFFSET]
 	wantKern  = "entry;do_sys"
 	stackMeta = &format.Meta{Host: "h1", Kernel: "6.1", StartBoot: base, StartWall: time.Unix(1700000000, 0), Probes: []format.Probe{
 		{Name: "leaf", Kind: "uprobe", Spec: "leaf=u:/bin/x:leaf(arg0,ustack,kstack)", Fields: []format.Field{
@@ -121,7 +121,7 @@ func folded(id uint64, pid uint32) (string, bool) {
 // stacksLines is `bpftape stacks` on the capture: folded lines, sorted.
 func stacksLines(t *testing.T, c *replay.Capture, mode replay.StackMode) []string {
 	t.Helper()
-	r, _, err := replay.Stacks(c, replay.StacksOptions{Probe: "leaf", Mode: mode})
+	r, _, err := replay.Stacks(c, replay.StacksOptions{Probe: "leaf", Mode: mode, BuildIDs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

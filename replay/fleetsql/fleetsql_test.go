@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"math/big"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,13 +14,13 @@ import (
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/hist"
+	"github.com/bpftape/bpftape/replay/replaytest"
 )
 
 // testCapture writes a capture of the probes the queries are written for
 // and opens it. Its events do not matter: a query reads the schema only.
 func testCapture(t *testing.T) *replay.Capture {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "cap.arrow")
 	m := &format.Meta{Host: "h1", Kernel: "6.1.0-test", Tool: "bpftape test", StartBoot: 7e9,
 		StartWall: time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC),
 		Probes: []format.Probe{
@@ -31,16 +30,8 @@ func testCapture(t *testing.T) *replay.Capture {
 			{Name: "f_ret", Kind: "uretprobe", Spec: "f_ret=ur:/bin/app:f", Fields: []format.Field{{Name: "id", Type: format.Uint64}, {Name: "name", Type: format.String}}},
 			{Name: "it's", Kind: "usdt", Spec: "u:/bin/app:x", Fields: []format.Field{{Name: "v", Type: format.Int32}}},
 		}}
-	w, err := format.Create(path, m, format.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Append(&format.Event{Time: 8e9, TID: 1, Probe: 0, Ints: []uint64{1, 2, 0}, Strs: [][]byte{nil, nil, []byte("x")}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := replaytest.Write(t, m, nil, 0,
+		replaytest.Row{Event: format.Event{Time: 8e9, TID: 1, Probe: 0, Ints: []uint64{1, 2, 0}, Strs: [][]byte{nil, nil, []byte("x")}}})
 	c, err := replay.Open(path)
 	if err != nil {
 		t.Fatal(err)

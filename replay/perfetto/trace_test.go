@@ -14,6 +14,7 @@ import (
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/replay"
 	pb "github.com/bpftape/bpftape/replay/perfetto/internal/perfettopb"
+	"github.com/bpftape/bpftape/replay/replaytest"
 )
 
 // protos is the directory of the vendored Perfetto protos, and root the
@@ -283,19 +284,10 @@ type row struct {
 // table st (if not nil), in batches of batch rows.
 func writeCapture(t testing.TB, m *format.Meta, st *format.StackTable, rows []row, batch int) *replay.Capture {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "c.arrow")
-	w, err := format.Create(path, m, format.WriterOptions{BatchRows: batch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st != nil {
-		w.AddStacks(st)
-	}
-	for _, r := range rows {
+	rs := make([]replaytest.Row, len(rows))
+	for k, r := range rows {
 		if r.lost > 0 {
-			if err := w.Lost(r.probe, r.cpu, r.t, r.lost); err != nil {
-				t.Fatal(err)
-			}
+			rs[k] = replaytest.Row{Event: format.Event{Probe: r.probe, CPU: r.cpu, Time: r.t}, Lost: r.lost}
 			continue
 		}
 		nf := len(m.Probes[r.probe].Fields)
@@ -307,14 +299,9 @@ func writeCapture(t testing.TB, m *format.Meta, st *format.StackTable, rows []ro
 				e.Strs[i] = []byte(s)
 			}
 		}
-		if err := w.Append(&e); err != nil {
-			t.Fatal(err)
-		}
+		rs[k] = replaytest.Row{Event: e}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := replay.Open(path)
+	c, err := replay.Open(replaytest.Write(t, m, st, batch, rs...))
 	if err != nil {
 		t.Fatal(err)
 	}

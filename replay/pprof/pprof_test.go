@@ -3,7 +3,6 @@ package pprof
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/replay"
+	"github.com/bpftape/bpftape/replay/replaytest"
 )
 
 const boot = int64(10e9)
@@ -33,15 +33,10 @@ var (
 // file offset 0x1000; and one event without a stack.
 func writeCapture(t *testing.T) *replay.Capture {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "c.arrow")
 	m := &format.Meta{Host: "h", StartBoot: boot, StartWall: time.Unix(1700000000, 0), Probes: []format.Probe{
 		{Name: "leaf", Kind: "uprobe", Spec: "u:/bin/x:leaf(ustack,kstack)", Fields: []format.Field{
 			{Name: "ustack", Type: format.UserStack}, {Name: "kstack", Type: format.KernelStack}}}}}
-	w, err := format.Create(path, m, format.WriterOptions{BatchRows: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.AddStacks(&format.StackTable{
+	st := &format.StackTable{
 		Stacks:  []format.Stack{{ID: idLeaf, Frames: userLeaf}, {ID: idLost, Frames: userLost}, {ID: idKern, Kernel: true, Frames: kernStack}},
 		Objects: []format.Object{{ID: 1, Path: "/bin/x", BuildID: "abcd"}, {ID: 2, Path: "[kernel]", Kernel: true}},
 		Maps:    []format.Mapping{{PID: 7, Since: boot, Start: 0x400000, End: 0x500000, Offset: 0x1000, Object: 1, Bias: 0}},
@@ -49,12 +44,11 @@ func writeCapture(t *testing.T) *replay.Capture {
 			{Object: 1, Addr: 0x401000, Size: 0x100, Name: "main"}, {Object: 1, Addr: 0x404000, Size: 0x100, Name: "leaf"},
 			{Object: 2, Addr: 0xffffffff81000000, Size: 0x100, Name: "do_sys"}, {Object: 2, Addr: 0xffffffff81001000, Size: 0x100, Name: "entry"},
 		},
-	})
+	}
+	var rows []replaytest.Row
 	add := func(tid uint32, comm string, user, kernel uint64) {
-		e := format.Event{Time: boot + int64(tid)*1000, PID: 7, TID: tid, Comm: []byte(comm), Ints: []uint64{user, kernel}, Strs: make([][]byte, 2)}
-		if err := w.Append(&e); err != nil {
-			t.Fatal(err)
-		}
+		rows = append(rows, replaytest.Row{Event: format.Event{Time: boot + int64(tid)*1000, PID: 7, TID: tid, Comm: []byte(comm),
+			Ints: []uint64{user, kernel}, Strs: make([][]byte, 2)}})
 	}
 	for range 3 {
 		add(7, "a", idLeaf, idKern)
@@ -62,10 +56,7 @@ func writeCapture(t *testing.T) *replay.Capture {
 	add(8, "b", idLost, 0)
 	add(8, "b", idLost, 0)
 	add(9, "c", 0, 0)
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := replay.Open(path)
+	c, err := replay.Open(replaytest.Write(t, m, st, 2, rows...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,20 +177,16 @@ func TestBuildErrors(t *testing.T) {
 // return with no entry and an entry that never returns, each call counted
 // on the stack of its entry.
 func TestBuildLatency(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "lat.arrow")
 	m := &format.Meta{Host: "h", StartBoot: boot, StartWall: time.Unix(1700000000, 0), Probes: []format.Probe{
 		{Name: "f", Kind: "uprobe", Spec: "u:/bin/x:f(ustack)", Fields: []format.Field{{Name: "ustack", Type: format.UserStack}}},
 		{Name: "f:return", Kind: "uretprobe", Spec: "ur:/bin/x:f"}}}
-	w, err := format.Create(path, m, format.WriterOptions{BatchRows: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.AddStacks(&format.StackTable{
+	st := &format.StackTable{
 		Stacks:  []format.Stack{{ID: idLeaf, Frames: userLeaf}, {ID: idLost, Frames: userLost}},
 		Objects: []format.Object{{ID: 1, Path: "/bin/x"}},
 		Maps:    []format.Mapping{{PID: 7, Since: boot, Start: 0x400000, End: 0x500000, Object: 1}},
 		Symbols: []format.Symbol{{Object: 1, Addr: 0x401000, Size: 0x100, Name: "main"}, {Object: 1, Addr: 0x404000, Size: 0x100, Name: "leaf"}},
-	})
+	}
+	var rows []replaytest.Row
 	for _, e := range []struct {
 		t     int64
 		tid   uint32
@@ -214,14 +201,9 @@ func TestBuildLatency(t *testing.T) {
 		if e.probe == 0 {
 			ev.Ints, ev.Strs = []uint64{e.stack}, make([][]byte, 1)
 		}
-		if err := w.Append(&ev); err != nil {
-			t.Fatal(err)
-		}
+		rows = append(rows, replaytest.Row{Event: ev})
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := replay.Open(path)
+	c, err := replay.Open(replaytest.Write(t, m, st, 2, rows...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-// Package replaytest writes synthetic captures whose events reproduce the
-// histograms printed in seed 000 (the virtio-net case study), so that tests
-// can check that bpftape prints the same rows from a file alone.
+// Package replaytest writes synthetic captures for the tests of replay's
+// packages: any rows a test lists (Write), and streams whose events
+// reproduce the histograms printed in seed 000 (the virtio-net case
+// study), so that tests can check that bpftape prints the same rows from a
+// file alone.
 package replaytest
 
 import (

@@ -222,6 +222,9 @@ Examples:
 	if *partition && (o.Format != export.Parquet || out.toStdout()) {
 		return fail(stderr, "export", usage.Errorf("--partition needs --format parquet and -o FOLDER"))
 	}
+	if o.Format != export.CSV && o.Format != export.JSONL && out.toStdout() && stdoutIsTerminal() {
+		return fail(stderr, "export", usage.Errorf("will not write %s, a binary format, to a terminal: give -o FILE, or redirect the output to a file", o.Format))
+	}
 	if *partition {
 		err = outfile.CheckDir(*out.path)
 	} else {

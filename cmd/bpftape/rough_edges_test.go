@@ -136,6 +136,25 @@ func TestReportToTerminal(t *testing.T) {
 	}
 }
 
+// TestExportBinaryToTerminal: export refuses to write a binary format to
+// a terminal without -o, in one line; CSV and JSON lines are text and go.
+func TestExportBinaryToTerminal(t *testing.T) {
+	in := roughCapture(t)
+	defer func(f func() bool) { stdoutIsTerminal = f }(stdoutIsTerminal)
+	stdoutIsTerminal = func() bool { return true }
+	for _, f := range []string{"parquet", "arrow", "pprof", "perfetto"} {
+		stdout, errOut, code := runCLI(t, "export", in, "-f", f)
+		if code != exitUsage || stdout != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "to a terminal") {
+			t.Errorf("export -f %s to a terminal: exit %d, %d bytes out, stderr %q; want %d, nothing, one line", f, code, len(stdout), errOut, exitUsage)
+		}
+	}
+	for _, f := range []string{"csv", "jsonl"} {
+		if stdout, errOut, code := runCLI(t, "export", in, "-f", f); code != exitOK || stdout == "" {
+			t.Errorf("export -f %s to a terminal: exit %d, %d bytes: %s", f, code, len(stdout), errOut)
+		}
+	}
+}
+
 // writePairCapture writes calls of f (entry f, return f:return, as record
 // names them without NAME=) and of g (entry g, return g_ret) on three
 // threads. Each entry of f has its call's duration in microseconds as

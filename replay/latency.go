@@ -156,6 +156,9 @@ func (l *Latencies) Add(b *format.Batch, i int) {
 	if l.grid != nil {
 		l.grid.see(b.Time[i])
 	}
+	if p := b.Probe[i]; p != l.pair.start && p != l.pair.end {
+		return // no call for the other probes' events
+	}
 	switch step, start := l.pair.Add(b, i, b.Time[i]); step {
 	case PairEnded:
 		l.record(b, i, start)

@@ -16,8 +16,9 @@ import (
 const MaxSequences = 64
 
 // MaxInterned bounds the entries of a sequence's interning tables
-// (function names and callstacks): past it, the sequence clears its
-// incremental state and interns anew, as Perfetto's own writers do.
+// (event and argument names, function names, callstacks): past it, the
+// sequence clears its incremental state and interns anew, as Perfetto's
+// own writers do.
 const MaxInterned = 1 << 14
 
 // MaxFrames bounds the frames of a callstack; a longer one keeps its
@@ -44,8 +45,20 @@ type sequence struct {
 	started bool
 	funcs   map[string]uint64 // function name -> iid (its frame's iid too)
 	stacks  map[string]uint64 // frame iids, joined -> callstack iid
+	names   map[string]uint64 // event name -> iid
+	args    map[string]uint64 // argument (debug annotation) name -> iid
 	key     []byte
 }
+
+// clear empties s's interning tables, as a sequence whose incremental
+// state is cleared starts.
+func (s *sequence) clear() {
+	s.funcs, s.stacks = map[string]uint64{}, map[string]uint64{}
+	s.names, s.args = map[string]uint64{}, map[string]uint64{}
+}
+
+// interned is the number of entries of s's interning tables.
+func (s *sequence) interned() int { return len(s.funcs) + len(s.stacks) + len(s.names) + len(s.args) }
 
 // sequenceFor returns the open sequence whose last time is the latest not
 // after ts, or a new one.
@@ -90,15 +103,35 @@ func (pw *packetWriter) write(ts uint64, pkt *pb.TracePacket, frames []string) {
 	if !s.started {
 		flags |= uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED)
 		s.started = true
-		s.funcs, s.stacks = map[string]uint64{}, map[string]uint64{}
+		s.clear()
 	}
 	if ev := pkt.GetTrackEvent(); ev != nil {
 		flags |= uint32(pb.TracePacket_SEQ_NEEDS_INCREMENTAL_STATE)
-		if len(frames) > 0 {
-			if len(s.funcs)+len(s.stacks)+len(frames)+1 > MaxInterned {
-				flags |= uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED)
-				s.funcs, s.stacks = map[string]uint64{}, map[string]uint64{}
+		if s.interned()+min(len(frames), MaxFrames)+2+len(ev.DebugAnnotations) > MaxInterned {
+			flags |= uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED)
+			s.clear()
+		}
+		// Names as interned ids: a trace repeats a few names on every
+		// event, and as text they were most of its bytes.
+		if n, ok := ev.NameField.(*pb.TrackEvent_Name); ok {
+			iid, added := internName(s.names, n.Name)
+			if added {
+				d := interned(pkt)
+				d.EventNames = append(d.EventNames, &pb.EventName{Iid: proto.Uint64(iid), Name: proto.String(n.Name)})
 			}
+			ev.NameField = &pb.TrackEvent_NameIid{NameIid: iid}
+		}
+		for _, a := range ev.DebugAnnotations {
+			if n, ok := a.NameField.(*pb.DebugAnnotation_Name); ok {
+				iid, added := internName(s.args, n.Name)
+				if added {
+					d := interned(pkt)
+					d.DebugAnnotationNames = append(d.DebugAnnotationNames, &pb.DebugAnnotationName{Iid: proto.Uint64(iid), Name: proto.String(n.Name)})
+				}
+				a.NameField = &pb.DebugAnnotation_NameIid{NameIid: iid}
+			}
+		}
+		if len(frames) > 0 {
 			iid := s.intern(pkt, frames)
 			ev.CallstackField = &pb.TrackEvent_CallstackIid{CallstackIid: iid}
 		}
@@ -116,12 +149,7 @@ func (s *sequence) intern(pkt *pb.TracePacket, frames []string) uint64 {
 	if len(frames) > MaxFrames {
 		frames = frames[:MaxFrames]
 	}
-	data := func() *pb.InternedData {
-		if pkt.InternedData == nil {
-			pkt.InternedData = &pb.InternedData{}
-		}
-		return pkt.InternedData
-	}
+	data := func() *pb.InternedData { return interned(pkt) }
 	ids := make([]uint64, len(frames))
 	s.key = s.key[:0]
 	for i, f := range frames {
@@ -144,6 +172,25 @@ func (s *sequence) intern(pkt *pb.TracePacket, frames []string) uint64 {
 		d.Callstacks = append(d.Callstacks, &pb.Callstack{Iid: proto.Uint64(iid), FrameIds: ids})
 	}
 	return iid
+}
+
+// interned returns pkt's interned data, added if it has none.
+func interned(pkt *pb.TracePacket) *pb.InternedData {
+	if pkt.InternedData == nil {
+		pkt.InternedData = &pb.InternedData{}
+	}
+	return pkt.InternedData
+}
+
+// internName returns the iid of name in table (from 1), and whether it
+// was added.
+func internName(table map[string]uint64, name string) (iid uint64, added bool) {
+	if iid, ok := table[name]; ok {
+		return iid, false
+	}
+	iid = uint64(len(table) + 1)
+	table[name] = iid
+	return iid, true
 }
 
 // marshal writes pkt as one element of Trace.packet.

@@ -99,6 +99,8 @@ func read(t testing.TB, trace []byte) *model {
 		funcs   map[uint64]string
 		frames  map[uint64]uint64
 		stacks  map[uint64][]uint64
+		names   map[uint64]string // event names
+		args    map[uint64]string // debug annotation names
 		started bool
 	}
 	seqs := map[uint32]*seqState{}
@@ -120,6 +122,7 @@ func read(t testing.TB, trace []byte) *model {
 		if flags&uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED) != 0 {
 			s.started = true
 			s.funcs, s.frames, s.stacks = map[uint64]string{}, map[uint64]uint64{}, map[uint64][]uint64{}
+			s.names, s.args = map[uint64]string{}, map[uint64]string{}
 		}
 		if !s.started {
 			t.Fatalf("packet %d: sequence %d does not start by clearing its incremental state", i, p.GetTrustedPacketSequenceId())
@@ -138,6 +141,12 @@ func read(t testing.TB, trace []byte) *model {
 			for _, c := range d.Callstacks {
 				s.stacks[c.GetIid()] = c.FrameIds
 			}
+			for _, n := range d.EventNames {
+				s.names[n.GetIid()] = n.GetName()
+			}
+			for _, n := range d.DebugAnnotationNames {
+				s.args[n.GetIid()] = n.GetName()
+			}
 		}
 		switch {
 		case p.GetClockSnapshot() != nil:
@@ -149,6 +158,23 @@ func read(t testing.TB, trace []byte) *model {
 		case p.GetTrackEvent() != nil:
 			ev := p.GetTrackEvent()
 			kinds[ev.GetType()]++
+			// Interned names as their text, from this sequence's state here.
+			if iid := ev.GetNameIid(); iid != 0 {
+				n, ok := s.names[iid]
+				if !ok {
+					t.Fatalf("packet %d: event name %d not interned on sequence %d", i, iid, p.GetTrustedPacketSequenceId())
+				}
+				ev.NameField = &pb.TrackEvent_Name{Name: n}
+			}
+			for _, a := range ev.DebugAnnotations {
+				if iid := a.GetNameIid(); iid != 0 {
+					n, ok := s.args[iid]
+					if !ok {
+						t.Fatalf("packet %d: argument name %d not interned on sequence %d", i, iid, p.GetTrustedPacketSequenceId())
+					}
+					a.NameField = &pb.DebugAnnotation_Name{Name: n}
+				}
+			}
 			if flags&uint32(pb.TracePacket_SEQ_NEEDS_INCREMENTAL_STATE) == 0 {
 				t.Fatalf("packet %d: a track event without SEQ_NEEDS_INCREMENTAL_STATE", i)
 			}

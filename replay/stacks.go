@@ -231,6 +231,7 @@ type stackAgg struct {
 	lastKey stackKey
 	last    *stackSeen
 	comms   map[string]string // with Samples: the comms seen, interned
+	by      func(b *format.Batch, i int) string // the By key, nil without By
 }
 
 // stackSeen is what stackAgg holds of one stack.
@@ -241,11 +242,15 @@ type stackSeen struct {
 }
 
 func newStackAgg(c *Capture, o *StacksOptions, pi int, unit string) (*stackAgg, error) {
+	by, err := byKey(c, pi, o.By)
+	if err != nil {
+		return nil, err
+	}
 	sym, err := c.symbolizer()
 	if err != nil {
 		return nil, err
 	}
-	return &stackAgg{
+	return &stackAgg{by: by,
 		res:  &StackCounts{Probe: c.Meta().Probes[pi].Name, Mode: o.Mode, Unit: unit, Unresolved: map[string]uint64{}},
 		sym:  sym,
 		opts: o, seen: map[stackKey]*stackSeen{}, comms: map[string]string{},
@@ -271,8 +276,8 @@ func (a *stackAgg) add(k stackKey, t int64, v uint64) {
 }
 
 // key returns the stack key of event row i of b: its stacks of cols, its
-// By value (by) and, with Samples, its thread.
-func (a *stackAgg) key(b *format.Batch, i int, cols stackCols, by func(*format.Batch, int) string) stackKey {
+// By value and, with Samples, its thread.
+func (a *stackAgg) key(b *format.Batch, i int, cols stackCols) stackKey {
 	var k stackKey
 	if cols.user >= 0 {
 		k.user, k.pid = uint64(b.Col(cols.user).Int(i)), b.PID[i]
@@ -280,8 +285,8 @@ func (a *stackAgg) key(b *format.Batch, i int, cols stackCols, by func(*format.B
 	if cols.kernel >= 0 {
 		k.kernel = uint64(b.Col(cols.kernel).Int(i))
 	}
-	if by != nil {
-		k.by = by(b, i)
+	if a.by != nil {
+		k.by = a.by(b, i)
 	}
 	if a.opts.Samples {
 		k.pid, k.tid, k.comm = b.PID[i], b.TID[i], b.Comm(i)
@@ -404,10 +409,6 @@ func Stacks(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	by, err := byKey(c, pi, o.By)
-	if err != nil {
-		return nil, nil, err
-	}
 	agg, err := newStackAgg(c, &o, pi, "events")
 	if err != nil {
 		return nil, nil, err
@@ -418,7 +419,7 @@ func Stacks(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 		if b.Probe[i] != probe {
 			return
 		}
-		agg.add(agg.key(b, i, cols, by), b.Time[i], 1)
+		agg.add(agg.key(b, i, cols), b.Time[i], 1)
 	})
 	if err != nil {
 		return nil, p, err
@@ -534,10 +535,6 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 	case p.Filter != "":
 		kept = "the events its filter passed (" + p.Filter + ")"
 	}
-	by, err := byKey(c, pi, o.By)
-	if err != nil {
-		return nil, nil, err
-	}
 	agg, err := newStackAgg(c, &o, pi, "ns")
 	if err != nil {
 		return nil, nil, err
@@ -569,7 +566,7 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 		if tid == 0 || !rows.Match(b, i, start) {
 			return
 		}
-		k := agg.key(b, i, cols, by)
+		k := agg.key(b, i, cols)
 		if _, ok := away[tid]; ok {
 			missing++
 		}

@@ -32,10 +32,6 @@ func LatencyStacks(c *Capture, o StacksOptions, l LatencyOptions) (*StackCounts,
 	if uint16(pi) != pair.start && uint16(pi) != pair.end {
 		return nil, nil, usage.Errorf("the stacks of a call are its entry's (%q) or its return's (%q), not %q's", l.Entry, l.Return, o.Probe)
 	}
-	by, err := byKey(c, pi, o.By)
-	if err != nil {
-		return nil, nil, err
-	}
 	agg, err := newStackAgg(c, &o, pi, "ns")
 	if err != nil {
 		return nil, nil, err
@@ -53,7 +49,7 @@ func LatencyStacks(c *Capture, o StacksOptions, l LatencyOptions) (*StackCounts,
 	add := func(b *format.Batch, i int) {
 		token := b.Time[i]
 		if onEntry && b.Probe[i] == pair.start {
-			c := call{b.Time[i], agg.key(b, i, cols, by)}
+			c := call{b.Time[i], agg.key(b, i, cols)}
 			if n := len(free); n > 0 {
 				token, free = free[n-1], free[:n-1]
 				calls[token] = c
@@ -68,7 +64,7 @@ func LatencyStacks(c *Capture, o StacksOptions, l LatencyOptions) (*StackCounts,
 			free = append(free, prev)
 			agg.add(start.k, start.t, uint64(max(b.Time[i]-start.t, 0)))
 		case step == PairEnded:
-			agg.add(agg.key(b, i, cols, by), b.Time[i], uint64(max(b.Time[i]-prev, 0)))
+			agg.add(agg.key(b, i, cols), b.Time[i], uint64(max(b.Time[i]-prev, 0)))
 		case step == PairOverflow && onEntry:
 			free = append(free, token)
 		case step == PairRestarted && onEntry:

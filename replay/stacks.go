@@ -230,7 +230,7 @@ type stackAgg struct {
 	// stack, and the map lookup was most of the cost of an event.
 	lastKey stackKey
 	last    *stackSeen
-	comms   map[string]string // with Samples: the comms seen, interned
+	comms   map[string]string                   // with Samples: the comms seen, interned
 	by      func(b *format.Batch, i int) string // the By key, nil without By
 }
 

@@ -60,7 +60,9 @@ var (
 // readPprofRaw runs go tool pprof -raw on path and parses it.
 func readPprofRaw(t *testing.T, path string) pprofRaw {
 	t.Helper()
-	out := goPprof(t, "-raw", path)
+	// -symbolize=none: pprof would otherwise name a frame bpftape did not
+	// resolve from its mapping's file, when that is still on disk.
+	out := goPprof(t, "-raw", "-symbolize=none", path)
 	r := pprofRaw{stacks: map[string][]int64{}}
 	type sample struct {
 		values []int64

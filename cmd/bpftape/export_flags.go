@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bpftape/bpftape/internal/usage"
@@ -69,11 +70,11 @@ func (pf *profileFlags) check(fs *flag.FlagSet, f export.Format) error {
 	only := ""
 	fs.Visit(func(fl *flag.Flag) {
 		switch {
-		case contains(pprofOnly, fl.Name) && f != export.Pprof:
+		case slices.Contains(pprofOnly, fl.Name) && f != export.Pprof:
 			only = "--format pprof"
-		case contains(pairFlags, fl.Name) && f != export.Pprof && f != export.Perfetto:
+		case slices.Contains(pairFlags, fl.Name) && f != export.Pprof && f != export.Perfetto:
 			only = "--format pprof and perfetto"
-		case contains(perfettoOnly, fl.Name) && f != export.Perfetto:
+		case slices.Contains(perfettoOnly, fl.Name) && f != export.Perfetto:
 			only = "--format perfetto"
 		default:
 			return
@@ -84,13 +85,4 @@ func (pf *profileFlags) check(fs *flag.FlagSet, f export.Format) error {
 		return usage.Errorf("%s: only for %s", strings.Join(bad, ", "), only)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

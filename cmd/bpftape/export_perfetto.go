@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/perfetto"
@@ -21,9 +19,4 @@ func (pf *profileFlags) perfettoOptions(rows replay.RowFilter) (perfetto.Options
 		}
 	}
 	return o, nil
-}
-
-// writePerfetto writes the Perfetto trace of c that o selects to w.
-func writePerfetto(c *replay.Capture, w io.Writer, o perfetto.Options) (*perfetto.Result, *replay.Pass, error) {
-	return perfetto.Write(c, w, o)
 }

@@ -197,6 +197,10 @@ type Writer struct {
 	// the footer (FuzzSeeds' forged footers): after the encoder's last
 	// batch, which tallies them.
 	forgeCounts func(*Counts)
+
+	// flight, when not nil, takes every batch written instead of a file
+	// (NewFlightWriter).
+	flight *flightRing
 }
 
 // Create creates (or truncates) path with mode 0600 and starts a capture
@@ -238,6 +242,11 @@ func NewFileWriter(f io.WriteCloser, meta *Meta, opts WriterOptions) (*Writer, e
 // dictionary at once, so that even a capture killed before its first batch
 // can be opened.
 func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
+	return newWriter(out, meta, opts, nil)
+}
+
+// newWriter is NewWriter, its batches going to the ring flight if not nil.
+func newWriter(out io.Writer, meta *Meta, opts WriterOptions, flight *flightRing) (*Writer, error) {
 	if opts.Compression == "" {
 		opts.Compression = Zstd
 	}
@@ -265,7 +274,7 @@ func NewWriter(out io.Writer, meta *Meta, opts WriterOptions) (*Writer, error) {
 		return nil, err
 	}
 
-	w := &Writer{meta: meta, opts: opts, out: newPosWriter(out)}
+	w := &Writer{meta: meta, opts: opts, out: newPosWriter(out), flight: flight}
 	dtype := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.BinaryTypes.String}
 	fields := []arrow.Field{
 		{Name: "time", Type: arrow.PrimitiveTypes.Int64},
@@ -596,6 +605,13 @@ func (w *Writer) write(part string, rows int, cols []arrowipc.ColumnData) error 
 	}
 	if err != nil {
 		return fmt.Errorf("write batch: %w", err)
+	}
+	if w.flight != nil {
+		// The ring keeps the message; no file, no footer to tally.
+		err = w.flight.added(w.aw.LastBatch(), rows, cols[ColTime].Buffers[1])
+		w.aw.ForgetBatches()
+		w.Stats.Batches.Add(1)
+		return err
 	}
 	w.counts.addBatch(rows, cols, w.widths, part != "")
 	w.Stats.Batches.Add(1)

@@ -26,6 +26,16 @@ type FlightOptions struct {
 	MaxBytes int64
 }
 
+// Extra keys (Meta.Extra) of a flight recorder's snapshot.
+const (
+	ExtraFlightTrigger  = "flight.trigger"    // what took it: "signal", "probe NAME", "latency START END > D", "end of recording"
+	ExtraFlightTime     = "flight.trigger_ns" // boot-clock time of the trigger
+	ExtraFlightWindow   = "flight.window"     // --flight, as a Go duration
+	ExtraFlightAfter    = "flight.after"      // --after, as a Go duration
+	ExtraFlightSnapshot = "flight.snapshot"   // its number, from 1
+	ExtraFlightLatency  = "flight.latency_ns" // the pair's latency, for a latency trigger
+)
+
 // FlightStats are a flight recorder's running totals.
 type FlightStats struct {
 	Batches int   // batches in the ring

@@ -59,6 +59,7 @@ type drainer struct {
 	stopping                     atomic.Bool
 	limit                        func() error // checks Options.MaxSize between batches, if set
 	live                         Live         // Options.Live, if set
+	flight                       *flight      // with Options.Flight
 }
 
 // newDrainer returns a drainer of rd into w; forget, if not nil, makes the
@@ -145,16 +146,23 @@ func (d *drainer) run() error {
 		// and when stop flushes the ring.
 		before := d.records
 		var mark int64 // every record reserved before is read by Drain's first pass
-		if d.live != nil {
+		if d.live != nil || d.flight != nil {
 			mark = boottime.Now()
 		}
 		err := d.rd.Drain(interval, d.sample)
-		if err == nil && d.live != nil {
+		if err == nil && (d.live != nil || d.flight != nil) {
 			// Staged samples younger than the last flush may still come.
 			if c, ok := d.rd.Cutoff(); ok && int64(c) < mark {
 				mark = int64(c)
 			}
-			d.live.Seen(mark)
+			if d.live != nil {
+				d.live.Seen(mark)
+			}
+			if d.flight != nil && !d.stopping.Load() {
+				if err := d.flight.cycle(mark); err != nil {
+					return err
+				}
+			}
 		}
 		if d.records != before {
 			interval = bpf.DrainInterval
@@ -266,6 +274,9 @@ func (d *drainer) sample(raw []byte) error {
 	}
 	if d.live != nil {
 		d.live.Event(ev)
+	}
+	if d.flight != nil {
+		d.flight.event(ev)
 	}
 	// Under a load the reader never catches up with, Drain would not
 	// return for the ticker: check the clock every few thousand samples.

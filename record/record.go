@@ -120,6 +120,24 @@ type Options struct {
 	// with one): for tests and for comparing the two.
 	NoKprobeMulti bool
 
+	// Flight (--flight), if not 0, makes the recording a flight recorder:
+	// it keeps only the last Flight of compressed batches, in memory (at
+	// most FlightSize bytes; 0: DefaultFlightSize), and writes them as a
+	// capture, SnapshotName(Output, n), when asked: on Snapshot, at the
+	// first event of the probe named Trigger (the first after
+	// TriggerHoldoff since the last, with one), on a TriggerLatency pair,
+	// each After later. Without a trigger it also writes one when the
+	// recording ends, if none was. MaxSnapshots, if not 0, ends the
+	// recording after that many.
+	Flight         time.Duration
+	FlightSize     int64
+	Snapshot       <-chan struct{}
+	Trigger        string
+	TriggerLatency *LatencyTrigger
+	TriggerHoldoff time.Duration
+	After          time.Duration
+	MaxSnapshots   int
+
 	// Live, if not nil, checks the probes before anything is attached and
 	// is shown the recording as the capture gets it (see Live): the
 	// capture is written as without it.
@@ -172,6 +190,10 @@ type Summary struct {
 	// a Command; Untracked how many children of theirs were not, for want
 	// of room (bpf.MaxTraced at once).
 	Followed, Untracked uint64
+	// Snapshots are the files a flight recording wrote (Options.Flight),
+	// and Flight its ring's totals; Output is then "".
+	Snapshots []string
+	Flight    format.FlightStats
 	// SkippedReads counts the files that the stack table did not read, or
 	// did not wait for, because they were slow or the recording was
 	// ending: their objects have no symbols, and say why.
@@ -274,6 +296,7 @@ type recorder struct {
 	d                   *drainer
 	target              int
 	limit               *sizeLimit // nil without Options.MaxSize
+	flight              *flight    // nil without Options.Flight
 }
 
 // cleanup releases whatever is still held: on success run has already

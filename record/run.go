@@ -67,6 +67,9 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 	r.rd.Close()
 	r.rd = nil
 	r.countFiltered()
+	if r.flight != nil {
+		r.flight.finish()
+	}
 	r.objs.Close()
 	r.objs = nil
 	werr := r.w.Close()
@@ -142,6 +145,9 @@ func (r *recorder) wait(ctx context.Context, s stops, drainDone <-chan error) (s
 		if errors.Is(err, errMaxSize) {
 			stopped, err = "max size", nil
 		}
+		if errors.Is(err, errMaxSnapshots) {
+			stopped, err = "max snapshots", nil
+		}
 	}
 	return stopped, err, drainFinished
 }
@@ -181,6 +187,7 @@ func (r *recorder) summary(elapsed time.Duration, stopped string) *Summary {
 	}
 	r.limit.summarize(s)
 	unwritten := r.w.Unwritten() // after a write error: only complete batches count
+	s.Flight = r.w.FlightStats()
 	r.w = nil
 	for i, p := range r.probes {
 		events := r.d.events[i]
@@ -201,6 +208,15 @@ func (r *recorder) summary(elapsed time.Duration, stopped string) *Summary {
 		s.ExitCode = r.gate.exitCode()
 	}
 	s.Window = r.window
+	if f := r.flight; f != nil {
+		s.Output, s.Bytes = "", 0
+		s.Snapshots = f.written
+		for _, name := range f.written {
+			if st, err := os.Stat(name); err == nil {
+				s.Bytes += st.Size()
+			}
+		}
+	}
 	s.Followed, s.Untracked = r.followed, r.untracked
 	if r.stacks != nil {
 		s.SkippedReads = r.stacks.Stats().Skipped

@@ -37,6 +37,14 @@ func (r *recorder) setup() error {
 	if err != nil {
 		return err
 	}
+	// The triggers name probes: checked before anything starts.
+	names := make([]string, len(r.probes))
+	for i, p := range r.probes {
+		names[i] = p.Meta.Name
+	}
+	if _, _, _, err := r.opts.triggerProbes(names); err != nil {
+		return err
+	}
 	if err := r.prepare(); err != nil {
 		return err
 	}
@@ -65,8 +73,13 @@ func (r *recorder) checkOptions() (ring uint32, base string, err error) {
 	if err != nil {
 		return 0, "", err
 	}
-	if _, err := outfile.Check(o.Output, outputOptions(o)); err != nil {
+	if err := o.flightOptions(); err != nil {
 		return 0, "", err
+	}
+	if o.Flight == 0 {
+		if _, err := outfile.Check(o.Output, outputOptions(o)); err != nil {
+			return 0, "", err
+		}
 	}
 	if o.PID != 0 && len(o.Command) > 0 {
 		return 0, "", usage.Errorf("-p and -c exclude each other")
@@ -188,12 +201,14 @@ func (r *recorder) prepare() error {
 
 	// The output is opened now, before anything is attached; the capture
 	// starts in it once every probe is (see arm).
-	var err error
-	if r.outFile, err = createOutput(o.Output, o); err != nil {
-		return fmt.Errorf("output: %w", err)
-	}
-	if err := o.Owner.give(r.outFile); err != nil {
-		return fmt.Errorf("output: %w", err)
+	if o.Flight == 0 {
+		var err error
+		if r.outFile, err = createOutput(o.Output, o); err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
+		if err := o.Owner.give(r.outFile); err != nil {
+			return fmt.Errorf("output: %w", err)
+		}
 	}
 
 	// -c follows the command's new processes; -p only with --follow.
@@ -307,11 +322,23 @@ func (r *recorder) load(ring uint32, threadBases bool) error {
 func (r *recorder) startCapture(ring uint32, base string, kernelRead <-chan struct{}) error {
 	o := &r.opts
 	var err error
-	if r.w, err = format.NewFileWriter(keepOnClose{r.outFile}, r.meta(ring), format.WriterOptions{Compression: o.Compression}); err != nil {
+	wo := format.WriterOptions{Compression: o.Compression}
+	if o.Flight > 0 {
+		r.w, err = format.NewFlightWriter(r.meta(ring), wo, format.FlightOptions{Window: o.Flight.Nanoseconds(), MaxBytes: o.FlightSize})
+	} else {
+		r.w, err = format.NewFileWriter(keepOnClose{r.outFile}, r.meta(ring), wo)
+	}
+	if err != nil {
 		return fmt.Errorf("output: %w", err)
 	}
 	r.limit = newSizeLimit(r.w, o, base)
 	r.d = newDrainer(r.rd, r.w, r.objs, r.probes, r.objs.ForgetComms)
+	if o.Flight > 0 {
+		if r.flight, err = newFlight(r.w, o, r.w.Meta().ProbeNames()); err != nil {
+			return err
+		}
+		r.d.flight = r.flight
+	}
 	if r.stacks != nil {
 		<-kernelRead
 		r.d.stacks = r.stacks

@@ -68,7 +68,22 @@ func (s *Summary) Print(w io.Writer) {
 			ratio = fmt.Sprintf(" (the events took %s as ring buffer samples; the rest is metadata)", bytesStr(s.RawBytes))
 		}
 	}
-	fmt.Fprintf(w, "[ bpftape record: wrote %s to %s%s ]\n", bytesStr(s.Bytes), s.Output, ratio)
+	switch {
+	case s.Output != "":
+		fmt.Fprintf(w, "[ bpftape record: wrote %s to %s%s ]\n", bytesStr(s.Bytes), s.Output, ratio)
+	case len(s.Snapshots) == 0:
+		fmt.Fprintf(w, "[ bpftape record: flight recorder: no snapshot taken, nothing written ]\n")
+	default:
+		fmt.Fprintf(w, "[ bpftape record: flight recorder: wrote %s, %s: %s ]\n", plural(len(s.Snapshots), "snapshot"), bytesStr(s.Bytes), strings.Join(s.Snapshots, " "))
+	}
+	if f := s.Flight; f.Batches > 0 || f.Dropped > 0 {
+		fmt.Fprintf(w, "[ bpftape record: flight recorder: the ring held %s in %d batches at the end, and dropped %d older batches",
+			bytesStr(f.Bytes), f.Batches, f.Dropped)
+		if f.BySize > 0 {
+			fmt.Fprintf(w, "; WARNING: %d of them were dropped for --flight-size before they left --flight: snapshots reach back less", f.BySize)
+		}
+		fmt.Fprintln(w, " ]")
+	}
 	if len(s.Parts) > 1 {
 		fmt.Fprintf(w, "[ bpftape record: rotated, the newest %d files kept: %s ]\n", len(s.Parts), strings.Join(s.Parts, " "))
 	}
@@ -138,4 +153,12 @@ func bytesStr(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// plural is "1 snapshot", "2 snapshots".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -138,6 +139,29 @@ func Info(c *Capture, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
 	return info(c, res, counts, first, last, p, stackInfo(c), asJSON, out)
 }
 
+// snapshotLine says what took a flight recorder's snapshot, when, and of
+// how long a ring.
+func snapshotLine(m *format.Meta, why string) string {
+	x := m.Extra
+	s := "taken on " + why
+	if t, err := strconv.ParseInt(x[format.ExtraFlightTime], 10, 64); err == nil && t > 0 {
+		s += " at " + offset(t, m)
+	}
+	if ns, err := strconv.ParseInt(x[format.ExtraFlightLatency], 10, 64); err == nil && ns > 0 {
+		s += fmt.Sprintf(" (the pair took %s)", time.Duration(ns))
+	}
+	if a := x[format.ExtraFlightAfter]; a != "" {
+		s += ", with " + a + " after it"
+	}
+	if n := x[format.ExtraFlightSnapshot]; n != "" {
+		s += "; snapshot " + n
+	}
+	if d := x[format.ExtraFlightWindow]; d != "" {
+		s += " of a flight recorder keeping the last " + d
+	}
+	return s
+}
+
 // info fills in res from the counts of events by probe, the first and last
 // event times, the Pass and the stack table's counts, and prints it.
 func info(c *Capture, res *InfoResult, counts []uint64, first, last int64, p *Pass, stacks *StackInfo, asJSON bool, out io.Writer) (*InfoResult, *Pass, error) {
@@ -188,6 +212,9 @@ func info(c *Capture, res *InfoResult, counts []uint64, first, last int64, p *Pa
 		} else {
 			w("window", "from %s; its end is not recorded (a recorder killed before it finished the file, or a rotated part before the last)", offset(win.Start, m))
 		}
+	}
+	if why := m.Extra[format.ExtraFlightTrigger]; why != "" {
+		w("snapshot", "%s", snapshotLine(m, why))
 	}
 	if res.Events > 0 {
 		w("events", "%d from %s to %s (%.3fs)", res.Events, offset(first, m), offset(last, m), float64(last-first)/1e9)

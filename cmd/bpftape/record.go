@@ -40,7 +40,8 @@ func init() {
 const DefaultOutput = "bpftape.arrow"
 
 const recordSynopsis = `[-o FILE [--force] [--owner USER[:GROUP]]] [-p PID [--follow] | -c 'CMD ARGS'] [-d DURATION] [--max-size SIZE [--rotate N]] [--ringbuf-size BYTES]
-                      [--compress zstd|lz4|none] [--ready-file PATH] [--debug-dir DIR] [--print 'VERB ARGS'... [--interval D]] PROBE...`
+                      [--compress zstd|lz4|none] [--ready-file PATH] [--debug-dir DIR] [--print 'VERB ARGS'... [--interval D]]
+                      [--flight DURATION [--flight-size SIZE] [--trigger PROBE | --trigger-latency 'START END > D'] [--after D] [--trigger-holdoff D] [--max-snapshots N]] PROBE...`
 
 const recordHelp = `
 Records every event of the PROBEs into FILE (default ` + DefaultOutput + `), an
@@ -170,6 +171,29 @@ is attached. With --print on a terminal there is no status line.
   bpftape record -c ./server --print 'latency req req_ret -u' --print 'hist req arg1 --by comm' \
       'req=u:./server:handle(arg1)' 'req_ret=ur:./server:handle'
 
+--flight DURATION makes the recorder a flight recorder, to leave running:
+it keeps only the last DURATION of compressed batches in memory (at most
+--flight-size, default 256M; past it the oldest go first and the window is
+shorter, which the summary says) and writes no file until asked. Each
+snapshot is an ordinary capture of that window, with the stack table and
+the metadata it needs, named FILE-0001.arrow, FILE-0002.arrow... (FILE
+without its extension). A snapshot is taken:
+  on SIGUSR1, or 'bpftape snapshot PID' or 'bpftape snapshot --ready-file PATH';
+  --trigger PROBE: at the first event of PROBE (give it a filter, e.g.
+      'slow=u:./app:handle(arg0) /arg0 > 1000/'), and with --trigger-holdoff D
+      at each one at least D after the last that took a snapshot;
+  --trigger-latency 'START END > D': when an event of probe END follows its
+      thread's event of probe START by more than D (10ms, 250us), as
+      'bpftape latency START END' pairs them;
+each with --after D more of the events that follow (the snapshot is written
+D after the trigger). Without a trigger, one more snapshot is written when
+the recording stops if none was. --max-snapshots N stops the recording after
+N. 'bpftape info' shows a snapshot's trigger, its time and its window.
+  bpftape record --flight 30s -o srv.arrow -p $(pidof server) 'req=u:server:handle(arg0)' 'req_ret=ur:server:handle'
+      # kill -USR1 <recorder pid> (or bpftape snapshot) writes srv-0001.arrow: the last 30 s
+  bpftape record --flight 5s --trigger-latency 'req req_ret > 50ms' --after 1s --trigger-holdoff 1m -o slow.arrow \
+      -p $(pidof server) 'req=u:server:handle(arg0)' 'req_ret=ur:server:handle'
+
 Kernels before 5.15 have no BPF attach cookies: bpftape then loads one
 program per attachment, holding its probe's spec as constants (a few ms
 each to load). BPFTAPE_NO_COOKIES=1 does so on any kernel, for tests and
@@ -213,6 +237,13 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	var prints stringList
 	fs.Var(&prints, "print", "every --interval, print what `'VERB ARGS'` prints of the interval's events, e.g. 'hist PROBE FIELD' (repeatable; see above)")
 	interval := fs.String("interval", "", "with --print, the `DURATION` of an interval (default 1s)")
+	flightFor := fs.String("flight", "", "flight recorder: keep only the last `DURATION` in memory and write it as FILE-NNNN.arrow when asked (see above)")
+	flightSize := fs.String("flight-size", "", "with --flight, keep at most `SIZE` bytes of compressed batches (K, M, G suffixes; default 256M)")
+	trigger := fs.String("trigger", "", "with --flight, take a snapshot at the first event of `PROBE` (see --trigger-holdoff)")
+	triggerLatency := fs.String("trigger-latency", "", "with --flight, take a snapshot when a thread's `'START END > DURATION'` pair takes longer")
+	holdoff := fs.String("trigger-holdoff", "", "with a trigger, take a snapshot again at a trigger at least `DURATION` after the last one (default: only the first)")
+	after := fs.String("after", "", "with a trigger, include `DURATION` of the events after it")
+	maxSnapshots := fs.Int("max-snapshots", 0, "with --flight, stop the recording after `N` snapshots")
 	probes, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -262,6 +293,9 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	if opts.MaxSize, err = parseMaxSize(*maxSize); err != nil {
 		return fail(stderr, "record", usage.Errorf("--max-size: %w", err))
 	}
+	if err := flightFlags(&opts, *flightFor, *flightSize, *trigger, *triggerLatency, *holdoff, *after, *maxSnapshots); err != nil {
+		return fail(stderr, "record", err)
+	}
 	if *ringSize != "" {
 		size, err := parseSize(*ringSize)
 		if err != nil {
@@ -291,13 +325,34 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	// What a second interrupt leaves without a footer: with --force over an
 	// existing capture, the temporary file the new one is written to.
 	unfinished := *output
-	if st, err := os.Lstat(*output); err == nil && st.Mode().IsRegular() && *force && *rotate == 0 {
+	if opts.Flight > 0 {
+		unfinished = "the flight recorder's ring, in memory,"
+	} else if st, err := os.Lstat(*output); err == nil && st.Mode().IsRegular() && *force && *rotate == 0 {
 		unfinished = fmt.Sprintf("the new capture (in %s, beside %s, which is as it was)",
 			filepath.Join(filepath.Dir(*output), "."+filepath.Base(*output)+".*.tmp"), *output)
 	}
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// SIGUSR1 asks a flight recorder for a snapshot; any other recording
+	// says so and goes on (by default it would end the process).
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	snapshot := make(chan struct{}, 1)
+	opts.Snapshot = snapshot
+	go func() {
+		for range usr1 {
+			if opts.Flight == 0 {
+				fmt.Fprintln(stderr, "bpftape record: SIGUSR1 ignored: this recording is not a flight recorder (--flight)")
+				continue
+			}
+			select {
+			case snapshot <- struct{}{}:
+			default: // one is already asked for
+			}
+		}
+	}()
 	abort, killed := make(chan struct{}), make(chan struct{})
 	opts.Abort, opts.Killed = abort, killed
 	var stopAsked atomic.Bool // a SIGINT or SIGTERM ended the recording
@@ -420,6 +475,34 @@ func parseOwner(s string) (*record.Owner, error) {
 		}
 	}
 	return o, nil
+}
+
+// flightFlags puts the flight recorder's flags into o.
+func flightFlags(o *record.Options, flight, size, trigger, latency, holdoff, after string, maxSnapshots int) (err error) {
+	if o.Flight, err = parseDuration(flight); err != nil {
+		return usage.Errorf("--flight: %w", err)
+	}
+	if o.FlightSize, err = parseMaxSize(size); err != nil {
+		return usage.Errorf("--flight-size: %w", err)
+	}
+	if o.TriggerHoldoff, err = parseDuration(holdoff); err != nil {
+		return usage.Errorf("--trigger-holdoff: %w", err)
+	}
+	if o.After, err = parseDuration(after); err != nil {
+		return usage.Errorf("--after: %w", err)
+	}
+	if latency != "" {
+		t, err := record.ParseLatencyTrigger(latency)
+		if err != nil {
+			return usage.Wrap(err)
+		}
+		o.TriggerLatency = &t
+	}
+	if maxSnapshots < 0 {
+		return usage.Errorf("--max-snapshots %d is negative", maxSnapshots)
+	}
+	o.Trigger, o.MaxSnapshots = trigger, maxSnapshots
+	return nil
 }
 
 // abortExit ends the process on a second interrupt; tests replace it.

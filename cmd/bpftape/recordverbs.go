@@ -14,9 +14,10 @@ import (
 // unsupportedVerb (unsupported.go), so that 'bpftape --help' lists the same
 // verbs everywhere.
 const (
-	recordSummary = "record probe events into a capture file"
-	listSummary   = "list the USDT probes and functions of a binary, kernel tracepoints or kernel functions, as probe specs"
-	doctorSummary = "report what this host's kernel supports and what bpftape will record or refuse"
+	recordSummary   = "record probe events into a capture file"
+	listSummary     = "list the USDT probes and functions of a binary, kernel tracepoints or kernel functions, as probe specs"
+	doctorSummary   = "report what this host's kernel supports and what bpftape will record or refuse"
+	snapshotSummary = "ask a flight recorder (record --flight) to write a snapshot of what it holds"
 )
 
 // recordingVerbs are the verbs above, with their summaries.
@@ -24,6 +25,7 @@ var recordingVerbs = []struct{ name, summary string }{
 	{"record", recordSummary},
 	{"list", listSummary},
 	{"doctor", doctorSummary},
+	{"snapshot", snapshotSummary},
 }
 
 // recordingPlatform is where bpftape records, as GOOS/GOARCH name it.

@@ -180,7 +180,7 @@ the metadata it needs, named FILE-0001.arrow, FILE-0002.arrow... (FILE
 without its extension). A snapshot is taken:
   on SIGUSR1, or 'bpftape snapshot PID' or 'bpftape snapshot --ready-file PATH';
   --trigger PROBE: at the first event of PROBE (give it a filter, e.g.
-      'slow=u:./app:handle(arg0) /arg0 > 1000/'), and with --trigger-holdoff D
+      'slow=u:./app:handle(arg0)/arg0 > 1000/'), and with --trigger-holdoff D
       at each one at least D after the last that took a snapshot;
   --trigger-latency 'START END > D': when an event of probe END follows its
       thread's event of probe START by more than D (10ms, 250us), as

@@ -103,10 +103,12 @@ bench-quick: root
 	bash bench/bench.sh --quick
 
 # soak records the bench workload at a high rate for SOAK_SECONDS (default
-# 600) and fails unless the recorder's RSS stays flat (bench/soak.sh).
+# 600) and fails unless the recorder's RSS stays flat (bench/soak.sh);
+# SOAK_MODE=flight soaks the flight recorder (--flight, SIGUSR1 snapshots).
 SOAK_SECONDS ?= 600
+SOAK_MODE ?= file
 soak: root
-	SOAK_SECONDS=$(SOAK_SECONDS) bash bench/soak.sh
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_MODE=$(SOAK_MODE) bash bench/soak.sh
 
 # bench-ab compares the working tree's writer and `bpftape hist` with git
 # revision BASE (default HEAD~1), side by side in one run.

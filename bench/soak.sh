@@ -21,6 +21,12 @@
 #   - the recorder fails, or any probe or BPF link of the recorder is left
 #     behind (tracefs uprobe_events, or a process holding one of its links).
 #
+# SOAK_MODE=flight (make soak SOAK_MODE=flight) soaks the flight recorder
+# instead: the same recording with --flight SOAK_FLIGHT (default 30s), its
+# ring turning over all along, and a SIGUSR1 every SOAK_SNAPSHOT_EVERY
+# seconds (default 60), each of whose snapshots must be a complete capture
+# of about SOAK_FLIGHT; the file column is then the snapshots written.
+#
 # Environment: SOAK_SECONDS (default 600), SOAK_INTERVAL (default 10),
 # SOAK_RSS_GROWTH_KIB, SOAK_KEEP=1 keeps the capture ($BENCH_DIR/soak/),
 # BENCH_DIR. Needs root. The machine's load average is printed at the start
@@ -34,6 +40,13 @@ work=$dir/soak
 seconds=${SOAK_SECONDS:-600}
 interval=${SOAK_INTERVAL:-10}
 bound=${SOAK_RSS_GROWTH_KIB:-8192}
+mode=${SOAK_MODE:-file}
+flight=${SOAK_FLIGHT:-30s}
+every=${SOAK_SNAPSHOT_EVERY:-60}
+case $mode in file | flight) ;; *)
+	echo "soak: SOAK_MODE is file or flight" >&2
+	exit 2;;
+esac
 tracefs=/sys/kernel/tracing
 
 if [ "$(id -u)" != 0 ]; then
@@ -93,7 +106,7 @@ cleanup() {
 		fi
 	done
 	if [ "${SOAK_KEEP:-}" != 1 ]; then
-		rm -f "$out"
+		rm -f "$out" "$work"/soak-[0-9][0-9][0-9][0-9].arrow
 	fi
 	if [ -n "$left" ]; then
 		echo "soak: FAIL: probes left behind:" >&2
@@ -107,10 +120,15 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "soak: ${seconds}s of bpftape record on one workload thread calling bench_func as fast as it can"
+flightargs=()
+if [ "$mode" = flight ]; then
+	echo "soak: flight recorder mode: --flight $flight, a snapshot (SIGUSR1) every ${every}s"
+	flightargs=(--flight "$flight")
+fi
 echo "soak: $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 # The workload runs longer than the capture: -d ends the capture (and
 # SIGTERMs the workload), so the rate holds until the end.
-bin/bpftape record -o "$out" --ready-file "$ready" -d "${seconds}s" \
+bin/bpftape record -o "$out" --ready-file "$ready" -d "${seconds}s" "${flightargs[@]}" \
 	-c "$build/soak-workload -T 1 call -t $((seconds + 60))" \
 	"tick=u:$build/soak-workload:bench_func(arg0)" >"$work/workload.out" 2>"$log" &
 rec=$!
@@ -133,14 +151,23 @@ fi
 printf '%8s %10s %10s %12s\n' "t (s)" "VmRSS KiB" "VmHWM KiB" "file MiB" | tee "$curve"
 t0=$(date +%s)
 next=$interval
+nextsnap=$every
 while kill -0 "$rec" 2>/dev/null; do
 	now=$(($(date +%s) - t0))
+	if [ "$mode" = flight ] && [ "$now" -ge "$nextsnap" ] && [ "$now" -lt "$seconds" ]; then
+		kill -USR1 "$rec" 2>/dev/null || true
+		nextsnap=$((nextsnap + every))
+	fi
 	if [ "$now" -ge "$next" ]; then
 		st=/proc/$rec/status
 		rss=$(awk '/^VmRSS:/ {print $2}' "$st" 2>/dev/null || true)
 		hwm=$(awk '/^VmHWM:/ {print $2}' "$st" 2>/dev/null || true)
 		[ -n "$rss" ] || break
-		size=$(stat -c %s "$out" 2>/dev/null || echo 0)
+		if [ "$mode" = flight ]; then
+			size=$( (cat "$work"/soak-[0-9][0-9][0-9][0-9].arrow 2>/dev/null || true) | wc -c)
+		else
+			size=$(stat -c %s "$out" 2>/dev/null || echo 0)
+		fi
 		printf '%8d %10d %10d %12.1f\n' "$now" "$rss" "$hwm" "$(awk -v s="$size" 'BEGIN {print s / 1048576}')" | tee -a "$curve"
 		next=$((next + interval))
 	fi
@@ -165,8 +192,33 @@ if ! grep -q 'stopped: duration' "$log"; then
 	exit 1
 fi
 
-bin/bpftape info "$out" | sed 's/^/  info: /'
-size=$(stat -c %s "$out")
+if [ "$mode" = flight ]; then
+	# Every SIGUSR1 gave a snapshot, each a complete capture of about
+	# --flight (a batch more at most), the last one shown.
+	want=$(((seconds - 1) / every))
+	snaps=$( (ls "$work"/soak-[0-9][0-9][0-9][0-9].arrow 2>/dev/null || true) | wc -l)
+	flightns=$(awk -v f="$flight" 'BEGIN { n = f + 0; if (f ~ /ms$/) n /= 1000; else if (f ~ /m$/) n *= 60; printf "%.0f", n * 1e9 }')
+	for f in "$work"/soak-[0-9][0-9][0-9][0-9].arrow; do
+		[ -e "$f" ] || continue
+		js=$(bin/bpftape info --json "$f") || { echo "soak: FAIL: $f does not read" >&2; exit 1; }
+		span=$(printf '%s' "$js" | python3 -c 'import json, sys; d = json.load(sys.stdin); print(d["last_event_ns"] - d["first_event_ns"])')
+		if [ "$span" -gt $((flightns + 1500000000)) ] || [ "$span" -lt $((flightns - 1500000000)) ]; then
+			echo "soak: FAIL: $f spans ${span} ns, not about --flight $flight" >&2
+			exit 1
+		fi
+	done
+	echo "soak: $snaps snapshots of about $flight each (want $want)"
+	if [ "$snaps" -lt "$want" ]; then
+		echo "soak: FAIL: $snaps snapshots for $want SIGUSR1" >&2
+		exit 1
+	fi
+	last=$(ls "$work"/soak-[0-9][0-9][0-9][0-9].arrow | tail -1)
+	bin/bpftape info "$last" | sed 's/^/  info: /'
+	size=$(cat "$work"/soak-[0-9][0-9][0-9][0-9].arrow | wc -c)
+else
+	bin/bpftape info "$out" | sed 's/^/  info: /'
+	size=$(stat -c %s "$out")
+fi
 summary=$(grep -a '\[ bpftape record: [0-9,]* events' "$log" | tail -1)
 events=$(echo "$summary" | sed -E 's/.*record: ([0-9,]+) events.*/\1/')
 lost=$(echo "$summary" | sed -E 's/.*\), ([0-9,]+) lost.*/\1/')

@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -64,6 +65,9 @@ func (o *Options) flightOptions() error {
 		return usage.Errorf("--print needs a recording into a file, not --flight")
 	case (o.After > 0 || o.TriggerHoldoff > 0) && !triggers:
 		return usage.Errorf("--after and --trigger-holdoff need --trigger or --trigger-latency")
+	}
+	if st, err := os.Stat(o.Output); err == nil && !st.Mode().IsRegular() {
+		return usage.Errorf("--flight writes numbered files FILE-0001%s...: -o %s is not a file", filepath.Ext(o.Output), o.Output)
 	}
 	if o.FlightSize == 0 {
 		o.FlightSize = DefaultFlightSize

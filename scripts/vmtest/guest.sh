@@ -865,6 +865,29 @@ if runs ready; then
 	result ready $ok "$detail"
 fi
 
+# The flight recorder: a workload calling f every 2 ms for 8 s with one
+# 200-ms call at 4 s, under --flight 2s with a latency trigger and 1 s
+# after it: exactly one snapshot, which holds the slow call (latency's
+# max), says what took it, and reaches about 3 s back from its end.
+if runs flight; then
+	rm -f fl-*.arrow
+	if rec fl --flight 2s --trigger-latency 'f f:return > 50ms' --after 1s -c "slow 8 4 2000" 'u:/bin/slow:f(arg0)' 'ur:/bin/slow:f(retval)'; then
+		snaps=$(ls fl-*.arrow 2>/dev/null | tr '\n' ' ')
+		bpftape latency fl-0001.arrow f f:return >fl.lat 2>>fl.err
+		max=$(sed -n 's/.*max \([0-9]*\).*/\1/p' fl.lat)
+		bpftape info --json fl-0001.arrow >fl1.json 2>>fl.err
+		span=$(($(jnum last_event_ns fl1.json) - $(jnum first_event_ns fl1.json)))
+		bpftape info fl-0001.arrow | grep -q '^snapshot: *taken on latency f f:return > 50ms' && trig=yes || trig=no
+		if [ "$snaps" = "fl-0001.arrow " ] && [ "${max:-0}" -ge 200000000 ] && [ "$trig" = yes ] && [ "$span" -ge 2500000000 ] && [ "$span" -le 4200000000 ]; then
+			result flight PASS "snapshot=fl-0001.arrow,slow-call-max=${max}ns,span=${span}ns"
+		else
+			result flight FAIL "snapshots=$snaps,max=$max,trigger=$trig,span=$span;$(errtail fl.err)"
+		fi
+	else
+		result flight FAIL "$(errtail fl.err)"
+	fi
+fi
+
 # The cross-architecture capture: a small recording (a kprobe with a kernel
 # stack and its kretprobe on vfs_read, a uprobe with a user stack on the
 # chain's leaf) printed on the console in base64 (VMTEST-XB lines) after its

@@ -82,6 +82,8 @@ build_root() {
 	ln -s vmwork "$d/root/bin/vmt-exec"
 	# The stack workload at -O0, as its test builds it.
 	$cc $cf0 -o "$d/root/bin/chain" "$root/testdata/stacks/chain.c"
+	# The flight recorder's workload (one slow call among many).
+	$cc $cflags -o "$d/root/bin/slow" "$root/testdata/flight/slow.c"
 	# USDT in a shared library: a dynamic workload, its library, and the
 	# loader and libc at the paths it names (the host's, as ldd finds
 	# them; for arm64 the cross toolchain's, in /lib).

@@ -193,6 +193,11 @@ func (d *drainer) stop() error {
 }
 
 func (d *drainer) cycle(now time.Time) error {
+	if d.flight != nil && !d.stopping.Load() {
+		if err := d.flight.cycle(boottime.Now() - int64(time.Second)); err != nil {
+			return err
+		}
+	}
 	if now.Sub(d.lastLost) >= LostInterval {
 		d.lastLost = now
 		if err := d.readLost(); err != nil {

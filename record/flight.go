@@ -103,6 +103,7 @@ type flight struct {
 	out        chan *takenSnap // to the writer goroutine
 	done       chan struct{}   // closed when the writer goroutine ends
 	written    []string
+	skipped    int // snapshots not taken while two were being written
 	errs       []error
 	stopped    bool // --max-snapshots reached
 }
@@ -132,7 +133,7 @@ const maxOpenThreads = 1 << 16
 // newFlight returns the flight state of a recording of probes names into
 // w, its triggers resolved to probe ids.
 func newFlight(w *format.Writer, o *Options, names []string) (*flight, error) {
-	f := &flight{w: w, opts: o, asked: o.Snapshot, out: make(chan *takenSnap, 4), done: make(chan struct{})}
+	f := &flight{w: w, opts: o, asked: o.Snapshot, out: make(chan *takenSnap, 1), done: make(chan struct{})}
 	var err error
 	if f.trigger, f.start, f.end, err = o.triggerProbes(names); err != nil {
 		return nil, err
@@ -223,7 +224,9 @@ func (f *flight) fire(t int64, why string, latency int64) {
 
 // cycle takes the snapshot asked for by a signal, or the pending one once
 // every event up to its due time has been drained (seen: the boot-clock
-// time before which the rings have passed on everything).
+// time before which the rings have passed on everything). The drain loop
+// calls it after each pass over the rings, and under a load it never
+// catches up with, every few thousand events with seen a second ago.
 func (f *flight) cycle(seen int64) error {
 	select {
 	case <-f.asked:
@@ -249,6 +252,13 @@ func (f *flight) take() error {
 	s, err := f.w.FlightSnapshot(p.due)
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
+	}
+	// One snapshot waits while another is written, no more: each keeps
+	// its batches in memory until it is on disk.
+	if len(f.out) == cap(f.out) {
+		f.skipped++
+		fmt.Fprintf(f.opts.Log, "bpftape record: WARNING: a snapshot (%s) was skipped: two are still being written\n", p.why)
+		return nil
 	}
 	f.taken++
 	m := &s.Meta

@@ -192,8 +192,9 @@ type Summary struct {
 	Followed, Untracked uint64
 	// Snapshots are the files a flight recording wrote (Options.Flight),
 	// and Flight its ring's totals; Output is then "".
-	Snapshots []string
-	Flight    format.FlightStats
+	Snapshots        []string
+	SnapshotsSkipped int
+	Flight           format.FlightStats
 	// SkippedReads counts the files that the stack table did not read, or
 	// did not wait for, because they were slow or the recording was
 	// ending: their objects have no symbols, and say why.

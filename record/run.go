@@ -210,7 +210,7 @@ func (r *recorder) summary(elapsed time.Duration, stopped string) *Summary {
 	s.Window = r.window
 	if f := r.flight; f != nil {
 		s.Output, s.Bytes = "", 0
-		s.Snapshots = f.written
+		s.Snapshots, s.SnapshotsSkipped = f.written, f.skipped
 		for _, name := range f.written {
 			if st, err := os.Stat(name); err == nil {
 				s.Bytes += st.Size()

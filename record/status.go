@@ -76,6 +76,9 @@ func (s *Summary) Print(w io.Writer) {
 	default:
 		fmt.Fprintf(w, "[ bpftape record: flight recorder: wrote %s, %s: %s ]\n", plural(len(s.Snapshots), "snapshot"), bytesStr(s.Bytes), strings.Join(s.Snapshots, " "))
 	}
+	if s.SnapshotsSkipped > 0 {
+		fmt.Fprintf(w, "[ bpftape record: WARNING: %s skipped while two were being written: the disk is slower than the triggers ]\n", plural(s.SnapshotsSkipped, "snapshot"))
+	}
 	if f := s.Flight; f.Batches > 0 || f.Dropped > 0 {
 		fmt.Fprintf(w, "[ bpftape record: flight recorder: the ring held %s in %d batches at the end, and dropped %d older batches",
 			bytesStr(f.Bytes), f.Batches, f.Dropped)

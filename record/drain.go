@@ -79,6 +79,7 @@ type stackCollector interface {
 	Take() *format.StackTable
 	Snapshot(pid uint32, t int64)
 	Exec(pid uint32, t int64)
+	Sync()
 }
 
 // pendingStack is a thread's last stack record, for the sample that
@@ -185,6 +186,10 @@ func (d *drainer) stop() error {
 }
 
 func (d *drainer) cycle(now time.Time) error {
+	if d.stacks != nil {
+		// The side-band's rings fill whether stacks come or not.
+		d.stacks.Sync()
+	}
 	if now.Sub(d.lastLost) >= LostInterval {
 		d.lastLost = now
 		if err := d.readLost(); err != nil {

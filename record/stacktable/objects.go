@@ -209,9 +209,10 @@ func (c *Collector) identify(pid uint32, l mapsLine) *object {
 		ws = append(ws, where{root: filepath.Join(dir, "root"), path: p}, where{path: p, links: elfsym.NoLinks})
 	}
 	type opened struct {
-		f   *os.File
-		key fileKey
-		err error
+		f        *os.File
+		key      fileKey
+		err      error
+		mismatch string
 	}
 	r, late := readFile(&c.reads, func() (r opened) {
 		for _, w := range ws {
@@ -227,6 +228,17 @@ func (c *Collector) identify(pid uint32, l mapsLine) *object {
 				r.err = err
 				continue
 			}
+			id := ""
+			if l.sb && l.buildID != "" {
+				id = fileBuildID(fdPath(f))
+			}
+			if why := mismatch(l, r.key, id); why != "" {
+				// The range mapped by what the process exec'd since,
+				// or the path holding another file now: the next way.
+				f.Close()
+				r.mismatch = why
+				continue
+			}
 			r.f, r.err = f, nil
 			break
 		}
@@ -236,6 +248,9 @@ func (c *Collector) identify(pid uint32, l mapsLine) *object {
 			r.f.Close()
 		}
 	})
+	if r.f == nil && r.mismatch != "" && late == "" {
+		return &object{path: l.path, loaded: true, noSymbols: r.mismatch}
+	}
 	if r.f == nil {
 		if o := c.byPath[l.path]; o != nil {
 			return o
@@ -248,12 +263,7 @@ func (c *Collector) identify(pid uint32, l mapsLine) *object {
 		c.byPath[l.path] = o
 		return o
 	}
-	o := c.fileObject(l, r.f, r.key, ws)
-	if why := mismatch(l, r.key, o.buildID); why != "" {
-		// Opened by its path after the process exited: another file.
-		return &object{path: l.path, loaded: true, noSymbols: why}
-	}
-	return o
+	return c.fileObject(l, r.f, r.key, ws)
 }
 
 // fileObject returns the object of f, the open file of mapping l (with

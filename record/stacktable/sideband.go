@@ -269,16 +269,19 @@ func fromPmap(m *pmap, t int64) sbMap {
 	return s
 }
 
-// mismatch says why the file opened for the side-band mapping l is not
-// the one the process mapped, "" when it is (or cannot be told): its
-// build id, else its inode, must be the record's. (Not the device: the
-// stat of a file on btrfs or overlayfs gives another than the kernel's
-// records do.)
+// mismatch says why the file opened for the side-band mapping l (of key,
+// with build id buildID if l has one) is not the one the process mapped,
+// "" when it is (or cannot be told): its build id, else its inode, must
+// be the record's. (Not the device: the stat of a file on btrfs or
+// overlayfs gives another than the kernel's records do.)
 func mismatch(l mapsLine, key fileKey, buildID string) string {
 	switch {
 	case !l.sb:
 		return ""
-	case l.buildID != "" && buildID != "" && l.buildID != buildID:
+	case l.buildID != "" && l.buildID != buildID:
+		if buildID == "" {
+			buildID = "none"
+		}
 		return fmt.Sprintf("the file at its path now has build id %s, not the mapped file's %s", buildID, l.buildID)
 	case l.buildID == "" && l.ino != "" && strconv.FormatUint(key.ino, 10) != l.ino:
 		return fmt.Sprintf("the file at its path now is inode %d, not the mapped file's %s (device %s; this one's %02x:%02x)",

@@ -187,11 +187,25 @@ func (f *fakeSideband) Read(fn func(*sideband.Record)) {
 // TestSidebandFork: a child forked by a process whose mappings were read
 // has them, with the side-band's later mmaps, though it is gone before its
 // first stack; one forked by a process nothing is known of keeps nothing;
-// a mapping whose file is not the one at its path (another inode) is
-// refused, saying so.
+// a mapping whose file is not the one at its path (another inode, another
+// build id) is refused, saying so, and one of the same build id resolves.
 func TestSidebandFork(t *testing.T) {
 	bin := buildProg(t, "prog")
+	id, _ := elfsym.BuildID(bin)
 	dir, _, top, _ := fakeProc(t, bin, 4242, "top")
+	// The text segment's offset, and top's in it.
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, topOff uint64
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			text = p.Off &^ 0xfff
+			topOff = elfFunc(t, bin, "top") - p.Vaddr&^0xfff
+		}
+	}
+	ef.Close()
 	fs := &fakeSideband{}
 	c := New(Options{Proc: dir})
 	c.UseSideband(fs)
@@ -202,10 +216,18 @@ func TestSidebandFork(t *testing.T) {
 		// A library the child maps, of another inode than the file at
 		// its path.
 		{Kind: sideband.Mmap, Time: 22, PID: 4243, Start: 0x7f0000000000, Len: 0x1000, Maj: 8, Min: 1, Ino: 1, Path: bin},
+		// And one of another build, and one of the file itself, by
+		// build id.
+		{Kind: sideband.Mmap, Time: 22, PID: 4243, Start: 0x7f0000010000, Len: 0x1000, BuildID: "0123", Path: bin},
+		{Kind: sideband.Mmap, Time: 22, PID: 4243, Start: 0x7f0000020000, Len: 0x1000, Pgoff: text, BuildID: id, Path: bin},
 		{Kind: sideband.Exit, Time: 23, PID: 4243, TID: 4243},
 	}
-	c.Add(4243, 30, false, []uint64{top + 2, 0x7f0000000010})
+	c.Add(4243, 30, false, []uint64{top + 2, 0x7f0000000010, 0x7f0000010010, 0x7f0000020000 + topOff + 2})
 	tb := table{c.Take()}
+	if m := tb.mapping(4243, 0x7f0000010010); m == nil || !strings.Contains(tb.object(m.Object).NoSymbols, "not the mapped file's 0123") {
+		t.Errorf("the library of another build: mapping %+v", m)
+	}
+	tb.resolve(t, 4243, 0x7f0000020000+topOff+2, "top", id)
 	m, _, _ := tb.resolve(t, 4243, top+2, "top", "")
 	if m.Since != 20 {
 		t.Errorf("the child's mapping %+v: want since 20, its fork", m)

@@ -42,6 +42,7 @@ type Reader struct {
 	parser   parser
 	batch    []Record
 	scratch  []byte
+	addFn    func([]byte) // r.add, made once
 	lost     uint64
 	bad      uint64
 	buildIDs bool
@@ -89,6 +90,7 @@ func Open(o Options) (*Reader, error) {
 		attr.Bits |= bitBuildID
 	}
 	r := &Reader{}
+	r.addFn = r.add
 	for cpu := range o.CPUs {
 		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if errors.Is(err, unix.ENODEV) {
@@ -142,7 +144,7 @@ func (r *Reader) Read(f func(*Record)) {
 			continue
 		}
 		var bad bool
-		r.scratch, bad = ringRecords(rg.data, tail, head, r.scratch, r.add)
+		r.scratch, bad = ringRecords(rg.data, tail, head, r.scratch, r.addFn)
 		if bad {
 			r.bad++
 		}

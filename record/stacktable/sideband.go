@@ -35,14 +35,14 @@ type Sideband interface {
 // that need them. They are what the Collector uses where /proc/PID/maps
 // cannot serve, for a process that exited, or for the stacks taken before
 // an exec; and an exec starts a new image at its own time.
-func (c *Collector) UseSideband(s Sideband) { c.sb = s }
+func (c *Collector) UseSideband(s Sideband) { c.sb, c.sbFn = s, c.sideband }
 
 // Sync reads what the side-band holds, if there is one. The recorder
 // calls it as it drains, so that the side-band's rings do not fill while
 // no new stack comes.
 func (c *Collector) Sync() {
 	if c.sb != nil {
-		c.sb.Read(c.sideband)
+		c.sb.Read(c.sbFn)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/record/kallsyms"
+	"github.com/bpftape/bpftape/record/sideband"
 )
 
 // Options configure a Collector.
@@ -71,6 +72,7 @@ type Collector struct {
 	// process as they happen (see UseSideband); sbp is what it told, by
 	// pid.
 	sb       Sideband
+	sbFn     func(*sideband.Record) // c.sideband, made once
 	sbp      map[uint32]*sbProc
 	sbLost   uint64
 	sbMaxT   int64
@@ -195,7 +197,9 @@ type seenKey struct {
 func (c *Collector) Exec(pid uint32, t int64) {
 	c.Sync()
 	p := c.procs[pid]
-	if p == nil || !p.read {
+	if p == nil || !p.read || c.sb != nil && c.sbLost == 0 {
+		// With every record of the side-band, an exec made a new image
+		// already: a rename is no exec.
 		c.Snapshot(pid, t)
 		return
 	}

@@ -86,20 +86,22 @@
 // read); an image whose process has exited, or exec'd since, takes its
 // mappings from the side-band, with Since = the time of each mmap (the
 // exec's, for /proc's first read of an exec'd image). Such a mapping's
-// file is opened by its path (through /proc/PID/root while the process
-// lives), and must be the file mapped: the record's build id (Linux 5.12;
-// PERF_RECORD_MISC_MMAP_BUILD_ID) or else its inode, not the device, which
-// stat gives otherwise than the kernel on btrfs and overlayfs. A [vdso] of
-// an exited process is this process's own, when it is of the same size
-// (the kernel gives one image per ABI). Without a side-band (the kernel or
-// perf_event_paranoid refused it), an Exec whose read finds other
+// file is opened as any other (map_files, the path in /proc/PID/root, the
+// path), and each must be the file mapped, else the next is tried: the
+// record's build id (Linux 5.12; PERF_RECORD_MISC_MMAP_BUILD_ID) or else
+// its inode, not the device, which stat gives otherwise than the kernel
+// on btrfs and overlayfs. A [vdso] of an exited process is this
+// process's own, when it is of the same size (the kernel gives one image
+// per ABI). Without a side-band (the kernel or perf_event_paranoid refused
+// it), or once it dropped records, an Exec whose read finds other
 // mappings starts a new image at its own time.
 //
 // # Cost and limits
 //
-// Add of a stack already seen in the same process (any process, for a
-// kernel stack) is a hash of its frames and a map lookup, with no
-// allocation. A stack id names frames, not a process, and replay resolves
+// Add of a stack already seen in the same process image (any process,
+// for a kernel stack) is a hash of its frames and two map lookups, with no
+// allocation; a new stack first reads the side-band (a look at each CPU's
+// ring when it is empty). A stack id names frames, not a process, and replay resolves
 // user frames with the mappings of the event's pid: so the same frames in
 // another process (forked workers, a non-PIE program run twice) are
 // resolved again for that process (its mappings go in; the stack and the

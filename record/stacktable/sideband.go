@@ -97,8 +97,9 @@ func (c *Collector) sideband(r *sideband.Record) {
 	c.sbMaxT = max(c.sbMaxT, r.Time)
 	switch r.Kind {
 	case sideband.Mmap:
-		if r.Path == "//anon" || r.Path == "" || r.Start+r.Len < r.Start || r.Start >= userLimit {
-			// Anonymous code (JIT): no object to read, nothing kept.
+		if r.Path == "//anon" || isAnonymous(r.Path) || r.Start+r.Len < r.Start || r.Start >= userLimit {
+			// Anonymous code (JIT, [uprobes]' slots): no object to
+			// read, nothing kept.
 			return
 		}
 		s := c.sbProc(r.PID, r.Time)

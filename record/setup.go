@@ -44,7 +44,6 @@ func (r *recorder) setup() error {
 	}
 	kernelRead := r.readKernelSymbols()
 	defer func() { <-kernelRead }()
-	r.openSideband()
 	if err := r.load(ring, threadBases); err != nil {
 		return err
 	}
@@ -275,10 +274,13 @@ func (r *recorder) readKernelSymbols() <-chan struct{} {
 // forks and exits (package record/sideband) when a probe records user
 // stacks: the stack table takes from them the mappings of a process that
 // exited, or exec'd, before it read /proc/PID/maps (see package
-// stacktable). It is opened before anything is attached, so that it has
-// the execs of every process recorded. Without it (perf_event_open
-// refused: perf_event_paranoid, no CAP_PERFMON), the recording goes on as
-// before, with a warning.
+// stacktable). It is opened once every probe is attached, as the capture
+// starts and before the command's gate opens: the drain loop reads it from
+// then on, and what it would have collected while the programs loaded (the
+// mmaps of every process of the host, for events not recorded) could only
+// have filled its rings. Without it (perf_event_open refused:
+// perf_event_paranoid, no CAP_PERFMON), the recording goes on as before,
+// with a warning.
 func (r *recorder) openSideband() {
 	ustacks := false
 	for _, p := range r.probes {
@@ -344,7 +346,7 @@ func (r *recorder) startCapture(ring uint32, base string, kernelRead <-chan stru
 	if r.stacks != nil {
 		<-kernelRead
 		r.d.stacks = r.stacks
-		if r.sideband != nil {
+		if r.openSideband(); r.sideband != nil {
 			r.stacks.UseSideband(r.sideband)
 		}
 		if r.gate != nil {

@@ -65,11 +65,14 @@ func TestStacksShortLived(t *testing.T) {
 	}
 	resolved := 0
 	for run := range runs {
-		if _, stderr, code := runCLI(t, "record", "-o", capPath, "--force", "-c", exe+" 1", probe); code != 0 {
+		_, stderr, code := runCLI(t, "record", "-o", capPath, "--force", "-c", exe+" 1", probe)
+		if code != 0 {
 			t.Fatalf("run %d: record: exit %d\n%s", run, code, stderr)
 		}
 		if check(fmt.Sprintf("run %d", run), 1) {
 			resolved++
+		} else if strings.Contains(stderr, "warning") {
+			t.Logf("run %d: record:\n%s", run, stderr)
 		}
 	}
 	t.Logf("%d of %d single runs resolved", resolved, runs)
@@ -108,14 +111,16 @@ func TestProfileExec(t *testing.T) {
 	const runs = 10
 	capPath := filepath.Join(dir, "prof.arrow")
 	for run := range runs {
-		if _, stderr, code := runCLI(t, "record", "-o", capPath, "--force", "-c", exe+" 100000000",
-			"profile:hz:499", "exec=t:sched:sched_process_exec"); code != 0 {
+		_, stderr, code := runCLI(t, "record", "-o", capPath, "--force", "-c", exe+" 100000000",
+			"profile:hz:499", "exec=t:sched:sched_process_exec")
+		if code != 0 {
 			t.Fatalf("run %d: record: exit %d\n%s", run, code, stderr)
 		}
 		samples, inMain, bad := profileAfterExec(t, capPath, exe, self)
 		t.Logf("run %d: %d samples after the exec, %d under main", run, samples, inMain)
 		if len(bad) > 0 {
-			t.Errorf("run %d: %d of %d samples after the exec do not resolve in the chain:\n%s", run, len(bad), samples, strings.Join(bad[:min(len(bad), 5)], "\n"))
+			t.Errorf("run %d: %d of %d samples after the exec do not resolve in the chain:\n%s\nrecord:\n%s",
+				run, len(bad), samples, strings.Join(bad[:min(len(bad), 5)], "\n"), stderr)
 		}
 		// 0.2 s of one busy thread at 499 Hz: some 100 samples.
 		if samples < 20 || inMain*10 < samples*8 {

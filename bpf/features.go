@@ -60,6 +60,7 @@ const (
 	FeatureRunOnCPU     = "BPF_PROG_TEST_RUN of raw tracepoint programs on a given CPU"
 	FeatureAttachCookie = "bpf_get_attach_cookie helper"
 	FeatureKernelBTF    = "kernel BTF (" + kernelBTFPath + ")"
+	FeatureMmapBuildID  = "build ids in perf mmap records (PERF_RECORD_MISC_MMAP_BUILD_ID)"
 )
 
 const kernelBTFPath = "/sys/kernel/btf/vmlinux"
@@ -93,6 +94,9 @@ var featureTable = []Feature{
 		Fallback: "USDT probes guarded by a semaphore cannot be attached"},
 	{Name: FeatureRunOnCPU, Since: "5.10", probe: haveRunOnCPU,
 		Fallback: "no per-CPU staging: every sample is reserved in its ring on its own"},
+	// Not BPF, but probed likewise: the stack table's side-band records.
+	{Name: FeatureMmapBuildID, Since: "5.12", probe: haveMmapBuildID,
+		Fallback: "the files mapped by a process that exited are told apart by device and inode"},
 }
 
 // Features returns the kernel features bpftape uses, with the Linux

@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/internal/testutil"
 )
@@ -106,6 +108,19 @@ func TestFeaturesHost(t *testing.T) {
 	i := slices.IndexFunc(Features(), func(f Feature) bool { return f.Name == FeatureAttachCookie })
 	if table := Features()[i].Have() == nil; table != have {
 		t.Errorf("HaveAttachCookies %v, the table's probe %v", have, table)
+	}
+	// Build ids in mmap records: Linux 5.12; root may open any perf event.
+	have, err = HaveMmapBuildID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil && os.Geteuid() == 0 {
+		var major, minor int
+		fmt.Sscanf(unix.ByteSliceToString(uts.Release[:]), "%d.%d", &major, &minor)
+		if want := major > 5 || major == 5 && minor >= 12; have != want {
+			t.Errorf("HaveMmapBuildID %v on Linux %d.%d", have, major, minor)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -64,3 +65,40 @@ func (l *PerfEventLink) Close() error {
 	l.fd = -1
 	return err
 }
+
+// bitMmapBuildID is perf_event_attr.build_id (Linux 5.12).
+const bitMmapBuildID = unix.CBitFieldMaskBit34
+
+// haveMmapBuildID opens a dummy perf event of this process that asks for
+// build ids in its mmap records: a kernel before 5.12 refuses the bit it
+// does not know (EINVAL).
+func haveMmapBuildID() error {
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_DUMMY,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Bits:   unix.PerfBitDisabled | unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv | bitMmapBuildID,
+	}
+	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	switch {
+	case err == nil:
+		return unix.Close(fd)
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.E2BIG):
+		return fmt.Errorf("%s: %w (%w)", FeatureMmapBuildID, ebpf.ErrNotSupported, err)
+	}
+	return fmt.Errorf("%s: perf_event_open: %w", FeatureMmapBuildID, err)
+}
+
+// HaveMmapBuildID reports whether perf mmap records can carry the mapped
+// file's build id (attr.build_id, Linux 5.12), as the stack table's
+// side-band asks. Probed once.
+func HaveMmapBuildID() (bool, error) {
+	mmapBuildIDOnce.Do(func() { mmapBuildID, mmapBuildIDErr = supported(haveMmapBuildID()) })
+	return mmapBuildID, mmapBuildIDErr
+}
+
+var (
+	mmapBuildIDOnce sync.Once
+	mmapBuildID     bool
+	mmapBuildIDErr  error
+)

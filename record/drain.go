@@ -80,6 +80,7 @@ type stackCollector interface {
 	Take() *format.StackTable
 	Snapshot(pid uint32, t int64)
 	Exec(pid uint32, t int64)
+	Sync()
 }
 
 // pendingStack is a thread's last stack record, for the sample that
@@ -193,6 +194,10 @@ func (d *drainer) stop() error {
 }
 
 func (d *drainer) cycle(now time.Time) error {
+	if d.stacks != nil {
+		// The side-band's rings fill whether stacks come or not.
+		d.stacks.Sync()
+	}
 	if d.flight != nil && !d.stopping.Load() {
 		if err := d.flight.cycle(boottime.Now() - int64(time.Second)); err != nil {
 			return err

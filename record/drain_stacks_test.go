@@ -48,6 +48,8 @@ func (f *fakeStacks) Snapshot(pid uint32, t int64) { f.calls = append(f.calls, "
 
 func (f *fakeStacks) Exec(pid uint32, t int64) { f.calls = append(f.calls, "exec") }
 
+func (f *fakeStacks) Sync() {}
+
 // TestDrainerStacks: a sample takes the stack records of its thread and
 // time that came before it; the caller a uprobe at a function's entry
 // misses goes back in unless the kernel put it there; a stack record

@@ -25,6 +25,7 @@ import (
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/outfile"
 	"github.com/bpftape/bpftape/record/resolve"
+	"github.com/bpftape/bpftape/record/sideband"
 	"github.com/bpftape/bpftape/record/stacktable"
 )
 
@@ -281,8 +282,11 @@ type recorder struct {
 	// filtered is, by probe id, the events each probe's filter rejected
 	// (countFiltered).
 	filtered []uint64
-	// stacks builds the capture's stack table, when a probe records stacks.
-	stacks *stacktable.Collector
+	// stacks builds the capture's stack table, when a probe records stacks;
+	// sideband, when one records user stacks and the kernel let it open,
+	// tells it of the mappings of every process (see openSideband).
+	stacks   *stacktable.Collector
+	sideband *sideband.Reader
 	// perfLinks are the profile probes' perf events, one per CPU.
 	perfLinks []*bpf.PerfEventLink
 	// kmultiLinks counts the kprobe_multi links among links.
@@ -311,6 +315,10 @@ func (r *recorder) cleanup() {
 	if r.objs != nil {
 		r.objs.Close()
 		r.objs = nil
+	}
+	if r.sideband != nil {
+		r.sideband.Close()
+		r.sideband = nil
 	}
 	if r.w != nil {
 		r.w.Close()

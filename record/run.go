@@ -66,6 +66,13 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 	stopStatus()
 	r.rd.Close()
 	r.rd = nil
+	if r.sideband != nil {
+		r.sideband.Close()
+		r.sideband = nil
+		if n := r.stacks.Stats().SidebandLost; n > 0 {
+			r.warn(fmt.Sprintf("the kernel dropped %d side-band records of mappings (its rings were full): the user stacks of processes that exited early may not all symbolize", n))
+		}
+	}
 	r.countFiltered()
 	if r.flight != nil {
 		r.flight.finish()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/bpf"
@@ -20,6 +21,7 @@ import (
 	"github.com/bpftape/bpftape/record/elfsym"
 	"github.com/bpftape/bpftape/record/host"
 	"github.com/bpftape/bpftape/record/resolve"
+	"github.com/bpftape/bpftape/record/sideband"
 	"github.com/bpftape/bpftape/record/stacktable"
 )
 
@@ -283,6 +285,35 @@ func (r *recorder) readKernelSymbols() <-chan struct{} {
 	return kernelRead
 }
 
+// openSideband opens the kernel's side-band records of mappings, execs,
+// forks and exits (package record/sideband) when a probe records user
+// stacks: the stack table takes from them the mappings of a process that
+// exited, or exec'd, before it read /proc/PID/maps (see package
+// stacktable). It is opened once every probe is attached, as the capture
+// starts and before the command's gate opens: the drain loop reads it from
+// then on, and what it would have collected while the programs loaded (the
+// mmaps of every process of the host, for events not recorded) could only
+// have filled its rings. Without it (perf_event_open refused:
+// perf_event_paranoid, no CAP_PERFMON), the recording goes on as before,
+// with a warning.
+func (r *recorder) openSideband() {
+	ustacks := false
+	for _, p := range r.probes {
+		ustacks = ustacks || p.UStack > 0
+	}
+	if !ustacks || r.stacks == nil {
+		return
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err == nil {
+		buildIDs, _ := bpf.HaveMmapBuildID()
+		r.sideband, err = sideband.Open(sideband.Options{CPUs: ncpu, BuildID: buildIDs})
+	}
+	if err != nil {
+		r.warn(fmt.Sprintf("the user stacks of a process that exits or execs before its mappings are read may not symbolize: %v", err))
+	}
+}
+
 // load loads the BPF programs, which hold only the code that these probes'
 // specs run, and opens the ring buffer reader.
 func (r *recorder) load(ring uint32, threadBases bool) error {
@@ -342,6 +373,16 @@ func (r *recorder) startCapture(ring uint32, base string, kernelRead <-chan stru
 	if r.stacks != nil {
 		<-kernelRead
 		r.d.stacks = r.stacks
+		if r.openSideband(); r.sideband != nil {
+			r.stacks.UseSideband(r.sideband)
+		}
+		if r.gate != nil {
+			// The command's gate runs this binary until the recording
+			// starts, then execs the command: the stacks it may take
+			// before the exec resolve in these mappings, read while it
+			// waits.
+			r.stacks.Snapshot(uint32(r.target), boottime.Now())
+		}
 	}
 	if r.limit != nil {
 		r.d.limit = r.limit.check

@@ -47,8 +47,9 @@ var floors = []struct {
 // the longest matching path prefix as floors does: a package of the tree
 // may import packages of the tree in its own room or below, never above.
 //
-//	0  Leaves: suggest (close names for error messages) and kallsyms
-//	   (reading /proc/kallsyms).
+//	0  Leaves: suggest (close names for error messages), kallsyms
+//	   (reading /proc/kallsyms) and sideband (the kernel's perf records
+//	   of mappings, execs and exits).
 //	1  Readers of what is on disk: elfsym (ELF symbols, debug files) and
 //	   tracefs (tracepoints, traceable functions).
 //	2  Helpers built on them: usdt (USDT notes), ctypes (DWARF and BTF
@@ -64,6 +65,7 @@ var rooms = []struct {
 }{
 	{"record/suggest", 0},
 	{"record/kallsyms", 0},
+	{"record/sideband", 0},
 	{"record/elfsym", 1},
 	{"record/tracefs", 1},
 	{"record/usdt", 2},

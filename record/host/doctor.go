@@ -109,6 +109,14 @@ func Diagnose(f *HostFacts) *Diagnosis {
 	default:
 		add("attach_cookies", Fallback, "no BPF attach cookies (Linux 5.15): one program instance per attachment, its spec a load-time constant)")
 	}
+	switch {
+	case f.MmapBuildID.Have:
+		add("mmap_build_id", Use, "the perf mmap records that keep the mappings of processes that exit or exec before the recorder reads them carry each file's build id")
+	case f.MmapBuildID.Unknown:
+		add("mmap_build_id", Note, "build ids in perf mmap records not checked (%s)", f.MmapBuildID.Detail)
+	default:
+		add("mmap_build_id", Fallback, "no build ids in perf mmap records (Linux 5.12): a file mapped by a process that exited is told by its device and inode")
+	}
 	if f.BTF.Have {
 		add("btf", Use, "kernel BTF (%s) gives the offsets of task_struct's comm and tgid and of the thread pointer", f.BTF.Detail)
 	} else {

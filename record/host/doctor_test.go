@@ -20,6 +20,7 @@ func capableHost() *HostFacts {
 		KprobeAttach: yes, RefCtr: yes, BTF: HostFact{Have: true, Detail: "/sys/kernel/btf/vmlinux"},
 		KprobePrograms: yes, TracepointProgs: yes, AttachCookies: yes, RingBuf: yes, BootClock: yes,
 		Helpers: yes, KprobeMulti: yes, UprobeMulti: yes, Tracing: yes, FentryAttach: yes, FuncArgs: yes,
+		MmapBuildID: yes,
 	}
 }
 
@@ -47,8 +48,13 @@ func TestDoctorDiagnose(t *testing.T) {
 				{"kprobe", Use, "kprobe PMU"},
 				{"fentry", Use, "bpf_get_func_arg"},
 				{"attach_cookies", Use, "cookie"}, {"ringbuf", Use, ""}, {"btf", Use, ""},
-				{"privileges", Use, ""}, {"tracefs", Use, ""},
+				{"privileges", Use, ""}, {"tracefs", Use, ""}, {"mmap_build_id", Use, "build id"},
 			},
+		},
+		{
+			name: "no build ids in mmap records (5.10) → fallback, device and inode", canRecord: true,
+			change: func(f *HostFacts) { f.MmapBuildID = no("not supported") },
+			want:   []want{{"mmap_build_id", Fallback, "device and inode"}, {"uprobe", Use, ""}},
 		},
 		{
 			name: "no cookies → fallback, one program per attachment", canRecord: true,

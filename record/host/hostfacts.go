@@ -86,6 +86,7 @@ type HostFacts struct {
 	Tracing         HostFact `json:"tracing_progs"` // BPF_PROG_TYPE_TRACING
 	FentryAttach    HostFact `json:"fentry_attach"` // a fentry program on vfs_read, loaded
 	FuncArgs        HostFact `json:"func_args"`     // bpf_get_func_arg in a fentry program (5.17)
+	MmapBuildID     HostFact `json:"mmap_build_id"` // build ids in perf mmap records (5.12)
 }
 
 // MemlockUnlimited is RLIMIT_MEMLOCK's "unlimited" in HostFacts.
@@ -166,6 +167,7 @@ func ExamineHost() *HostFacts {
 	f.KprobeMulti = hostFact(features.HaveBPFLinkKprobeMulti())
 	f.UprobeMulti = hostFact(features.HaveBPFLinkUprobeMulti())
 	f.KprobeAttach = hostFact(tryKprobe())
+	f.MmapBuildID = hostFact(haveMmapBuildID())
 	f.Tracing = hostFact(features.HaveProgramType(ebpf.Tracing))
 	if f.Tracing.Have {
 		f.FentryAttach = hostFact(tryFentry())
@@ -186,6 +188,19 @@ func haveAttachCookies() error {
 		return err
 	case !ok:
 		return fmt.Errorf("%s: %w", bpf.FeatureAttachCookie, ebpf.ErrNotSupported)
+	}
+	return nil
+}
+
+// haveMmapBuildID reports whether perf mmap records carry build ids
+// (5.12), which the stack table's side-band asks for.
+func haveMmapBuildID() error {
+	ok, err := bpf.HaveMmapBuildID()
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("%s: %w", bpf.FeatureMmapBuildID, ebpf.ErrNotSupported)
 	}
 	return nil
 }

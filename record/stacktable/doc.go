@@ -28,7 +28,8 @@
 // Objects get ids 1, 2, ... in the order they enter the table. An object
 // without any function symbol says why in Object.NoSymbols ("stripped,
 // and no debug file in /usr/lib/debug (build id ...)"); a process whose
-// mappings could not be read gets a ProcessNote, once.
+// mappings could be read neither from /proc nor from the side-band gets
+// a ProcessNote, once.
 //
 // # Where symbols come from
 //
@@ -59,21 +60,48 @@
 // # When maps are read
 //
 // On a process's first stack, or earlier when the recorder calls Snapshot
-// on its first event (a short-lived process may be gone by the time its
-// first stack is drained); then again when a frame falls outside every
-// mapping known for it (an exec or a dlopen): the mappings that are new
-// or changed go in with Since = the time of that stack, the unchanged
-// ones keep theirs. Mappings enter the table when a frame first falls in
-// them. Anonymous executable memory (JIT code) is remembered without an
-// object, so its frames, unresolved, cause no re-read; garbage frames can
-// cause at most maxFruitless re-reads in a row that find nothing new, then
-// one per rereadBackoff.
+// on its first event or Exec when its comm changes; then again when a
+// frame falls outside every mapping known for it (a dlopen): the mappings
+// that are new or changed go in with Since = the time of that stack, the
+// unchanged ones keep theirs. Mappings enter the table when a frame first
+// falls in them. Anonymous executable memory (JIT code) is remembered
+// without an object, so its frames, unresolved, cause no re-read; garbage
+// frames can cause at most maxFruitless re-reads in a row that find
+// nothing new, then one per rereadBackoff.
+//
+// A process that exits within a millisecond of its last event is gone by
+// the time the drain loop meets that event, and /proc/PID/maps with it.
+// So the recorder also gives the Collector the kernel's perf side-band
+// records (UseSideband, package record/sideband): every executable mmap,
+// exec, fork and exit on the host, stamped with the boot clock, written
+// as they happen, hence before the stacks that need them. The Collector
+// reads them before it resolves a new stack (and in Sync, as the recorder
+// drains) and keeps, per process, the executable mappings of each image:
+// an exec starts one with nothing, at the exec's time; a fork starts one
+// with the parent's mappings (those read from /proc too); later mmaps add
+// to the image of their time. A process has images (at most maxImages,
+// kept newest first), and a stack is resolved in the image of its time:
+// /proc/PID/maps is read for the newest image only (and thrown away when
+// the side-band then tells of an exec that may have come before the
+// read); an image whose process has exited, or exec'd since, takes its
+// mappings from the side-band, with Since = the time of each mmap (the
+// exec's, for /proc's first read of an exec'd image). Such a mapping's
+// file is opened as any other (map_files, the path in /proc/PID/root, the
+// path), and each must be the file mapped, else the next is tried: the
+// record's build id (Linux 5.12; PERF_RECORD_MISC_MMAP_BUILD_ID) or else
+// its inode, not the device, which stat gives otherwise than the kernel
+// on btrfs and overlayfs. A [vdso] of an exited process is this
+// process's own, when it is of the same size (the kernel gives one image
+// per ABI). Without a side-band (the kernel or perf_event_paranoid refused
+// it), or once it dropped records, an Exec whose read finds other
+// mappings starts a new image at its own time.
 //
 // # Cost and limits
 //
-// Add of a stack already seen in the same process (any process, for a
-// kernel stack) is a hash of its frames and a map lookup, with no
-// allocation. A stack id names frames, not a process, and replay resolves
+// Add of a stack already seen in the same process image (any process,
+// for a kernel stack) is a hash of its frames and two map lookups, with no
+// allocation; a new stack first reads the side-band (a look at each CPU's
+// ring when it is empty). A stack id names frames, not a process, and replay resolves
 // user frames with the mappings of the event's pid: so the same frames in
 // another process (forked workers, a non-PIE program run twice) are
 // resolved again for that process (its mappings go in; the stack and the
@@ -116,14 +144,29 @@
 // A stack of more than format.MaxFrames frames is stored truncated (its id
 // stays the hash of all of them).
 //
-// Limits: a pid reused by a new process is taken for the old one until a
-// frame falls outside the old mappings. Maps are read again only for a
-// frame outside every known mapping, so an exec into a binary laid out at
-// the same addresses (two non-PIE programs) keeps the first one's
-// mappings, and a stack seen in a process before its exec is not resolved
-// again after it. Code that is only anonymous memory (JIT, text remapped
-// onto huge pages) does not resolve. kallsyms is read once, so BPF
-// programs and modules loaded afterwards do not resolve. Frames may be any
-// values (0, kernel addresses in a user stack, garbage): they resolve to
-// nothing, never to a panic.
+// The side-band tells of every process on the host, traced or not: the
+// Collector keeps what it told of at most maxSBProcs processes (a quarter
+// forgotten at a time: those that exited more than forgetAfter ago first,
+// then the running ones quiet longest, whose /proc can still be read,
+// then those that exited lately), at most maxSBMaps mappings an image and
+// maxImages images a process. The kernel drops records when a ring (128
+// KB a CPU) fills between two reads, and counts them (Stats.SidebandLost).
+//
+// Limits: without the side-band, a pid reused by a new process is taken
+// for the old one until a frame falls outside the old mappings; maps are
+// read again only for a frame outside every known mapping or a comm change,
+// so an exec that keeps the comm, into a binary laid out at the same
+// addresses, keeps the first image's mappings; and a short-lived process
+// gets a ProcessNote when it exited before its mappings were read. With
+// it, a stack already seen in a process is not resolved again for a new
+// image until the side-band has been read (a new stack, a comm change, or
+// every drain cycle), so an exec keeping comm and layout can still take a
+// stack in the new image for one of the old for up to a drain cycle; the
+// stacks before the first exec the side-band saw, in a process not read
+// before it, have no mappings ("exec'd before its mappings were read").
+// Code that is only anonymous memory (JIT, text remapped onto huge pages)
+// does not resolve. kallsyms is read once, so BPF programs and modules
+// loaded afterwards do not resolve. Frames may be any values (0, kernel
+// addresses in a user stack, garbage): they resolve to nothing, never to
+// a panic.
 package stacktable

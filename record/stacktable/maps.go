@@ -18,19 +18,30 @@ import (
 // mappings has some 100 MB of them; its later mappings are left out).
 const maxMapsBytes = 64 << 20
 
-// exitedReason is the ProcessNote of a process whose maps could not be read
-// because it had exited.
-const exitedReason = "exited before its mappings were read"
+// Reasons for a ProcessNote: the maps of a process could not be read
+// because it had exited, or (for the stacks before an exec) because it had
+// exec'd; the side-band, when there is one, had none either.
+const (
+	exitedReason = "exited before its mappings were read"
+	execReason   = "exec'd before its mappings were read"
+	raceReason   = "exec'd as its mappings were read"
+)
 
-// process is what the collector knows of one process.
+// process is what the collector knows of one image of a process: what an
+// exec started (or a fork, or what the process ran when first seen), until
+// the next.
 type process struct {
 	maps      []*pmap // its executable mappings as last read, by start
 	read      bool    // its maps were read at least once
 	err       string  // why the last read failed
 	lastRead  int64   // boot-clock time of the last read
 	fruitless int     // re-reads in a row that found nothing new
-	lastT     int64   // time of its last stack
+	lastT     int64   // time of its last stack (kept on the newest image)
 	addrs     map[uint64]bool
+
+	since int64    // when the image began (the exec's time); 0: before all that is known
+	gen   uint32   // tells images apart in Collector.seen
+	prev  *process // the image before, if kept
 }
 
 // pmap is one executable mapping of a process.
@@ -67,12 +78,16 @@ func (p *process) mayReread(t int64) bool {
 	return p.fruitless < maxFruitless || t-p.lastRead >= rereadBackoff
 }
 
-// mapsLine is one parsed line of /proc/PID/maps.
+// mapsLine is one parsed line of /proc/PID/maps, or a mapping the
+// side-band told of (then sb is set, and buildID may be).
 type mapsLine struct {
 	start, end, off uint64
 	perms           string
 	dev, ino        string
 	path            string
+
+	sb      bool
+	buildID string // hex
 }
 
 // parseMapsLine parses "START-END PERMS OFFSET DEV INODE [PATH]"; the path
@@ -108,11 +123,22 @@ func parseMapsLine(line []byte) (mapsLine, bool) {
 	return l, true
 }
 
-// readMaps reads pid's executable mappings at t into p, keeping the
-// mappings it knew that are still there as they were, and identifying the
-// objects of the new ones; it reports whether any is new. A failure leaves
-// p's mappings as they were.
+// readMaps reads pid's executable mappings at t into p, the process's
+// newest image (see applyMaps), and reports whether any is new. A failure
+// leaves p's mappings as they were, and p.err says why.
 func (c *Collector) readMaps(pid uint32, p *process, t int64) bool {
+	lines, ok := c.readLines(pid, p, t)
+	if !ok {
+		return false
+	}
+	return c.applyMaps(pid, p, lines, t)
+}
+
+// readLines reads the executable mappings of /proc/PID/maps at t for p,
+// pid's newest image. When that fails, or when the side-band tells
+// meanwhile of an exec that may have come before the read, it reports
+// false and p.err says why.
+func (c *Collector) readLines(pid uint32, p *process, t int64) ([]mapsLine, bool) {
 	p.lastRead = max(p.lastRead, t)
 	type read struct {
 		lines []mapsLine
@@ -126,10 +152,31 @@ func (c *Collector) readMaps(pid uint32, p *process, t int64) bool {
 	if late != "" {
 		err = fmt.Errorf("its mappings were not read: %s", late)
 	}
+	if err == nil && c.sb != nil {
+		// The lines are p's only if the process did not exec before
+		// they were read: the side-band has every exec before now.
+		c.Sync()
+		if c.procs[pid] != p {
+			err = errors.New(raceReason)
+		}
+	}
 	if err != nil {
 		p.err = err.Error()
 		p.fruitless++
-		return false
+		return nil, false
+	}
+	return lines, true
+}
+
+// applyMaps makes lines, read at t, p's mappings, keeping the ones it
+// knew that are still there as they were, and identifying the objects of
+// the new ones; it reports whether any is new. The mappings of an image's
+// first read are taken from its start (its exec), those of later reads
+// from t.
+func (c *Collector) applyMaps(pid uint32, p *process, lines []mapsLine, t int64) bool {
+	since := t
+	if !p.read && p.since > 0 {
+		since = p.since
 	}
 	old := make(map[mapsKey]*pmap, len(p.maps))
 	for _, m := range p.maps {
@@ -149,22 +196,9 @@ func (c *Collector) readMaps(pid uint32, p *process, t int64) bool {
 			continue
 		}
 		changed = true
-		m := &pmap{start: l.start, end: l.end, off: l.off, dev: l.dev, ino: l.ino, path: l.path, since: t}
-		m.obj = c.identify(pid, l)
-		if m.obj != nil {
-			m.bias = bias(m.start, m.off, m.obj.segs)
-		}
-		maps = append(maps, m)
+		maps = append(maps, c.newPmap(pid, l, since))
 	}
-	slices.SortFunc(maps, func(a, b *pmap) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
-		}
-		return 0
-	})
+	sortMaps(maps)
 	if len(maps) != len(p.maps) {
 		changed = true
 	}
@@ -177,6 +211,66 @@ func (c *Collector) readMaps(pid uint32, p *process, t int64) bool {
 	return changed
 }
 
+// newPmap returns the mapping of l in process pid since t, its object
+// identified.
+func (c *Collector) newPmap(pid uint32, l mapsLine, since int64) *pmap {
+	m := &pmap{start: l.start, end: l.end, off: l.off, dev: l.dev, ino: l.ino, path: l.path, since: since}
+	m.obj = c.identify(pid, l)
+	if m.obj != nil {
+		m.bias = bias(m.start, m.off, m.obj.segs)
+	}
+	return m
+}
+
+// sortMaps sorts mappings by start.
+func sortMaps(maps []*pmap) {
+	slices.SortFunc(maps, func(a, b *pmap) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return 0
+	})
+}
+
+// load reads the mappings of image p of pid for a stack at t, the first
+// time: from /proc while p is the process's newest image, else (or when
+// that fails: the process has exited) from what the side-band told of
+// the image.
+func (c *Collector) load(pid uint32, p *process, t int64) {
+	if c.procs[pid] == p {
+		if c.readMaps(pid, p, t); p.read {
+			return
+		}
+	} else {
+		p.lastRead = max(p.lastRead, t)
+		p.fruitless++
+		if p.err == "" {
+			p.err = execReason
+		}
+	}
+	c.fromSideband(pid, p)
+}
+
+// refresh reads the mappings of p, an image of pid already read, again
+// for a frame at t outside all of them: from /proc while p is the newest
+// image, else (or when that fails) from the side-band. It reports whether
+// any is new.
+func (c *Collector) refresh(pid uint32, p *process, t int64) bool {
+	if c.procs[pid] == p {
+		lines, ok := c.readLines(pid, p, t)
+		if ok {
+			return c.applyMaps(pid, p, lines, t)
+		}
+	} else {
+		p.lastRead = max(p.lastRead, t)
+		p.fruitless++
+	}
+	return c.fromSideband(pid, p)
+}
+
 type mapsKey struct {
 	start, end, off uint64
 	dev, ino, path  string
@@ -186,7 +280,12 @@ type mapsKey struct {
 // that has exited (no maps, or the empty maps of a zombie) is an error
 // saying so.
 func (c *Collector) mapsLines(pid uint32) ([]mapsLine, error) {
-	name := filepath.Join(c.proc, strconv.FormatUint(uint64(pid), 10), "maps")
+	return c.mapsLinesOf(strconv.FormatUint(uint64(pid), 10))
+}
+
+// mapsLinesOf is mapsLines of /proc/PID, pid "self" or a number.
+func (c *Collector) mapsLinesOf(pid string) ([]mapsLine, error) {
+	name := filepath.Join(c.proc, pid, "maps")
 	f, err := os.Open(name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

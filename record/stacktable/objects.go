@@ -191,9 +191,11 @@ func (w where) open() (*os.File, error) {
 // for anonymous memory (JIT code) that no object covers. A file is opened
 // through /proc/PID/map_files, which reaches the mapped file even when
 // its path is deleted, replaced or in another mount namespace; failing
-// that (no CAP_SYS_ADMIN), by its path inside /proc/PID/root, then by its
-// path here, following no link (see package elfsym). Opening and reading
-// run off the caller's goroutine, within the read budget (see readFile).
+// that (no CAP_SYS_ADMIN, or the process has exited), by its path inside
+// /proc/PID/root, then by its path here, following no link (see package
+// elfsym). A mapping the side-band told of must then be the same file by
+// its build id or inode (mismatch). Opening and reading run off the
+// caller's goroutine, within the read budget (see readFile).
 func (c *Collector) identify(pid uint32, l mapsLine) *object {
 	if l.path == "[vdso]" {
 		return c.vdsoObject(pid, l)
@@ -207,9 +209,10 @@ func (c *Collector) identify(pid uint32, l mapsLine) *object {
 		ws = append(ws, where{root: filepath.Join(dir, "root"), path: p}, where{path: p, links: elfsym.NoLinks})
 	}
 	type opened struct {
-		f   *os.File
-		key fileKey
-		err error
+		f        *os.File
+		key      fileKey
+		err      error
+		mismatch string
 	}
 	r, late := readFile(&c.reads, func() (r opened) {
 		for _, w := range ws {
@@ -225,6 +228,17 @@ func (c *Collector) identify(pid uint32, l mapsLine) *object {
 				r.err = err
 				continue
 			}
+			id := ""
+			if l.sb && l.buildID != "" {
+				id = fileBuildID(fdPath(f))
+			}
+			if why := mismatch(l, r.key, id); why != "" {
+				// The range mapped by what the process exec'd since,
+				// or the path holding another file now: the next way.
+				f.Close()
+				r.mismatch = why
+				continue
+			}
 			r.f, r.err = f, nil
 			break
 		}
@@ -234,6 +248,9 @@ func (c *Collector) identify(pid uint32, l mapsLine) *object {
 			r.f.Close()
 		}
 	})
+	if r.f == nil && r.mismatch != "" && late == "" {
+		return &object{path: l.path, loaded: true, noSymbols: r.mismatch}
+	}
 	if r.f == nil {
 		if o := c.byPath[l.path]; o != nil {
 			return o
@@ -246,7 +263,12 @@ func (c *Collector) identify(pid uint32, l mapsLine) *object {
 		c.byPath[l.path] = o
 		return o
 	}
-	f, key := r.f, r.key
+	return c.fileObject(l, r.f, r.key, ws)
+}
+
+// fileObject returns the object of f, the open file of mapping l (with
+// key), opened by one of ws; it takes f.
+func (c *Collector) fileObject(l mapsLine, f *os.File, key fileKey, ws []where) *object {
 	if o := c.byFile[key]; o != nil {
 		f.Close()
 		return o
@@ -589,7 +611,14 @@ func (c *Collector) vdsoObject(pid uint32, l mapsLine) *object {
 		err error
 	}
 	im, late := readFile(&c.reads, func() image {
-		img, err := c.readVDSO(pid, l.start, size)
+		img, err := c.readVDSO(strconv.FormatUint(uint64(pid), 10), l.start, size)
+		if err != nil && l.sb {
+			// The process is gone: the kernel gives every process of
+			// an ABI the same image, ours if it is the same size.
+			if self, serr := c.selfVDSO(size); serr == nil {
+				img, err = self, nil
+			}
+		}
 		return image{img, err}
 	}, func(image) {})
 	img, err := im.img, im.err
@@ -623,11 +652,27 @@ func (c *Collector) vdsoObject(pid uint32, l mapsLine) *object {
 	return o
 }
 
-func (c *Collector) readVDSO(pid uint32, start, size uint64) ([]byte, error) {
+// selfVDSO reads this process's [vdso] image if it is size bytes.
+func (c *Collector) selfVDSO(size uint64) ([]byte, error) {
+	lines, err := c.mapsLinesOf("self")
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lines {
+		if l.path == "[vdso]" && l.end-l.start == size {
+			return c.readVDSO("self", l.start, size)
+		}
+	}
+	return nil, errors.New("no [vdso] of that size here")
+}
+
+// readVDSO reads the [vdso] image of size bytes at start of the process
+// of /proc/PID (pid: "self" or a number).
+func (c *Collector) readVDSO(pid string, start, size uint64) ([]byte, error) {
 	if size > maxVDSO || start > 1<<62 {
 		return nil, fmt.Errorf("[vdso] at %#x of %d bytes is implausible", start, size)
 	}
-	f, err := os.Open(filepath.Join(c.proc, strconv.FormatUint(uint64(pid), 10), "mem"))
+	f, err := os.Open(filepath.Join(c.proc, pid, "mem"))
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/record/kallsyms"
+	"github.com/bpftape/bpftape/record/sideband"
 )
 
 // Options configure a Collector.
@@ -43,6 +44,9 @@ const (
 	rereadBackoff = 100e6
 	// userLimit is the end of user space (5-level paging: 56 bits).
 	userLimit = 1 << 56
+	// maxImages bounds the images (one per exec) kept of a process, for
+	// the stacks drained after a later exec: the oldest is dropped.
+	maxImages = 4
 )
 
 // maxOpenFiles bounds the objects kept open until their symbols are
@@ -58,10 +62,21 @@ type Collector struct {
 	proc      string
 	kallsyms  string
 
-	seen   map[seenKey]struct{} // stacks resolved, by process
+	seen   map[seenKey]struct{} // stacks resolved, by process image
 	stacks map[uint64]struct{}  // ids of the stacks in the table
-	procs  map[uint32]*process
-	noted  map[uint32]struct{} // pids with a ProcessNote
+	procs  map[uint32]*process  // by pid, its newest image
+	noted  map[uint32]struct{}  // pids with a ProcessNote
+	gens   uint32               // images made, for process.gen
+
+	// sb, if set, tells of the mappings, execs, forks and exits of every
+	// process as they happen (see UseSideband); sbp is what it told, by
+	// pid.
+	sb       Sideband
+	sbFn     func(*sideband.Record) // c.sideband, made once
+	sbp      map[uint32]*sbProc
+	sbLost   uint64
+	sbMaxT   int64
+	sbSweeps int
 
 	used      []*object // objects in the table, by id-1
 	byFile    map[fileKey]*object
@@ -97,6 +112,7 @@ func New(o Options) *Collector {
 		byPath:    map[string]*object{},
 		vdso:      map[uint64]*object{},
 		kernAddrs: map[uint64]bool{},
+		sbp:       map[uint32]*sbProc{},
 		sweepAt:   minSweep,
 	}
 	if c.proc == "" {
@@ -111,18 +127,33 @@ func New(o Options) *Collector {
 // Add registers a stack (frames innermost first, as bpf_get_stack gives
 // them) seen at boot-clock time t (ns) in process pid, and returns its id,
 // format.StackID(kernel, frames). A stack seen before in the same process
-// (any process, for a kernel stack) costs a hash and a map lookup; a new
-// one goes into the pending part with what it needs to be symbolized: the
-// mappings its user frames fall in, their objects, and the symbols
-// covering its frames (see doc.go).
+// image (any process, for a kernel stack) costs a hash and two map
+// lookups; a new one goes into the pending part with what it needs to be
+// symbolized: the mappings its user frames fall in, their objects, and the
+// symbols covering its frames (see doc.go).
 func (c *Collector) Add(pid uint32, t int64, kernel bool, frames []uint64) uint64 {
 	id := format.StackID(kernel, frames)
-	key := seenKey{id: id, pid: pid}
-	if kernel {
-		key.pid = 0
+	key := seenKey{id: id}
+	var p *process
+	if !kernel {
+		key.pid = pid
+		if p = c.procs[pid]; p != nil {
+			key.gen = p.at(t).gen
+		}
 	}
 	if _, ok := c.seen[key]; ok {
 		return id
+	}
+	if !kernel {
+		// What the side-band holds first: an exec or the mappings this
+		// stack needs may be in it.
+		c.Sync()
+		p = c.process(pid, t)
+		if key.gen = p.gen; key.gen != 0 {
+			if _, ok := c.seen[key]; ok {
+				return id
+			}
+		}
 	}
 	c.seen[key] = struct{}{}
 	if len(frames) > format.MaxFrames {
@@ -140,43 +171,48 @@ func (c *Collector) Add(pid uint32, t int64, kernel bool, frames []uint64) uint6
 	if kernel {
 		c.addKernel(frames)
 	} else {
-		c.addUser(pid, t, frames)
+		c.addUser(pid, p, t, frames)
 	}
 	return id
 }
 
-// seenKey is a stack as seen in a process. A stack id names frames, not a
-// process: the same user frames in another process (a forked worker, a
-// non-PIE program run twice) need that process's mappings in the table
-// too, since replay resolves them with the mappings of the event's pid.
+// seenKey is a stack as seen in a process image. A stack id names frames,
+// not a process: the same user frames in another process (a forked worker,
+// a non-PIE program run twice), or in the same one after an exec, need
+// that image's mappings in the table too, since replay resolves them with
+// the mappings of the event's pid at the event's time.
 type seenKey struct {
 	id  uint64
 	pid uint32 // 0 for a kernel stack
+	gen uint32 // the image (process.gen); 0 for a kernel stack
 }
 
 // Exec reads pid's mappings again now, known or not: call it when the
 // process may have exec'd (its comm changed), so that the new image's
 // mappings are taken while it runs. A short command run by -c execs and
 // may exit before its first stack is drained, when its mappings could no
-// longer be read.
+// longer be read. With a side-band (UseSideband), the exec is known from
+// it, with its time; without, a read that finds other mappings than the
+// last one starts a new image at t.
 func (c *Collector) Exec(pid uint32, t int64) {
+	c.Sync()
 	p := c.procs[pid]
-	if p == nil || !p.read {
+	if p == nil || !p.read || c.sb != nil && c.sbLost == 0 {
+		// With every record of the side-band, an exec made a new image
+		// already: a rename is no exec.
 		c.Snapshot(pid, t)
 		return
 	}
-	if !c.readMaps(pid, p, t) {
+	lines, ok := c.readLines(pid, p, t)
+	if !ok {
 		return
 	}
 	// A new image may put other code at the old addresses (two non-PIE
-	// programs both at 0x400000): what was resolved in the process before
-	// must be again, against the new mappings.
-	c.cached -= len(p.addrs)
-	clear(p.addrs)
-	for k := range c.seen {
-		if k.pid == pid {
-			delete(c.seen, k)
-		}
+	// programs both at 0x400000): the stacks from t on are resolved again,
+	// against the new mappings; those before keep the old ones.
+	q := &process{since: t, maps: slices.Clone(p.maps), read: true, lastT: p.lastT, lastRead: p.lastRead}
+	if c.applyMaps(pid, q, lines, t) {
+		c.push(pid, q)
 	}
 }
 
@@ -184,7 +220,8 @@ func (c *Collector) Exec(pid uint32, t int64) {
 // e.g. on its first event, so that a short-lived process's mappings are
 // taken before it exits). Cheap when they are already known.
 func (c *Collector) Snapshot(pid uint32, t int64) {
-	if p := c.procs[pid]; p != nil && p.read {
+	c.Sync()
+	if p := c.procs[pid]; p != nil && p.at(t).read {
 		return
 	}
 	c.process(pid, t)
@@ -203,23 +240,27 @@ func (c *Collector) Take() *format.StackTable {
 }
 
 // Stats for the record summary.
-type Stats struct{ Stacks, Objects, Symbols, Unresolved, Skipped int }
+type Stats struct {
+	Stacks, Objects, Symbols, Unresolved, Skipped int
+	SidebandLost                                  uint64
+}
 
 // Stats returns the numbers of stacks, objects and symbols in the table,
 // of the frames that no symbol covers, counted once per stack and process
-// (for a kernel stack, once per stack), and of the file reads skipped or
-// not waited for because they were slow or the recording was ending (the
-// objects and processes concerned say why in the table).
+// image (for a kernel stack, once per stack), of the file reads skipped
+// or not waited for because they were slow or the recording was ending
+// (the objects and processes concerned say why in the table), and of the
+// side-band records the kernel dropped for want of room.
 func (c *Collector) Stats() Stats {
 	s := c.stats
 	s.Skipped = c.reads.skipped
+	s.SidebandLost = c.sbLost
 	return s
 }
 
-// addUser resolves the frames of a new user stack of pid.
-func (c *Collector) addUser(pid uint32, t int64, frames []uint64) {
-	p := c.process(pid, t)
-	p.lastT = max(p.lastT, t)
+// addUser resolves the frames of a new user stack of pid, whose image at
+// t is p.
+func (c *Collector) addUser(pid uint32, p *process, t int64, frames []uint64) {
 	if !p.read {
 		// Never read, and not readable now: the process is gone.
 		c.note(pid, p.err)
@@ -285,7 +326,7 @@ func (c *Collector) lookupUser(pid uint32, p *process, t int64, a uint64) bool {
 	m := p.find(a)
 	if m == nil && p.mayReread(t) {
 		// An exec, a dlopen, or garbage: read the maps again.
-		if c.readMaps(pid, p, t) {
+		if c.refresh(pid, p, t) {
 			c.cached -= len(p.addrs)
 			clear(p.addrs)
 		}
@@ -385,27 +426,98 @@ func (c *Collector) note(pid uint32, reason string) {
 // forgetAddrs empties every resolved-address cache.
 func (c *Collector) forgetAddrs() {
 	for _, p := range c.procs {
-		clear(p.addrs)
+		for ; p != nil; p = p.prev {
+			clear(p.addrs)
+		}
 	}
 	clear(c.kernAddrs)
 	c.cached = 0
 }
 
-// process returns pid's state, reading its maps the first time.
+// process returns pid's image at t, reading its maps the first time.
 func (c *Collector) process(pid uint32, t int64) *process {
-	p := c.procs[pid]
-	if p != nil {
-		if !p.read && p.mayReread(t) {
-			c.readMaps(pid, p, t)
+	newest := c.procs[pid]
+	if newest == nil {
+		if len(c.procs) >= c.sweepAt {
+			c.sweep()
 		}
-		return p
+		newest = c.newProcess(pid, t)
+		c.procs[pid] = newest
 	}
-	if len(c.procs) >= c.sweepAt {
-		c.sweep()
+	newest.lastT = max(newest.lastT, t)
+	p := newest.at(t)
+	if !p.read && p.mayReread(t) {
+		c.load(pid, p, t)
 	}
-	p = &process{lastT: t}
-	c.procs[pid] = p
-	c.readMaps(pid, p, t)
+	return p
+}
+
+// newProcess returns the images of a process first seen at t: one per
+// exec (or fork) the side-band told of, after one for what came before.
+func (c *Collector) newProcess(pid uint32, t int64) *process {
+	p := &process{lastT: t}
+	c.gens++
+	p.gen = c.gens
+	if s := c.sbp[pid]; s != nil {
+		for _, img := range s.images {
+			if img.since > 0 {
+				p = c.image(p, img.since)
+			}
+		}
+	}
+	return p
+}
+
+// push makes q, which begins at q.since, an image of process pid.
+func (c *Collector) push(pid uint32, q *process) {
+	c.gens++
+	q.gen = c.gens
+	p := c.procs[pid]
+	if p == nil || q.since >= p.since {
+		q.prev = p
+		c.procs[pid] = q
+	} else {
+		// An image older than the newest (records out of order): in place.
+		for p.prev != nil && p.prev.since > q.since {
+			p = p.prev
+		}
+		q.prev, p.prev = p.prev, q
+	}
+	c.trim(c.procs[pid])
+}
+
+// image returns the chain p with an image beginning at since on top, if p
+// has none that begins then.
+func (c *Collector) image(p *process, since int64) *process {
+	for q := p; q != nil; q = q.prev {
+		if q.since == since {
+			return p
+		}
+	}
+	c.gens++
+	q := &process{since: since, gen: c.gens, prev: p, lastT: p.lastT}
+	c.trim(q)
+	return q
+}
+
+// trim drops the images of the chain p past maxImages.
+func (c *Collector) trim(p *process) {
+	for i := 1; p != nil; i, p = i+1, p.prev {
+		if i == maxImages {
+			for q := p.prev; q != nil; q = q.prev {
+				c.cached -= len(q.addrs)
+			}
+			p.prev = nil
+		}
+	}
+}
+
+// at returns the image of the chain p (newest first) in force at t: the
+// oldest kept for a time before all of them.
+func (p *process) at(t int64) *process {
+	for p.since > t && p.prev != nil {
+		p = p.prev
+	}
 	return p
 }
 
@@ -417,7 +529,9 @@ func (c *Collector) sweep() {
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(c.proc, strconv.FormatUint(uint64(pid), 10))); err != nil {
-			c.cached -= len(p.addrs)
+			for q := p; q != nil; q = q.prev {
+				c.cached -= len(q.addrs)
+			}
 			delete(c.procs, pid)
 		}
 	}

@@ -35,6 +35,7 @@ enum {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LRU_HASH = 9,
 	BPF_MAP_TYPE_ARRAY_OF_MAPS = 12,
 	BPF_MAP_TYPE_RINGBUF = 27,
 };
@@ -256,7 +257,13 @@ struct probe_spec {
 	 * `filtered` and sends nothing. 0: record every event.
 	 */
 	__u8 npred;
-	__u8 _pad[7];
+	__u8 _pad1;
+	/*
+	 * SPEC_SELF_SWITCH: the byte offset in the tracepoint's record of the
+	 * s32 tid of the thread switched in (sched_switch's next_pid).
+	 */
+	__u16 next_tid_off;
+	__u8 _pad[4];
 	struct arg_spec args[MAX_ARGS];
 	struct pred_op pred[MAX_PRED];
 };
@@ -282,6 +289,15 @@ enum spec_flag {
 	SPEC_KEEP_SELF = 2,
 	/* The filter compares the comm: read it before evaluating the filter. */
 	SPEC_FILTER_COMM = 4,
+	/*
+	 * A sched_switch, whose program runs in the thread switched out
+	 * (prev): leave out, and count in own_switches, a switch whose two
+	 * threads are each the recorder's or the idle task (tid 0). Recording
+	 * system-wide, those were 99% of the events, and each fed the next:
+	 * the recorder woke to read them. A switch between the recorder and
+	 * another thread is kept: that thread's switch-in or switch-out.
+	 */
+	SPEC_SELF_SWITCH = 8,
 };
 
 #define MAX_STACK 127		 /* frames a stack record holds: the kernel's perf_event_max_stack default */
@@ -448,10 +464,10 @@ volatile const __u32 follow = 0;
 volatile const __u32 task_tgid_off = 0;
 volatile const __u64 wakeup_bytes = 0; /* see wakeup_flags() */
 /*
- * Nonzero: a comm record wakes the reader at once. It goes ahead of a
- * thread's first sample on a CPU and of its first after an exec: a
- * recorder of user stacks then reads the process's mappings while it
- * runs, which a short command may not do for long.
+ * Nonzero: a comm record wakes the reader at once if it is the first of
+ * its process, or of a new comm of it (an exec; see comm_wake): a recorder
+ * of user stacks then reads the process's mappings while it runs, which a
+ * short command may not do for long.
  */
 volatile const __u32 wake_on_comm = 0;
 /*
@@ -576,6 +592,30 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } filtered SEC(".maps");
+
+/*
+ * The recorder's threads (tid -> 1), for SPEC_SELF_SWITCH: user space puts
+ * the threads it has when it loads the programs, and the program adds each
+ * thread of the recorder it sees switched out (the Go runtime starts
+ * threads as it needs them). A thread that exits stays: its tid, if
+ * another process's thread gets it, has its switches with the idle task
+ * left out.
+ */
+#define MAX_SELF_TIDS 1024
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_SELF_TIDS);
+	__type(key, __u32);
+	__type(value, __u8);
+} self_tids SEC(".maps");
+
+/* sched_switch events left out as the recorder's own (SPEC_SELF_SWITCH), per CPU and by probe id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_PROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} own_switches SEC(".maps");
 
 /*
  * Where the sample of a probe with a filter is built: its values must be
@@ -908,6 +948,45 @@ static __always_inline void current_comm(__u64 comm[2])
 	} else {
 		bpf_get_current_comm(comm, 2 * sizeof(__u64));
 	}
+}
+
+/*
+ * wake_on_comm: the processes (tgid) whose comm record woke the reader, with
+ * the first 8 bytes of that comm. A comm record goes ahead of a thread's
+ * samples whenever its CPU recorded another thread since: recording
+ * sched_switch, ahead of nearly every sample. Waking the reader for each
+ * (it read nothing new: the process's mappings were read at its first)
+ * made the reader switch 22,000 times a second, each switch recorded
+ * and waking it again.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096); /* overridden from Go: 1 without wake_on_comm */
+	__type(key, __u32);
+	__type(value, __u64);
+} comm_woken SEC(".maps");
+
+/*
+ * Whether the current thread's comm record wakes the reader: the first of
+ * its process, or the first with a comm (its first 8 bytes) the process did
+ * not have when it last woke it (an exec). A global function without
+ * arguments: the lookups cost the verifier once, not on every path to
+ * emit_comm (passing it the tgid and comm, the uprobe program took 250,000
+ * instructions to verify rather than 215,000).
+ */
+__noinline int comm_wake(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 comm[2], comm0, *seen;
+
+	current_comm(comm);
+	comm0 = comm[0];
+	seen = bpf_map_lookup_elem(&comm_woken, &tgid);
+
+	if (seen && *seen == comm0)
+		return 0;
+	bpf_map_update_elem(&comm_woken, &tgid, &comm0, 0);
+	return 1;
 }
 
 /* The result of expr_eval: a per-CPU word, as a global function returns only an int. */
@@ -1253,7 +1332,7 @@ static __always_inline int emit_comm(void *rb, struct cpu_state *st, __u64 now, 
 	r->flags = 0;
 	__builtin_memcpy(r->comm, comm, sizeof(comm));
 	/* The sample that follows decides the wake-up, unless wake_on_comm. */
-	bpf_ringbuf_submit(r, wake_on_comm ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(r, wake_on_comm && comm_wake() ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 	st->unwoken += sizeof(*r);
 	st->pid_tgid = pid_tgid;
 	st->gen = gen;
@@ -1447,6 +1526,48 @@ static __always_inline int wanted(__u64 pid_tgid)
 }
 
 /*
+ * Whether the current thread, pid_tgid, is the recorder's or the idle task
+ * (SPEC_SELF_SWITCH). A recorder's thread joins self_tids.
+ *
+ * This and own_switch are global functions, which return only a scalar:
+ * record_at's own tests on pid_tgid, or the map lookups inline, would tell
+ * the verifier something of the live registers on each outcome, and it
+ * walked the rest of the tracepoint program once for each (148,000
+ * instructions to 715,000 on 6.18).
+ */
+__noinline int selfish(__u64 pid_tgid)
+{
+	__u32 tid = pid_tgid, tgid = pid_tgid >> 32;
+	__u8 one = 1;
+
+	if (!tid)
+		return 1;
+	if (tgid != self_tgid)
+		return 0;
+	if (!bpf_map_lookup_elem(&self_tids, &tid))
+		bpf_map_update_elem(&self_tids, &tid, &one, 0);
+	return 1;
+}
+
+/*
+ * Whether a sched_switch from the recorder or the idle task (selfish) to
+ * the thread next is the recorder's own: next is the idle task or one of
+ * the recorder's threads. It then counts the event in own_switches for
+ * probe id.
+ */
+__noinline int own_switch(__u32 next, __u32 id)
+{
+	__u64 *cnt;
+
+	if (next && !bpf_map_lookup_elem(&self_tids, &next))
+		return 0;
+	cnt = bpf_map_lookup_elem(&own_switches, &id);
+	if (cnt)
+		__sync_fetch_and_add(cnt, 1);
+	return 1;
+}
+
+/*
  * Count one sample of probe id lost on cpu. Atomic: on a preemptible kernel
  * another program may count on the same CPU meanwhile.
  */
@@ -1622,6 +1743,18 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 	}
 	if (self == 2 && !(spec->flags & SPEC_KEEP_SELF))
 		return 0;
+	/*
+	 * A switch from the recorder or the idle task: left out if it is to
+	 * one of them too. Before the filter, the comm and the stacks: those
+	 * switches cost no more than this.
+	 */
+	if (ctx_kind == CTX_TP && (spec->flags & SPEC_SELF_SWITCH) && selfish(pid_tgid)) {
+		__u32 next = 0;
+
+		if (!bpf_probe_read_kernel(&next, sizeof(next), (char *)ctx + (spec->next_tid_off & 0xfff)) &&
+		    own_switch(next, spec->probe_id))
+			return 0;
+	}
 	cpu = bpf_get_smp_processor_id();
 	if (spec->npred) {
 		if (!use_filters)

@@ -129,18 +129,20 @@ type bpftapePredOp struct {
 }
 
 type bpftapeProbeSpec struct {
-	_         structs.HostLayout
-	ProbeId   uint16
-	Nargs     uint8
-	SizeClass uint8
-	Nstr      uint8
-	Ustack    uint8
-	Kstack    uint8
-	Flags     uint8
-	Npred     uint8
-	Pad       [7]uint8
-	Args      [12]bpftapeArgSpec
-	Pred      [16]bpftapePredOp
+	_          structs.HostLayout
+	ProbeId    uint16
+	Nargs      uint8
+	SizeClass  uint8
+	Nstr       uint8
+	Ustack     uint8
+	Kstack     uint8
+	Flags      uint8
+	Npred      uint8
+	Pad1       uint8
+	NextTidOff uint16
+	Pad        [4]uint8
+	Args       [12]bpftapeArgSpec
+	Pred       [16]bpftapePredOp
 }
 
 type bpftapeSample struct {
@@ -183,13 +185,16 @@ type bpftapeStage struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	bpftapeMapCommWoken         = "comm_woken"
 	bpftapeMapCpuState          = "cpu_state"
 	bpftapeMapExprOut           = "expr_out"
 	bpftapeMapFiltered          = "filtered"
 	bpftapeMapLost              = "lost"
+	bpftapeMapOwnSwitches       = "own_switches"
 	bpftapeMapProbeSpecs        = "probe_specs"
 	bpftapeMapRings             = "rings"
 	bpftapeMapSampleScratch     = "sample_scratch"
+	bpftapeMapSelfTids          = "self_tids"
 	bpftapeMapStackScratch      = "stack_scratch"
 	bpftapeMapStages            = "stages"
 	bpftapeMapTraced            = "traced"
@@ -282,13 +287,16 @@ type bpftapeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeMapSpecs struct {
+	CommWoken     *ebpf.MapSpec `ebpf:"comm_woken"`
 	CpuState      *ebpf.MapSpec `ebpf:"cpu_state"`
 	ExprOut       *ebpf.MapSpec `ebpf:"expr_out"`
 	Filtered      *ebpf.MapSpec `ebpf:"filtered"`
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
+	OwnSwitches   *ebpf.MapSpec `ebpf:"own_switches"`
 	ProbeSpecs    *ebpf.MapSpec `ebpf:"probe_specs"`
 	Rings         *ebpf.MapSpec `ebpf:"rings"`
 	SampleScratch *ebpf.MapSpec `ebpf:"sample_scratch"`
+	SelfTids      *ebpf.MapSpec `ebpf:"self_tids"`
 	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stages        *ebpf.MapSpec `ebpf:"stages"`
 	Traced        *ebpf.MapSpec `ebpf:"traced"`
@@ -343,13 +351,16 @@ func (o *bpftapeObjects) Close() error {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeMaps struct {
+	CommWoken     *ebpf.Map `ebpf:"comm_woken"`
 	CpuState      *ebpf.Map `ebpf:"cpu_state"`
 	ExprOut       *ebpf.Map `ebpf:"expr_out"`
 	Filtered      *ebpf.Map `ebpf:"filtered"`
 	Lost          *ebpf.Map `ebpf:"lost"`
+	OwnSwitches   *ebpf.Map `ebpf:"own_switches"`
 	ProbeSpecs    *ebpf.Map `ebpf:"probe_specs"`
 	Rings         *ebpf.Map `ebpf:"rings"`
 	SampleScratch *ebpf.Map `ebpf:"sample_scratch"`
+	SelfTids      *ebpf.Map `ebpf:"self_tids"`
 	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
 	Stages        *ebpf.Map `ebpf:"stages"`
 	Traced        *ebpf.Map `ebpf:"traced"`
@@ -357,13 +368,16 @@ type bpftapeMaps struct {
 
 func (m *bpftapeMaps) Close() error {
 	return _BpftapeClose(
+		m.CommWoken,
 		m.CpuState,
 		m.ExprOut,
 		m.Filtered,
 		m.Lost,
+		m.OwnSwitches,
 		m.ProbeSpecs,
 		m.Rings,
 		m.SampleScratch,
+		m.SelfTids,
 		m.StackScratch,
 		m.Stages,
 		m.Traced,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strconv"
 	"sync"
 	"time"
 
@@ -68,10 +69,13 @@ type Options struct {
 	// leaves it to the kernel. A quarter of RingSize is a good value.
 	WakeupBytes uint64
 
-	// WakeOnComm makes every comm record wake the reader at once: it
-	// precedes a thread's first sample on a CPU and its first after an
-	// exec, when a recorder of user stacks must read the process's
-	// mappings before a short-lived process exits.
+	// WakeOnComm makes a comm record wake the reader at once when it is
+	// the first of its process, or the first with a new comm (an exec):
+	// a recorder of user stacks must read the process's mappings then,
+	// before a short-lived process exits. Comm records of a process
+	// already seen with that comm (one goes ahead of a thread's samples
+	// whenever its CPU recorded another thread since) wake it no sooner
+	// than samples do.
 	WakeOnComm bool
 
 	// ThreadBases lets AddrFS and AddrGS operands read the thread's segment
@@ -146,6 +150,12 @@ type Objects struct {
 	// Filtered counts, per CPU and by probe id, events a probe's filter
 	// rejected; see FilteredSamples.
 	Filtered *ebpf.Map
+	// OwnSwitches counts, per CPU and by probe id, the sched_switch
+	// events left out as the recorder's own (SpecSelfSwitch); see
+	// OwnSwitchCount. SelfTids holds the recorder's threads: Load puts
+	// those it has, the program adds the others it sees.
+	OwnSwitches *ebpf.Map
+	SelfTids    *ebpf.Map
 	// CommGen is the generation of the comms the CPUs have recorded (a
 	// global in .bss); see ForgetComms.
 	CommGen *ebpf.Variable
@@ -173,7 +183,8 @@ type Objects struct {
 	// fixed_spec is fixed and fixed_spec_data is ps. tpCopies are the
 	// further tracepoint programs with cookies (see TracepointProgram),
 	// specCopies the programs of the attachments without. globals are the
-	// maps of the global variables (.bss, .rodata), which copies share.
+	// maps of the global variables (.bss, .rodata) and the other maps
+	// that copies share and only the programs use (scratch, comm_woken).
 	loadCopy   func(name string, fixed uint32, ps *ProbeSpec, attachTo string) (*ebpf.Program, error)
 	tpCopies   []*ebpf.Program
 	specCopies []*ebpf.Program
@@ -415,7 +426,7 @@ func (o *Objects) Close() error {
 			errs = append(errs, c.Close())
 		}
 	}
-	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.Filtered, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
+	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.Filtered, o.OwnSwitches, o.SelfTids, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -521,6 +532,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		if err := spec.Variables[bpftapeVarWakeOnComm].Set(uint32(1)); err != nil {
 			return nil, fmt.Errorf("bpf: set wake_on_comm: %w", err)
 		}
+	} else {
+		spec.Maps[bpftapeMapCommWoken].MaxEntries = 1 // unused
 	}
 	if off, err := TaskCommOffset(); err == nil {
 		if err := spec.Variables[bpftapeVarTaskCommOff].Set(off); err != nil {
@@ -567,6 +580,9 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		ProbeSpecs *ebpf.Map      `ebpf:"probe_specs"`
 		Lost       *ebpf.Map      `ebpf:"lost"`
 		Filtered   *ebpf.Map      `ebpf:"filtered"`
+		OwnSw      *ebpf.Map      `ebpf:"own_switches"`
+		SelfTids   *ebpf.Map      `ebpf:"self_tids"`
+		CommWoken  *ebpf.Map      `ebpf:"comm_woken"`
 		Samples    *ebpf.Map      `ebpf:"sample_scratch"`
 		Stages     *ebpf.Map      `ebpf:"stages"`
 		ExprOut    *ebpf.Map      `ebpf:"expr_out"`
@@ -586,11 +602,16 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	}
 	objs := &Objects{
 		Rings: loaded.Rings, ProbeSpecs: loaded.ProbeSpecs, Lost: loaded.Lost, Filtered: loaded.Filtered, CommGen: loaded.CommGen,
+		OwnSwitches: loaded.OwnSw, SelfTids: loaded.SelfTids,
 		CPUState: loaded.CPUState, Traced: loaded.Traced, TrackFork: loaded.TrackFork,
 		Armed: loaded.Armed, Tracked: loaded.Tracked, Untracked: loaded.Untracked,
-		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut, loaded.Stages},
+		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut, loaded.Stages, loaded.CommWoken},
 	}
 	if objs.lost, err = mapLostCounters(objs.Lost, stride, ncpu); err != nil {
+		objs.Close()
+		return nil, err
+	}
+	if err := objs.addSelfThreads(); err != nil {
 		objs.Close()
 		return nil, err
 	}
@@ -607,6 +628,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
 			bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
 			bpftapeMapStackScratch: loaded.Scratch, bpftapeMapFiltered: objs.Filtered,
+			bpftapeMapOwnSwitches: objs.OwnSwitches, bpftapeMapSelfTids: objs.SelfTids, bpftapeMapCommWoken: loaded.CommWoken,
 			bpftapeMapSampleScratch: loaded.Samples, bpftapeMapExprOut: loaded.ExprOut, bpftapeMapStages: loaded.Stages,
 			".bss": loaded.Bss, ".rodata": loaded.Rodata,
 		}
@@ -729,6 +751,37 @@ func (o *Objects) LostSamples(probeID uint16) (uint64, error) {
 // rejected (ProbeSpec.Pred), summed over CPUs.
 func (o *Objects) FilteredSamples(probeID uint16) (uint64, error) {
 	return sumPerCPU(o.Filtered, "filtered", probeID)
+}
+
+// OwnSwitchCount returns how many sched_switch events of probe probeID
+// (SpecSelfSwitch) were left out as the recorder's own: switches between
+// its threads and the idle task, or among its threads. Summed over CPUs.
+func (o *Objects) OwnSwitchCount(probeID uint16) (uint64, error) {
+	return sumPerCPU(o.OwnSwitches, "own_switches", probeID)
+}
+
+// MaxSelfThreads is how many of the recorder's threads the programs know
+// (SpecSelfSwitch); the switches of further ones are recorded.
+const MaxSelfThreads = 1024 // MAX_SELF_TIDS in bpftape.c
+
+// addSelfThreads puts this process's threads in SelfTids, for
+// SpecSelfSwitch; the program adds those it starts later as it sees them
+// switched out.
+func (o *Objects) addSelfThreads() error {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("bpf: the recorder's threads: %w", err)
+	}
+	for i, e := range ents {
+		tid, err := strconv.ParseUint(e.Name(), 10, 32)
+		if err != nil || i >= MaxSelfThreads {
+			continue
+		}
+		if err := o.SelfTids.Update(uint32(tid), uint8(1), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("bpf: add thread %d to self_tids: %w", tid, err)
+		}
+	}
+	return nil
 }
 
 func sumPerCPU(m *ebpf.Map, name string, probeID uint16) (uint64, error) {

@@ -138,6 +138,9 @@ type ProbeStats struct {
 	// it rejected, which were not recorded.
 	Filter   string
 	Filtered uint64
+	// RecorderSwitches are the sched_switch events left out as the
+	// recorder's own (between its threads and the idle task).
+	RecorderSwitches uint64
 }
 
 // Summary is what a recording did.
@@ -255,9 +258,10 @@ type recorder struct {
 	outFile *outfile.File // the capture file, from setup
 	objs    *bpf.Objects
 	links   []link.Link
-	// filtered is, by probe id, the events each probe's filter rejected
+	// filtered is, by probe id, the events each probe's filter rejected,
+	// ownSwitches the sched_switch events left out as the recorder's own
 	// (countFiltered).
-	filtered []uint64
+	filtered, ownSwitches []uint64
 	// stacks builds the capture's stack table, when a probe records stacks.
 	stacks *stacktable.Collector
 	// perfLinks are the profile probes' perf events, one per CPU.

@@ -112,6 +112,10 @@ func (s *Summary) Print(w io.Writer) {
 			fmt.Fprintf(w, "[ bpftape record: %s kept only events where %s: %s more were filtered out in the kernel ]\n",
 				p.Name, p.Filter, count(p.Filtered))
 		}
+		if p.RecorderSwitches > 0 {
+			fmt.Fprintf(w, "[ bpftape record: %s left out %s switches of the recorder's own (between its threads and the idle task) ]\n",
+				p.Name, count(p.RecorderSwitches))
+		}
 	}
 }
 

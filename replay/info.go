@@ -246,6 +246,10 @@ func info(c *Capture, res *InfoResult, counts []uint64, first, last int64, p *Pa
 		if p.Filter != "" {
 			fmt.Fprintf(out, "%-*s filter %s: %s\n", width, "", esc(p.Filter), filteredNote(m, &p))
 		}
+		if p.RecorderSwitches > 0 {
+			fmt.Fprintf(out, "%-*s own    %d switches of the recorder's own (between its threads and the idle task) left out in the kernel\n",
+				width, "", p.RecorderSwitches)
+		}
 	}
 	return res, p, nil
 }

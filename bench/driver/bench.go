@@ -169,6 +169,7 @@ type results struct {
 	rows              []*row
 	soak              []soakResult
 	recCPU            []*recCPURow
+	ctxsw             *ctxswResult
 	ready             map[string]*cell
 	replay            *replayResult
 	progTimes         map[string]map[string]progTime
@@ -301,6 +302,11 @@ func (d *driver) bench() (*results, error) {
 			d.logf("reccpu %s: bpftape alone, %d rounds of %d events per thread, variants %s (load %s)", th.name, c.recRounds, c.recEvents, recNames(c.recVariants), loadavg())
 			res.recCPU = append(res.recCPU, d.recCPU(th.name, th.cpus, th.n))
 		}
+	}
+	if c.want("ctxsw") {
+		d.logf("ctxsw: the recorder's context switches recording sched_switch with user stacks system-wide (load %s)", loadavg())
+		r := d.ctxSwitches()
+		res.ctxsw = &r
 	}
 	if c.want("soak") {
 		for _, w := range []wdef{wdefs[0], wdefs[3]} {

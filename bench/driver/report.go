@@ -217,6 +217,7 @@ func (res *results) print(w io.Writer, d *driver) {
 	}
 
 	printRecCPU(w, res.recCPU)
+	printCtxsw(w, res.ctxsw, &errs)
 
 	if len(res.soak) > 0 {
 		fmt.Fprintf(w, "\nLoss at full speed: bpftape record, default settings, one workload thread per CPU\n")

@@ -196,6 +196,16 @@ func (res *results) targets() []target {
 			}))
 		}
 	}
+	if r := res.ctxsw; r != nil {
+		missing := ""
+		if r.err == "" && r.perSec <= 0 {
+			missing = "no context switches read"
+		}
+		add(runFault(fmt.Sprintf("recorder ≤ %d context switches/s recording sched_switch with stacks system-wide", ctxswLimit),
+			[]string{r.err}, missing, func() target {
+				return pass(fmt.Sprintf("%.0f/s", r.perSec), r.perSec <= ctxswLimit)
+			}))
+	}
 	for _, s := range res.soak {
 		rssParts = true
 		if s.err == "" {

@@ -81,6 +81,7 @@ func TestLayoutMatchesC(t *testing.T) {
 		"spec_flag": {
 			"SPEC_STACK_ENTRY": uint64(SpecStackEntry), "SPEC_KEEP_SELF": uint64(SpecKeepSelf),
 			"SPEC_FILTER_COMM": uint64(SpecFilterComm), "SPEC_SELF_SWITCH": uint64(SpecSelfSwitch),
+			"SPEC_RATE_LIMIT": uint64(SpecRateLimit),
 		},
 		"addr_flag": {"ADDR_NO_BASE": uint64(AddrNoBase), "ADDR_FS": uint64(AddrFS), "ADDR_GS": uint64(AddrGS)},
 		"leaf_kind": {"LEAF_NONE": uint64(LeafNone), "LEAF_READ": uint64(LeafRead), "LEAF_ADDR": uint64(LeafAddr)},

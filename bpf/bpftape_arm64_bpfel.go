@@ -192,11 +192,13 @@ const (
 	bpftapeMapLost              = "lost"
 	bpftapeMapOwnSwitches       = "own_switches"
 	bpftapeMapProbeSpecs        = "probe_specs"
+	bpftapeMapRateLimited       = "rate_limited"
 	bpftapeMapRings             = "rings"
 	bpftapeMapSampleScratch     = "sample_scratch"
 	bpftapeMapSelfTids          = "self_tids"
 	bpftapeMapStackScratch      = "stack_scratch"
 	bpftapeMapStages            = "stages"
+	bpftapeMapTokens            = "tokens"
 	bpftapeMapTraced            = "traced"
 	bpftapeProgFlushStage       = "flush_stage"
 	bpftapeProgProbeFentry      = "probe_fentry"
@@ -226,6 +228,7 @@ const (
 	bpftapeVarTracked           = "tracked"
 	bpftapeVarUntracked         = "untracked"
 	bpftapeVarUseFilters        = "use_filters"
+	bpftapeVarUseRateLimit      = "use_rate_limit"
 	bpftapeVarUseStacks         = "use_stacks"
 	bpftapeVarWakeOnComm        = "wake_on_comm"
 	bpftapeVarWakeupBytes       = "wakeup_bytes"
@@ -294,11 +297,13 @@ type bpftapeMapSpecs struct {
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
 	OwnSwitches   *ebpf.MapSpec `ebpf:"own_switches"`
 	ProbeSpecs    *ebpf.MapSpec `ebpf:"probe_specs"`
+	RateLimited   *ebpf.MapSpec `ebpf:"rate_limited"`
 	Rings         *ebpf.MapSpec `ebpf:"rings"`
 	SampleScratch *ebpf.MapSpec `ebpf:"sample_scratch"`
 	SelfTids      *ebpf.MapSpec `ebpf:"self_tids"`
 	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stages        *ebpf.MapSpec `ebpf:"stages"`
+	Tokens        *ebpf.MapSpec `ebpf:"tokens"`
 	Traced        *ebpf.MapSpec `ebpf:"traced"`
 }
 
@@ -326,6 +331,7 @@ type bpftapeVariableSpecs struct {
 	Tracked       *ebpf.VariableSpec `ebpf:"tracked"`
 	Untracked     *ebpf.VariableSpec `ebpf:"untracked"`
 	UseFilters    *ebpf.VariableSpec `ebpf:"use_filters"`
+	UseRateLimit  *ebpf.VariableSpec `ebpf:"use_rate_limit"`
 	UseStacks     *ebpf.VariableSpec `ebpf:"use_stacks"`
 	WakeOnComm    *ebpf.VariableSpec `ebpf:"wake_on_comm"`
 	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
@@ -358,11 +364,13 @@ type bpftapeMaps struct {
 	Lost          *ebpf.Map `ebpf:"lost"`
 	OwnSwitches   *ebpf.Map `ebpf:"own_switches"`
 	ProbeSpecs    *ebpf.Map `ebpf:"probe_specs"`
+	RateLimited   *ebpf.Map `ebpf:"rate_limited"`
 	Rings         *ebpf.Map `ebpf:"rings"`
 	SampleScratch *ebpf.Map `ebpf:"sample_scratch"`
 	SelfTids      *ebpf.Map `ebpf:"self_tids"`
 	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
 	Stages        *ebpf.Map `ebpf:"stages"`
+	Tokens        *ebpf.Map `ebpf:"tokens"`
 	Traced        *ebpf.Map `ebpf:"traced"`
 }
 
@@ -375,11 +383,13 @@ func (m *bpftapeMaps) Close() error {
 		m.Lost,
 		m.OwnSwitches,
 		m.ProbeSpecs,
+		m.RateLimited,
 		m.Rings,
 		m.SampleScratch,
 		m.SelfTids,
 		m.StackScratch,
 		m.Stages,
+		m.Tokens,
 		m.Traced,
 	)
 }
@@ -408,6 +418,7 @@ type bpftapeVariables struct {
 	Tracked       *ebpf.Variable `ebpf:"tracked"`
 	Untracked     *ebpf.Variable `ebpf:"untracked"`
 	UseFilters    *ebpf.Variable `ebpf:"use_filters"`
+	UseRateLimit  *ebpf.Variable `ebpf:"use_rate_limit"`
 	UseStacks     *ebpf.Variable `ebpf:"use_stacks"`
 	WakeOnComm    *ebpf.Variable `ebpf:"wake_on_comm"`
 	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`

@@ -156,6 +156,12 @@ type Objects struct {
 	// those it has, the program adds the others it sees.
 	OwnSwitches *ebpf.Map
 	SelfTids    *ebpf.Map
+	// Tokens holds, by probe id, the tokens of the probes with a rate
+	// limit (SpecRateLimit), which this process maps (see AddTokens);
+	// RateLimited counts, per CPU and by probe id, the events a rate
+	// limit rejected (see RateLimitedCount).
+	Tokens      *ebpf.Map
+	RateLimited *ebpf.Map
 	// CommGen is the generation of the comms the CPUs have recorded (a
 	// global in .bss); see ForgetComms.
 	CommGen *ebpf.Variable
@@ -192,9 +198,10 @@ type Objects struct {
 	globals    []*ebpf.Map
 	// flush is flush_stage, run on each CPU by FlushStages; nil without
 	// staging. cpus are the CPUs it runs on.
-	flush *ebpf.Program
-	cpus  []int
-	lost  lostCounters
+	flush  *ebpf.Program
+	cpus   []int
+	lost   lostCounters
+	tokens tokenCounts
 }
 
 // Cookies reports whether the programs take their attachment's spec index
@@ -420,13 +427,13 @@ func (o *Objects) Children() (tracked, untracked uint64, err error) {
 // Close releases the programs and maps. Links using the programs stay
 // attached until closed themselves.
 func (o *Objects) Close() error {
-	errs := []error{o.lost.close()}
+	errs := []error{o.lost.close(), o.tokens.close()}
 	for _, c := range append(append([]*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.TrackFork, o.kmulti, o.flush}, o.tpCopies...), o.specCopies...) {
 		if c != nil {
 			errs = append(errs, c.Close())
 		}
 	}
-	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.Filtered, o.OwnSwitches, o.SelfTids, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
+	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.Filtered, o.OwnSwitches, o.SelfTids, o.Tokens, o.RateLimited, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -492,6 +499,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		stride = uint32(opts.Probes)
 	}
 	spec.Maps[bpftapeMapLost].MaxEntries = stride * uint32(ncpu)
+	spec.Maps[bpftapeMapTokens].MaxEntries = stride
 	if err := spec.Variables[bpftapeVarLostStride].Set(stride); err != nil {
 		return nil, fmt.Errorf("bpf: set lost_stride: %w", err)
 	}
@@ -521,7 +529,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	if u := opts.Uses; u != nil {
 		for name, v := range map[string]uint32{
 			bpftapeVarMaxClass: uint32(u.MaxClass), bpftapeVarUseFilters: b2u(u.Filters), bpftapeVarUseStacks: b2u(u.Stacks),
-			bpftapeVarTpCtxEnd: u.TPContextEnd,
+			bpftapeVarTpCtxEnd: u.TPContextEnd, bpftapeVarUseRateLimit: b2u(u.RateLimit),
 		} {
 			if err := spec.Variables[name].Set(v); err != nil {
 				return nil, fmt.Errorf("bpf: set %s: %w", name, err)
@@ -581,6 +589,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		Lost       *ebpf.Map      `ebpf:"lost"`
 		Filtered   *ebpf.Map      `ebpf:"filtered"`
 		OwnSw      *ebpf.Map      `ebpf:"own_switches"`
+		Tokens     *ebpf.Map      `ebpf:"tokens"`
+		RateLim    *ebpf.Map      `ebpf:"rate_limited"`
 		SelfTids   *ebpf.Map      `ebpf:"self_tids"`
 		CommWoken  *ebpf.Map      `ebpf:"comm_woken"`
 		Samples    *ebpf.Map      `ebpf:"sample_scratch"`
@@ -602,12 +612,16 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	}
 	objs := &Objects{
 		Rings: loaded.Rings, ProbeSpecs: loaded.ProbeSpecs, Lost: loaded.Lost, Filtered: loaded.Filtered, CommGen: loaded.CommGen,
-		OwnSwitches: loaded.OwnSw, SelfTids: loaded.SelfTids,
+		OwnSwitches: loaded.OwnSw, SelfTids: loaded.SelfTids, Tokens: loaded.Tokens, RateLimited: loaded.RateLim,
 		CPUState: loaded.CPUState, Traced: loaded.Traced, TrackFork: loaded.TrackFork,
 		Armed: loaded.Armed, Tracked: loaded.Tracked, Untracked: loaded.Untracked,
 		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut, loaded.Stages, loaded.CommWoken},
 	}
 	if objs.lost, err = mapLostCounters(objs.Lost, stride, ncpu); err != nil {
+		objs.Close()
+		return nil, err
+	}
+	if objs.tokens, err = mapTokenCounts(objs.Tokens, stride); err != nil {
 		objs.Close()
 		return nil, err
 	}
@@ -629,6 +643,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 			bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
 			bpftapeMapStackScratch: loaded.Scratch, bpftapeMapFiltered: objs.Filtered,
 			bpftapeMapOwnSwitches: objs.OwnSwitches, bpftapeMapSelfTids: objs.SelfTids, bpftapeMapCommWoken: loaded.CommWoken,
+			bpftapeMapTokens: objs.Tokens, bpftapeMapRateLimited: objs.RateLimited,
 			bpftapeMapSampleScratch: loaded.Samples, bpftapeMapExprOut: loaded.ExprOut, bpftapeMapStages: loaded.Stages,
 			".bss": loaded.Bss, ".rodata": loaded.Rodata,
 		}
@@ -798,9 +813,10 @@ func sumPerCPU(m *ebpf.Map, name string, probeID uint16) (uint64, error) {
 
 // Uses is what a recording's specs need of the program (Options.Uses).
 type Uses struct {
-	MaxClass uint8 // the largest SizeClass
-	Filters  bool  // a spec has a filter (Npred > 0)
-	Stacks   bool  // a spec records a kernel or user stack
+	MaxClass  uint8 // the largest SizeClass
+	Filters   bool  // a spec has a filter (Npred > 0)
+	Stacks    bool  // a spec records a kernel or user stack
+	RateLimit bool  // a spec has a rate limit (SpecRateLimit)
 
 	// TPContextEnd is the end of the shortest record among the
 	// tracepoints attached (tracefs format: the last field's offset +
@@ -819,6 +835,7 @@ func UsesOf(specs ...*ProbeSpec) Uses {
 		u.MaxClass = max(u.MaxClass, s.SizeClass)
 		u.Filters = u.Filters || s.Npred > 0
 		u.Stacks = u.Stacks || s.Kstack > 0 || s.Ustack > 0
+		u.RateLimit = u.RateLimit || s.Flags&SpecRateLimit != 0
 	}
 	return u
 }

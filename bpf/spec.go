@@ -143,7 +143,12 @@ const (
 	// counted (Objects.OwnSwitches). NextTidOff is the offset of the tid
 	// switched in (next_pid) in the tracepoint's record.
 	SpecSelfSwitch uint8 = 8
-	specFlags            = SpecStackEntry | SpecKeepSelf | SpecFilterComm | SpecSelfSwitch
+	// SpecRateLimit: the probe has a rate limit (--max-rate). An event
+	// that passed the filter takes one of the probe's tokens
+	// (Objects.AddTokens), or, when none is left, is rejected before
+	// anything is sent and counted (Objects.RateLimitedCount).
+	SpecRateLimit uint8 = 16
+	specFlags           = SpecStackEntry | SpecKeepSelf | SpecFilterComm | SpecSelfSwitch | SpecRateLimit
 )
 
 // MaxNextTidOff bounds ProbeSpec.NextTidOff: the program masks it to 12 bits.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 )
 
 // StatusInterval is how often the live status line is redrawn.
@@ -111,6 +112,10 @@ func (s *Summary) Print(w io.Writer) {
 		if p.Filter != "" {
 			fmt.Fprintf(w, "[ bpftape record: %s kept only events where %s: %s more were filtered out in the kernel ]\n",
 				p.Name, p.Filter, count(p.Filtered))
+		}
+		if p.MaxRate > 0 {
+			fmt.Fprintf(w, "[ bpftape record: %s kept at most %s events/s (--max-rate): %s more were rate-limited in the kernel ]\n",
+				p.Name, humanfmt.Rate(p.MaxRate), count(p.RateLimited))
 		}
 		if p.RecorderSwitches > 0 {
 			fmt.Fprintf(w, "[ bpftape record: %s left out %s switches of the recorder's own (between its threads and the idle task) ]\n",

@@ -59,6 +59,9 @@ func TestLayoutMatchesC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := spec.Maps[bpftapeMapSelfTids].MaxEntries; n != MaxSelfThreads {
+		t.Errorf("self_tids holds %d threads in C, MaxSelfThreads is %d", n, MaxSelfThreads)
+	}
 	enums := map[string]map[string]uint64{
 		"arg_kind": {
 			"ARG_NONE": uint64(KindNone), "ARG_CONST": uint64(KindConst), "ARG_REG": uint64(KindReg),
@@ -75,9 +78,14 @@ func TestLayoutMatchesC(t *testing.T) {
 			"CLASS_ARGS12": uint64(ClassArgs12), "CLASS_ARGS12_STR4": uint64(ClassArgs12Str4),
 		},
 		"sample_flag": {"SAMPLE_STR_TRUNCATED": FlagStrTruncated, "SAMPLE_READ_FAULT": FlagReadFault},
-		"addr_flag":   {"ADDR_NO_BASE": uint64(AddrNoBase), "ADDR_FS": uint64(AddrFS), "ADDR_GS": uint64(AddrGS)},
-		"leaf_kind":   {"LEAF_NONE": uint64(LeafNone), "LEAF_READ": uint64(LeafRead), "LEAF_ADDR": uint64(LeafAddr)},
-		"leaf_flag":   {"LEAF_SIGNED": uint64(LeafSigned), "LEAF_STR": uint64(LeafStr), "LEAF_USER": uint64(LeafUser)},
+		"spec_flag": {
+			"SPEC_STACK_ENTRY": uint64(SpecStackEntry), "SPEC_KEEP_SELF": uint64(SpecKeepSelf),
+			"SPEC_FILTER_COMM": uint64(SpecFilterComm), "SPEC_SELF_SWITCH": uint64(SpecSelfSwitch),
+			"SPEC_RATE_LIMIT": uint64(SpecRateLimit),
+		},
+		"addr_flag": {"ADDR_NO_BASE": uint64(AddrNoBase), "ADDR_FS": uint64(AddrFS), "ADDR_GS": uint64(AddrGS)},
+		"leaf_kind": {"LEAF_NONE": uint64(LeafNone), "LEAF_READ": uint64(LeafRead), "LEAF_ADDR": uint64(LeafAddr)},
+		"leaf_flag": {"LEAF_SIGNED": uint64(LeafSigned), "LEAF_STR": uint64(LeafStr), "LEAF_USER": uint64(LeafUser)},
 		"pred_kind": {
 			"PRED_EQ": uint64(PredEq), "PRED_NE": uint64(PredNe), "PRED_LT": uint64(PredLt), "PRED_LE": uint64(PredLe),
 			"PRED_GT": uint64(PredGt), "PRED_GE": uint64(PredGe), "PRED_AND": uint64(PredAnd), "PRED_OR": uint64(PredOr),
@@ -266,6 +274,7 @@ func TestValidate(t *testing.T) {
 		{Nargs: 2, SizeClass: ClassArgs2, Args: [MaxArgs]ArgSpec{
 			{Kind: KindSIB, Flags: AddrNoBase | AddrFS, IndexReg: RegCX, Scale: 8, Size: 8, Off: -64},
 			{Kind: KindRegDeref, Flags: AddrGS, Reg: RegDX, Size: 4}}},
+		{Flags: SpecSelfSwitch | SpecKeepSelf, NextTidOff: 56},
 	}
 	for i, s := range ok {
 		if err := s.Validate(); err != nil {
@@ -286,6 +295,8 @@ func TestValidate(t *testing.T) {
 		"nstr":            {Nargs: 1, SizeClass: ClassArgs12Str4, Args: [MaxArgs]ArgSpec{str(0)}},
 		"bad scale":       {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindSIB, Reg: RegDI, IndexReg: RegSI, Scale: 3, Size: 4}}},
 		"tp offset range": {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindTPField, Off: 1 << 16, Size: 8}}},
+		"next tid offset": {Flags: SpecSelfSwitch, NextTidOff: 58},
+		"no next tid":     {Flags: SpecSelfSwitch},
 		"flags on reg":    {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindReg, Reg: RegDI, Size: 8, Flags: AddrFS}}},
 		"unknown flag":    {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindRegDeref, Reg: RegDI, Size: 8, Flags: 8}}},
 		"fs and gs":       {Nargs: 1, Args: [MaxArgs]ArgSpec{{Kind: KindRegDeref, Reg: RegDI, Size: 8, Flags: AddrFS | AddrGS}}},

@@ -129,18 +129,20 @@ type bpftapePredOp struct {
 }
 
 type bpftapeProbeSpec struct {
-	_         structs.HostLayout
-	ProbeId   uint16
-	Nargs     uint8
-	SizeClass uint8
-	Nstr      uint8
-	Ustack    uint8
-	Kstack    uint8
-	Flags     uint8
-	Npred     uint8
-	Pad       [7]uint8
-	Args      [12]bpftapeArgSpec
-	Pred      [16]bpftapePredOp
+	_          structs.HostLayout
+	ProbeId    uint16
+	Nargs      uint8
+	SizeClass  uint8
+	Nstr       uint8
+	Ustack     uint8
+	Kstack     uint8
+	Flags      uint8
+	Npred      uint8
+	Pad1       uint8
+	NextTidOff uint16
+	Pad        [4]uint8
+	Args       [12]bpftapeArgSpec
+	Pred       [16]bpftapePredOp
 }
 
 type bpftapeSample struct {
@@ -183,15 +185,20 @@ type bpftapeStage struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	bpftapeMapCommWoken         = "comm_woken"
 	bpftapeMapCpuState          = "cpu_state"
 	bpftapeMapExprOut           = "expr_out"
 	bpftapeMapFiltered          = "filtered"
 	bpftapeMapLost              = "lost"
+	bpftapeMapOwnSwitches       = "own_switches"
 	bpftapeMapProbeSpecs        = "probe_specs"
+	bpftapeMapRateLimited       = "rate_limited"
 	bpftapeMapRings             = "rings"
 	bpftapeMapSampleScratch     = "sample_scratch"
+	bpftapeMapSelfTids          = "self_tids"
 	bpftapeMapStackScratch      = "stack_scratch"
 	bpftapeMapStages            = "stages"
+	bpftapeMapTokens            = "tokens"
 	bpftapeMapTraced            = "traced"
 	bpftapeProgFlushStage       = "flush_stage"
 	bpftapeProgProbeFentry      = "probe_fentry"
@@ -221,6 +228,7 @@ const (
 	bpftapeVarTracked           = "tracked"
 	bpftapeVarUntracked         = "untracked"
 	bpftapeVarUseFilters        = "use_filters"
+	bpftapeVarUseRateLimit      = "use_rate_limit"
 	bpftapeVarUseStacks         = "use_stacks"
 	bpftapeVarWakeOnComm        = "wake_on_comm"
 	bpftapeVarWakeupBytes       = "wakeup_bytes"
@@ -282,15 +290,20 @@ type bpftapeProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftapeMapSpecs struct {
+	CommWoken     *ebpf.MapSpec `ebpf:"comm_woken"`
 	CpuState      *ebpf.MapSpec `ebpf:"cpu_state"`
 	ExprOut       *ebpf.MapSpec `ebpf:"expr_out"`
 	Filtered      *ebpf.MapSpec `ebpf:"filtered"`
 	Lost          *ebpf.MapSpec `ebpf:"lost"`
+	OwnSwitches   *ebpf.MapSpec `ebpf:"own_switches"`
 	ProbeSpecs    *ebpf.MapSpec `ebpf:"probe_specs"`
+	RateLimited   *ebpf.MapSpec `ebpf:"rate_limited"`
 	Rings         *ebpf.MapSpec `ebpf:"rings"`
 	SampleScratch *ebpf.MapSpec `ebpf:"sample_scratch"`
+	SelfTids      *ebpf.MapSpec `ebpf:"self_tids"`
 	StackScratch  *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stages        *ebpf.MapSpec `ebpf:"stages"`
+	Tokens        *ebpf.MapSpec `ebpf:"tokens"`
 	Traced        *ebpf.MapSpec `ebpf:"traced"`
 }
 
@@ -318,6 +331,7 @@ type bpftapeVariableSpecs struct {
 	Tracked       *ebpf.VariableSpec `ebpf:"tracked"`
 	Untracked     *ebpf.VariableSpec `ebpf:"untracked"`
 	UseFilters    *ebpf.VariableSpec `ebpf:"use_filters"`
+	UseRateLimit  *ebpf.VariableSpec `ebpf:"use_rate_limit"`
 	UseStacks     *ebpf.VariableSpec `ebpf:"use_stacks"`
 	WakeOnComm    *ebpf.VariableSpec `ebpf:"wake_on_comm"`
 	WakeupBytes   *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
@@ -343,29 +357,39 @@ func (o *bpftapeObjects) Close() error {
 //
 // It can be passed to loadBpftapeObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftapeMaps struct {
+	CommWoken     *ebpf.Map `ebpf:"comm_woken"`
 	CpuState      *ebpf.Map `ebpf:"cpu_state"`
 	ExprOut       *ebpf.Map `ebpf:"expr_out"`
 	Filtered      *ebpf.Map `ebpf:"filtered"`
 	Lost          *ebpf.Map `ebpf:"lost"`
+	OwnSwitches   *ebpf.Map `ebpf:"own_switches"`
 	ProbeSpecs    *ebpf.Map `ebpf:"probe_specs"`
+	RateLimited   *ebpf.Map `ebpf:"rate_limited"`
 	Rings         *ebpf.Map `ebpf:"rings"`
 	SampleScratch *ebpf.Map `ebpf:"sample_scratch"`
+	SelfTids      *ebpf.Map `ebpf:"self_tids"`
 	StackScratch  *ebpf.Map `ebpf:"stack_scratch"`
 	Stages        *ebpf.Map `ebpf:"stages"`
+	Tokens        *ebpf.Map `ebpf:"tokens"`
 	Traced        *ebpf.Map `ebpf:"traced"`
 }
 
 func (m *bpftapeMaps) Close() error {
 	return _BpftapeClose(
+		m.CommWoken,
 		m.CpuState,
 		m.ExprOut,
 		m.Filtered,
 		m.Lost,
+		m.OwnSwitches,
 		m.ProbeSpecs,
+		m.RateLimited,
 		m.Rings,
 		m.SampleScratch,
+		m.SelfTids,
 		m.StackScratch,
 		m.Stages,
+		m.Tokens,
 		m.Traced,
 	)
 }
@@ -394,6 +418,7 @@ type bpftapeVariables struct {
 	Tracked       *ebpf.Variable `ebpf:"tracked"`
 	Untracked     *ebpf.Variable `ebpf:"untracked"`
 	UseFilters    *ebpf.Variable `ebpf:"use_filters"`
+	UseRateLimit  *ebpf.Variable `ebpf:"use_rate_limit"`
 	UseStacks     *ebpf.Variable `ebpf:"use_stacks"`
 	WakeOnComm    *ebpf.Variable `ebpf:"wake_on_comm"`
 	WakeupBytes   *ebpf.Variable `ebpf:"wakeup_bytes"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strconv"
 	"sync"
 	"time"
 
@@ -68,10 +69,13 @@ type Options struct {
 	// leaves it to the kernel. A quarter of RingSize is a good value.
 	WakeupBytes uint64
 
-	// WakeOnComm makes every comm record wake the reader at once: it
-	// precedes a thread's first sample on a CPU and its first after an
-	// exec, when a recorder of user stacks must read the process's
-	// mappings before a short-lived process exits.
+	// WakeOnComm makes a comm record wake the reader at once when it is
+	// the first of its process, or the first with a new comm (an exec):
+	// a recorder of user stacks must read the process's mappings then,
+	// before a short-lived process exits. Comm records of a process
+	// already seen with that comm (one goes ahead of a thread's samples
+	// whenever its CPU recorded another thread since) wake it no sooner
+	// than samples do.
 	WakeOnComm bool
 
 	// ThreadBases lets AddrFS and AddrGS operands read the thread's segment
@@ -146,6 +150,18 @@ type Objects struct {
 	// Filtered counts, per CPU and by probe id, events a probe's filter
 	// rejected; see FilteredSamples.
 	Filtered *ebpf.Map
+	// OwnSwitches counts, per CPU and by probe id, the sched_switch
+	// events left out as the recorder's own (SpecSelfSwitch); see
+	// OwnSwitchCount. SelfTids holds the recorder's threads: Load puts
+	// those it has, the program adds the others it sees.
+	OwnSwitches *ebpf.Map
+	SelfTids    *ebpf.Map
+	// Tokens holds, by probe id, the tokens of the probes with a rate
+	// limit (SpecRateLimit), which this process maps (see AddTokens);
+	// RateLimited counts, per CPU and by probe id, the events a rate
+	// limit rejected (see RateLimitedCount).
+	Tokens      *ebpf.Map
+	RateLimited *ebpf.Map
 	// CommGen is the generation of the comms the CPUs have recorded (a
 	// global in .bss); see ForgetComms.
 	CommGen *ebpf.Variable
@@ -173,7 +189,8 @@ type Objects struct {
 	// fixed_spec is fixed and fixed_spec_data is ps. tpCopies are the
 	// further tracepoint programs with cookies (see TracepointProgram),
 	// specCopies the programs of the attachments without. globals are the
-	// maps of the global variables (.bss, .rodata), which copies share.
+	// maps of the global variables (.bss, .rodata) and the other maps
+	// that copies share and only the programs use (scratch, comm_woken).
 	loadCopy   func(name string, fixed uint32, ps *ProbeSpec, attachTo string) (*ebpf.Program, error)
 	tpCopies   []*ebpf.Program
 	specCopies []*ebpf.Program
@@ -181,9 +198,10 @@ type Objects struct {
 	globals    []*ebpf.Map
 	// flush is flush_stage, run on each CPU by FlushStages; nil without
 	// staging. cpus are the CPUs it runs on.
-	flush *ebpf.Program
-	cpus  []int
-	lost  lostCounters
+	flush  *ebpf.Program
+	cpus   []int
+	lost   lostCounters
+	tokens tokenCounts
 }
 
 // Cookies reports whether the programs take their attachment's spec index
@@ -409,13 +427,13 @@ func (o *Objects) Children() (tracked, untracked uint64, err error) {
 // Close releases the programs and maps. Links using the programs stay
 // attached until closed themselves.
 func (o *Objects) Close() error {
-	errs := []error{o.lost.close()}
+	errs := []error{o.lost.close(), o.tokens.close()}
 	for _, c := range append(append([]*ebpf.Program{o.ProbeUprobe, o.ProbeTracepoint, o.TrackFork, o.kmulti, o.flush}, o.tpCopies...), o.specCopies...) {
 		if c != nil {
 			errs = append(errs, c.Close())
 		}
 	}
-	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.Filtered, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
+	for _, m := range append(append([]*ebpf.Map{o.Rings, o.ProbeSpecs, o.Lost, o.Filtered, o.OwnSwitches, o.SelfTids, o.Tokens, o.RateLimited, o.CPUState, o.Traced}, o.RingMaps...), o.globals...) {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
@@ -481,6 +499,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		stride = uint32(opts.Probes)
 	}
 	spec.Maps[bpftapeMapLost].MaxEntries = stride * uint32(ncpu)
+	spec.Maps[bpftapeMapTokens].MaxEntries = stride
 	if err := spec.Variables[bpftapeVarLostStride].Set(stride); err != nil {
 		return nil, fmt.Errorf("bpf: set lost_stride: %w", err)
 	}
@@ -510,7 +529,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	if u := opts.Uses; u != nil {
 		for name, v := range map[string]uint32{
 			bpftapeVarMaxClass: uint32(u.MaxClass), bpftapeVarUseFilters: b2u(u.Filters), bpftapeVarUseStacks: b2u(u.Stacks),
-			bpftapeVarTpCtxEnd: u.TPContextEnd,
+			bpftapeVarTpCtxEnd: u.TPContextEnd, bpftapeVarUseRateLimit: b2u(u.RateLimit),
 		} {
 			if err := spec.Variables[name].Set(v); err != nil {
 				return nil, fmt.Errorf("bpf: set %s: %w", name, err)
@@ -521,6 +540,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		if err := spec.Variables[bpftapeVarWakeOnComm].Set(uint32(1)); err != nil {
 			return nil, fmt.Errorf("bpf: set wake_on_comm: %w", err)
 		}
+	} else {
+		spec.Maps[bpftapeMapCommWoken].MaxEntries = 1 // unused
 	}
 	if off, err := TaskCommOffset(); err == nil {
 		if err := spec.Variables[bpftapeVarTaskCommOff].Set(off); err != nil {
@@ -567,6 +588,11 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		ProbeSpecs *ebpf.Map      `ebpf:"probe_specs"`
 		Lost       *ebpf.Map      `ebpf:"lost"`
 		Filtered   *ebpf.Map      `ebpf:"filtered"`
+		OwnSw      *ebpf.Map      `ebpf:"own_switches"`
+		Tokens     *ebpf.Map      `ebpf:"tokens"`
+		RateLim    *ebpf.Map      `ebpf:"rate_limited"`
+		SelfTids   *ebpf.Map      `ebpf:"self_tids"`
+		CommWoken  *ebpf.Map      `ebpf:"comm_woken"`
 		Samples    *ebpf.Map      `ebpf:"sample_scratch"`
 		Stages     *ebpf.Map      `ebpf:"stages"`
 		ExprOut    *ebpf.Map      `ebpf:"expr_out"`
@@ -586,11 +612,20 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 	}
 	objs := &Objects{
 		Rings: loaded.Rings, ProbeSpecs: loaded.ProbeSpecs, Lost: loaded.Lost, Filtered: loaded.Filtered, CommGen: loaded.CommGen,
+		OwnSwitches: loaded.OwnSw, SelfTids: loaded.SelfTids, Tokens: loaded.Tokens, RateLimited: loaded.RateLim,
 		CPUState: loaded.CPUState, Traced: loaded.Traced, TrackFork: loaded.TrackFork,
 		Armed: loaded.Armed, Tracked: loaded.Tracked, Untracked: loaded.Untracked,
-		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut, loaded.Stages},
+		globals: []*ebpf.Map{loaded.Bss, loaded.Rodata, loaded.Scratch, loaded.Samples, loaded.ExprOut, loaded.Stages, loaded.CommWoken},
 	}
 	if objs.lost, err = mapLostCounters(objs.Lost, stride, ncpu); err != nil {
+		objs.Close()
+		return nil, err
+	}
+	if objs.tokens, err = mapTokenCounts(objs.Tokens, stride); err != nil {
+		objs.Close()
+		return nil, err
+	}
+	if err := objs.addSelfThreads(); err != nil {
 		objs.Close()
 		return nil, err
 	}
@@ -607,6 +642,8 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 			bpftapeMapRings: objs.Rings, bpftapeMapProbeSpecs: objs.ProbeSpecs, bpftapeMapLost: objs.Lost,
 			bpftapeMapCpuState: objs.CPUState, bpftapeMapTraced: objs.Traced,
 			bpftapeMapStackScratch: loaded.Scratch, bpftapeMapFiltered: objs.Filtered,
+			bpftapeMapOwnSwitches: objs.OwnSwitches, bpftapeMapSelfTids: objs.SelfTids, bpftapeMapCommWoken: loaded.CommWoken,
+			bpftapeMapTokens: objs.Tokens, bpftapeMapRateLimited: objs.RateLimited,
 			bpftapeMapSampleScratch: loaded.Samples, bpftapeMapExprOut: loaded.ExprOut, bpftapeMapStages: loaded.Stages,
 			".bss": loaded.Bss, ".rodata": loaded.Rodata,
 		}
@@ -731,6 +768,37 @@ func (o *Objects) FilteredSamples(probeID uint16) (uint64, error) {
 	return sumPerCPU(o.Filtered, "filtered", probeID)
 }
 
+// OwnSwitchCount returns how many sched_switch events of probe probeID
+// (SpecSelfSwitch) were left out as the recorder's own: switches between
+// its threads and the idle task, or among its threads. Summed over CPUs.
+func (o *Objects) OwnSwitchCount(probeID uint16) (uint64, error) {
+	return sumPerCPU(o.OwnSwitches, "own_switches", probeID)
+}
+
+// MaxSelfThreads is how many of the recorder's threads the programs know
+// (SpecSelfSwitch); the switches of further ones are recorded.
+const MaxSelfThreads = 1024 // MAX_SELF_TIDS in bpftape.c
+
+// addSelfThreads puts this process's threads in SelfTids, for
+// SpecSelfSwitch; the program adds those it starts later as it sees them
+// switched out.
+func (o *Objects) addSelfThreads() error {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("bpf: the recorder's threads: %w", err)
+	}
+	for i, e := range ents {
+		tid, err := strconv.ParseUint(e.Name(), 10, 32)
+		if err != nil || i >= MaxSelfThreads {
+			continue
+		}
+		if err := o.SelfTids.Update(uint32(tid), uint8(1), ebpf.UpdateAny); err != nil {
+			return fmt.Errorf("bpf: add thread %d to self_tids: %w", tid, err)
+		}
+	}
+	return nil
+}
+
 func sumPerCPU(m *ebpf.Map, name string, probeID uint16) (uint64, error) {
 	var perCPU []uint64
 	if err := m.Lookup(uint32(probeID), &perCPU); err != nil {
@@ -745,9 +813,10 @@ func sumPerCPU(m *ebpf.Map, name string, probeID uint16) (uint64, error) {
 
 // Uses is what a recording's specs need of the program (Options.Uses).
 type Uses struct {
-	MaxClass uint8 // the largest SizeClass
-	Filters  bool  // a spec has a filter (Npred > 0)
-	Stacks   bool  // a spec records a kernel or user stack
+	MaxClass  uint8 // the largest SizeClass
+	Filters   bool  // a spec has a filter (Npred > 0)
+	Stacks    bool  // a spec records a kernel or user stack
+	RateLimit bool  // a spec has a rate limit (SpecRateLimit)
 
 	// TPContextEnd is the end of the shortest record among the
 	// tracepoints attached (tracefs format: the last field's offset +
@@ -766,6 +835,7 @@ func UsesOf(specs ...*ProbeSpec) Uses {
 		u.MaxClass = max(u.MaxClass, s.SizeClass)
 		u.Filters = u.Filters || s.Npred > 0
 		u.Stacks = u.Stacks || s.Kstack > 0 || s.Ustack > 0
+		u.RateLimit = u.RateLimit || s.Flags&SpecRateLimit != 0
 	}
 	return u
 }

@@ -36,7 +36,10 @@ import (
 //	Ustack    uint8            user stack frames to record with each sample (0: none, at most MaxStack)
 //	Kstack    uint8            kernel stack frames to record (0: none, at most MaxStack)
 //	Flags     uint8            Spec* flags
+//	Npred     uint8            operations of the filter Pred (0: none)
+//	NextTidOff uint16          SpecSelfSwitch: offset of the tid switched in (next_pid) in the tracepoint's record
 //	Args      [MaxArgs]ArgSpec
+//	Pred      [MaxPred]PredOp
 type ProbeSpec = bpftapeProbeSpec
 
 // ArgSpec says how one recorded value is obtained (Go mirror of struct
@@ -134,8 +137,22 @@ const (
 	// SpecFilterComm: the filter compares the comm (OperandComm), which
 	// the program then reads before running it.
 	SpecFilterComm uint8 = 4
-	specFlags            = SpecStackEntry | SpecKeepSelf | SpecFilterComm
+	// SpecSelfSwitch marks a sched_switch tracepoint, whose program runs
+	// in the thread switched out: a switch between two threads that are
+	// each the recorder's or the idle task (tid 0) is left out and
+	// counted (Objects.OwnSwitches). NextTidOff is the offset of the tid
+	// switched in (next_pid) in the tracepoint's record.
+	SpecSelfSwitch uint8 = 8
+	// SpecRateLimit: the probe has a rate limit (--max-rate). An event
+	// that passed the filter takes one of the probe's tokens
+	// (Objects.AddTokens), or, when none is left, is rejected before
+	// anything is sent and counted (Objects.RateLimitedCount).
+	SpecRateLimit uint8 = 16
+	specFlags           = SpecStackEntry | SpecKeepSelf | SpecFilterComm | SpecSelfSwitch | SpecRateLimit
 )
+
+// MaxNextTidOff bounds ProbeSpec.NextTidOff: the program masks it to 12 bits.
+const MaxNextTidOff = 0xfff - 4
 
 // PredOp is one operation of a probe's filter (Go mirror of struct
 // pred_op). Fields:
@@ -291,6 +308,9 @@ func (s *ProbeSpec) Validate() error {
 	}
 	if s.Flags&^specFlags != 0 {
 		return fmt.Errorf("unknown spec flags %#x", s.Flags&^specFlags)
+	}
+	if s.Flags&SpecSelfSwitch != 0 && (s.NextTidOff < 8 || s.NextTidOff > MaxNextTidOff || s.NextTidOff%4 != 0) {
+		return fmt.Errorf("next tid offset %d of a sched_switch: want a multiple of 4 in [8,%d]", s.NextTidOff, MaxNextTidOff)
 	}
 	var slots [MaxStrs]bool
 	nstr := 0

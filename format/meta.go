@@ -190,6 +190,18 @@ type Probe struct {
 	// capture window closed: the footer's metadata has it, the schema's
 	// (and a killed recorder's file) has not.
 	Filtered uint64 `json:"filtered,omitempty"`
+	// RecorderSwitches is how many sched_switch events the program left
+	// out as the recorder's own, each between two threads that were the
+	// recorder's or the idle task (a switch between the recorder and
+	// another thread is recorded): known, as Filtered, from the footer.
+	RecorderSwitches uint64 `json:"recorder_switches,omitempty"`
+	// MaxRate is the probe's rate limit in events a second (record
+	// --max-rate), 0 for none: the BPF program recorded at most that
+	// many, on average, and rejected the others before sending anything,
+	// so the probe's events are a subset. RateLimited is how many it
+	// rejected, known, as Filtered, from the footer.
+	MaxRate     float64 `json:"max_rate,omitempty"`
+	RateLimited uint64  `json:"rate_limited,omitempty"`
 }
 
 // Field returns the index of the field called name, or -1.

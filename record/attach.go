@@ -216,6 +216,8 @@ func (r *recorder) attachProfile(a *resolve.Attachment, spec uint32) error {
 // seconds longer than the first.
 func (r *recorder) detach() {
 	r.disarm()
+	r.limiter.close()
+	r.limiter = nil
 	for _, l := range r.links {
 		l.Close()
 	}
@@ -233,6 +235,8 @@ func (r *recorder) detach() {
 // arm opens the capture window once every probe is attached and the
 // capture was started: the window starts at its start time, read before.
 func (r *recorder) arm() error {
+	// The rate limits' first tokens are there when the window opens.
+	r.limiter = startRateLimiter(r.objs, r.rates)
 	if err := r.objs.Arm(true); err != nil {
 		return err
 	}

@@ -110,6 +110,16 @@ type Options struct {
 	Abort  <-chan struct{}
 	Killed chan<- struct{}
 
+	// MaxRate, if above 0, bounds every probe to that many events a
+	// second (--max-rate N/s), and MaxRates the probes they name
+	// (--max-rate PROBE=N/s; the last that names a probe wins), in the
+	// BPF program: an event past the rate is rejected there before
+	// anything is sent, and counted (ProbeStats.RateLimited, the
+	// capture's format.Probe.RateLimited). A probe's filter runs first:
+	// the events it rejects take nothing from the rate.
+	MaxRate  float64
+	MaxRates []ProbeRate
+
 	// NoCookies attaches as on kernels without BPF attach cookies (before
 	// 5.15), which Record does by itself there: one program per
 	// attachment, loaded with its spec index as a constant. Forcing it is
@@ -145,6 +155,14 @@ type Options struct {
 	Live Live
 }
 
+// ProbeRate is a rate limit of one probe (Options.MaxRates): Probe is its
+// name (as info and the analyses name it) or its argument as typed, which
+// for a pattern (k:vfs_*) limits each of its probes.
+type ProbeRate struct {
+	Probe     string
+	PerSecond float64
+}
+
 // ProbeStats are one probe's totals.
 type ProbeStats struct {
 	Name       string
@@ -157,6 +175,13 @@ type ProbeStats struct {
 	// it rejected, which were not recorded.
 	Filter   string
 	Filtered uint64
+	// RecorderSwitches are the sched_switch events left out as the
+	// recorder's own (between its threads and the idle task).
+	RecorderSwitches uint64
+	// MaxRate is the probe's rate limit (events a second, 0: none) and
+	// RateLimited the events it rejected, which were not recorded.
+	MaxRate     float64
+	RateLimited uint64
 }
 
 // Summary is what a recording did.
@@ -279,9 +304,14 @@ type recorder struct {
 	outFile *outfile.File // the capture file, from setup
 	objs    *bpf.Objects
 	links   []link.Link
-	// filtered is, by probe id, the events each probe's filter rejected
-	// (countFiltered).
-	filtered []uint64
+	// filtered is, by probe id, the events each probe's filter rejected,
+	// ownSwitches the sched_switch events left out as the recorder's own,
+	// rateLimited the events a rate limit rejected (countFiltered).
+	filtered, ownSwitches, rateLimited []uint64
+	// rates are the probes' rate limits (events a second, 0: none), by
+	// probe id; limiter refills their tokens while the window is open.
+	rates   []float64
+	limiter *rateLimiter
 	// stacks builds the capture's stack table, when a probe records stacks;
 	// sideband, when one records user stacks and the kernel let it open,
 	// tells it of the mappings of every process (see openSideband).

@@ -204,8 +204,9 @@ func (r *recorder) summary(elapsed time.Duration, stopped string) *Summary {
 		ps := ProbeStats{Name: p.Meta.Name, Kind: p.Meta.Kind, Sites: len(p.Atts), Events: events,
 			Lost: r.d.lostN[i], SampleSize: bpf.SampleSize(p.Class), Filter: p.Meta.Filter}
 		if r.filtered != nil {
-			ps.Filtered = r.filtered[i]
+			ps.Filtered, ps.RecorderSwitches, ps.RateLimited = r.filtered[i], r.ownSwitches[i], r.rateLimited[i]
 		}
+		ps.MaxRate = p.Meta.MaxRate
 		s.Probes = append(s.Probes, ps)
 		s.Events += ps.Events
 		s.Lost = format.AddCount(s.Lost, ps.Lost)
@@ -232,21 +233,45 @@ func (r *recorder) summary(elapsed time.Duration, stopped string) *Summary {
 }
 
 // countFiltered puts in the capture's footer how many events each
-// filtered probe's filter rejected; the probes are detached.
+// filtered probe's filter rejected, how many sched_switch events were
+// left out as the recorder's own, and how many events each rate limit
+// rejected; the probes are detached.
 func (r *recorder) countFiltered() {
 	m := r.w.Meta()
 	r.filtered = make([]uint64, len(r.probes))
+	r.ownSwitches = make([]uint64, len(r.probes))
+	r.rateLimited = make([]uint64, len(r.probes))
 	for i, p := range r.probes {
-		if p.Meta.Filter == "" || i >= len(m.Probes) {
+		if i >= len(m.Probes) {
 			continue
 		}
-		n, err := r.objs.FilteredSamples(uint16(i))
-		if err != nil {
-			r.warn(err.Error())
-			continue
+		if p.Meta.Filter != "" {
+			n, err := r.objs.FilteredSamples(uint16(i))
+			if err != nil {
+				r.warn(err.Error())
+			} else {
+				m.Probes[i].Filtered = n
+				r.filtered[i] = n
+			}
 		}
-		m.Probes[i].Filtered = n
-		r.filtered[i] = n
+		if len(p.Atts) > 0 && p.Atts[0].Spec.Flags&bpf.SpecSelfSwitch != 0 {
+			n, err := r.objs.OwnSwitchCount(uint16(i))
+			if err != nil {
+				r.warn(err.Error())
+			} else {
+				m.Probes[i].RecorderSwitches = n
+				r.ownSwitches[i] = n
+			}
+		}
+		if p.Meta.MaxRate > 0 {
+			n, err := r.objs.RateLimitedCount(uint16(i))
+			if err != nil {
+				r.warn(err.Error())
+			} else {
+				m.Probes[i].RateLimited = n
+				r.rateLimited[i] = n
+			}
+		}
 	}
 }
 

@@ -122,7 +122,11 @@ func (r *recorder) preflight() (threadBases bool, err error) {
 		for k := range p.Atts {
 			p.Atts[k].Spec.ProbeId = uint16(i)
 			threadBases = threadBases || p.Atts[k].ThreadBase()
+			if r.rates[i] > 0 {
+				p.Atts[k].Spec.Flags |= bpf.SpecRateLimit
+			}
 		}
+		p.Meta.MaxRate = r.rates[i]
 		natt += len(p.Atts)
 		r.probes = append(r.probes, p)
 	}
@@ -154,12 +158,16 @@ func (r *recorder) parseProbes() ([]*probespec.Spec, []string, *resolve.Resolver
 		return nil, nil, nil, usage.Wrap(err)
 	}
 	res := &resolve.Resolver{PID: o.PID, Warn: r.warn, DebugDirs: elfsym.DebugDirs(o.DebugDirs), ProcPredicate: procFilter}
+	typed := specs
 	if specs, err = resolve.ExpandWildcards(specs, res.TracefsDir); err != nil {
 		return nil, nil, nil, err
 	}
 	names, err := probespec.Names(specs)
 	if err != nil {
 		return nil, nil, nil, usage.Wrap(err)
+	}
+	if r.rates, err = probeRates(o, typed, specs, names); err != nil {
+		return nil, nil, nil, err
 	}
 	if len(specs) > format.MaxProbes || len(specs) > bpf.MaxProbes {
 		return nil, nil, nil, usage.Errorf("%d probes: at most %d", len(specs), bpf.MaxProbes)

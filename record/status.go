@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/bpf"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 )
 
 // StatusInterval is how often the live status line is redrawn.
@@ -129,6 +130,14 @@ func (s *Summary) Print(w io.Writer) {
 		if p.Filter != "" {
 			fmt.Fprintf(w, "[ bpftape record: %s kept only events where %s: %s more were filtered out in the kernel ]\n",
 				p.Name, p.Filter, count(p.Filtered))
+		}
+		if p.MaxRate > 0 {
+			fmt.Fprintf(w, "[ bpftape record: %s kept at most %s events/s (--max-rate): %s more were rate-limited in the kernel ]\n",
+				p.Name, humanfmt.Rate(p.MaxRate), count(p.RateLimited))
+		}
+		if p.RecorderSwitches > 0 {
+			fmt.Fprintf(w, "[ bpftape record: %s left out %s switches of the recorder's own (between its threads and the idle task) ]\n",
+				p.Name, count(p.RecorderSwitches))
 		}
 	}
 }

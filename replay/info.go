@@ -225,6 +225,9 @@ func info(c *Capture, res *InfoResult, counts []uint64, first, last int64, p *Pa
 	if n := filteredProbes(m); n > 0 {
 		w("filtered", "a subset: %d of %d probes recorded only the events their filter passed (see below)", n, len(m.Probes))
 	}
+	if n := len(RateLimitedProbes(m)); n > 0 {
+		w("rate-limited", "a subset: %d of %d probes recorded at most their --max-rate events a second (see below)", n, len(m.Probes))
+	}
 	w("captured", "%s", res.Captured)
 	w("file size", "%d bytes, %d batches, %s compression, %.1f bytes/event, %.1fx smaller than uncompressed Arrow (%d bytes)",
 		res.FileBytes, res.Batches, m.Compression, res.BytesPerEvt, res.Ratio, res.RawBytes)
@@ -273,6 +276,13 @@ func info(c *Capture, res *InfoResult, counts []uint64, first, last int64, p *Pa
 		if p.Filter != "" {
 			fmt.Fprintf(out, "%-*s filter %s: %s\n", width, "", esc(p.Filter), filteredNote(m, &p))
 		}
+		if p.MaxRate > 0 {
+			fmt.Fprintf(out, "%-*s rate   at most %s events/s (--max-rate): %s\n", width, "", humanfmt.Rate(p.MaxRate), rateLimitedNote(m, &p))
+		}
+		if p.RecorderSwitches > 0 {
+			fmt.Fprintf(out, "%-*s own    %d switches of the recorder's own (between its threads and the idle task) left out in the kernel\n",
+				width, "", p.RecorderSwitches)
+		}
 	}
 	return res, p, nil
 }
@@ -294,6 +304,30 @@ func filteredNote(m *format.Meta, p *format.Probe) string {
 		return "how many events it rejected is not recorded (the file has no footer)"
 	}
 	return fmt.Sprintf("%d more events were filtered out in the kernel", p.Filtered)
+}
+
+// RateLimitedProbes lists the probes of m with a rate limit (record
+// --max-rate), whose events are a subset.
+func RateLimitedProbes(m *format.Meta) []*format.Probe {
+	var ps []*format.Probe
+	for i := range m.Probes {
+		if m.Probes[i].MaxRate > 0 {
+			ps = append(ps, &m.Probes[i])
+		}
+	}
+	return ps
+}
+
+// footerless reports whether m is the metadata of a capture without its
+// footer (the counts only the footer holds are missing).
+func footerless(m *format.Meta) bool { return m.Window != nil && m.Window.End == 0 }
+
+// rateLimitedNote says how many events a probe's rate limit rejected.
+func rateLimitedNote(m *format.Meta, p *format.Probe) string {
+	if footerless(m) {
+		return "how many events it rejected is not recorded (the file has no footer)"
+	}
+	return fmt.Sprintf("%d more events were rate-limited in the kernel", p.RateLimited)
 }
 
 // readers says which readers other than bpftape open a capture of this

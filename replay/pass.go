@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/textsafe"
 )
 
@@ -66,8 +67,39 @@ func (p *Pass) Notes(w io.Writer) {
 		fmt.Fprintf(w, "; 'bpftape repair' writes a standard file.\n")
 	}
 	p.Losses.Warn(w, p.name, p.meta)
+	warnRateLimited(w, p.name, p.meta)
 	p.Times.Warn(w, p.name)
 	p.unmatched.note(w, p.name)
+}
+
+// warnRateLimited warns that the capture name's rate-limited probes (record
+// --max-rate) recorded a subset of their events, as a loss warning does:
+// N events rate-limited in the kernel, by probe, with each probe's rate.
+func warnRateLimited(w io.Writer, name string, m *format.Meta) {
+	if m == nil {
+		return
+	}
+	ps := RateLimitedProbes(m)
+	if len(ps) == 0 {
+		return
+	}
+	var total uint64
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		total = format.AddCount(total, p.RateLimited)
+		parts[i] = fmt.Sprintf("%s %d (at most %s/s)", textsafe.Escape(p.Name), p.RateLimited, humanfmt.Rate(p.MaxRate))
+		if footerless(m) {
+			parts[i] = fmt.Sprintf("%s at most %s/s", textsafe.Escape(p.Name), humanfmt.Rate(p.MaxRate))
+		}
+	}
+	switch {
+	case footerless(m):
+		fmt.Fprintf(w, "WARNING: %s: probes were rate-limited in the kernel (--max-rate: %s), how many events they rejected is not recorded (no footer): counts from these probes are of a subset.\n",
+			name, strings.Join(parts, ", "))
+	case total > 0:
+		fmt.Fprintf(w, "WARNING: %s: %d events rate-limited in the kernel (--max-rate: %s): counts from these probes are of a subset.\n",
+			name, total, strings.Join(parts, ", "))
+	}
 }
 
 // Scan reads the capture from its first batch and calls fn for every event

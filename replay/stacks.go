@@ -534,6 +534,8 @@ func OffCPU(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 		kept = "the -p process"
 	case p.Filter != "":
 		kept = "the events its filter passed (" + p.Filter + ")"
+	case p.MaxRate > 0:
+		kept = "the events its --max-rate of " + humanfmt.Rate(p.MaxRate) + "/s let through"
 	}
 	agg, err := newStackAgg(c, &o, pi, "ns")
 	if err != nil {

@@ -169,6 +169,7 @@ type results struct {
 	rows              []*row
 	soak              []soakResult
 	recCPU            []*recCPURow
+	ctxsw             *ctxswResult
 	ready             map[string]*cell
 	replay            *replayResult
 	progTimes         map[string]map[string]progTime
@@ -301,6 +302,11 @@ func (d *driver) bench() (*results, error) {
 			d.logf("reccpu %s: bpftape alone, %d rounds of %d events per thread, variants %s (load %s)", th.name, c.recRounds, c.recEvents, recNames(c.recVariants), loadavg())
 			res.recCPU = append(res.recCPU, d.recCPU(th.name, th.cpus, th.n))
 		}
+	}
+	if c.want("ctxsw") {
+		d.logf("ctxsw: the recorder's context switches recording sched_switch with user stacks system-wide (load %s)", loadavg())
+		r := d.ctxSwitches()
+		res.ctxsw = &r
 	}
 	if c.want("soak") {
 		for _, w := range []wdef{wdefs[0], wdefs[3]} {
@@ -706,6 +712,10 @@ func versions(d *driver) []string {
 // rejects every event (probe.rejectAll).
 const bpftapeRejecting = "bpftape-rejecting"
 
+// bpftapeRateLimited is the progtime column of bpftape with a rate limit
+// that rejects nearly every event (probe.rateLimited).
+const bpftapeRateLimited = "bpftape-ratelimited"
+
 // emptyClock is the progtime column of the empty program that reads the
 // boot clock (driver empty -clock): what stamping each event with its time
 // costs before a recorder does anything else.
@@ -739,7 +749,7 @@ func (d *driver) progTimes() (map[string]map[string]progTime, error) {
 		}
 		ts := []string{empty, emptyClock, bcc, bpftrace, bpftape}
 		if !w.stacks {
-			ts = append(ts, bpftapeRejecting)
+			ts = append(ts, bpftapeRejecting, bpftapeRateLimited)
 		}
 		for _, t := range ts {
 			u, err := d.startWorkload(d.copyOf(untraced), cpu, 1, w.mode, events, 0)
@@ -752,7 +762,7 @@ func (d *driver) progTimes() (map[string]map[string]progTime, error) {
 			}
 			tool, bin := t, t
 			switch t {
-			case bpftapeRejecting:
+			case bpftapeRejecting, bpftapeRateLimited:
 				tool, bin = bpftape, bpftape
 			case emptyClock:
 				bin = empty
@@ -767,6 +777,7 @@ func (d *driver) progTimes() (map[string]map[string]progTime, error) {
 			}
 			pr := w.probe(d.copyOf(bin))
 			pr.rejectAll = t == bpftapeRejecting
+			pr.rateLimited = t == bpftapeRateLimited
 			s, err := d.startSession(tool, []probe{pr}, pid)
 			if err != nil {
 				wl.kill()

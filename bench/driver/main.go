@@ -142,7 +142,7 @@ func runBench(args []string) error {
 	headers := fs.String("headers", "/var/tmp/bpftape-bench/headers", "kernel headers for BCC (BCC_KERNEL_SOURCE)")
 	rounds := fs.Int("rounds", 0, "rounds (default 5, 2 with --quick)")
 	events := fs.Int64("events", 0, "iterations per thread per run (default 1000000, 100000 with --quick)")
-	only := fs.String("only", "", "comma-separated parts to run: uprobe,uretprobe,usdt,tracepoint,ustack,profile,chain,1t,mt,reccpu,soak,ready,replay,progtime (default all)")
+	only := fs.String("only", "", "comma-separated parts to run: uprobe,uretprobe,usdt,tracepoint,ustack,profile,chain,1t,mt,reccpu,ctxsw,soak,ready,replay,progtime (default all)")
 	skipReplay := fs.Bool("skip-replay", false, "skip the replay benchmark")
 	replayRepeats := fs.Int("replay-repeats", 0, "replay: runs of each replay command, the median reported (default 3, 1 with --quick)")
 	stackEvents := fs.Int64("stack-events", 0, "replay: events of the recorded capture with user stacks (default 10000000, 200000 with --quick)")

@@ -26,7 +26,16 @@ type probe struct {
 	// (the progtime diagnostic's filtered-out column): what a rejected
 	// event costs against the empty program.
 	rejectAll bool
+	// rateLimited: bpftape records the probe with a rate limit so low
+	// (rateLimitedRate) that nearly every event is rejected by it (the
+	// progtime diagnostic's rate-limited column): what an event past
+	// --max-rate costs against the empty program.
+	rateLimited bool
 }
+
+// rateLimitedRate is the --max-rate of a rateLimited probe: one event a
+// second, of the hundreds of thousands a run fires.
+const rateLimitedRate = "1/s"
 
 func parseProbe(s string) (probe, error) {
 	kind, rest, ok := strings.Cut(s, ":")

@@ -217,6 +217,7 @@ func (res *results) print(w io.Writer, d *driver) {
 	}
 
 	printRecCPU(w, res.recCPU)
+	printCtxsw(w, res.ctxsw, &errs)
 
 	if len(res.soak) > 0 {
 		fmt.Fprintf(w, "\nLoss at full speed: bpftape record, default settings, one workload thread per CPU\n")
@@ -289,12 +290,14 @@ func (res *results) print(w io.Writer, d *driver) {
 	if len(res.progTimes) > 0 {
 		fmt.Fprintf(w, "\nDiagnostic: BPF program run time per event (kernel BPF stats on, separate runs, 1 thread; overhead of the same run)\n")
 		pt := &table{head: []string{"workload"}, left: map[int]bool{0: true}}
-		ts := []string{empty, emptyClock, bcc, bpftrace, bpftape, bpftapeRejecting}
+		ts := []string{empty, emptyClock, bcc, bpftrace, bpftape, bpftapeRejecting, bpftapeRateLimited}
 		for _, t := range ts {
 			title := toolTitle[t]
 			switch t {
 			case bpftapeRejecting:
 				title = toolTitle[bpftape] + ", all filtered out"
+			case bpftapeRateLimited:
+				title = toolTitle[bpftape] + ", all rate-limited"
 			case emptyClock:
 				title = toolTitle[empty] + " + clock read"
 			}

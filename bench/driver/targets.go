@@ -177,24 +177,44 @@ func (res *results) targets() []target {
 	if res.progTimes != nil {
 		for _, wd := range wdefs {
 			if wd.sampled || wd.stacks {
-				continue // no filtered-out run there
+				continue // no filtered-out or rate-limited run there
 			}
-			tn := wd.name + ": a filtered-out event ≤ 1.1× the empty program (BPF run time)"
 			m := res.progTimes[wd.name]
-			e, okE := m[empty]
-			f, okF := m[bpftapeRejecting]
-			missing := ""
-			switch {
-			case !okE || !okF:
-				missing = "not measured (see Errors and the log)"
-			case e.runNs <= 0 || f.runNs <= 0:
-				missing = "no BPF run time read"
+			for _, v := range []struct {
+				what, col string
+				limit     float64
+			}{
+				{"a filtered-out event", bpftapeRejecting, 1.1},
+				// --max-rate: past the filter, a map lookup and a read of
+				// the shared token count, no clock.
+				{"a rate-limited event", bpftapeRateLimited, 1.3},
+			} {
+				tn := fmt.Sprintf("%s: %s ≤ %.1f× the empty program (BPF run time)", wd.name, v.what, v.limit)
+				e, okE := m[empty]
+				f, okF := m[v.col]
+				missing := ""
+				switch {
+				case !okE || !okF:
+					missing = "not measured (see Errors and the log)"
+				case e.runNs <= 0 || f.runNs <= 0:
+					missing = "no BPF run time read"
+				}
+				add(runFault(tn, nil, missing, func() target {
+					q, _ := ratio(f.runNs, e.runNs)
+					return pass(fmt.Sprintf("%.2f× (%s vs %s ns/run)", q, num(f.runNs), num(e.runNs)), q <= v.limit)
+				}))
 			}
-			add(runFault(tn, nil, missing, func() target {
-				q, _ := ratio(f.runNs, e.runNs)
-				return pass(fmt.Sprintf("%.2f× (%s vs %s ns/run)", q, num(f.runNs), num(e.runNs)), q <= 1.1)
-			}))
 		}
+	}
+	if r := res.ctxsw; r != nil {
+		missing := ""
+		if r.err == "" && r.perSec <= 0 {
+			missing = "no context switches read"
+		}
+		add(runFault(fmt.Sprintf("recorder ≤ %d context switches/s recording sched_switch with stacks system-wide", ctxswLimit),
+			[]string{r.err}, missing, func() target {
+				return pass(fmt.Sprintf("%.0f/s", r.perSec), r.perSec <= ctxswLimit)
+			}))
 	}
 	for _, s := range res.soak {
 		rssParts = true

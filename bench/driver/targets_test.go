@@ -77,7 +77,7 @@ func TestTargets(t *testing.T) {
 		},
 		ready: map[string]*cell{bpftape: ready},
 		progTimes: map[string]map[string]progTime{
-			"uprobe": {empty: {runNs: 30}, bpftapeRejecting: {runNs: 32}},
+			"uprobe": {empty: {runNs: 30}, bpftapeRejecting: {runNs: 32}, bpftapeRateLimited: {runNs: 40}},
 			// uretprobe, usdt, tracepoint, chain: not measured
 		},
 		replay: &replayResult{
@@ -123,6 +123,8 @@ func TestTargets(t *testing.T) {
 		{"tracepoint 1T: bytes/event ≤ 0.1× perf.data", "FAIL", "printed no summary"},
 
 		{"uprobe: a filtered-out event ≤ 1.1× the empty program (BPF run time)", "PASS", "1.07× (32.0 vs 30.0 ns/run)"},
+		{"uprobe: a rate-limited event ≤ 1.3× the empty program (BPF run time)", "FAIL", "1.33× (40.0 vs 30.0 ns/run)"},
+		{"usdt: a rate-limited event ≤ 1.3× the empty program (BPF run time)", "N/A", "not measured"},
 		{"usdt: a filtered-out event ≤ 1.1× the empty program (BPF run time)", "N/A", "not measured"},
 
 		{"0 lost, uprobe, every core as fast as possible, default settings, 10 s", "PASS", "0 lost of 1,000 in 10s"},

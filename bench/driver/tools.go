@@ -173,6 +173,11 @@ func (d *driver) startSessionOf(tool string, probes []probe, pid int, keep bool,
 			args = append(args, "-p", strconv.Itoa(pid))
 		}
 		for _, p := range probes {
+			if p.rateLimited {
+				args = append(args, "--max-rate", p.bpftapeSpec()+"="+rateLimitedRate)
+			}
+		}
+		for _, p := range probes {
 			args = append(args, p.bpftapeSpec())
 		}
 		if s.p, err = d.startProc(tool, v.env, nil, args...); err == nil {

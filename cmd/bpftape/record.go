@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -23,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/shellwords"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/record"
@@ -40,7 +42,7 @@ func init() {
 const DefaultOutput = "bpftape.arrow"
 
 const recordSynopsis = `[-o FILE [--force] [--owner USER[:GROUP]]] [-p PID [--follow] | -c 'CMD ARGS'] [-d DURATION] [--max-size SIZE [--rotate N]] [--ringbuf-size BYTES]
-                      [--compress zstd|lz4|none] [--ready-file PATH] [--debug-dir DIR] [--print 'VERB ARGS'... [--interval D]]
+                      [--max-rate [PROBE=]N/s]... [--compress zstd|lz4|none] [--ready-file PATH] [--debug-dir DIR] [--print 'VERB ARGS'... [--interval D]]
                       [--flight DURATION [--flight-size SIZE] [--trigger PROBE | --trigger-latency 'START END > D'] [--after D] [--trigger-holdoff D] [--max-snapshots N]] PROBE...`
 
 const recordHelp = `
@@ -63,6 +65,18 @@ library (libc) then costs every process on the host that calls it a trap.
 Every probe records over the same window: from when the last probe was
 attached to when the first is detached (bpftape info shows it), so the
 counts of probes on one loop are equal and entries pair with returns.
+
+--max-rate N/s bounds what recording costs: each probe records at most N
+events a second (on average: a tenth of a second's worth may come at once),
+and the BPF program rejects the others before it sends anything, counting
+them as rate-limited (not lost). --max-rate PROBE=N/s bounds one probe,
+named as info names it or as typed (for a pattern, each of its probes), over
+a --max-rate for all; it is repeatable (N may have a k or M suffix). A
+probe's filter runs first: what it rejects takes nothing from the rate. A
+rate-limited probe's events are a subset, which info, the summary and every
+analysis say, with how many were rejected.
+  bpftape record -o srv.arrow -d 1h --max-rate 1000/s --max-rate req=100/s \
+      'req=u:./server:handle(arg1)' 't:syscalls:sys_exit_write(ret)'
 
 FILE is created with mode 0600, at its final name so that a recorder
 killed at any moment leaves a capture the other verbs read up to its last
@@ -232,6 +246,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	var pidList, commList stringList
 	fs.Var(&pidList, "pid", fmt.Sprintf("record only events of processes `PID[,PID...]`, filtered in the kernel; unlike -p, attaches nothing differently (repeatable, at most %d PIDs)", resolve.MaxProcessValues))
 	fs.Var(&commList, "comm", fmt.Sprintf("record only events of threads named `NAME[,NAME...]`, filtered in the kernel (repeatable, at most %d names)", resolve.MaxProcessValues))
+	var maxRates stringList
+	fs.Var(&maxRates, "max-rate", "record at most `[PROBE=]N/s` events a second of every probe, or of PROBE, rejecting the others in the kernel (repeatable; see above)")
 	var debugDirs stringList
 	fs.Var(&debugDirs, "debug-dir", "look for separate debug files of stripped binaries in `DIR` (repeatable; before $BPFTAPE_DEBUG_DIRS and /usr/lib/debug)")
 	var prints stringList
@@ -260,6 +276,10 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "record", err)
 	}
+	maxRate, probeRates, err := parseMaxRates(maxRates)
+	if err != nil {
+		return fail(stderr, "record", err)
+	}
 	opts := record.Options{
 		Output:      *output,
 		Probes:      probes,
@@ -272,6 +292,8 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		ReadyFile:   *ready,
 		Force:       *force,
 		Rotate:      *rotate,
+		MaxRate:     maxRate,
+		MaxRates:    probeRates,
 		DebugDirs:   debugDirs,
 		CommandLine: append([]string{"bpftape", "record"}, args...),
 		Version:     Version,
@@ -546,6 +568,56 @@ func parseSize(s string) (uint32, error) {
 		return 0, fmt.Errorf("bad size %q: want bytes, e.g. 4096, 256K or 16M (at most 2G)", s)
 	}
 	return uint32(n * mult), nil
+}
+
+// parseMaxRates reads the --max-rate values: N/s for every probe (at most
+// once) and PROBE=N/s for one (PROBE is what comes before the last =: a
+// probe argument as typed may hold = too).
+func parseMaxRates(vals []string) (all float64, probes []record.ProbeRate, err error) {
+	for _, v := range vals {
+		probe, rate := "", v
+		if i := strings.LastIndexByte(v, '='); i >= 0 {
+			probe, rate = v[:i], v[i+1:]
+			if probe == "" {
+				return 0, nil, usage.Errorf("--max-rate %q: no PROBE before the =", v)
+			}
+		}
+		n, err := parseRate(rate)
+		if err != nil {
+			return 0, nil, usage.Errorf("--max-rate %q: %v", v, err)
+		}
+		switch {
+		case probe != "":
+			probes = append(probes, record.ProbeRate{Probe: probe, PerSecond: n})
+		case all != 0:
+			return 0, nil, usage.Errorf("--max-rate %q: a rate for every probe was given already (%s/s); name a PROBE=N/s", v, humanfmt.Rate(all))
+		default:
+			all = n
+		}
+	}
+	return all, probes, nil
+}
+
+// parseRate reads N/s, N a number above 0 with an optional k (thousand) or
+// M (million) suffix: 1000/s, 2.5/s, 10k/s.
+func parseRate(s string) (float64, error) {
+	num, ok := strings.CutSuffix(s, "/s")
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(num, "k"):
+		num, mult = num[:len(num)-1], 1e3
+	case strings.HasSuffix(num, "M"):
+		num, mult = num[:len(num)-1], 1e6
+	}
+	n, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || num == "" || strings.ContainsAny(num, "xXpPeE_") {
+		return 0, errors.New("want N/s or PROBE=N/s, N events a second, e.g. 1000/s or 10k/s")
+	}
+	n *= mult
+	if !(n > 0) || math.IsInf(n, 0) || n > 1e9 {
+		return 0, errors.New("want a rate above 0 and at most 1G/s")
+	}
+	return n, nil
 }
 
 // processLists splits the --pid and --comm lists at commas.

@@ -129,3 +129,12 @@ func Plural(n uint64, one, many string) string {
 	}
 	return strconv.FormatUint(n, 10) + " " + many
 }
+
+// Rate formats a rate limit of events a second as record --max-rate takes
+// it: 1,000 or 2.5.
+func Rate(perSecond float64) string {
+	if perSecond == math.Trunc(perSecond) && perSecond >= 0 && perSecond < 1e18 {
+		return Commas(uint64(perSecond))
+	}
+	return strconv.FormatFloat(perSecond, 'f', -1, 64)
+}

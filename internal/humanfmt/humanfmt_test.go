@@ -14,6 +14,7 @@ func TestFormat(t *testing.T) {
 		{Commas(18446744073709551615), "18,446,744,073,709,551,615"},
 		{Plural(0, "process", "processes"), "0 processes"}, {Plural(1, "process", "processes"), "1 process"},
 		{Plural(12345, "event came", "events came"), "12345 events came"},
+		{Rate(1000), "1,000"}, {Rate(2.5), "2.5"}, {Rate(0.1), "0.1"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

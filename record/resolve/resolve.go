@@ -129,7 +129,9 @@ func (r *Resolver) Resolve(s *probespec.Spec, name string) (*Probe, error) {
 // keepsSelf reports whether a probe records the recorder's own events too
 // (bpf.SpecKeepSelf), which the programs otherwise leave out:
 //   - sched:sched_switch: the switch-in of a traced thread may be the
-//     recorder's own switch-out;
+//     recorder's own switch-out (the program still leaves out a switch
+//     between the recorder's threads and the idle task: see
+//     bpf.SpecSelfSwitch, which tracepoint sets);
 //   - the tracepoints that fire in interrupts (block, irq, napi): one that
 //     interrupts the recorder runs as the recorder, though it is not
 //     its doing. A block_rq_complete dropped so left an issue unpaired in
@@ -687,6 +689,13 @@ func (r *Resolver) tracepoint(p *Probe) error {
 	spec, err := p.ProbeSpec(args)
 	if err != nil {
 		return err
+	}
+	if f := tf.Field("next_pid"); s.Category == "sched" && s.Event == "sched_switch" && f != nil &&
+		f.Kind == tracefs.Int && f.Size == 4 && f.Offset%4 == 0 && f.Offset <= bpf.MaxNextTidOff {
+		// The recorder's own switches, and the idle task's with it, are
+		// left out: see bpf.SpecSelfSwitch.
+		spec.Flags |= bpf.SpecSelfSwitch
+		spec.NextTidOff = uint16(f.Offset)
 	}
 	p.Meta.Target = s.Category + ":" + s.Event
 	p.Atts = []Attachment{{Category: s.Category, Event: s.Event, TPEnd: uint32(tf.End()), Spec: spec, What: "tracepoint " + s.Category + ":" + s.Event}}

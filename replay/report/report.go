@@ -109,6 +109,9 @@ type view struct {
 	// Filtered is set when a probe had an in-kernel filter: the capture
 	// is a subset of the events.
 	Filtered bool
+	// RateLimited is set when a probe had a rate limit (record
+	// --max-rate): the capture is a subset too.
+	RateLimited bool
 	// RowFilter is the --pid, --tid, --comm, --from and --to the report
 	// was made with, as text; "" if none.
 	RowFilter string
@@ -191,8 +194,10 @@ type probeView struct {
 	Fields                                          []string
 	HasLoss                                         bool
 	// Filter is the probe's in-kernel filter and Filtered what it
-	// rejected ("" for a probe without one).
-	Filter, Filtered string
+	// rejected ("" for a probe without one); Rate is its rate limit
+	// (events a second) and RateLimited what that rejected ("" for none).
+	Filter, Filtered  string
+	Rate, RateLimited string
 }
 
 type histView struct {
@@ -559,6 +564,14 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 				pv.Filtered = commas(p.Filtered) + " events rejected in the kernel"
 			}
 			v.Filtered = true
+		}
+		if p.MaxRate > 0 {
+			pv.Rate = humanfmt.Rate(p.MaxRate)
+			pv.RateLimited = "how many events it rejected is not recorded (the file has no footer)"
+			if m.Window == nil || m.Window.End != 0 {
+				pv.RateLimited = commas(p.RateLimited) + " events rate-limited in the kernel"
+			}
+			v.RateLimited = true
 		}
 		v.Probes = append(v.Probes, pv)
 	}

@@ -97,12 +97,13 @@ Counts, histograms and heat maps of these probes are too low; the time line belo
 
 <h2 id="probes">Probes</h2>
 {{if .Filtered}}<p class="note">A filtered subset: probes with a filter recorded only the events it passed, and the counts below are of those.</p>{{end}}
+{{if .RateLimited}}<p class="note">A rate-limited subset: probes with a --max-rate recorded at most that many events a second, and the counts below are of those.</p>{{end}}
 <table class="probes">
 <thead><tr><th>Probe</th><th>Kind</th><th class="num">Events</th><th class="num">Lost</th><th>Fields</th><th>Spec, target and build id</th></tr></thead>
 <tbody>
 {{range .Probes}}<tr{{if .HasLoss}} class="lossy"{{end}}><td><b>{{.Name}}</b></td><td>{{.Kind}}</td><td class="num">{{.Events}}</td><td class="num lost">{{.Lost}}</td>
 <td>{{range $i, $f := .Fields}}{{if $i}}, {{end}}<span class="mono">{{$f}}</span>{{else}}<span class="muted">none</span>{{end}}</td>
-<td class="spec"><code>{{.Spec}}</code>{{if .Filter}}<br><span class="muted">filter</span> <code>{{.Filter}}</code>: {{.Filtered}}{{end}}{{if .Target}}<br><span class="muted">target</span> <code>{{.Target}}</code>{{end}}{{if .BuildID}}<br><span class="muted">build id</span> <code>{{.BuildID}}</code>{{end}}</td></tr>
+<td class="spec"><code>{{.Spec}}</code>{{if .Filter}}<br><span class="muted">filter</span> <code>{{.Filter}}</code>: {{.Filtered}}{{end}}{{if .Rate}}<br><span class="muted">--max-rate</span> {{.Rate}}/s: {{.RateLimited}}{{end}}{{if .Target}}<br><span class="muted">target</span> <code>{{.Target}}</code>{{end}}{{if .BuildID}}<br><span class="muted">build id</span> <code>{{.BuildID}}</code>{{end}}</td></tr>
 {{end}}</tbody>
 </table>
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,8 +105,56 @@ type flight struct {
 	done       chan struct{}   // closed when the writer goroutine ends
 	written    []string
 	skipped    int // snapshots not taken while two were being written
-	errs       []error
-	stopped    bool // --max-snapshots reached
+	// counts reads the kernel's counts of events not sent (nil when no
+	// probe has any); samples holds them every countsEvery, so that a
+	// snapshot carries those of its window.
+	counts  func() kernelCounts
+	samples []countsSample
+	errs    []error
+	stopped bool // --max-snapshots reached
+}
+
+// countsSample is the kernel's counts at boot-clock time t.
+type countsSample struct {
+	t int64
+	c kernelCounts
+}
+
+// countsEvery is how often a flight recorder reads the kernel's counts of
+// events not sent: a snapshot's counts are those of its window to this.
+const countsEvery = 100 * time.Millisecond
+
+// sample reads the kernel's counts every countsEvery, and forgets those
+// older than a snapshot can reach back, but the newest of them.
+func (f *flight) sample() {
+	if f.counts == nil {
+		return
+	}
+	now := boottime.Now()
+	if n := len(f.samples); n > 0 && now-f.samples[n-1].t < countsEvery.Nanoseconds() {
+		return
+	}
+	f.samples = append(f.samples, countsSample{now, f.counts()})
+	keep := now - (f.opts.Flight + f.opts.After + 2*time.Second).Nanoseconds()
+	n := 0
+	for n+1 < len(f.samples) && f.samples[n+1].t <= keep {
+		n++
+	}
+	f.samples = slices.Delete(f.samples, 0, n)
+}
+
+// windowCounts returns the kernel's counts between the sample at or
+// before start (none before: the recording's start) and now.
+func (f *flight) windowCounts(start int64) kernelCounts {
+	c := f.counts()
+	var base kernelCounts
+	for _, s := range f.samples {
+		if s.t > start {
+			break
+		}
+		base = s.c
+	}
+	return c.since(base)
 }
 
 // pendingSnap is a snapshot asked for, to be taken once the ring holds
@@ -131,9 +180,10 @@ const maxOpenPerThread = 64
 const maxOpenThreads = 1 << 16
 
 // newFlight returns the flight state of a recording of probes names into
-// w, its triggers resolved to probe ids.
-func newFlight(w *format.Writer, o *Options, names []string) (*flight, error) {
-	f := &flight{w: w, opts: o, asked: o.Snapshot, out: make(chan *takenSnap, 1), done: make(chan struct{})}
+// w, its triggers resolved to probe ids; counts, if not nil, reads the
+// kernel's counts of events not sent.
+func newFlight(w *format.Writer, o *Options, names []string, counts func() kernelCounts) (*flight, error) {
+	f := &flight{w: w, opts: o, asked: o.Snapshot, out: make(chan *takenSnap, 1), done: make(chan struct{}), counts: counts}
 	var err error
 	if f.trigger, f.start, f.end, err = o.triggerProbes(names); err != nil {
 		return nil, err
@@ -228,6 +278,7 @@ func (f *flight) fire(t int64, why string, latency int64) {
 // calls it after each pass over the rings, and under a load it never
 // catches up with, every few thousand events with seen a second ago.
 func (f *flight) cycle(seen int64) error {
+	f.sample()
 	select {
 	case <-f.asked:
 		if f.pending == nil {
@@ -274,6 +325,10 @@ func (f *flight) take() error {
 	}
 	if p.latency > 0 {
 		m.Extra[format.ExtraFlightLatency] = strconv.FormatInt(p.latency, 10)
+	}
+	// Of the events the programs did not send, those of its window.
+	if f.counts != nil {
+		f.windowCounts(m.Window.Start).setMeta(m.Probes)
 	}
 	// Its times are its own, as a rotated part's: from its window's start.
 	m.StartWall = m.WallTime(m.Window.Start)

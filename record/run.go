@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 
@@ -238,41 +239,80 @@ func (r *recorder) summary(elapsed time.Duration, stopped string) *Summary {
 // rejected; the probes are detached.
 func (r *recorder) countFiltered() {
 	m := r.w.Meta()
-	r.filtered = make([]uint64, len(r.probes))
-	r.ownSwitches = make([]uint64, len(r.probes))
-	r.rateLimited = make([]uint64, len(r.probes))
-	for i, p := range r.probes {
-		if i >= len(m.Probes) {
-			continue
+	c, errs := r.readCounts()
+	for _, err := range errs {
+		r.warn(err.Error())
+	}
+	r.filtered, r.ownSwitches, r.rateLimited = c.filtered, c.ownSwitches, c.rateLimited
+	c.setMeta(m.Probes)
+}
+
+// kernelCounts are, by probe id, the events the programs counted and did
+// not send so far: rejected by a filter, left out as the recorder's own
+// switches, rejected by a rate limit.
+type kernelCounts struct {
+	filtered, ownSwitches, rateLimited []uint64
+}
+
+// readCounts reads the kernel's counts of the probes that have them.
+func (r *recorder) readCounts() (c kernelCounts, errs []error) {
+	n := len(r.probes)
+	c = kernelCounts{make([]uint64, n), make([]uint64, n), make([]uint64, n)}
+	read := func(dst []uint64, i int, f func(uint16) (uint64, error)) {
+		v, err := f(uint16(i))
+		if err != nil {
+			errs = append(errs, err)
+			return
 		}
+		dst[i] = v
+	}
+	for i, p := range r.probes {
 		if p.Meta.Filter != "" {
-			n, err := r.objs.FilteredSamples(uint16(i))
-			if err != nil {
-				r.warn(err.Error())
-			} else {
-				m.Probes[i].Filtered = n
-				r.filtered[i] = n
-			}
+			read(c.filtered, i, r.objs.FilteredSamples)
 		}
 		if len(p.Atts) > 0 && p.Atts[0].Spec.Flags&bpf.SpecSelfSwitch != 0 {
-			n, err := r.objs.OwnSwitchCount(uint16(i))
-			if err != nil {
-				r.warn(err.Error())
-			} else {
-				m.Probes[i].RecorderSwitches = n
-				r.ownSwitches[i] = n
-			}
+			read(c.ownSwitches, i, r.objs.OwnSwitchCount)
 		}
 		if p.Meta.MaxRate > 0 {
-			n, err := r.objs.RateLimitedCount(uint16(i))
-			if err != nil {
-				r.warn(err.Error())
-			} else {
-				m.Probes[i].RateLimited = n
-				r.rateLimited[i] = n
+			read(c.rateLimited, i, r.objs.RateLimitedCount)
+		}
+	}
+	return c, errs
+}
+
+// setMeta puts the counts into the probes' metadata.
+func (c kernelCounts) setMeta(probes []format.Probe) {
+	for i := range probes {
+		if i < len(c.filtered) {
+			probes[i].Filtered, probes[i].RecorderSwitches, probes[i].RateLimited = c.filtered[i], c.ownSwitches[i], c.rateLimited[i]
+		}
+	}
+}
+
+// since returns the counts c less those of base.
+func (c kernelCounts) since(base kernelCounts) kernelCounts {
+	d := kernelCounts{slices.Clone(c.filtered), slices.Clone(c.ownSwitches), slices.Clone(c.rateLimited)}
+	sub := func(dst, b []uint64) {
+		for i := range dst {
+			if i < len(b) {
+				dst[i] -= min(dst[i], b[i])
 			}
 		}
 	}
+	sub(d.filtered, base.filtered)
+	sub(d.ownSwitches, base.ownSwitches)
+	sub(d.rateLimited, base.rateLimited)
+	return d
+}
+
+// countsKept reports whether any probe has kernel counts (readCounts).
+func (r *recorder) countsKept() bool {
+	for _, p := range r.probes {
+		if p.Meta.Filter != "" || p.Meta.MaxRate > 0 || len(p.Atts) > 0 && p.Atts[0].Spec.Flags&bpf.SpecSelfSwitch != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *recorder) writeReady() error {

@@ -373,7 +373,14 @@ func (r *recorder) startCapture(ring uint32, base string, kernelRead <-chan stru
 	r.limit = newSizeLimit(r.w, o, base)
 	r.d = newDrainer(r.rd, r.w, r.objs, r.probes, r.objs.ForgetComms)
 	if o.Flight > 0 {
-		if r.flight, err = newFlight(r.w, o, r.w.Meta().ProbeNames()); err != nil {
+		var counts func() kernelCounts
+		if r.countsKept() {
+			counts = func() kernelCounts {
+				c, _ := r.readCounts() // an error shows at the end, in countFiltered
+				return c
+			}
+		}
+		if r.flight, err = newFlight(r.w, o, r.w.Meta().ProbeNames(), counts); err != nil {
 			return err
 		}
 		r.d.flight = r.flight

@@ -273,6 +273,21 @@ func TestFlightTriggerProbe(t *testing.T) {
 	if d := trig[1] - trig[0]; d < 1e9 || d > 1.5e9 {
 		t.Errorf("triggers %.3fs apart, want the holdoff, 1s", float64(d)/1e9)
 	}
+	// The events big's filter rejected in a snapshot's window are its
+	// own: f's events below 2000 in the first (to the 100 ms the counts
+	// are read at, some 1,000 calls here), none in the second.
+	below := 0
+	for k := range s1.events {
+		if k.probe == "f" && k.i < 2000 {
+			below++
+		}
+	}
+	_, p1 := s1.meta.Probe("big")
+	_, p2 := readFlight(t, snaps[1]).meta.Probe("big")
+	t.Logf("big filtered %d in the first snapshot (f below 2000: %d), %d in the second", p1.Filtered, below, p2.Filtered)
+	if d := int64(p1.Filtered) - int64(below); d < -1500 || d > 1500 || p2.Filtered != 0 {
+		t.Errorf("snapshots' filtered counts %d and %d, want about %d and 0", p1.Filtered, p2.Filtered, below)
+	}
 
 	for _, bad := range [][]string{
 		{"--trigger", "f"},

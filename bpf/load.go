@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -668,6 +669,9 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		// One BTF cache for every copy: a fentry copy's target is looked
 		// up in the kernel's BTF, which is then decoded once.
 		co := &ebpf.CollectionOptions{MapReplacements: shared, Cache: btfCache}
+		if verifierStats {
+			co.Programs.LogLevel = ebpf.LogLevelStats
+		}
 		if cs.Programs[name] == nil {
 			return nil, fmt.Errorf("no program %s to copy", name)
 		}
@@ -680,6 +684,9 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		prog, _ := one.Elem().Field(0).Interface().(*ebpf.Program)
 		if err != nil {
 			return nil, loadError(err)
+		}
+		if verifierStats {
+			logVerifierStats(name, prog.VerifierLog)
 		}
 		return prog, nil
 	}
@@ -845,4 +852,19 @@ func b2u(b bool) uint32 {
 		return 1
 	}
 	return 0
+}
+
+// verifierStats (BPFTAPE_VERIFIER_STATS=1) prints, for every program
+// loaded, the verifier's count of the instructions it processed: how close
+// a kernel's verifier comes to its limit of a million, which differs from
+// kernel to kernel (make vmtest's guests print it).
+var verifierStats = os.Getenv("BPFTAPE_VERIFIER_STATS") == "1"
+
+// logVerifierStats writes the statistics line of a verifier log to stderr.
+func logVerifierStats(name, log string) {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.HasPrefix(l, "processed ") {
+			fmt.Fprintf(os.Stderr, "bpftape: verifier: %s: %s\n", name, l)
+		}
+	}
 }

@@ -81,6 +81,9 @@ RT_PER=10     # firings per name
 # to report one after 30 s) and sysrq's blocked tasks print at that level.
 case "$rel" in *-rt-*) echo 7 >/proc/sys/kernel/printk ;; esac
 
+# Every recording prints its programs' verifier statistics (see rec).
+BPFTAPE_VERIFIER_STATS=1
+export BPFTAPE_VERIFIER_STATS
 W=/tmp/vmtest
 mkdir -p $W
 cd $W || exit 1
@@ -115,6 +118,9 @@ rec() {
 	wait $rp
 	st=$?
 	kill $wp 2>/dev/null
+	# How close each program came to the verifier's limit of a million
+	# instructions on this kernel (BPFTAPE_VERIFIER_STATS, below).
+	grep -h '^bpftape: verifier: ' $n.err | sed "s/^bpftape: verifier: /VMTEST-VERIFIER kernel=$K rec=$n /" | cut -c1-160
 	bpftape info --json $n.arrow >$n.json 2>>$n.err
 	return $st
 }

@@ -1462,6 +1462,14 @@ static __always_inline __u64 low_bytes(__u64 w, __u32 len)
 	return w & ((1ULL << (len * 8)) - 1);
 }
 
+#ifdef BPFTAPE_RATE_LIMIT
+/*
+ * The rate limits' code is in a second build of this file (bpftaperl,
+ * with BPFTAPE_RATE_LIMIT), loaded only when a probe has a limit. In the
+ * same program, gated by a volatile const, it cost 6.1's verifier more
+ * than 53,000 instructions on a kprobe with filters, strings and pointer
+ * chains (947,000 before): past its limit of a million.
+ */
 /*
  * Whether an event of a probe with spec flags flags and id id may be
  * recorded under the probe's rate limit (SPEC_RATE_LIMIT): it takes a token
@@ -1509,6 +1517,8 @@ static __always_inline int rate_rejects(const struct probe_spec *spec, __u32 *ke
 		__sync_fetch_and_add(cnt, 1);
 	return 1;
 }
+
+#endif
 
 /*
  * Whether the sample in sample_scratch passes the filter of the spec at
@@ -1856,9 +1866,11 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 				*cnt += 1;
 			return 0;
 		}
+#ifdef BPFTAPE_RATE_LIMIT
 		/* A rate limit counts only what the filter passed. */
 		if (rate_rejects(spec, &key))
 			return 0;
+#endif
 		/* The clock only for what is sent: a rejected event does not read it. */
 		now = bpf_ktime_get_boot_ns();
 		s->time = now;
@@ -1895,8 +1907,10 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 			goto lost;
 		return 0;
 	}
+#ifdef BPFTAPE_RATE_LIMIT
 	if (rate_rejects(spec, &key))
 		return 0;
+#endif
 	now = bpf_ktime_get_boot_ns();
 	if (prelude(ctx, spec, now, pid_tgid, cpu, ctx_kind, depth, &rb, &st))
 		goto lost;

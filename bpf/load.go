@@ -464,7 +464,17 @@ func (o *Objects) ForgetComms() error {
 // bpf_probe_read_kernel; without BTF, with bpf_get_current_comm). On a kernel without
 // attach cookies, or with opts.NoCookies, the uprobe and tracepoint
 // programs are loaded per attachment instead (see Objects.Cookies).
-func Load(opts Options) (*Objects, error) { return loadFrom(loadBpftape, opts) }
+//
+// A probe with a rate limit (Uses.RateLimit), or no Uses (everything),
+// loads the build of the programs with the rate limits' code (bpftaperl);
+// every other recording the build without it, which costs the verifier
+// less (see bpftape.c).
+func Load(opts Options) (*Objects, error) {
+	if opts.Uses == nil || opts.Uses.RateLimit {
+		return loadFrom(loadBpftaperl, opts)
+	}
+	return loadFrom(loadBpftape, opts)
+}
 
 // loadFrom is Load with the collection spec from loadSpec (tests patch it).
 func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Objects, error) {
@@ -532,6 +542,9 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 			bpftapeVarMaxClass: uint32(u.MaxClass), bpftapeVarUseFilters: b2u(u.Filters), bpftapeVarUseStacks: b2u(u.Stacks),
 			bpftapeVarTpCtxEnd: u.TPContextEnd, bpftapeVarUseRateLimit: b2u(u.RateLimit),
 		} {
+			if name == bpftapeVarUseRateLimit && spec.Variables[name] == nil {
+				continue // the build without rate limits (see Load)
+			}
 			if err := spec.Variables[name].Set(v); err != nil {
 				return nil, fmt.Errorf("bpf: set %s: %w", name, err)
 			}

@@ -922,6 +922,20 @@ if runs ready; then
 	result ready $ok "$detail"
 fi
 
+# Rate limits: 2,000 ticks as fast as the workload calls, under --max-rate
+# 100/s (the build of the programs with the rate limits' code): every call
+# is either recorded or counted rate-limited, and most are rate-limited.
+if runs max-rate; then
+	if rec mr --max-rate 100/s -c "probes burst $N_BURST" 'u:/bin/probes:tick(arg0)'; then
+		got=$(jprobe tick mr.json)
+		lim=$(jnum rate_limited mr.json)
+		[ $((${got:-0} + ${lim:-0})) = "$N_BURST" ] && [ "${lim:-0}" -gt $((N_BURST / 2)) ] && result max-rate PASS "recorded=$got,rate-limited=$lim,fired=$N_BURST" ||
+			result max-rate FAIL "recorded=$got,rate-limited=$lim,fired=$N_BURST;$(errtail mr.err)"
+	else
+		result max-rate FAIL "$(errtail mr.err)"
+	fi
+fi
+
 # The flight recorder: a workload calling f every 2 ms for 8 s with one
 # 200-ms call at 4 s, under --flight 2s with a latency trigger and 1 s
 # after it: exactly one snapshot, which holds the slow call (latency's

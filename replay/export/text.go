@@ -140,7 +140,7 @@ func csvNeedsQuotes(s string) bool {
 //
 // An event's line, when the columns start with time, cpu, pid, tid, comm
 // and probe (not redacted), is made faster (fastRow): what lies between
-// its cpu and its fields is cached per thread and probe (csvHead), and
+// its time and its fields is cached per thread and probe (csvHead), and
 // the field cells come from a plan per probe (csvPlan) where the row has
 // values in its probe's columns and nowhere else, as every row written by
 // bpftape does. Other rows, and lines of other columns, take the cells
@@ -195,21 +195,46 @@ type csvField struct {
 type csvPlan struct {
 	want  uint64
 	cells []csvCell
-	tail  []byte
+	tail  shortText
 }
 
 type csvCell struct {
 	k   int // index in csvCells.fields
-	pre []byte
+	pre shortText
 }
 
-// csvHead caches the cells of a thread's line between its cpu and its
-// fields for one probe: ",PID,TID,COMM,PROBE", and a comma for an empty
-// lost column; the comm matched by its string view, as bpftape events
-// matches it (replay's lineHead).
+// shortText is a few bytes of a line (commas), appended as one word when
+// they fit in one.
+type shortText struct {
+	w [16]byte
+	s []byte
+}
+
+func newShortText(s string) shortText {
+	t := shortText{s: []byte(s)}
+	copy(t.w[:], s)
+	return t
+}
+
+func (t *shortText) appendTo(line []byte) []byte {
+	if len(t.s) > len(t.w) {
+		return append(line, t.s...)
+	}
+	n := len(line)
+	line = slices.Grow(line, len(t.w))
+	*(*[16]byte)(line[n : n+16]) = t.w
+	return line[:n+len(t.s)]
+}
+
+// csvHead caches the cells of a thread's line between its time and its
+// fields for one probe and cpu (a thread stays on a cpu for a while):
+// ",CPU,PID,TID,COMM,PROBE", and a comma for an empty lost column; the
+// comm matched by its string view, as bpftape events matches it (replay's
+// lineHead).
 type csvHead struct {
 	ok       bool
 	probe    uint16
+	cpu      uint16
 	pid, tid uint32
 	lo, hi   uint64
 	batch    int // the batch in which a long comm's view last read as comm
@@ -259,10 +284,10 @@ func newCSVCells(c *replay.Capture, cols []column, probes []string, o *Options) 
 				break
 			}
 			pl.want |= 1 << k
-			pl.cells = append(pl.cells, csvCell{k: k, pre: []byte(strings.Repeat(",", k-last))})
+			pl.cells = append(pl.cells, csvCell{k: k, pre: newShortText(strings.Repeat(",", k-last))})
 			last = k
 		}
-		pl.tail = []byte(strings.Repeat(",", len(cc.fields)-1-last) + "\n")
+		pl.tail = newShortText(strings.Repeat(",", len(cc.fields)-1-last) + "\n")
 		cc.plans = append(cc.plans, pl)
 	}
 	return cc
@@ -290,9 +315,7 @@ func (cc *csvCells) row(line []byte, b *format.Batch, i int, lost bool) []byte {
 // fastRow appends event row i of b as a line, the columns starting with
 // the fixed ones (fixed > 0).
 func (cc *csvCells) fastRow(line []byte, b *format.Batch, i int) []byte {
-	line = append(cc.time.AppendInt(line, b.Time[i]), ',')
-	line = decimal.AppendUint(line, uint64(b.CPU[i]))
-	line = cc.head(line, b, i)
+	line = cc.head(cc.time.AppendInt(line, b.Time[i]), b, i)
 	if cc.batch != b.Index+1 {
 		cc.setBatch(b)
 	}
@@ -309,15 +332,16 @@ func (cc *csvCells) fastRow(line []byte, b *format.Batch, i int) []byte {
 			valid |= uint64(f.valid[i>>3]>>(i&7)&1) << k
 		}
 		if pl := &cc.plans[p]; valid == pl.want {
-			for _, c := range pl.cells {
-				line = append(line, c.pre...)
+			for j := range pl.cells {
+				c := &pl.cells[j]
+				line = c.pre.appendTo(line)
 				if f := &cc.fields[c.k]; !f.asIs {
 					line = decimal.AppendBits(line, f.bits[i], f.sign)
 				} else {
 					line = cc.cell(line, cc.fixed+c.k, b, i)
 				}
 			}
-			return append(line, pl.tail...)
+			return pl.tail.appendTo(line)
 		}
 	}
 	for k := cc.fixed; k < len(cc.cols); k++ {
@@ -360,16 +384,17 @@ func bits64(x []int64) []uint64 {
 	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
 }
 
-// head appends the cells of row i of b between its cpu and its fields.
+// head appends the cells of row i of b between its time and its fields.
 func (cc *csvCells) head(line []byte, b *format.Batch, i int) []byte {
-	pid, tid, probe := b.PID[i], b.TID[i], b.Probe[i]
+	cpu, pid, tid, probe := b.CPU[i], b.PID[i], b.TID[i], b.Probe[i]
 	lo, hi := b.CommView(i)
 	h := &cc.heads[(uint64(tid)<<16|uint64(probe))*0x9e3779b97f4a7c15>>(64-9)]
-	if !h.ok || h.tid != tid || h.probe != probe || h.pid != pid || h.lo != lo || h.hi != hi ||
+	if !h.ok || h.tid != tid || h.probe != probe || h.cpu != cpu || h.pid != pid || h.lo != lo || h.hi != hi ||
 		uint32(lo) > 12 && h.batch != b.Index && h.comm != b.Comm(i) {
 		comm := b.Comm(i)
-		h.ok, h.probe, h.pid, h.tid, h.lo, h.hi, h.comm = true, probe, pid, tid, lo, hi, strings.Clone(comm)
+		h.ok, h.probe, h.cpu, h.pid, h.tid, h.lo, h.hi, h.comm = true, probe, cpu, pid, tid, lo, hi, strings.Clone(comm)
 		s := append(h.text[:0], ',')
+		s = append(decimal.AppendUint(s, uint64(cpu)), ',')
 		s = append(decimal.AppendUint(s, uint64(pid)), ',')
 		s = append(decimal.AppendUint(s, uint64(tid)), ',')
 		s = append(cc.text(s, comm), ',')

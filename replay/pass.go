@@ -212,9 +212,7 @@ func (c *Capture) spans(r *format.Reader, timed bool, fn func(b *format.Batch, l
 			if j > i {
 				p.Events += uint64(j - i)
 				if timed {
-					for _, t := range b.Time[i:j] {
-						p.Times.Check(t, m)
-					}
+					p.Times.CheckRun(b.Time[i:j], m)
 				}
 				if err := fn(b, i, j); err != nil {
 					p.read(r)

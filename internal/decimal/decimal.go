@@ -45,7 +45,17 @@ func AppendInt(b []byte, x int64) []byte { return AppendBits(b, uint64(x), -1) }
 func AppendBits(b []byte, v uint64, sign int64) []byte {
 	s := int64(v) >> 63 & sign // -1 for a negative value, else 0
 	u := (v ^ uint64(s)) - uint64(s)
-	b = append(b, '-') // kept only for a negative value
+	if u < 1e4 { // AppendUint's, without a call
+		n := len(b)
+		b = slices.Grow(b, 5)[:n+5]
+		b[n] = '-' // kept only for a negative value
+		n -= int(s)
+		w := uint32(pairs[u/100]) | uint32(pairs[u%100])<<16
+		d := digits4(uint32(u))
+		binary.LittleEndian.PutUint32(b[n:n+4], w>>(8*(4-d)))
+		return b[:n+d]
+	}
+	b = append(b, '-')
 	return AppendUint(b[:len(b)-1-int(s)], u)
 }
 

@@ -392,15 +392,36 @@ func appendHead(line []byte, h *lineHead) []byte {
 
 // head returns the line head of row i of b, of probe po.
 func (l *eventLister) head(b *format.Batch, i int, po *probeOut) *lineHead {
+	lo, hi := b.CommView(i)
+	h := &l.heads[headSlot(b.TID[i], b.Probe[i])]
+	if !h.holds(b.PID[i], b.TID[i], b.Probe[i], lo, hi, b.Index) {
+		l.setHead(h, b, i, po)
+	}
+	return h
+}
+
+// headSlot is where the line head of a thread and probe is cached.
+func headSlot(tid uint32, probe uint16) int {
+	return int((uint64(tid)<<16 | uint64(probe)) * 0x9e3779b97f4a7c15 >> (64 - 9))
+}
+
+// holds reports whether h is the line head of a row of the thread, probe
+// and comm view in batch: a long comm's view is its own in its batch
+// alone (setHead checks its bytes in the next).
+func (h *lineHead) holds(pid, tid uint32, probe uint16, lo, hi uint64, batch int) bool {
+	return h.ok && h.tid == tid && h.probe == probe && h.pid == pid && h.lo == lo && h.hi == hi &&
+		(uint32(lo) <= 12 || h.batch == batch)
+}
+
+// setHead makes h the line head of row i of b, of probe po.
+func (l *eventLister) setHead(h *lineHead, b *format.Batch, i int, po *probeOut) {
 	pid, tid, probe := b.PID[i], b.TID[i], b.Probe[i]
 	lo, hi := b.CommView(i)
-	h := &l.heads[(uint64(tid)<<16|uint64(probe))*0x9e3779b97f4a7c15>>(64-9)]
-	if h.ok && h.tid == tid && h.probe == probe && h.pid == pid && h.lo == lo && h.hi == hi &&
-		(uint32(lo) <= 12 || h.batch == b.Index || h.comm == b.Comm(i)) {
-		h.batch = b.Index // a long comm's view reads as comm in all of this batch
-		return h
-	}
 	comm := b.Comm(i)
+	if h.ok && h.tid == tid && h.probe == probe && h.pid == pid && h.lo == lo && h.hi == hi && h.comm == comm {
+		h.batch = b.Index // a long comm's view reads as comm in all of this batch
+		return
+	}
 	h.ok, h.probe, h.pid, h.tid, h.lo, h.hi, h.batch, h.comm = true, probe, pid, tid, lo, hi, b.Index, strings.Clone(comm)
 	s := h.text[:0]
 	if l.o.JSONL {
@@ -422,7 +443,6 @@ func (l *eventLister) head(b *format.Batch, i int, po *probeOut) *lineHead {
 	}
 	h.text = s
 	copy(h.short[:], s)
-	return h
 }
 
 // The TIME column of a text line (EventsOptions.Time).
@@ -446,7 +466,13 @@ func (l *eventLister) textLines(b *format.Batch, lo, hi int) {
 		case timeWall:
 			line = append(l.wall.append(line, l.m.WallTime(b.Time[i])), ' ')
 		}
-		line = appendHead(line, l.head(b, i, po))
+		// head, with its check inlined and a call only to set it.
+		lo, hi := b.CommView(i)
+		h := &l.heads[headSlot(b.TID[i], b.Probe[i])]
+		if !h.holds(b.PID[i], b.TID[i], b.Probe[i], lo, hi, b.Index) {
+			l.setHead(h, b, i, po)
+		}
+		line = appendHead(line, h)
 		if po.verbs != nil {
 			line = l.message(line, po, b, i)
 		} else {
@@ -653,10 +679,11 @@ func appendPadded(b []byte, s string, width int) []byte {
 // reach the next one), and with the sign and whole seconds formatted
 // once each, with the TIME column's padding after them.
 type relClock struct {
-	ok  bool
-	neg bool
-	sec uint64
-	s   []byte // the sign, sec and the point
+	ok    bool
+	neg   bool
+	sec   uint64
+	first uint64 // sec's first microsecond
+	s     []byte // the sign, sec and the point
 	// col is the TIME column of sec: s, the 6 digits to fill in at
 	// len(s), and the padding to 14 runes and a space; n of its bytes.
 	// (Below 2^52 ns, sec has at most 7 digits: col fits.)
@@ -674,13 +701,12 @@ func micros(d int64) (us uint64, neg, exact bool) {
 		return 0, false, false
 	}
 	m := d >> 63
-	u := uint64((d ^ m) - m)
+	u := uint64((d^m)-m) + 500
 	us = u / 1000
-	r := u - us*1000
-	if r == 500 {
+	if us*1000 == u { // a half microsecond
 		return 0, false, false
 	}
-	return us + (499-r)>>63, d < 0, true
+	return us, d < 0, true
 }
 
 // at makes the sign and whole seconds of us those cached, and returns
@@ -695,7 +721,7 @@ func (c *relClock) at(us uint64, neg bool) uint32 {
 
 // set caches the texts of sec, negative with neg.
 func (c *relClock) set(sec uint64, neg bool) {
-	c.ok, c.sec, c.neg = true, sec, neg
+	c.ok, c.sec, c.first, c.neg = true, sec, sec*1e6, neg
 	c.s = c.s[:0]
 	if neg {
 		c.s = append(c.s, '-')
@@ -729,11 +755,10 @@ func (c *relClock) appendCol(b []byte, d int64) []byte {
 		}
 		return append(b, ' ')
 	}
-	sec := us / 1e6
-	if sec != c.sec || neg != c.neg || !c.ok {
-		c.set(sec, neg)
+	if us-c.first >= 1e6 || neg != c.neg || !c.ok {
+		c.set(us/1e6, neg)
 	}
-	f := uint32(us - sec*1e6)
+	f := uint32(us - c.first)
 	n := len(b)
 	b = slices.Grow(b, len(c.col))
 	// The whole column as one copy, and the digits three at a time, a

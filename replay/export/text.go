@@ -41,9 +41,11 @@ func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass,
 	if o.Rows.Empty() && o.Lost == LostDrop {
 		// Every event and nothing else: a stretch of rows at a time.
 		pass, err = c.ScanSpans(nil, func(b *format.Batch, lo, hi int) error {
-			for i := lo; i < hi; i++ {
-				cw.buf = cells.row(cw.buf, b, i, false)
-				res.Events++
+			for lo < hi {
+				var n int
+				cw.buf, n = cells.rows(cw.buf, b, lo, hi, csvBuffer)
+				res.Events += uint64(n)
+				lo += n
 				if len(cw.buf) >= csvBuffer {
 					if err := cw.flush(); err != nil {
 						return err
@@ -139,7 +141,7 @@ func csvNeedsQuotes(s string) bool {
 // encoded once.
 //
 // An event's line, when the columns start with time, cpu, pid, tid, comm
-// and probe (not redacted), is made faster (fastRow): what lies between
+// and probe (not redacted), is made faster (fastRows): what lies between
 // its time and its fields is cached per thread and probe (csvHead), and
 // the field cells come from a plan per probe (csvPlan) where the row has
 // values in its probe's columns and nowhere else, as every row written by
@@ -301,7 +303,8 @@ func (cc *csvCells) text(b []byte, s string) []byte {
 // row appends row i of b, a loss record with lost, as a line.
 func (cc *csvCells) row(line []byte, b *format.Batch, i int, lost bool) []byte {
 	if cc.fixed > 0 && !lost {
-		return cc.fastRow(line, b, i)
+		line, _ = cc.fastRows(line, b, i, i+1, 0)
+		return line
 	}
 	for k := range cc.cols {
 		if k > 0 {
@@ -312,42 +315,69 @@ func (cc *csvCells) row(line []byte, b *format.Batch, i int, lost bool) []byte {
 	return append(line, '\n')
 }
 
-// fastRow appends event row i of b as a line, the columns starting with
-// the fixed ones (fixed > 0).
-func (cc *csvCells) fastRow(line []byte, b *format.Batch, i int) []byte {
-	line = cc.head(cc.time.AppendInt(line, b.Time[i]), b, i)
+// rows appends event rows lo to hi of b as lines until line holds full
+// bytes; it returns how many rows it appended.
+func (cc *csvCells) rows(line []byte, b *format.Batch, lo, hi, full int) ([]byte, int) {
+	if cc.fixed > 0 {
+		return cc.fastRows(line, b, lo, hi, full)
+	}
+	i := lo
+	for ; i < hi && len(line) < full; i++ {
+		line = cc.row(line, b, i, false)
+	}
+	return line, i - lo
+}
+
+// fastRows appends event rows lo to hi of b as lines, the columns
+// starting with the fixed ones (fixed > 0), until line holds full bytes
+// (0: all of them); it returns how many rows it appended.
+func (cc *csvCells) fastRows(line []byte, b *format.Batch, lo, hi, full int) ([]byte, int) {
 	if cc.batch != b.Index+1 {
 		cc.setBatch(b)
 	}
-	if p := int(b.Probe[i]); p < len(cc.plans) {
-		var valid uint64
-		for k := range cc.fields {
-			f := &cc.fields[k]
-			if f.valid == nil {
-				if f.col.Valid(i) {
-					valid |= 1 << k
+	i := lo
+	for ; i < hi && (full == 0 || len(line) < full); i++ {
+		line = cc.time.AppendInt(line, b.Time[i])
+		// The text between time and fields, cached: the check inlined,
+		// a call only to set it.
+		lo, hi := b.CommView(i)
+		h := &cc.heads[(uint64(b.TID[i])<<16|uint64(b.Probe[i]))*0x9e3779b97f4a7c15>>(64-9)]
+		if !h.holds(b.CPU[i], b.PID[i], b.TID[i], b.Probe[i], lo, hi, b.Index) {
+			cc.setHead(h, b, i)
+		}
+		line = h.appendTo(line)
+		if p := int(b.Probe[i]); p < len(cc.plans) {
+			var valid uint64
+			for k := range cc.fields {
+				f := &cc.fields[k]
+				if f.valid == nil {
+					if f.col.Valid(i) {
+						valid |= 1 << k
+					}
+					continue
 				}
+				valid |= uint64(f.valid[i>>3]>>(i&7)&1) << k
+			}
+			if pl := &cc.plans[p]; valid == pl.want {
+				for j := range pl.cells {
+					c := &pl.cells[j]
+					line = c.pre.appendTo(line)
+					if f := &cc.fields[c.k]; !f.asIs {
+						line = decimal.AppendBits(line, f.bits[i], f.sign)
+					} else {
+						line = cc.cell(line, cc.fixed+c.k, b, i)
+					}
+				}
+				line = pl.tail.appendTo(line)
 				continue
 			}
-			valid |= uint64(f.valid[i>>3]>>(i&7)&1) << k
 		}
-		if pl := &cc.plans[p]; valid == pl.want {
-			for j := range pl.cells {
-				c := &pl.cells[j]
-				line = c.pre.appendTo(line)
-				if f := &cc.fields[c.k]; !f.asIs {
-					line = decimal.AppendBits(line, f.bits[i], f.sign)
-				} else {
-					line = cc.cell(line, cc.fixed+c.k, b, i)
-				}
-			}
-			return pl.tail.appendTo(line)
+		for k := cc.fixed; k < len(cc.cols); k++ {
+			line = cc.cell(append(line, ','), k, b, i)
 		}
+		line = append(line, '\n')
 	}
-	for k := cc.fixed; k < len(cc.cols); k++ {
-		line = cc.cell(append(line, ','), k, b, i)
-	}
-	return append(line, '\n')
+	return line, i - lo
 }
 
 // setBatch points the fields of the fast line at b's columns.
@@ -384,30 +414,8 @@ func bits64(x []int64) []uint64 {
 	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
 }
 
-// head appends the cells of row i of b between its time and its fields.
-func (cc *csvCells) head(line []byte, b *format.Batch, i int) []byte {
-	cpu, pid, tid, probe := b.CPU[i], b.PID[i], b.TID[i], b.Probe[i]
-	lo, hi := b.CommView(i)
-	h := &cc.heads[(uint64(tid)<<16|uint64(probe))*0x9e3779b97f4a7c15>>(64-9)]
-	if !h.ok || h.tid != tid || h.probe != probe || h.cpu != cpu || h.pid != pid || h.lo != lo || h.hi != hi ||
-		uint32(lo) > 12 && h.batch != b.Index && h.comm != b.Comm(i) {
-		comm := b.Comm(i)
-		h.ok, h.probe, h.cpu, h.pid, h.tid, h.lo, h.hi, h.comm = true, probe, cpu, pid, tid, lo, hi, strings.Clone(comm)
-		s := append(h.text[:0], ',')
-		s = append(decimal.AppendUint(s, uint64(cpu)), ',')
-		s = append(decimal.AppendUint(s, uint64(pid)), ',')
-		s = append(decimal.AppendUint(s, uint64(tid)), ',')
-		s = append(cc.text(s, comm), ',')
-		if int(probe) < len(cc.probes) {
-			s = append(s, cc.probes[probe]...)
-		}
-		if cc.fixed > format.ColLost {
-			s = append(s, ',') // an event's lost cell is empty
-		}
-		h.text = s
-		copy(h.short[:], s)
-	}
-	h.batch = b.Index // a long comm's view reads as comm in all of this batch
+// appendTo appends h's text to line.
+func (h *csvHead) appendTo(line []byte) []byte {
 	if len(h.text) > len(h.short) {
 		return append(line, h.text...)
 	}
@@ -415,6 +423,39 @@ func (cc *csvCells) head(line []byte, b *format.Batch, i int) []byte {
 	line = slices.Grow(line, len(h.short))
 	*(*[64]byte)(line[n : n+64]) = h.short
 	return line[:n+len(h.text)]
+}
+
+// holds reports whether h is the head of a row of the thread, probe, cpu
+// and comm view in batch: a long comm's view is its own in its batch
+// alone (setHead checks its bytes in the next).
+func (h *csvHead) holds(cpu uint16, pid, tid uint32, probe uint16, lo, hi uint64, batch int) bool {
+	return h.ok && h.tid == tid && h.probe == probe && h.cpu == cpu && h.pid == pid && h.lo == lo && h.hi == hi &&
+		(uint32(lo) <= 12 || h.batch == batch)
+}
+
+// setHead makes h the head of row i of b.
+func (cc *csvCells) setHead(h *csvHead, b *format.Batch, i int) {
+	cpu, pid, tid, probe := b.CPU[i], b.PID[i], b.TID[i], b.Probe[i]
+	lo, hi := b.CommView(i)
+	comm := b.Comm(i)
+	h.batch = b.Index // a long comm's view reads as comm in all of this batch
+	if h.ok && h.tid == tid && h.probe == probe && h.cpu == cpu && h.pid == pid && h.lo == lo && h.hi == hi && h.comm == comm {
+		return
+	}
+	h.ok, h.probe, h.cpu, h.pid, h.tid, h.lo, h.hi, h.comm = true, probe, cpu, pid, tid, lo, hi, strings.Clone(comm)
+	s := append(h.text[:0], ',')
+	s = append(decimal.AppendUint(s, uint64(cpu)), ',')
+	s = append(decimal.AppendUint(s, uint64(pid)), ',')
+	s = append(decimal.AppendUint(s, uint64(tid)), ',')
+	s = append(cc.text(s, comm), ',')
+	if int(probe) < len(cc.probes) {
+		s = append(s, cc.probes[probe]...)
+	}
+	if cc.fixed > format.ColLost {
+		s = append(s, ',') // an event's lost cell is empty
+	}
+	h.text = s
+	copy(h.short[:], s)
 }
 
 // cell appends the cell of column k of row i of b.

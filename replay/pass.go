@@ -240,8 +240,14 @@ func (c *Capture) spans(r *format.Reader, timed bool, fn func(b *format.Batch, l
 // (nil: every column). Loss records are tallied in the Pass, and times
 // checked where they are decoded, a stretch at a time. It stops at the
 // first error fn returns, and returns it.
+//
+// The strings of b (its comms, string fields) are valid only until fn
+// returns, unlike Scan's: fn must copy what it keeps of them. Their
+// memory is then reused from batch to batch, as the integers' is, which
+// spared a listing of every column 6% of its CPU.
 func (c *Capture) ScanSpans(cols []int, fn func(b *format.Batch, lo, hi int) error) (*Pass, error) {
 	r, timed := c.readerFor(cols, nil)
+	r.RecycleStrings = true
 	return c.spans(r, timed, fn)
 }
 

@@ -340,9 +340,9 @@ func (cc *csvCells) fastRows(line []byte, b *format.Batch, lo, hi, full int) ([]
 		line = cc.time.AppendInt(line, b.Time[i])
 		// The text between time and fields, cached: the check inlined,
 		// a call only to set it.
-		lo, hi := b.CommView(i)
+		vlo, vhi := b.CommView(i)
 		h := &cc.heads[(uint64(b.TID[i])<<16|uint64(b.Probe[i]))*0x9e3779b97f4a7c15>>(64-9)]
-		if !h.holds(b.CPU[i], b.PID[i], b.TID[i], b.Probe[i], lo, hi, b.Index) {
+		if !h.holds(b.CPU[i], b.PID[i], b.TID[i], b.Probe[i], vlo, vhi, b.Index) {
 			cc.setHead(h, b, i)
 		}
 		line = h.appendTo(line)

@@ -193,8 +193,10 @@ type csvField struct {
 
 // csvPlan is the field cells of a probe's lines: want has the bit of each
 // of its columns, cells its columns in order with the commas before each,
-// and tail the commas after the last and the newline.
+// and tail the commas after the last and the newline. A probe whose
+// fields are not in the columns' order has none (ok false).
 type csvPlan struct {
+	ok    bool
 	want  uint64
 	cells []csvCell
 	tail  shortText
@@ -277,19 +279,21 @@ func newCSVCells(c *replay.Capture, cols []column, probes []string, o *Options) 
 		at[f.index] = k
 	}
 	for _, p := range c.Meta().Probes {
-		var pl csvPlan
+		pl := csvPlan{ok: true}
 		last := -1
 		for _, f := range p.Fields {
 			k, ok := at[c.Column(f.Column)]
 			if !ok || k <= last {
-				pl.want = ^uint64(0) // not in schema order: never planned
+				pl = csvPlan{}
 				break
 			}
 			pl.want |= 1 << k
 			pl.cells = append(pl.cells, csvCell{k: k, pre: newShortText(strings.Repeat(",", k-last))})
 			last = k
 		}
-		pl.tail = newShortText(strings.Repeat(",", len(cc.fields)-1-last) + "\n")
+		if pl.ok {
+			pl.tail = newShortText(strings.Repeat(",", len(cc.fields)-1-last) + "\n")
+		}
 		cc.plans = append(cc.plans, pl)
 	}
 	return cc
@@ -358,7 +362,7 @@ func (cc *csvCells) fastRows(line []byte, b *format.Batch, lo, hi, full int) ([]
 				}
 				valid |= uint64(f.valid[i>>3]>>(i&7)&1) << k
 			}
-			if pl := &cc.plans[p]; valid == pl.want {
+			if pl := &cc.plans[p]; valid == pl.want && pl.ok {
 				for j := range pl.cells {
 					c := &pl.cells[j]
 					line = c.pre.appendTo(line)

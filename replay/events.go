@@ -467,9 +467,9 @@ func (l *eventLister) textLines(b *format.Batch, lo, hi int) {
 			line = append(l.wall.append(line, l.m.WallTime(b.Time[i])), ' ')
 		}
 		// head, with its check inlined and a call only to set it.
-		lo, hi := b.CommView(i)
+		vlo, vhi := b.CommView(i)
 		h := &l.heads[headSlot(b.TID[i], b.Probe[i])]
-		if !h.holds(b.PID[i], b.TID[i], b.Probe[i], lo, hi, b.Index) {
+		if !h.holds(b.PID[i], b.TID[i], b.Probe[i], vlo, vhi, b.Index) {
 			l.setHead(h, b, i, po)
 		}
 		line = appendHead(line, h)

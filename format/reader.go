@@ -59,7 +59,12 @@ type Reader struct {
 	// integer columns of the next: their slices are then valid only until
 	// Next, where a Batch's strings stay valid either way.
 	Recycle bool
-	pool    arrowipc.BufPool
+	// RecycleStrings makes Recycle reuse the memory of the string columns
+	// too, for a pass that copies what it keeps of them (a listing): a
+	// Batch's strings are then valid only until Next as well. Set it
+	// before the pass's first Next (as Select, between passes).
+	RecycleStrings bool
+	pool           arrowipc.BufPool
 
 	// SkipCorrupt makes Next pass over a batch of a file with a footer
 	// whose bytes are corrupt (ErrCorrupt, such as a failed zstd checksum)
@@ -441,8 +446,13 @@ func (r *Reader) decodeColumn(d *arrowipc.Decoder, b *Batch, ci, n int) error {
 	if vals != nil {
 		cd.Buffers = append(cd.Buffers, vals)
 	}
-	if r.Recycle && t != String {
+	switch {
+	case !r.Recycle:
+	case t != String:
 		b.recycle = append(b.recycle, valid, vals)
+	case r.RecycleStrings:
+		v, data := views.Data()
+		b.recycle = append(append(b.recycle, valid, v), data...)
 	}
 	switch ci {
 	case ColTime:

@@ -129,6 +129,7 @@ func (c *Capture) reader() *format.Reader {
 	if c.passes > 1 {
 		c.r.Rewind()
 	}
+	c.r.RecycleStrings = false // but for ScanSpans
 	return c.r
 }
 

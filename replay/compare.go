@@ -114,9 +114,10 @@ func (c *Comparison) runs() error {
 	if a.Capture == b.Capture {
 		r := a.Capture.reader()
 		a.Capture.selectColumns(r, []int{c.ra.col, c.rb.col}, nil)
-		a.Pass, err = a.Capture.spans(r, func(bt *format.Batch, lo, hi int) {
+		a.Pass, err = a.Capture.spans(r, false, func(bt *format.Batch, lo, hi int) error {
 			ra.rangeOf(bt.Col(c.ra.col).Ints(), bt.Probe, c.ra.probe, lo, hi)
 			rb.rangeOf(bt.Col(c.rb.col).Ints(), bt.Probe, c.rb.probe, lo, hi)
+			return nil
 		})
 		ra.flush()
 		rb.flush()
@@ -130,8 +131,9 @@ func (c *Comparison) runs() error {
 	}{{a, &c.ra, ra}, {b, &c.rb, rb}} {
 		r := s.side.Capture.reader()
 		s.side.Capture.selectColumns(r, []int{s.ref.col}, nil)
-		s.side.Pass, err = s.side.Capture.spans(r, func(bt *format.Batch, lo, hi int) {
+		s.side.Pass, err = s.side.Capture.spans(r, false, func(bt *format.Batch, lo, hi int) error {
 			s.run.rangeOf(bt.Col(s.ref.col).Ints(), bt.Probe, s.ref.probe, lo, hi)
+			return nil
 		})
 		s.run.flush()
 		if err != nil {

@@ -87,10 +87,11 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 		// counts do, when the file has no footer.)
 		r := c.reader()
 		c.selectColumns(r, byColumns(o.By, nil), nil)
-		p, err = c.spans(r, func(b *format.Batch, lo, hi int) {
+		p, err = c.spans(r, false, func(b *format.Batch, lo, hi int) error {
 			for i := lo; i < hi; i++ {
 				kc.add(b, i)
 			}
+			return nil
 		})
 	} else {
 		p, err = c.ScanColumns(byColumns(o.By, nil), &o.Rows, kc.add)

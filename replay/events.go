@@ -1,15 +1,19 @@
 package replay
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/decimal"
 	"github.com/bpftape/bpftape/internal/textsafe"
 )
 
@@ -160,11 +164,34 @@ type probeOut struct {
 	// pre[k] is what comes before field k in a line without a format:
 	// NAME=, after a space but for the first field.
 	pre [][]byte
+	// text[k] is how a line without a format reads field k, set for
+	// each batch the probe's lines are in (batch: its Index + 1).
+	text  []textField
+	batch int
 	// The JSON line's `,"probe":"NAME"` and the keys and columns of every
 	// field of the probe.
 	jprobe  []byte
 	jfields []jsonField
 }
+
+// textField is how a line without a format prints a field.
+type textField struct {
+	col  int
+	kind byte // textBits, textInt, textString or textPointer
+	// For textBits, an integer column of 8 bytes (the usual field: an
+	// argument or a return value), the batch's values as their bits, and
+	// -1 when they are signed: its lines print them without a branch on
+	// the column's type, which varies from line to line with the probe.
+	bits []uint64
+	sign int64
+}
+
+const (
+	textBits    = iota // an 8-byte integer: decimal
+	textInt            // a narrower integer: decimal
+	textString         // quoted
+	textPointer        // 0x and hex, where it has a value
+)
 
 // jsonField is one field of a JSON line: key is `"NAME":` after a comma
 // but for the first field.
@@ -265,7 +292,13 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 		return nil, fmt.Errorf("time %q: use rel, wall or none", o.Time)
 	}
 	w := newEventsWriter(out)
-	l := eventLister{o: &o, m: m, outs: outs, w: w}
+	l := eventLister{o: &o, m: m, outs: outs, w: w, time: timeRel}
+	switch o.Time {
+	case "wall":
+		l.time = timeWall
+	case "none":
+		l.time = timeNone
+	}
 	if !o.JSONL {
 		switch o.Time {
 		case "", "rel":
@@ -282,8 +315,13 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 			l.jsonLine(b, i, lost)
 			return nil
 		})
+	} else if o.Rows.Empty() {
+		p, err = c.ScanSpans(textColumns(c), func(b *format.Batch, lo, hi int) error {
+			l.textLines(b, lo, hi)
+			return nil
+		})
 	} else {
-		p, err = c.Scan(&o.Rows, l.textLine)
+		p, err = c.ScanColumns(textColumns(c), &o.Rows, func(b *format.Batch, i int) { l.textLines(b, i, i+1) })
 	}
 	// A write error (standard output closed, a full disk) is the writer's
 	// to report, as it was when every line was written on its own: a
@@ -292,41 +330,100 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 	return p, err
 }
 
+// textColumns are the columns the text lines read: all but the cpu, which
+// is 6% of decoding every column (loss records, which are tallied by cpu,
+// get it whatever is selected).
+func textColumns(c *Capture) []int {
+	var cols []int
+	for ci := range c.Schema().NumFields() {
+		if ci != format.ColCPU {
+			cols = append(cols, ci)
+		}
+	}
+	return cols
+}
+
 // eventLister formats the lines of one Events call.
 type eventLister struct {
 	o    *EventsOptions
 	m    *format.Meta
 	outs []probeOut
 	w    *eventsWriter
+	time int    // timeRel, timeWall or timeNone: o.Time
 	n    uint64 // events listed
 	stop bool
 
-	threads [256]threadCol // by tid % 256
+	heads   [512]lineHead // by a hash of tid and probe
 	wall    wallClock
 	rel     relClock
 	scratch []byte
 }
 
-// threadCol caches the PID TID COMM columns of a line (or the JSON
-// line's "pid", "tid" and "comm") of the last event of a thread: a
-// thread's events repeat them, and escaping and padding its comm on every
-// line cost as much as the rest of the line.
-type threadCol struct {
+// lineHead caches what a line holds between its time and its values for
+// the last event of a thread and probe: the PID TID COMM columns, the
+// FUNC column and the first field's NAME= (without a format), or the JSON
+// line's "pid", "tid", "comm" and "probe". A thread's events repeat them,
+// and escaping and padding its comm on every line cost as much as the rest
+// of the line. The comm is matched by its string view
+// (format.Batch.CommView), as count --by comm's cache matches it, not by
+// its bytes.
+type lineHead struct {
 	ok       bool
+	probe    uint16
 	pid, tid uint32
+	lo, hi   uint64 // the comm's view
+	batch    int    // the batch in which a long comm's view last read as comm
 	comm     string
 	text     []byte
+	// short holds text when it fits, copied as a whole (appendHead).
+	short [64]byte
 }
 
-// thread returns the thread columns of row i of b.
-func (l *eventLister) thread(b *format.Batch, i int) []byte {
-	pid, tid, comm := b.PID[i], b.TID[i], b.Comm(i)
-	t := &l.threads[tid&255]
-	if t.ok && t.tid == tid && t.pid == pid && t.comm == comm {
-		return t.text
+// appendHead appends h's text to line.
+func appendHead(line []byte, h *lineHead) []byte {
+	if len(h.text) > len(h.short) {
+		return append(line, h.text...)
 	}
-	t.ok, t.pid, t.tid, t.comm = true, pid, tid, strings.Clone(comm)
-	s := t.text[:0]
+	n := len(line)
+	line = slices.Grow(line, len(h.short))
+	*(*[64]byte)(line[n : n+64]) = h.short
+	return line[:n+len(h.text)]
+}
+
+// head returns the line head of row i of b, of probe po.
+func (l *eventLister) head(b *format.Batch, i int, po *probeOut) *lineHead {
+	lo, hi := b.CommView(i)
+	h := &l.heads[headSlot(b.TID[i], b.Probe[i])]
+	if !h.holds(b.PID[i], b.TID[i], b.Probe[i], lo, hi, b.Index) {
+		l.setHead(h, b, i, po)
+	}
+	return h
+}
+
+// headSlot is where the line head of a thread and probe is cached.
+func headSlot(tid uint32, probe uint16) int {
+	return int((uint64(tid)<<16 | uint64(probe)) * 0x9e3779b97f4a7c15 >> (64 - 9))
+}
+
+// holds reports whether h is the line head of a row of the thread, probe
+// and comm view in batch: a long comm's view is its own in its batch
+// alone (setHead checks its bytes in the next).
+func (h *lineHead) holds(pid, tid uint32, probe uint16, lo, hi uint64, batch int) bool {
+	return h.ok && h.tid == tid && h.probe == probe && h.pid == pid && h.lo == lo && h.hi == hi &&
+		(uint32(lo) <= 12 || h.batch == batch)
+}
+
+// setHead makes h the line head of row i of b, of probe po.
+func (l *eventLister) setHead(h *lineHead, b *format.Batch, i int, po *probeOut) {
+	pid, tid, probe := b.PID[i], b.TID[i], b.Probe[i]
+	lo, hi := b.CommView(i)
+	comm := b.Comm(i)
+	if h.ok && h.tid == tid && h.probe == probe && h.pid == pid && h.lo == lo && h.hi == hi && h.comm == comm {
+		h.batch = b.Index // a long comm's view reads as comm in all of this batch
+		return
+	}
+	h.ok, h.probe, h.pid, h.tid, h.lo, h.hi, h.batch, h.comm = true, probe, pid, tid, lo, hi, b.Index, strings.Clone(comm)
+	s := h.text[:0]
 	if l.o.JSONL {
 		s = append(s, `,"pid":`...)
 		s = strconv.AppendUint(s, uint64(pid), 10)
@@ -334,56 +431,100 @@ func (l *eventLister) thread(b *format.Batch, i int) []byte {
 		s = strconv.AppendUint(s, uint64(tid), 10)
 		s = append(s, `,"comm":`...)
 		s = textsafe.AppendJSONString(s, comm)
+		s = append(s, po.jprobe...)
 	} else {
 		s = append(appendPadded(s, strconv.FormatUint(uint64(pid), 10), 7), ' ')
 		s = append(appendPadded(s, strconv.FormatUint(uint64(tid), 10), 7), ' ')
 		s = append(appendPadded(s, textsafe.Escape(comm), 15), ' ')
+		s = append(s, po.head...)
+		if po.verbs == nil && len(po.pre) > 0 {
+			s = append(s, po.pre[0]...)
+		}
 	}
-	t.text = s
-	return s
+	h.text = s
+	copy(h.short[:], s)
 }
 
-// textLine lists event row i of b as BCC's trace prints it.
-func (l *eventLister) textLine(b *format.Batch, i int) {
-	po := &l.outs[b.Probe[i]]
-	if !po.show || l.stop {
-		return
-	}
-	line := l.w.buf
-	switch l.o.Time {
-	case "", "rel":
-		start := len(line)
-		line = l.rel.append(line, b.Time[i]-l.m.StartBoot)
-		for len(line)-start < 14 {
-			line = append(line, ' ')
+// The TIME column of a text line (EventsOptions.Time).
+const (
+	timeRel = iota
+	timeWall
+	timeNone
+)
+
+// textLines lists event rows lo to hi of b as BCC's trace prints them.
+func (l *eventLister) textLines(b *format.Batch, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		po := &l.outs[b.Probe[i]]
+		if !po.show || l.stop {
+			continue
 		}
-		line = append(line, ' ')
-	case "wall":
-		line = append(l.wall.append(line, l.m.WallTime(b.Time[i])), ' ')
-	}
-	line = append(line, l.thread(b, i)...)
-	line = append(line, po.head...)
-	if po.verbs != nil {
-		line = l.message(line, po, b, i)
-	} else {
-		for k, ci := range po.fields {
-			line = append(line, po.pre[k]...)
-			col := b.Col(ci)
-			switch {
-			case po.types[k] == format.String:
-				line = strconv.AppendQuote(line, col.Str(i))
-			case po.ptrs[k] && col.Valid(i):
-				line = append(line, "0x"...)
-				line = strconv.AppendUint(line, uint64(col.Int(i)), 16)
-			default:
-				line = appendValue(line, col, i)
+		line := l.w.buf
+		switch l.time {
+		case timeRel:
+			line = l.rel.appendCol(line, b.Time[i]-l.m.StartBoot)
+		case timeWall:
+			line = append(l.wall.append(line, l.m.WallTime(b.Time[i])), ' ')
+		}
+		// head, with its check inlined and a call only to set it.
+		vlo, vhi := b.CommView(i)
+		h := &l.heads[headSlot(b.TID[i], b.Probe[i])]
+		if !h.holds(b.PID[i], b.TID[i], b.Probe[i], vlo, vhi, b.Index) {
+			l.setHead(h, b, i, po)
+		}
+		line = appendHead(line, h)
+		if po.verbs != nil {
+			line = l.message(line, po, b, i)
+		} else {
+			if po.batch != b.Index+1 {
+				po.plan(b)
+			}
+			for k := range po.text {
+				f := &po.text[k]
+				if k > 0 {
+					line = append(line, po.pre[k]...)
+				}
+				switch f.kind {
+				case textBits:
+					line = decimal.AppendBits(line, f.bits[i], f.sign)
+				case textString:
+					line = strconv.AppendQuote(line, b.Col(f.col).Str(i))
+				case textPointer:
+					if col := b.Col(f.col); col.Valid(i) {
+						line = strconv.AppendUint(append(line, "0x"...), uint64(col.Int(i)), 16)
+					} else {
+						line = appendInt64(line, col, i)
+					}
+				default:
+					line = appendInt64(line, b.Col(f.col), i)
+				}
 			}
 		}
+		l.w.buf = append(line, '\n')
+		l.w.maybeFlush()
+		l.count()
 	}
-	line = append(line, '\n')
-	l.w.buf = line
-	l.w.maybeFlush()
-	l.count()
+}
+
+// plan sets how the probe's lines without a format read the fields of b.
+func (po *probeOut) plan(b *format.Batch) {
+	po.batch = b.Index + 1
+	po.text = po.text[:0]
+	for k, ci := range po.fields {
+		f := textField{col: ci, kind: textInt}
+		col := b.Col(ci)
+		switch ic := col.Ints(); {
+		case po.types[k] == format.String:
+			f.kind = textString
+		case po.ptrs[k]:
+			f.kind = textPointer
+		case ic.Type == format.Uint64:
+			f.kind, f.bits = textBits, ic.U64
+		case ic.Type == format.Int64:
+			f.kind, f.bits, f.sign = textBits, bits64(ic.I64), -1
+		}
+		po.text = append(po.text, f)
+	}
 }
 
 func (l *eventLister) count() {
@@ -467,8 +608,7 @@ func (l *eventLister) jsonLine(b *format.Batch, i int, lost bool) {
 		}
 		return
 	}
-	line = append(line, l.thread(b, i)...)
-	line = append(line, po.jprobe...)
+	line = appendHead(line, l.head(b, i, po))
 	if po.verbs != nil {
 		l.scratch = l.message(l.scratch[:0], po, b, i)
 		line = append(line, `,"message":`...)
@@ -499,9 +639,27 @@ func appendValue(b []byte, col *format.Column, i int) []byte {
 	case format.String:
 		return append(b, col.Str(i)...)
 	case format.Uint64:
-		return appendUint(b, uint64(col.Int(i)))
+		return decimal.AppendUint(b, uint64(col.Int(i)))
 	}
-	return appendInt(b, col.Int(i))
+	return decimal.AppendInt(b, col.Int(i))
+}
+
+// bits64 is x as the bits of its values, which decimal.AppendBits signs.
+func bits64(x []int64) []uint64 {
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
+}
+
+// appendInt64 appends row i of col, an integer column, as appendValue
+// does, reading the common types' values without Column.Int's switch.
+func appendInt64(b []byte, col *format.Column, i int) []byte {
+	switch ic := col.Ints(); ic.Type {
+	case format.Uint64:
+		return decimal.AppendUint(b, ic.U64[i])
+	case format.Int64:
+		return decimal.AppendInt(b, ic.I64[i])
+	default:
+		return decimal.AppendInt(b, ic.Int(i))
+	}
 }
 
 // appendPadded appends s left-justified in width runes, as fmt's %-Ns
@@ -518,46 +676,122 @@ func appendPadded(b []byte, s string, width int) []byte {
 // decimals, as fmt's %.6f prints float64(d)/1e9 (d nanoseconds): without
 // floating point where the result is the same (d is not a half
 // microsecond, and small enough that the float's rounding error cannot
-// reach the next one), and with the whole seconds formatted once each.
+// reach the next one), and with the sign and whole seconds formatted
+// once each, with the TIME column's padding after them.
 type relClock struct {
-	ok  bool
-	sec uint64
-	s   []byte // sec, and the point
+	ok    bool
+	neg   bool
+	sec   uint64
+	first uint64 // sec's first microsecond
+	s     []byte // the sign, sec and the point
+	// col is the TIME column of sec: s, the 6 digits to fill in at
+	// len(s), and the padding to 14 runes and a space; n of its bytes.
+	// (Below 2^52 ns, sec has at most 7 digits: col fits.)
+	col [16]byte
+	n   int
+}
+
+// micros returns d rounded to microseconds as %.6f rounds it, and its
+// sign; exact is false where only floating point gives %.6f's result.
+// The rounding takes no branch: it goes one way or the other from one
+// time to the next.
+func micros(d int64) (us uint64, neg, exact bool) {
+	const lim = 1 << 52
+	if d <= -lim || d >= lim {
+		return 0, false, false
+	}
+	m := d >> 63
+	u := uint64((d^m)-m) + 500
+	us = u / 1000
+	if us*1000 == u { // a half microsecond
+		return 0, false, false
+	}
+	return us, d < 0, true
+}
+
+// at makes the sign and whole seconds of us those cached, and returns
+// the microseconds after the second.
+func (c *relClock) at(us uint64, neg bool) uint32 {
+	sec := us / 1e6
+	if !c.ok || sec != c.sec || neg != c.neg {
+		c.set(sec, neg)
+	}
+	return uint32(us - sec*1e6)
+}
+
+// set caches the texts of sec, negative with neg.
+func (c *relClock) set(sec uint64, neg bool) {
+	c.ok, c.sec, c.first, c.neg = true, sec, sec*1e6, neg
+	c.s = c.s[:0]
+	if neg {
+		c.s = append(c.s, '-')
+	}
+	c.s = append(strconv.AppendUint(c.s, sec, 10), '.')
+	col := append(append(c.col[:0], c.s...), "000000"...)
+	for len(col) < 14 {
+		col = append(col, ' ')
+	}
+	c.n = len(append(col, ' '))
 }
 
 func (c *relClock) append(b []byte, d int64) []byte {
-	const lim = 1 << 52
-	if d <= -lim || d >= lim {
+	us, neg, exact := micros(d)
+	if !exact {
 		return strconv.AppendFloat(b, float64(d)/1e9, 'f', 6, 64)
 	}
-	u := uint64(d)
-	if d < 0 {
-		u = uint64(-d)
-	}
-	us := u / 1000
-	switch r := u - us*1000; {
-	case r == 500:
-		return strconv.AppendFloat(b, float64(d)/1e9, 'f', 6, 64)
-	case r > 500:
-		us++
-	}
-	if d < 0 {
-		b = append(b, '-')
-	}
-	sec := us / 1e6
-	if !c.ok || sec != c.sec {
-		c.ok, c.sec = true, sec
-		c.s = append(strconv.AppendUint(c.s[:0], sec, 10), '.')
-	}
-	return appendFrac6(append(b, c.s...), uint32(us-sec*1e6))
+	f := c.at(us, neg)
+	return appendFrac6(append(b, c.s...), f)
 }
 
-// appendFrac6 appends the 6 digits of f, below 1e6. (It writes them in
-// place: built in an array, they were read back from the stack wider than
-// written, a store-forwarding stall that cost more than the digits.)
+// appendCol appends d as append does, left-justified in the TIME column
+// (14 runes) and a space.
+func (c *relClock) appendCol(b []byte, d int64) []byte {
+	us, neg, exact := micros(d)
+	if !exact {
+		start := len(b)
+		b = strconv.AppendFloat(b, float64(d)/1e9, 'f', 6, 64)
+		for len(b)-start < 14 {
+			b = append(b, ' ')
+		}
+		return append(b, ' ')
+	}
+	if us-c.first >= 1e6 || neg != c.neg || !c.ok {
+		c.set(us/1e6, neg)
+	}
+	f := uint32(us - c.first)
+	n := len(b)
+	b = slices.Grow(b, len(c.col))
+	// The whole column as one copy, and the digits three at a time, a
+	// word each: the word of the last three ends in the space that
+	// follows them in the column.
+	*(*[16]byte)(b[n : n+16]) = c.col
+	hi := f / 1000
+	p := b[n+len(c.s) : n+16]
+	binary.LittleEndian.PutUint32(p, digits3[hi])
+	binary.LittleEndian.PutUint32(p[3:], digits3[f-hi*1000])
+	return b[:n+c.n]
+}
+
+// digits3 holds the three digits of 000 to 999 and a space, a word each.
+var digits3 = func() (t [1000]uint32) {
+	for i := range t {
+		t[i] = uint32('0'+i/100) | uint32('0'+i/10%10)<<8 | uint32('0'+i%10)<<16 | ' '<<24
+	}
+	return t
+}()
+
+// appendFrac6 appends the 6 digits of f, below 1e6.
 func appendFrac6(b []byte, f uint32) []byte {
 	b = append(b, "000000"...)
-	d := b[len(b)-6:]
+	putFrac6(b[len(b)-6:], f)
+	return b
+}
+
+// putFrac6 writes the 6 digits of f, below 1e6, in d. (In place: built in
+// an array, they were read back from the stack wider than written, a
+// store-forwarding stall that cost more than the digits.)
+func putFrac6(d []byte, f uint32) {
+	_ = d[5]
 	hi := f / 10000
 	f -= hi * 10000
 	mid := f / 100
@@ -565,43 +799,12 @@ func appendFrac6(b []byte, f uint32) []byte {
 	d[0], d[1] = digits2[2*hi], digits2[2*hi+1]
 	d[2], d[3] = digits2[2*mid], digits2[2*mid+1]
 	d[4], d[5] = digits2[2*lo], digits2[2*lo+1]
-	return b
 }
 
 // digits2 holds the two digits of 00 to 99.
 const digits2 = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
 	"8081828384858687888990919293949596979899"
-
-// appendUint appends u in decimal as strconv.AppendUint does, numbers
-// below 10000 (counts, sizes, return values: most fields) without its
-// loop.
-func appendUint(b []byte, u uint64) []byte {
-	switch {
-	case u < 10:
-		return append(b, byte('0'+u))
-	case u < 100:
-		return append(b, digits2[2*u], digits2[2*u+1])
-	case u < 1000:
-		lo := u % 100
-		return append(b, byte('0'+u/100), digits2[2*lo], digits2[2*lo+1])
-	case u < 10000:
-		hi, lo := u/100, u%100
-		return append(b, digits2[2*hi], digits2[2*hi+1], digits2[2*lo], digits2[2*lo+1])
-	}
-	return strconv.AppendUint(b, u, 10)
-}
-
-// appendInt appends x in decimal as strconv.AppendInt does.
-func appendInt(b []byte, x int64) []byte {
-	if x < 0 {
-		if x == -x { // math.MinInt64
-			return strconv.AppendInt(b, x, 10)
-		}
-		return appendUint(append(b, '-'), uint64(-x))
-	}
-	return appendUint(b, uint64(x))
-}
 
 // wallClock formats wall times as "15:04:05.000000" does, formatting the
 // hours, minutes and seconds once per second.

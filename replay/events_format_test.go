@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -45,25 +44,6 @@ func TestEventsRelClock(t *testing.T) {
 	// Increasing times, as a capture holds them: the seconds are cached.
 	for d := int64(-3e9); d < 3e9; d += 1 + rng.Int63n(20e6) {
 		check(d)
-	}
-}
-
-// TestEventsAppendInt checks appendUint and appendInt against strconv.
-func TestEventsAppendInt(t *testing.T) {
-	rng := rand.New(rand.NewSource(3))
-	for k := 0; k < 100000; k++ {
-		u := rng.Uint64() >> uint(rng.Intn(64))
-		if k < 20000 {
-			u = uint64(k)
-		}
-		if got, want := string(appendUint(nil, u)), strconv.FormatUint(u, 10); got != want {
-			t.Fatalf("appendUint(%d) = %q", u, got)
-		}
-		for _, x := range []int64{int64(u), -int64(u), math.MinInt64, math.MaxInt64} {
-			if got, want := string(appendInt(nil, x)), strconv.FormatInt(x, 10); got != want {
-				t.Fatalf("appendInt(%d) = %q", x, got)
-			}
-		}
 	}
 }
 

@@ -10,8 +10,9 @@ func (c *Capture) histRuns(r *format.Reader, o *HistOptions, ref *Ref, all *accu
 	stats := statsNeeded(o)
 	run := runAcc{cast: o.Cast, add: func(v int64, n uint64) { all.addN(v, n, o, stats) }}
 	c.selectColumns(r, []int{ref.col}, nil)
-	p, err := c.spans(r, func(b *format.Batch, lo, hi int) {
+	p, err := c.spans(r, false, func(b *format.Batch, lo, hi int) error {
 		run.rangeOf(b.Col(ref.col).Ints(), b.Probe, ref.probe, lo, hi)
+		return nil
 	})
 	run.flush()
 	return p, err

@@ -26,10 +26,26 @@ type TimeAnomalies struct {
 
 // Check tallies the time t of the next event of a capture with metadata m.
 func (a *TimeAnomalies) Check(t int64, m *format.Meta) {
-	start := m.StartBoot
-	if m.Window != nil && m.Window.Start > start {
-		start = m.Window.Start
+	a.check(t, timesStart(m))
+}
+
+// CheckRun tallies the times ts of the next events, as Check does each.
+func (a *TimeAnomalies) CheckRun(ts []int64, m *format.Meta) {
+	start := timesStart(m)
+	for _, t := range ts {
+		a.check(t, start)
 	}
+}
+
+// timesStart is when the events of a capture with metadata m start.
+func timesStart(m *format.Meta) int64 {
+	if m.Window != nil && m.Window.Start > m.StartBoot {
+		return m.Window.Start
+	}
+	return m.StartBoot
+}
+
+func (a *TimeAnomalies) check(t, start int64) {
 	if t < start && start-t > backwardSlack {
 		a.Early++
 	}

@@ -2,13 +2,17 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/decimal"
 	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/replay"
 )
@@ -32,15 +36,34 @@ func WriteCSV(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass,
 	cw.record(rec)
 	res := &Result{}
 	probes := c.Meta().ProbeNames()
-	cells := newCSVCells(cols, probes, &o)
-	pass, err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
-		cw.buf = cells.row(cw.buf, b, i)
-		count(res, lost)
-		if len(cw.buf) >= csvBuffer {
-			return cw.flush()
-		}
-		return nil
-	})
+	cells := newCSVCells(c, cols, probes, &o)
+	var pass *replay.Pass
+	if o.Rows.Empty() && o.Lost == LostDrop {
+		// Every event and nothing else: a stretch of rows at a time.
+		pass, err = c.ScanSpans(nil, func(b *format.Batch, lo, hi int) error {
+			for lo < hi {
+				var n int
+				cw.buf, n = cells.rows(cw.buf, b, lo, hi, csvBuffer)
+				res.Events += uint64(n)
+				lo += n
+				if len(cw.buf) >= csvBuffer {
+					if err := cw.flush(); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	} else {
+		pass, err = walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+			cw.buf = cells.row(cw.buf, b, i, lost)
+			count(res, lost)
+			if len(cw.buf) >= csvBuffer {
+				return cw.flush()
+			}
+			return nil
+		})
+	}
 	if ferr := cw.flush(); err == nil {
 		err = ferr
 	}
@@ -112,9 +135,18 @@ func csvNeedsQuotes(s string) bool {
 	return unicode.IsSpace(r)
 }
 
-// csvCells appends the cells of a row to a line: numbers with strconv,
-// text made safe (csvText) and quoted as needed, the text of a probe name,
-// of the last command name and of the stacks named so far encoded once.
+// csvCells appends the cells of a row to a line: numbers with package
+// decimal, text made safe (csvText) and quoted as needed, the text of a
+// probe name, of the last command name and of the stacks named so far
+// encoded once.
+//
+// An event's line, when the columns start with time, cpu, pid, tid, comm
+// and probe (not redacted), is made faster (fastRows): what lies between
+// its time and its fields is cached per thread and probe (csvHead), and
+// the field cells come from a plan per probe (csvPlan) where the row has
+// values in its probe's columns and nowhere else, as every row written by
+// bpftape does. Other rows, and lines of other columns, take the cells
+// one by one (row).
 type csvCells struct {
 	cols   []column
 	o      *Options
@@ -131,6 +163,88 @@ type csvCells struct {
 	lastStack []stackMemo
 	stackCell map[string][]byte
 	scratch   []byte
+
+	// The fast line: fixed is how many columns (6, or 7 with lost) its
+	// head covers, 0 for no fast line; fields are the columns after them,
+	// set for batch (its Index + 1), and plans the probes' cells when
+	// there are at most 64 fields (the validity of a row's fields is a
+	// word).
+	fixed  int
+	fields []csvField
+	plans  []csvPlan
+	batch  int
+	ones   []byte // a validity bitmap of every row, for columns without one
+	heads  [512]csvHead
+	time   decimal.Rising
+}
+
+// csvField is a field column of the fast line, as of the batch.
+type csvField struct {
+	index int // the column's schema index
+	// valid is the column's validity bitmap, nil for a string column
+	// (read through Column.Valid); bits and sign read an 8-byte integer
+	// column as in bpftape events (textField), bits nil for the others.
+	valid []byte
+	col   *format.Column
+	bits  []uint64
+	sign  int64
+	asIs  bool // written by csvCells.cell: a string, a stack's frames, a narrower integer
+}
+
+// csvPlan is the field cells of a probe's lines: want has the bit of each
+// of its columns, cells its columns in order with the commas before each,
+// and tail the commas after the last and the newline. A probe whose
+// fields are not in the columns' order has none (ok false).
+type csvPlan struct {
+	ok    bool
+	want  uint64
+	cells []csvCell
+	tail  shortText
+}
+
+type csvCell struct {
+	k   int // index in csvCells.fields
+	pre shortText
+}
+
+// shortText is a few bytes of a line (commas), appended as one word when
+// they fit in one.
+type shortText struct {
+	w [16]byte
+	s []byte
+}
+
+func newShortText(s string) shortText {
+	t := shortText{s: []byte(s)}
+	copy(t.w[:], s)
+	return t
+}
+
+func (t *shortText) appendTo(line []byte) []byte {
+	if len(t.s) > len(t.w) {
+		return append(line, t.s...)
+	}
+	n := len(line)
+	line = slices.Grow(line, len(t.w))
+	*(*[16]byte)(line[n : n+16]) = t.w
+	return line[:n+len(t.s)]
+}
+
+// csvHead caches the cells of a thread's line between its time and its
+// fields for one probe and cpu (a thread stays on a cpu for a while):
+// ",CPU,PID,TID,COMM,PROBE", and a comma for an empty lost column; the
+// comm matched by its string view, as bpftape events matches it (replay's
+// lineHead).
+type csvHead struct {
+	ok       bool
+	probe    uint16
+	cpu      uint16
+	pid, tid uint32
+	lo, hi   uint64
+	batch    int // the batch in which a long comm's view last read as comm
+	comm     string
+	text     []byte
+	short    [64]byte // text, when it fits, copied as a whole
 }
 
 type stackMemo struct {
@@ -140,11 +254,47 @@ type stackMemo struct {
 	set  bool
 }
 
-func newCSVCells(cols []column, probes []string, o *Options) *csvCells {
+func newCSVCells(c *replay.Capture, cols []column, probes []string, o *Options) *csvCells {
 	cc := &csvCells{cols: cols, o: o, lastStr: make([]string, len(cols)), lastStrCell: make([][]byte, len(cols)),
 		lastStack: make([]stackMemo, len(cols)), stackCell: map[string][]byte{}}
 	for _, p := range probes {
 		cc.probes = append(cc.probes, cc.text(nil, p))
+	}
+	fixed := 0
+	for fixed < len(cols) && cols[fixed].fixed == fixed && fixed <= format.ColLost {
+		fixed++
+	}
+	if fixed < format.ColProbe+1 {
+		return cc // redacted: no comm
+	}
+	cc.fixed = fixed
+	for k := fixed; k < len(cols); k++ {
+		cc.fields = append(cc.fields, csvField{index: cols[k].index})
+	}
+	if len(cc.fields) > 64 {
+		return cc
+	}
+	at := map[int]int{} // schema index: index in fields
+	for k, f := range cc.fields {
+		at[f.index] = k
+	}
+	for _, p := range c.Meta().Probes {
+		pl := csvPlan{ok: true}
+		last := -1
+		for _, f := range p.Fields {
+			k, ok := at[c.Column(f.Column)]
+			if !ok || k <= last {
+				pl = csvPlan{}
+				break
+			}
+			pl.want |= 1 << k
+			pl.cells = append(pl.cells, csvCell{k: k, pre: newShortText(strings.Repeat(",", k-last))})
+			last = k
+		}
+		if pl.ok {
+			pl.tail = newShortText(strings.Repeat(",", len(cc.fields)-1-last) + "\n")
+		}
+		cc.plans = append(cc.plans, pl)
 	}
 	return cc
 }
@@ -154,72 +304,219 @@ func (cc *csvCells) text(b []byte, s string) []byte {
 	return appendCSVField(b, csvText(s, cc.o))
 }
 
-// row appends row i of b as a line.
-func (cc *csvCells) row(line []byte, b *format.Batch, i int) []byte {
+// row appends row i of b, a loss record with lost, as a line.
+func (cc *csvCells) row(line []byte, b *format.Batch, i int, lost bool) []byte {
+	if cc.fixed > 0 && !lost {
+		line, _ = cc.fastRows(line, b, i, i+1, 0)
+		return line
+	}
 	for k := range cc.cols {
-		col := &cc.cols[k]
 		if k > 0 {
 			line = append(line, ',')
 		}
-		switch col.fixed {
-		case format.ColTime:
-			line = strconv.AppendInt(line, b.Time[i], 10)
-			continue
-		case format.ColCPU:
-			line = strconv.AppendUint(line, uint64(b.CPU[i]), 10)
-			continue
-		case format.ColPID:
-			line = strconv.AppendUint(line, uint64(b.PID[i]), 10)
-			continue
-		case format.ColTID:
-			line = strconv.AppendUint(line, uint64(b.TID[i]), 10)
-			continue
-		case format.ColComm:
-			s := b.Comm(i)
-			if s != cc.lastComm || cc.lastCommCell == nil {
-				cc.lastComm = strings.Clone(s)
-				cc.lastCommCell = cc.text(cc.lastCommCell[:0], s)
-				if cc.lastCommCell == nil {
-					cc.lastCommCell = []byte{}
-				}
-			}
-			line = append(line, cc.lastCommCell...)
-			continue
-		case format.ColProbe:
-			if p := int(b.Probe[i]); p < len(cc.probes) {
-				line = append(line, cc.probes[p]...)
-			}
-			continue
-		case format.ColLost:
-			if n, ok := b.Lost(i); ok {
-				line = strconv.AppendUint(line, n, 10)
-			}
-			continue
-		}
-		fc := b.Col(col.index)
-		if !fc.Valid(i) {
-			continue
-		}
-		switch {
-		case col.names != nil:
-			line = cc.stack(line, k, col, b, i, uint64(fc.Int(i)))
-		case fc.Type == format.String:
-			s := fc.Str(i)
-			if s != cc.lastStr[k] || cc.lastStrCell[k] == nil {
-				cc.lastStr[k] = strings.Clone(s)
-				cc.lastStrCell[k] = cc.text(cc.lastStrCell[k][:0], s)
-				if cc.lastStrCell[k] == nil {
-					cc.lastStrCell[k] = []byte{}
-				}
-			}
-			line = append(line, cc.lastStrCell[k]...)
-		case fc.Type == format.Uint64 || fc.Type.IsStack():
-			line = strconv.AppendUint(line, uint64(fc.Int(i)), 10)
-		default:
-			line = strconv.AppendInt(line, fc.Int(i), 10)
-		}
+		line = cc.cell(line, k, b, i)
 	}
 	return append(line, '\n')
+}
+
+// rows appends event rows lo to hi of b as lines until line holds full
+// bytes; it returns how many rows it appended.
+func (cc *csvCells) rows(line []byte, b *format.Batch, lo, hi, full int) ([]byte, int) {
+	if cc.fixed > 0 {
+		return cc.fastRows(line, b, lo, hi, full)
+	}
+	i := lo
+	for ; i < hi && len(line) < full; i++ {
+		line = cc.row(line, b, i, false)
+	}
+	return line, i - lo
+}
+
+// fastRows appends event rows lo to hi of b as lines, the columns
+// starting with the fixed ones (fixed > 0), until line holds full bytes
+// (0: all of them); it returns how many rows it appended.
+func (cc *csvCells) fastRows(line []byte, b *format.Batch, lo, hi, full int) ([]byte, int) {
+	if cc.batch != b.Index+1 {
+		cc.setBatch(b)
+	}
+	i := lo
+	for ; i < hi && (full == 0 || len(line) < full); i++ {
+		line = cc.time.AppendInt(line, b.Time[i])
+		// The text between time and fields, cached: the check inlined,
+		// a call only to set it.
+		vlo, vhi := b.CommView(i)
+		h := &cc.heads[(uint64(b.TID[i])<<16|uint64(b.Probe[i]))*0x9e3779b97f4a7c15>>(64-9)]
+		if !h.holds(b.CPU[i], b.PID[i], b.TID[i], b.Probe[i], vlo, vhi, b.Index) {
+			cc.setHead(h, b, i)
+		}
+		line = h.appendTo(line)
+		if p := int(b.Probe[i]); p < len(cc.plans) {
+			var valid uint64
+			for k := range cc.fields {
+				f := &cc.fields[k]
+				if f.valid == nil {
+					if f.col.Valid(i) {
+						valid |= 1 << k
+					}
+					continue
+				}
+				valid |= uint64(f.valid[i>>3]>>(i&7)&1) << k
+			}
+			if pl := &cc.plans[p]; valid == pl.want && pl.ok {
+				for j := range pl.cells {
+					c := &pl.cells[j]
+					line = c.pre.appendTo(line)
+					if f := &cc.fields[c.k]; !f.asIs {
+						line = decimal.AppendBits(line, f.bits[i], f.sign)
+					} else {
+						line = cc.cell(line, cc.fixed+c.k, b, i)
+					}
+				}
+				line = pl.tail.appendTo(line)
+				continue
+			}
+		}
+		for k := cc.fixed; k < len(cc.cols); k++ {
+			line = cc.cell(append(line, ','), k, b, i)
+		}
+		line = append(line, '\n')
+	}
+	return line, i - lo
+}
+
+// setBatch points the fields of the fast line at b's columns.
+func (cc *csvCells) setBatch(b *format.Batch) {
+	cc.batch = b.Index + 1
+	if n := (b.Len + 7) / 8; len(cc.ones) < n {
+		cc.ones = bytes.Repeat([]byte{0xff}, n)
+	}
+	for k := range cc.fields {
+		f := &cc.fields[k]
+		col := b.Col(f.index)
+		ic := col.Ints()
+		f.col, f.valid, f.bits, f.sign, f.asIs = col, ic.Valid, nil, 0, false
+		switch {
+		case col.Type == format.String:
+			f.valid, f.asIs = nil, true
+		case cc.cols[cc.fixed+k].names != nil:
+			f.asIs = true // a stack's frames
+		case ic.Type == format.Uint64:
+			f.bits = ic.U64
+		case ic.Type == format.Int64:
+			f.bits, f.sign = bits64(ic.I64), -1
+		default:
+			f.asIs = true
+		}
+		if f.valid == nil && col.Type != format.String {
+			f.valid = cc.ones
+		}
+	}
+}
+
+// bits64 is x as the bits of its values, which decimal.AppendBits signs.
+func bits64(x []int64) []uint64 {
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(x))), len(x))
+}
+
+// appendTo appends h's text to line.
+func (h *csvHead) appendTo(line []byte) []byte {
+	if len(h.text) > len(h.short) {
+		return append(line, h.text...)
+	}
+	n := len(line)
+	line = slices.Grow(line, len(h.short))
+	*(*[64]byte)(line[n : n+64]) = h.short
+	return line[:n+len(h.text)]
+}
+
+// holds reports whether h is the head of a row of the thread, probe, cpu
+// and comm view in batch: a long comm's view is its own in its batch
+// alone (setHead checks its bytes in the next).
+func (h *csvHead) holds(cpu uint16, pid, tid uint32, probe uint16, lo, hi uint64, batch int) bool {
+	return h.ok && h.tid == tid && h.probe == probe && h.cpu == cpu && h.pid == pid && h.lo == lo && h.hi == hi &&
+		(uint32(lo) <= 12 || h.batch == batch)
+}
+
+// setHead makes h the head of row i of b.
+func (cc *csvCells) setHead(h *csvHead, b *format.Batch, i int) {
+	cpu, pid, tid, probe := b.CPU[i], b.PID[i], b.TID[i], b.Probe[i]
+	lo, hi := b.CommView(i)
+	comm := b.Comm(i)
+	h.batch = b.Index // a long comm's view reads as comm in all of this batch
+	if h.ok && h.tid == tid && h.probe == probe && h.cpu == cpu && h.pid == pid && h.lo == lo && h.hi == hi && h.comm == comm {
+		return
+	}
+	h.ok, h.probe, h.cpu, h.pid, h.tid, h.lo, h.hi, h.comm = true, probe, cpu, pid, tid, lo, hi, strings.Clone(comm)
+	s := append(h.text[:0], ',')
+	s = append(decimal.AppendUint(s, uint64(cpu)), ',')
+	s = append(decimal.AppendUint(s, uint64(pid)), ',')
+	s = append(decimal.AppendUint(s, uint64(tid)), ',')
+	s = append(cc.text(s, comm), ',')
+	if int(probe) < len(cc.probes) {
+		s = append(s, cc.probes[probe]...)
+	}
+	if cc.fixed > format.ColLost {
+		s = append(s, ',') // an event's lost cell is empty
+	}
+	h.text = s
+	copy(h.short[:], s)
+}
+
+// cell appends the cell of column k of row i of b.
+func (cc *csvCells) cell(line []byte, k int, b *format.Batch, i int) []byte {
+	col := &cc.cols[k]
+	switch col.fixed {
+	case format.ColTime:
+		return decimal.AppendInt(line, b.Time[i])
+	case format.ColCPU:
+		return decimal.AppendUint(line, uint64(b.CPU[i]))
+	case format.ColPID:
+		return decimal.AppendUint(line, uint64(b.PID[i]))
+	case format.ColTID:
+		return decimal.AppendUint(line, uint64(b.TID[i]))
+	case format.ColComm:
+		s := b.Comm(i)
+		if s != cc.lastComm || cc.lastCommCell == nil {
+			cc.lastComm = strings.Clone(s)
+			cc.lastCommCell = cc.text(cc.lastCommCell[:0], s)
+			if cc.lastCommCell == nil {
+				cc.lastCommCell = []byte{}
+			}
+		}
+		return append(line, cc.lastCommCell...)
+	case format.ColProbe:
+		if p := int(b.Probe[i]); p < len(cc.probes) {
+			line = append(line, cc.probes[p]...)
+		}
+		return line
+	case format.ColLost:
+		if n, ok := b.Lost(i); ok {
+			line = decimal.AppendUint(line, n)
+		}
+		return line
+	}
+	fc := b.Col(col.index)
+	if !fc.Valid(i) {
+		return line
+	}
+	switch {
+	case col.names != nil:
+		return cc.stack(line, k, col, b, i, uint64(fc.Int(i)))
+	case fc.Type == format.String:
+		s := fc.Str(i)
+		if s != cc.lastStr[k] || cc.lastStrCell[k] == nil {
+			cc.lastStr[k] = strings.Clone(s)
+			cc.lastStrCell[k] = cc.text(cc.lastStrCell[k][:0], s)
+			if cc.lastStrCell[k] == nil {
+				cc.lastStrCell[k] = []byte{}
+			}
+		}
+		return append(line, cc.lastStrCell[k]...)
+	case fc.Type == format.Uint64 || fc.Type.IsStack():
+		return decimal.AppendUint(line, uint64(fc.Int(i)))
+	default:
+		return decimal.AppendInt(line, fc.Int(i))
+	}
 }
 
 // stack appends the cell of stack id of row i: its folded frames, nothing

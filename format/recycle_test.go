@@ -1,0 +1,74 @@
+package format_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+// TestRecycleStrings checks that a reader reusing the memory of the
+// string columns (Recycle, RecycleStrings), with and without reading
+// ahead, reads the comms and string fields a reader that keeps every
+// batch reads, when each row is read before the next Next: comms and
+// strings short enough for their string view and longer ones, in many
+// batches.
+func TestRecycleStrings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	m := &format.Meta{Host: "h", StartBoot: 1, StartWall: time.Unix(1700000000, 0), Probes: []format.Probe{
+		{Name: "p", Kind: "usdt", Spec: "p=U:/bin/x:p:s", Fields: []format.Field{
+			{Name: "s", Type: format.String}, {Name: "n", Type: format.Uint64}}}}}
+	w, err := format.Create(path, m, format.WriterOptions{BatchRows: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5000 {
+		comm := fmt.Sprintf("c%d", i%7)
+		if i%3 == 0 {
+			comm = fmt.Sprintf("long-comm-%05d", i) // past a view's 12 bytes
+		}
+		e := format.Event{Time: int64(10 + i), PID: 1, TID: 1, Comm: []byte(comm),
+			Ints: []uint64{0, uint64(i)}, Strs: [][]byte{[]byte(strings.Repeat("x", i%40) + fmt.Sprint(i)), nil}}
+		if err := w.Append(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	read := func(recycle bool, ahead int) []string {
+		r, err := format.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.Recycle, r.RecycleStrings, r.ReadAhead = recycle, recycle, ahead
+		s := r.Column("p.s")
+		var rows []string
+		for r.Next() {
+			b := r.Batch()
+			for i := range b.Len {
+				rows = append(rows, b.Comm(i)+" "+b.Col(s).Str(i))
+			}
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	want := read(false, 0)
+	if len(want) != 5000 {
+		t.Fatalf("%d rows", len(want))
+	}
+	for _, ahead := range []int{0, 2, 4} {
+		got := read(true, ahead)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("read ahead %d: row %d is %q, want %q", ahead, i, got[i], want[i])
+			}
+		}
+	}
+}

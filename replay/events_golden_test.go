@@ -17,6 +17,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/replay/replaytest"
 )
 
 // goldenProbes are the probes of writeGoldenCapture: strings, an address,
@@ -79,19 +80,7 @@ func writeGoldenCapture(t testing.TB, dir string) string {
 		tid := uint32(100 + rng.Intn(6))
 		e := format.Event{Time: ts, CPU: uint16(rng.Intn(4)), PID: uint32(rng.Intn(3)) * 1000000, TID: tid, Probe: pi,
 			Comm: []byte(goldenComms[(int(tid)+k/500)%len(goldenComms)])}
-		nf := len(goldenProbes[pi].Fields)
-		e.Ints, e.Strs = make([]uint64, nf), make([][]byte, nf)
-		for f := range nf {
-			if goldenProbes[pi].Fields[f].Type == format.String {
-				e.Strs[f] = []byte(goldenStrs[rng.Intn(len(goldenStrs))])
-				continue
-			}
-			v := goldenInts[rng.Intn(len(goldenInts))]
-			if rng.Intn(2) == 0 {
-				v = uint64(rng.Int63n(1<<40) - 1<<39)
-			}
-			e.Ints[f] = v
-		}
+		replaytest.RandomFields(rng, &e, &goldenProbes[pi], goldenInts, goldenStrs)
 		if err := w.Append(&e); err != nil {
 			t.Fatal(err)
 		}

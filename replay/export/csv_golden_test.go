@@ -14,6 +14,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/replay"
+	"github.com/bpftape/bpftape/replay/replaytest"
 )
 
 // csvGoldenProbes have every integer width, strings, an address, stack
@@ -65,19 +66,7 @@ func writeCSVGolden(t *testing.T) string {
 		tid := uint32(100 + rng.Intn(5))
 		e := format.Event{Time: ts, CPU: uint16(rng.Intn(300)), PID: uint32(rng.Intn(3)) * 1000003, TID: tid, Probe: pi,
 			Comm: []byte(comms[(int(tid)+k/700)%len(comms)])}
-		nf := len(csvGoldenProbes[pi].Fields)
-		e.Ints, e.Strs = make([]uint64, nf), make([][]byte, nf)
-		for f := range nf {
-			if csvGoldenProbes[pi].Fields[f].Type == format.String {
-				e.Strs[f] = []byte(strs[rng.Intn(len(strs))])
-				continue
-			}
-			v := ints[rng.Intn(len(ints))]
-			if rng.Intn(2) == 0 {
-				v = uint64(rng.Int63n(1<<40) - 1<<39)
-			}
-			e.Ints[f] = v
-		}
+		replaytest.RandomFields(rng, &e, &csvGoldenProbes[pi], ints, strs)
 		if err := w.Append(&e); err != nil {
 			t.Fatal(err)
 		}

@@ -20,18 +20,12 @@ import (
 // csvGoldenProbes have every integer width, strings, an address, stack
 // fields (without a stack table: their frames are unknown), a probe with
 // no fields and fields named like the fixed columns.
-var csvGoldenProbes = []format.Probe{
-	{Name: "str", Kind: "usdt", Spec: "str=U:/bin/x:p:s", Fields: []format.Field{
-		{Name: "n", Type: format.Int32}, {Name: "s", Type: format.String}, {Name: "u", Type: format.Uint64},
-		{Name: "p", Type: format.Uint64, Pointer: true}, {Name: "c", Type: format.Uint8}}},
-	{Name: "stk", Kind: "uprobe", Spec: "stk=u:/bin/x:f(ustack,kstack,v)", Fields: []format.Field{
-		{Name: "ustack", Type: format.UserStack}, {Name: "kstack", Type: format.KernelStack}, {Name: "v", Type: format.Int64}}},
-	{Name: "small", Kind: "tracepoint", Spec: "small=t:a:b", Fields: []format.Field{
-		{Name: "a", Type: format.Int8}, {Name: "b", Type: format.Int16}, {Name: "cc", Type: format.Uint16},
-		{Name: "d", Type: format.Uint32}, {Name: "pid", Type: format.Int32}, {Name: "comm", Type: format.String}}},
-	{Name: "ret", Kind: "uretprobe", Spec: "ret=ur:/bin/x:f", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
-	{Name: "=nofields", Kind: "uprobe", Spec: "=nofields=u:/bin/x:g()"},
-}
+var csvGoldenProbes = func() []format.Probe {
+	ps := replaytest.ListingProbes()
+	// A probe name that starts as a spreadsheet formula does.
+	ps[len(ps)-1].Name, ps[len(ps)-1].Spec = "=nofields", "=nofields=u:/bin/x:g()"
+	return ps
+}()
 
 // writeCSVGolden writes a capture of csvGoldenProbes with loss records,
 // comms and strings that need quoting, escaping or a formula quote, times

@@ -88,7 +88,7 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 	if err != nil {
 		return nil, err
 	}
-	if o.Rows.Empty() && !a.Capture.perRow && !b.Capture.perRow {
+	if a.Capture.Spans(&o.Rows) && b.Capture.Spans(&o.Rows) {
 		err = cmp.runs()
 	} else if a.Capture == b.Capture {
 		a.Pass, err = a.Capture.ScanColumns(append(cmp.ColumnsA(), cmp.ColumnsB()...), &o.Rows, func(bt *format.Batch, i int) { cmp.AddA(bt, i); cmp.AddB(bt, i) })

@@ -185,7 +185,7 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 	var all *accum
 	if o.By == "" {
 		all = groups.int(0)
-		if o.Rows.Empty() && !c.perRow {
+		if c.Spans(&o.Rows) {
 			p, err := c.histRuns(r, &o, &ref, all)
 			if err != nil {
 				return p, err

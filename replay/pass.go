@@ -265,6 +265,12 @@ func (c *Capture) spans(r *format.Reader, timed bool, fn func(b *format.Batch, l
 	return p, nil
 }
 
+// Spans reports whether a pass with row filter f may hand an analysis its
+// rows a stretch at a time (ScanSpans): f selects every row, and the
+// capture is not made to hand them one by one (DecodeAll), as the check
+// of every span path against the row-by-row one does.
+func (c *Capture) Spans(f *RowFilter) bool { return (f == nil || f.Empty()) && !c.perRow }
+
 // ScanSpans is Scan without a row filter for the listings, which take the
 // event rows a stretch at a time rather than through a call each: it
 // hands fn each stretch [lo, hi) of event rows between loss records, in

@@ -243,6 +243,63 @@ func (b *Builder) Fill(bt *format.Batch, i int) {
 	}
 }
 
+// FillSpan is Fill for rows [lo, hi) of bt, a stretch of events between
+// loss records (replay.Capture.ScanSpans): a field's samples are gathered
+// from its columns in a loop of their own, not a call per event.
+func (b *Builder) FillSpan(bt *format.Batch, lo, hi int) {
+	for _, l := range b.layers {
+		if l.spec.Latency() {
+			for i := lo; i < hi; i++ {
+				l.sample(bt, i, l.m.Add)
+			}
+			continue
+		}
+		c := bt.Col(l.ref.Column()).Ints()
+		switch c.Type {
+		case format.Int8:
+			fieldSpan(l, c.I8, bt, lo, hi)
+		case format.Int16:
+			fieldSpan(l, c.I16, bt, lo, hi)
+		case format.Int32:
+			fieldSpan(l, c.I32, bt, lo, hi)
+		case format.Int64:
+			fieldSpan(l, c.I64, bt, lo, hi)
+		case format.Uint8:
+			fieldSpan(l, c.U8, bt, lo, hi)
+		case format.Uint16:
+			fieldSpan(l, c.U16, bt, lo, hi)
+		case format.Uint32:
+			fieldSpan(l, c.U32, bt, lo, hi)
+		case format.Uint64:
+			fieldSpan(l, c.U64, bt, lo, hi)
+		}
+	}
+}
+
+// fieldSpan adds the samples of field layer l in rows [lo, hi) of bt,
+// whose field column holds vals: the rows of its probe, as sample takes
+// them (Ref.Int), gathered without a branch (which probe a row is from is
+// as good as random), then counted.
+func fieldSpan[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](l *layer, vals []T, bt *format.Batch, lo, hi int) {
+	probes, times := bt.Probe[lo:hi], bt.Time[lo:hi]
+	vals, times = vals[lo:hi][:len(probes)], times[:len(probes)]
+	want, cast, m := l.ref.ProbeIndex(), l.spec.Cast, l.m
+	var rows [1024]int32
+	for start := 0; start < len(probes); start += len(rows) {
+		end := min(start+len(rows), len(probes))
+		k := 0
+		for i, p := range probes[start:end] {
+			rows[k&(len(rows)-1)] = int32(start + i)
+			if int(p) == want {
+				k++
+			}
+		}
+		for _, i := range rows[:k] {
+			m.AddN(times[i], cast.Apply(int64(vals[i])), 1)
+		}
+	}
+}
+
 // Maps returns the filled maps, in the order of the specs.
 func (b *Builder) Maps() []*Map {
 	var ms []*Map
@@ -291,7 +348,15 @@ func Build(c *replay.Capture, f *replay.RowFilter, specs []Spec, o Options) ([]*
 	if err := b.Plan(nil); err != nil {
 		return nil, p, err
 	}
-	if p, err = c.ScanColumns(b.Columns(), f, b.Fill); err != nil {
+	if c.Spans(f) {
+		p, err = c.ScanSpans(b.Columns(), func(bt *format.Batch, lo, hi int) error {
+			b.FillSpan(bt, lo, hi)
+			return nil
+		})
+	} else {
+		p, err = c.ScanColumns(b.Columns(), f, b.Fill)
+	}
+	if err != nil {
 		return nil, p, err
 	}
 	return b.Maps(), p, nil

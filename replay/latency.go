@@ -171,6 +171,67 @@ func (l *Latencies) Add(b *format.Batch, i int) {
 	}
 }
 
+// spans reports whether addSpan may take the events: calls paired by
+// thread in a capture of one host, into one histogram.
+func (l *Latencies) spans() bool {
+	return l.grid == nil && l.slices == nil && l.pair.keys == nil && l.pair.threads.cols == nil
+}
+
+// addSpan is Add for rows [lo, hi) of b (when spans says so), in loops of
+// its own rather than a call per event, which was most of latency's time
+// after decoding: the rows of the two probes are gathered, paired, and the
+// calls' durations counted, the first two without a branch on which probe
+// a row is from (as good as random in a capture of many threads).
+func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
+	probes := b.Probe[lo:hi]
+	times, tids := b.Time[lo:hi][:len(probes)], b.TID[lo:hi][:len(probes)]
+	start, end := l.pair.start, l.pair.end
+	stacks, res := &l.pair.stacks, &l.res
+	var rows [1024]int32
+	var durs [1024]int64
+	for first := 0; first < len(probes); first += len(rows) {
+		last := min(first+len(rows), len(probes))
+		k := 0
+		for i, p := range probes[first:last] {
+			rows[k&(len(rows)-1)] = int32(first + i)
+			k += b2i(p == start) | b2i(p == end)
+		}
+		nd := 0
+		for _, i := range rows[:k] {
+			s := stacks.of(uint64(tids[i]))
+			st, isEnd := *s, b2i(probes[i] == end)
+			n := len(st)
+			if n >= MaxDepth && isEnd == 0 {
+				res.Overflows++
+				continue
+			}
+			if n == cap(st) {
+				st = append(st, 0)[:n]
+			}
+			// A start is pushed; an end pops the innermost start, if
+			// any, into the durations.
+			st = st[:n+1]
+			top := st[max(n-1, 0)]
+			st[n] = times[i]
+			empty := b2i(n == 0)
+			ended := isEnd &^ empty
+			res.UnmatchedReturns += uint64(isEnd & empty)
+			durs[nd] = times[i] - top
+			nd += ended
+			*s = st[:n+1-isEnd-ended]
+		}
+		res.Calls += uint64(nd)
+		for _, ns := range durs[:nd] {
+			if l.u.div == 1 {
+				res.Hist.Add(uint64(ns)) // no division: the default unit
+			} else {
+				res.Hist.Add(uint64(ns / l.u.div))
+			}
+			res.Stats.Add(ns)
+		}
+	}
+}
+
 // record counts the call that return row i of b ends, begun at start: its
 // histogram bucket in the unit, its statistics in nanoseconds.
 func (l *Latencies) record(b *format.Batch, i int, start int64) {
@@ -198,7 +259,15 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, *Pass
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := c.ScanColumns(l.Columns(), &o.Rows, l.Add)
+	var p *Pass
+	if l.spans() && c.Spans(&o.Rows) {
+		p, err = c.ScanSpans(l.Columns(), func(b *format.Batch, lo, hi int) error {
+			l.addSpan(b, lo, hi)
+			return nil
+		})
+	} else {
+		p, err = c.ScanColumns(l.Columns(), &o.Rows, l.Add)
+	}
 	if err != nil {
 		return nil, p, err
 	}

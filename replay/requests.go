@@ -178,6 +178,68 @@ func (r *RequestTotals) Add(b *format.Batch, i int) {
 	}
 }
 
+// spans reports whether addSpan may take the events: requests by thread
+// (or global) in a capture of one host, not listed.
+func (r *RequestTotals) spans() bool {
+	return r.keys == nil && r.list == nil && r.threads.cols == nil
+}
+
+// addSpan is Add for rows [lo, hi) of b (when spans says so): the rows of
+// the two probes are gathered without a branch (which probe a row is from
+// is as good as random), then summed in a loop of their own rather than a
+// call per event, which was most of requests' time after decoding.
+func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
+	probes := b.Probe[lo:hi]
+	tids := b.TID[lo:hi][:len(probes)]
+	item, end := r.item.probe, r.end.probe
+	items, ends := b.Col(r.item.col).Ints(), b.Col(r.end.col).Ints()
+	global, res, cast := r.o.Global, &r.res, r.o.EndCast
+	var rows [1024]int32
+	var ended [1024][2]int64 // an end's value and its request's sum
+	for first := 0; first < len(probes); first += len(rows) {
+		last := min(first+len(rows), len(probes))
+		k := 0
+		for i, p := range probes[first:last] {
+			rows[k&(len(rows)-1)] = int32(first + i)
+			k += b2i(p == item) | b2i(p == end)
+		}
+		// Summed and ended without a branch on which probe a row is
+		// from: an item adds to its thread's sum, an end takes the sum
+		// (if it has items) into ended and empties it.
+		n := 0
+		for _, i := range rows[:k] {
+			var key uint64
+			if !global {
+				key = uint64(tids[i])
+			}
+			p := r.last
+			if p == nil || key != r.lastKey {
+				if p = r.open[key]; p == nil {
+					p = &pending{}
+					r.open[key] = p
+				}
+				r.lastKey, r.last = key, p
+			}
+			row := lo + int(i)
+			isItem := b2i(probes[i] == item)
+			isEnd, none := 1-isItem, b2i(p.items == 0)
+			res.EndsWithoutItems += uint64(isEnd & none)
+			ended[n] = [2]int64{ends.Int(row), p.sum}
+			n += isEnd &^ none
+			p.sum = int64(isItem) * (p.sum + items.Int(row))
+			p.items = uint64(isItem) * (p.items + 1)
+		}
+		res.Requests += uint64(n)
+		for _, e := range ended[:n] {
+			v := cast.Apply(e[0])
+			res.End.Add(uint64(v))
+			res.Total.Add(uint64(e[1]))
+			res.EndStats.Add(v)
+			res.TotalStats.Add(e[1])
+		}
+	}
+}
+
 // Result is what the events added so far count, the items of requests
 // still open counted as incomplete.
 func (r *RequestTotals) Result() *RequestsResult {
@@ -234,7 +296,15 @@ func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, *P
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := c.ScanColumns(r.Columns(), &o.Rows, r.Add)
+	var p *Pass
+	if r.spans() && c.Spans(&o.Rows) {
+		p, err = c.ScanSpans(r.Columns(), func(b *format.Batch, lo, hi int) error {
+			r.addSpan(b, lo, hi)
+			return nil
+		})
+	} else {
+		p, err = c.ScanColumns(r.Columns(), &o.Rows, r.Add)
+	}
 	if err != nil {
 		return nil, p, err
 	}

@@ -275,6 +275,44 @@ func (a *stackAgg) add(k stackKey, t int64, v uint64) {
 	a.res.Events++
 }
 
+// addSpan counts the events of probe in rows [lo, hi) of b, as add with
+// key does, in a loop of its own where neither By nor Samples adds to the
+// key: an event's key is its stacks and its process, and events of one
+// stack come in runs, which cost a comparison each. Without b's times
+// (Symbolizer.Timeless) a stack is first seen at time 0.
+func (a *stackAgg) addSpan(b *format.Batch, lo, hi int, probe uint16, cols stackCols) {
+	var user, kernel *format.IntColumn
+	if cols.user >= 0 {
+		user = b.Col(cols.user).Ints()
+	}
+	if cols.kernel >= 0 {
+		kernel = b.Col(cols.kernel).Ints()
+	}
+	for i, p := range b.Probe[lo:hi] {
+		if p != probe {
+			continue
+		}
+		var k stackKey
+		if user != nil {
+			k.user, k.pid = uint64(user.Int(lo+i)), b.PID[lo+i]
+		}
+		if kernel != nil {
+			k.kernel = uint64(kernel.Int(lo + i))
+		}
+		if a.last != nil && k.user == a.lastKey.user && k.kernel == a.lastKey.kernel && k.pid == a.lastKey.pid && k.user|k.kernel != 0 {
+			a.last.value = format.AddCount(a.last.value, 1)
+			a.last.events++
+			a.res.Events++
+			continue
+		}
+		var t int64
+		if b.Time != nil {
+			t = b.Time[lo+i]
+		}
+		a.add(k, t, 1)
+	}
+}
+
 // key returns the stack key of event row i of b: its stacks of cols, its
 // By value and, with Samples, its thread.
 func (a *stackAgg) key(b *format.Batch, i int, cols stackCols) stackKey {
@@ -415,12 +453,25 @@ func Stacks(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 	}
 	probe := uint16(pi)
 	need := slices.Concat(cols.columns(), byFieldColumns(c, pi, o.By), agg.columns(), []int{format.ColTime})
-	p, err := c.ScanColumns(need, &o.Rows, func(b *format.Batch, i int) {
-		if b.Probe[i] != probe {
-			return
+	var p *Pass
+	if c.Spans(&o.Rows) && agg.by == nil && !o.Samples {
+		if agg.sym.Timeless() {
+			// The stacks read the same whenever they were taken: the
+			// times, most of the bytes of a capture, are not decoded.
+			need = need[:len(need)-1]
 		}
-		agg.add(agg.key(b, i, cols), b.Time[i], 1)
-	})
+		p, err = c.ScanSpans(need, func(b *format.Batch, lo, hi int) error {
+			agg.addSpan(b, lo, hi, probe, cols)
+			return nil
+		})
+	} else {
+		p, err = c.ScanColumns(need, &o.Rows, func(b *format.Batch, i int) {
+			if b.Probe[i] != probe {
+				return
+			}
+			agg.add(agg.key(b, i, cols), b.Time[i], 1)
+		})
+	}
 	if err != nil {
 		return nil, p, err
 	}

@@ -704,3 +704,63 @@ func BenchmarkWellFormed(b *testing.B) {
 		})
 	}
 }
+
+// TestTimeless checks Timeless against what it promises: where it holds,
+// a user frame reads the same at every time (the earliest, between reads,
+// the latest), on tables as the recorder writes them and hostile ones;
+// and that both answers occur, a process read once being timeless and one
+// that exec'd (its table read twice, the same addresses mapped anew) not.
+func TestTimeless(t *testing.T) {
+	seen := map[bool]int{}
+	for seed := uint64(0); seed < 300; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		var tab *format.StackTable
+		if seed%2 == 0 {
+			tab = wellFormed(rng)
+		} else {
+			tab = hostile(rng)
+		}
+		if seed%3 == 0 {
+			// Every process's first read only: no exec, no overlap.
+			first := map[uint32]int64{}
+			for _, m := range tab.Maps {
+				if f, ok := first[m.PID]; !ok || m.Since < f {
+					first[m.PID] = m.Since
+				}
+			}
+			maps := tab.Maps[:0]
+			for _, m := range tab.Maps {
+				if m.Since == first[m.PID] {
+					maps = append(maps, m)
+				}
+			}
+			tab.Maps = maps
+		}
+		s := New(tab)
+		seen[s.Timeless()]++
+		if !s.Timeless() {
+			continue
+		}
+		times := []int64{math.MinInt64, 0}
+		for _, m := range tab.Maps {
+			times = append(times, m.Since-1, m.Since, m.Since+1)
+		}
+		times = append(times, math.MaxInt64)
+		for _, m := range tab.Maps {
+			for _, addr := range []uint64{m.Start, m.End - 1, m.Start + (m.End-m.Start)/2, m.End} {
+				want := s.Frame(m.PID, times[0], addr, false)
+				for _, at := range times[1:] {
+					if got := s.Frame(m.PID, at, addr, false); got != want {
+						t.Fatalf("seed %d: timeless, but pid %d's frame %#x reads %+v at %d and %+v at %d", seed, m.PID, addr, got, at, want, times[0])
+					}
+				}
+			}
+		}
+	}
+	if seen[true] == 0 || seen[false] == 0 {
+		t.Errorf("timeless %d tables, not %d: want both", seen[true], seen[false])
+	}
+	if New(table()).Timeless() {
+		t.Error("a process that exec'd (the same addresses mapped anew) is timeless")
+	}
+}

@@ -68,6 +68,10 @@ type Symbolizer struct {
 	objs   map[uint32]*object
 	kernel kernelIndex
 	notes  map[uint32]string
+	// timed: some process has two mappings that cover one address, so
+	// that which of them a frame falls in depends on when its stack was
+	// taken (Timeless).
+	timed bool
 }
 
 // New indexes t. Entries that contradict each other (two stacks with one
@@ -151,6 +155,7 @@ func New(t *format.StackTable) *Symbolizer {
 		}
 		procs = append(procs, newProcMaps(maps[first:len(maps):len(maps)], &scratch))
 		s.maps[keys[0].pid] = &procs[len(procs)-1]
+		s.timed = s.timed || scratch.overlap
 		keys = keys[n:]
 	}
 	for _, n := range t.Processes {
@@ -203,6 +208,12 @@ func (s *Symbolizer) Frames(pid uint32, t int64, id uint64) (frames []Frame, ok 
 	}
 	return frames, true
 }
+
+// Timeless reports whether every stack's frames read the same whenever it
+// was taken: no process has two mappings that cover one address (as one
+// that exec'd or mapped a file anew has), so that the time given Frames
+// and Frame makes no difference, and an analysis need not read it.
+func (s *Symbolizer) Timeless() bool { return !s.timed }
 
 // Frame symbolizes addr, a frame of a kernel stack or of a user stack of
 // process pid taken at boot-clock time t.
@@ -323,6 +334,9 @@ type procMaps struct {
 type procScratch struct {
 	ends   []mapEnd
 	leaves []uint32
+	// overlap reports whether two of the last process's mappings cover
+	// one address.
+	overlap bool
 }
 
 // mapEnd is the Start (from 2r) or End (from 2r+1) of the mapping of rank
@@ -343,6 +357,20 @@ func newProcMaps(ms []format.Mapping, scratch *procScratch) procMaps {
 	// The leaves each mapping spans, [leaves[2r], leaves[2r+1]).
 	leaves := slices.Grow(scratch.leaves[:0], 2*len(ms))[:2*len(ms)]
 	scratch.ends, scratch.leaves = ends, leaves
+	// Mappings cover [Start, End): at each address, those that end there
+	// leave before those that start there come in.
+	scratch.overlap = false
+	for i, active := 0, 0; i < len(ends); {
+		j := i
+		for ; j < len(ends) && ends[j].at == ends[i].at; j++ {
+			active -= int(ends[j].from & 1)
+		}
+		for k := i; k < j; k++ {
+			active += int(1 - ends[k].from&1)
+		}
+		scratch.overlap = scratch.overlap || active > 1
+		i = j
+	}
 	n := 0
 	for i, e := range ends {
 		if i == 0 || e.at != ends[i-1].at {

@@ -79,7 +79,7 @@ func scanCounts(t *testing.T, path string) *Counts {
 				c.Last = t
 			}
 			c.Events++
-			if seen && t < latest && latest-t > CountsBackwardNs {
+			if seen && t < latest && uint64(latest)-uint64(t) > uint64(CountsBackwardNs) {
 				c.Backward++
 			}
 			if !seen || t > latest {

@@ -557,7 +557,7 @@ func (c *Counts) addBatch(rows int, cols []arrowipc.ColumnData, widths []int, pa
 			last = t
 		default:
 			// last is the latest event before this one.
-			if last-t > CountsBackwardNs {
+			if uint64(last)-uint64(t) > uint64(CountsBackwardNs) { // exact, where last-t may wrap
 				back++
 			}
 			first = min(first, t)

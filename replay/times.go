@@ -31,10 +31,37 @@ func (a *TimeAnomalies) Check(t int64, m *format.Meta) {
 
 // CheckRun tallies the times ts of the next events, as Check does each.
 func (a *TimeAnomalies) CheckRun(ts []int64, m *format.Meta) {
+	if len(ts) == 0 {
+		return
+	}
 	start := timesStart(m)
+	// Times in order from a first one that passes are all good: only
+	// the latest moves. Told in a loop without a branch.
+	if first := ts[0]; a.good(first, start) {
+		bad, prev := 0, first
+		for _, t := range ts[1:] {
+			bad |= b2i(t < prev)
+			prev = t
+		}
+		if bad == 0 {
+			if !a.seen || prev > a.latest {
+				a.latest, a.seen = prev, true
+			}
+			return
+		}
+	}
 	for _, t := range ts {
 		a.check(t, start)
 	}
+}
+
+// good reports whether check would count nothing for t, and nothing for
+// a later time not below it.
+func (a *TimeAnomalies) good(t, start int64) bool {
+	if t < start && uint64(start)-uint64(t) > uint64(backwardSlack) {
+		return false
+	}
+	return !a.seen || t >= a.latest || uint64(a.latest)-uint64(t) <= uint64(backwardSlack)
 }
 
 // timesStart is when the events of a capture with metadata m start.
@@ -46,10 +73,12 @@ func timesStart(m *format.Meta) int64 {
 }
 
 func (a *TimeAnomalies) check(t, start int64) {
-	if t < start && start-t > backwardSlack {
+	// The differences as uint64s: exact, where an int64 one wraps for
+	// times near the ends of int64 (a forged file's).
+	if t < start && uint64(start)-uint64(t) > uint64(backwardSlack) {
 		a.Early++
 	}
-	if a.seen && t < a.latest && a.latest-t > backwardSlack {
+	if a.seen && t < a.latest && uint64(a.latest)-uint64(t) > uint64(backwardSlack) {
 		a.Backward++
 	}
 	if !a.seen || t > a.latest {

@@ -8,6 +8,7 @@ import (
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
+	"github.com/bpftape/bpftape/replay/hist"
 )
 
 // Spec says what one heat map shows: Field of Probe, or with Entry and
@@ -294,8 +295,25 @@ func fieldSpan[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64
 				k++
 			}
 		}
+		if !m.Rows.log2() {
+			for _, i := range rows[:k] {
+				m.AddN(times[i], cast.Apply(int64(vals[i])), 1)
+			}
+			continue
+		}
+		// Log2 rows, as AddN counts them, with the column at hand.
+		lo, hi, col, n := m.colLo, m.colHi, m.col, m.Rows.N
 		for _, i := range rows[:k] {
-			m.AddN(times[i], cast.Apply(int64(vals[i])), 1)
+			t := times[i]
+			if t < lo || t >= hi {
+				c, ok := m.column(t)
+				if !ok {
+					m.Outside++
+					continue
+				}
+				lo, hi, col = m.colLo, m.colHi, c
+			}
+			m.counts[col*n+hist.Log2Slot(uint64(cast.Apply(int64(vals[i]))))-1]++
 		}
 	}
 }

@@ -50,6 +50,9 @@ func LinearRows(min, max int64, n int) (Rows, error) {
 	return Rows{Linear: true, Min: min, Max: max, N: rows, width: w}, nil
 }
 
+// log2 reports whether the rows are log2 rows (Log2Rows).
+func (r *Rows) log2() bool { return !r.Linear && r.Labels == nil }
+
 // Row returns the row of v; cmp is -1 below a linear range, +1 above it.
 func (r *Rows) Row(v int64) (row, cmp int) {
 	if r.Labels != nil {

@@ -118,7 +118,7 @@ func (c *Comparison) runs() error {
 			ra.rangeOf(bt.Col(c.ra.col).Ints(), bt.Probe, c.ra.probe, lo, hi)
 			rb.rangeOf(bt.Col(c.rb.col).Ints(), bt.Probe, c.rb.probe, lo, hi)
 			return nil
-		})
+		}, nil)
 		ra.flush()
 		rb.flush()
 		b.Pass = a.Pass
@@ -134,7 +134,7 @@ func (c *Comparison) runs() error {
 		s.side.Pass, err = s.side.Capture.spans(r, false, func(bt *format.Batch, lo, hi int) error {
 			s.run.rangeOf(bt.Col(s.ref.col).Ints(), bt.Probe, s.ref.probe, lo, hi)
 			return nil
-		})
+		}, nil)
 		s.run.flush()
 		if err != nil {
 			return err

@@ -92,7 +92,7 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 				kc.add(b, i)
 			}
 			return nil
-		})
+		}, nil)
 	} else {
 		p, err = c.ScanColumns(byColumns(o.By, nil), &o.Rows, kc.add)
 	}

@@ -13,10 +13,33 @@ func (c *Capture) histRuns(r *format.Reader, o *HistOptions, ref *Ref, all *accu
 	p, err := c.spans(r, false, func(b *format.Batch, lo, hi int) error {
 		run.rangeOf(b.Col(ref.col).Ints(), b.Probe, ref.probe, lo, hi)
 		return nil
-	})
+	}, nil)
 	run.flush()
 	return p, err
 }
+
+// FieldRuns adds the values of one integer field to a function a run at a
+// time, as hist does: consecutive equal values (a burst of packets of one
+// size) cost one call with their number. It takes the rows of a pass a
+// stretch at a time (Capture.WalkSpans); Flush hands on the last run.
+type FieldRuns struct {
+	ref Ref
+	run runAcc
+}
+
+// NewFieldRuns adds the values of ref's field, cast, to add(v, n), which
+// must record exactly what n calls with one would.
+func NewFieldRuns(ref Ref, cast Cast, add func(v int64, n uint64)) *FieldRuns {
+	return &FieldRuns{ref: ref, run: runAcc{cast: cast, add: add}}
+}
+
+// Span adds the field's values in rows [lo, hi) of b.
+func (f *FieldRuns) Span(b *format.Batch, lo, hi int) {
+	f.run.rangeOf(b.Col(f.ref.col).Ints(), b.Probe, f.ref.probe, lo, hi)
+}
+
+// Flush hands the last run on: call it after the pass.
+func (f *FieldRuns) Flush() { f.run.flush() }
 
 // statsNeeded reports whether the output of o prints the statistics, which
 // cost more per value than the histogram.

@@ -171,6 +171,19 @@ func (l *Latencies) Add(b *format.Batch, i int) {
 	}
 }
 
+// AddSpan is Add for each of rows [lo, hi) of b, a stretch of events of a
+// pass without a row filter (Capture.WalkSpans), in a loop of its own
+// where the options allow.
+func (l *Latencies) AddSpan(b *format.Batch, lo, hi int) {
+	if l.spans() {
+		l.addSpan(b, lo, hi)
+		return
+	}
+	for i := lo; i < hi; i++ {
+		l.Add(b, i)
+	}
+}
+
 // spans reports whether addSpan may take the events: calls paired by
 // thread in a capture of one host, into one histogram.
 func (l *Latencies) spans() bool {

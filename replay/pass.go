@@ -231,9 +231,10 @@ func (c *Capture) walkWith(r *format.Reader, timed bool, f *RowFilter, losses bo
 // column's values a run at a time (histRuns) and the listings (ScanSpans).
 // Events and losses are tallied as walkWith tallies them, a stretch at a
 // time, and with timed (r decodes every event's time: selectColumns) the
-// times are checked. It stops at the first error fn returns, and returns
-// it.
-func (c *Capture) spans(r *format.Reader, timed bool, fn func(b *format.Batch, lo, hi int) error) (*Pass, error) {
+// times are checked. With lost set, each loss record is handed to it too,
+// in file order, after it is tallied. It stops at the first error fn or
+// lost returns, and returns it.
+func (c *Capture) spans(r *format.Reader, timed bool, fn func(b *format.Batch, lo, hi int) error, lost func(b *format.Batch, i int) error) (*Pass, error) {
 	p := c.newPass()
 	p.spans = true
 	m := c.Meta()
@@ -255,6 +256,12 @@ func (c *Capture) spans(r *format.Reader, timed bool, fn func(b *format.Batch, l
 				break
 			}
 			p.lossRow(b, j)
+			if lost != nil {
+				if err := lost(b, j); err != nil {
+					p.read(r)
+					return p, err
+				}
+			}
 			i = j + 1
 		}
 	}
@@ -286,7 +293,19 @@ func (c *Capture) Spans(f *RowFilter) bool { return (f == nil || f.Empty()) && !
 func (c *Capture) ScanSpans(cols []int, fn func(b *format.Batch, lo, hi int) error) (*Pass, error) {
 	r, timed := c.readerFor(cols, nil)
 	r.RecycleStrings = true
-	return c.spans(r, timed, fn)
+	return c.spans(r, timed, fn, nil)
+}
+
+// WalkSpans is Walk without a row filter for the analyses that take the
+// event rows a stretch at a time (when Spans says they may): it hands fn
+// each stretch [lo, hi) of event rows between loss records and lost each
+// loss record, in file order, decoding only the columns cols lists as
+// WalkColumns does (a loss record's time and cpu always). Strings stay
+// valid as Walk's do. It stops at the first error fn or lost returns, and
+// returns it.
+func (c *Capture) WalkSpans(cols []int, fn func(b *format.Batch, lo, hi int) error, lost func(b *format.Batch, i int) error) (*Pass, error) {
+	r, timed := c.readerFor(cols, nil)
+	return c.spans(r, timed, fn, lost)
 }
 
 // lossRow tallies loss record i of b.

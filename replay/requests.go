@@ -178,6 +178,19 @@ func (r *RequestTotals) Add(b *format.Batch, i int) {
 	}
 }
 
+// AddSpan is Add for each of rows [lo, hi) of b, a stretch of events of a
+// pass without a row filter (Capture.WalkSpans), in a loop of its own
+// where the options allow.
+func (r *RequestTotals) AddSpan(b *format.Batch, lo, hi int) {
+	if r.spans() {
+		r.addSpan(b, lo, hi)
+		return
+	}
+	for i := lo; i < hi; i++ {
+		r.Add(b, i)
+	}
+}
+
 // spans reports whether addSpan may take the events: requests by thread
 // (or global) in a capture of one host, not listed.
 func (r *RequestTotals) spans() bool {

@@ -49,7 +49,9 @@ type layer struct {
 	spec       Spec
 	ref        replay.Ref
 	entry, ret uint16
-	stacks     map[uint32][]int64
+	stacks     map[uint32]*[]int64 // open entries by thread
+	openTID    uint32
+	openLast   *[]int64 // stacks[openTID]: a thread's events come in runs
 	unmatched  uint64 // returns without entry (Fill pass)
 	overflows  uint64
 	n          uint64
@@ -63,7 +65,7 @@ type layer struct {
 func NewBuilder(c *replay.Capture, specs []Spec, o Options) (*Builder, error) {
 	b := &Builder{base: c.Meta().StartBoot, opts: o}
 	for _, s := range specs {
-		l := &layer{spec: s, stacks: map[uint32][]int64{}}
+		l := &layer{spec: s, stacks: map[uint32]*[]int64{}}
 		if s.Latency() {
 			var err error
 			if l.entry, err = c.ResolveProbe(s.Entry); err != nil {
@@ -103,20 +105,20 @@ func (l *layer) sample(b *format.Batch, i int, emit func(t, v int64)) {
 	}
 	switch b.Probe[i] {
 	case l.entry:
-		s := l.stacks[b.TID[i]]
-		if len(s) >= replay.MaxDepth {
+		s := l.open(b.TID[i])
+		if len(*s) >= replay.MaxDepth {
 			l.overflows++
 			return
 		}
-		l.stacks[b.TID[i]] = append(s, b.Time[i])
+		*s = append(*s, b.Time[i])
 	case l.ret:
-		s := l.stacks[b.TID[i]]
-		if len(s) == 0 {
+		s := l.open(b.TID[i])
+		if len(*s) == 0 {
 			l.unmatched++
 			return
 		}
-		start := s[len(s)-1]
-		l.stacks[b.TID[i]] = s[:len(s)-1]
+		start := (*s)[len(*s)-1]
+		*s = (*s)[:len(*s)-1]
 		emit(b.Time[i], b.Time[i]-start)
 	}
 }
@@ -225,6 +227,7 @@ func (b *Builder) Plan(shared *Window) error {
 			l.m.YLabel, l.m.Durations, l.m.Noun = "latency", true, "calls"
 		}
 		clear(l.stacks)
+		l.openLast = nil
 		l.unmatched, l.overflows = 0, 0
 	}
 	return nil
@@ -242,6 +245,20 @@ func (b *Builder) Fill(bt *format.Batch, i int) {
 	for _, l := range b.layers {
 		l.sample(bt, i, l.m.Add)
 	}
+}
+
+// open returns the entries open on thread tid.
+func (l *layer) open(tid uint32) *[]int64 {
+	if l.openLast != nil && l.openTID == tid {
+		return l.openLast
+	}
+	s := l.stacks[tid]
+	if s == nil {
+		s = new([]int64)
+		l.stacks[tid] = s
+	}
+	l.openTID, l.openLast = tid, s
+	return s
 }
 
 // FillSpan is Fill for rows [lo, hi) of bt, a stretch of events between
@@ -325,7 +342,7 @@ func (b *Builder) Maps() []*Map {
 		if l.spec.Latency() {
 			var open uint64
 			for _, s := range l.stacks {
-				open += uint64(len(s))
+				open += uint64(len(*s))
 			}
 			var notes []string
 			if l.unmatched > 0 {

@@ -247,6 +247,12 @@ type fieldAcc struct {
 	stats        hist.Stats
 }
 
+// addN records n occurrences of v, as n of tally's additions would.
+func (a *fieldAcc) addN(v int64, n uint64) {
+	a.log2.AddN(uint64(v), n)
+	a.stats.AddN(v, n)
+}
+
 // analyses are the latency, request and comparison analyses a report
 // asks for, fed the events of its first pass.
 type analyses struct {
@@ -315,6 +321,25 @@ func (as *analyses) add(b *format.Batch, i int) {
 		c.cmp.AddA(b, i)
 		if c.shared {
 			c.cmp.AddB(b, i)
+		}
+	}
+}
+
+// addSpan is add for each of rows [lo, hi) of b, a stretch of events of
+// a pass without a row filter.
+func (as *analyses) addSpan(b *format.Batch, lo, hi int) {
+	for _, l := range as.latencies {
+		l.AddSpan(b, lo, hi)
+	}
+	for _, r := range as.requests {
+		r.AddSpan(b, lo, hi)
+	}
+	for _, c := range as.compares {
+		for i := lo; i < hi; i++ {
+			c.cmp.AddA(b, i)
+			if c.shared {
+				c.cmp.AddB(b, i)
+			}
 		}
 	}
 }
@@ -499,10 +524,46 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 		}
 		// The counts and spans are tallied again, as they read.
 		first, last, seen, lossSeen = 0, 0, 0, false
-		pass, err = c.WalkColumns(need, &o.Rows, func(b *format.Batch, i int, lost bool) error {
-			tally(b, i, lost)
-			return fill(b, i, lost)
-		})
+		if c.Spans(&o.Rows) {
+			// Without a row filter, a stretch of events at a time.
+			runs := make([]*replay.FieldRuns, len(accs))
+			for k, a := range accs {
+				runs[k] = replay.NewFieldRuns(a.ref, replay.Cast{}, a.addN)
+			}
+			pass, err = c.WalkSpans(need, func(b *format.Batch, lo, hi int) error {
+				probes, times := b.Probe[lo:hi], b.Time[lo:hi]
+				for _, p := range probes {
+					counts[p]++
+				}
+				if seen == 0 {
+					first, last = times[0], times[0]
+				}
+				seen += uint64(hi - lo)
+				for _, t := range times {
+					first, last = min(first, t), max(last, t)
+				}
+				for _, r := range runs {
+					r.Span(b, lo, hi)
+				}
+				as.addSpan(b, lo, hi)
+				for i, t := range times {
+					tl.Add(t, int64(probes[i]))
+				}
+				hb.FillSpan(b, lo, hi)
+				return nil
+			}, func(b *format.Batch, i int) error {
+				tally(b, i, true)
+				return fill(b, i, true)
+			})
+			for _, r := range runs {
+				r.Flush()
+			}
+		} else {
+			pass, err = c.WalkColumns(need, &o.Rows, func(b *format.Batch, i int, lost bool) error {
+				tally(b, i, lost)
+				return fill(b, i, lost)
+			})
+		}
 		if err != nil {
 			return nil, pass, err
 		}

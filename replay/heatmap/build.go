@@ -52,7 +52,7 @@ type layer struct {
 	stacks     map[uint32]*[]int64 // open entries by thread
 	openTID    uint32
 	openLast   *[]int64 // stacks[openTID]: a thread's events come in runs
-	unmatched  uint64 // returns without entry (Fill pass)
+	unmatched  uint64   // returns without entry (Fill pass)
 	overflows  uint64
 	n          uint64
 	first      int64

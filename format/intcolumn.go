@@ -94,3 +94,36 @@ func (c *IntColumn) Int(i int) int64 {
 	}
 	return 0
 }
+
+// Gather sets dst[j] to row base+rows[j] as int64, as Int returns it, for
+// every j below len(rows) (dst must be as long): the values of the rows an
+// analysis picked from a stretch, with one switch on the type for them
+// all rather than one for each.
+func (c *IntColumn) Gather(dst []int64, base int, rows []int32) {
+	switch c.Type {
+	case Int8:
+		gather(dst, c.I8, base, rows)
+	case Int16:
+		gather(dst, c.I16, base, rows)
+	case Int32:
+		gather(dst, c.I32, base, rows)
+	case Int64:
+		gather(dst, c.I64, base, rows)
+	case Uint8:
+		gather(dst, c.U8, base, rows)
+	case Uint16:
+		gather(dst, c.U16, base, rows)
+	case Uint32:
+		gather(dst, c.U32, base, rows)
+	case Uint64, UserStack, KernelStack:
+		gather(dst, c.U64, base, rows)
+	}
+}
+
+func gather[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](dst []int64, vals []T, base int, rows []int32) {
+	dst = dst[:len(rows)]
+	vals = vals[base:]
+	for j, i := range rows {
+		dst[j] = int64(vals[i])
+	}
+}

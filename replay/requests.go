@@ -208,6 +208,7 @@ func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
 	items, ends := b.Col(r.item.col).Ints(), b.Col(r.end.col).Ints()
 	global, res, cast := r.o.Global, &r.res, r.o.EndCast
 	var rows [1024]int32
+	var iv, ev [1024]int64   // the rows' item and end values, as Int reads them
 	var ended [1024][2]int64 // an end's value and its request's sum
 	for first := 0; first < len(probes); first += len(rows) {
 		last := min(first+len(rows), len(probes))
@@ -219,8 +220,10 @@ func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
 		// Summed and ended without a branch on which probe a row is
 		// from: an item adds to its thread's sum, an end takes the sum
 		// (if it has items) into ended and empties it.
+		items.Gather(iv[:k], lo, rows[:k])
+		ends.Gather(ev[:k], lo, rows[:k])
 		n := 0
-		for _, i := range rows[:k] {
+		for j, i := range rows[:k] {
 			var key uint64
 			if !global {
 				key = uint64(tids[i])
@@ -233,13 +236,12 @@ func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
 				}
 				r.lastKey, r.last = key, p
 			}
-			row := lo + int(i)
 			isItem := b2i(probes[i] == item)
 			isEnd, none := 1-isItem, b2i(p.items == 0)
 			res.EndsWithoutItems += uint64(isEnd & none)
-			ended[n] = [2]int64{ends.Int(row), p.sum}
+			ended[n] = [2]int64{ev[j], p.sum}
 			n += isEnd &^ none
-			p.sum = int64(isItem) * (p.sum + items.Int(row))
+			p.sum = int64(isItem) * (p.sum + iv[j])
 			p.items = uint64(isItem) * (p.items + 1)
 		}
 		res.Requests += uint64(n)

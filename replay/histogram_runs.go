@@ -137,10 +137,3 @@ func runs[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](r *
 	}
 	r.prev, r.n = prev, n
 }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

@@ -192,23 +192,18 @@ func (l *Latencies) spans() bool {
 
 // addSpan is Add for rows [lo, hi) of b (when spans says so), in loops of
 // its own rather than a call per event, which was most of latency's time
-// after decoding: the rows of the two probes are gathered, paired, and the
-// calls' durations counted, the first two without a branch on which probe
-// a row is from (as good as random in a capture of many threads).
+// after decoding: the rows of the two probes are picked (PickRows),
+// paired without a branch on whether a row starts or ends a call, and
+// the calls' durations counted.
 func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 	probes := b.Probe[lo:hi]
 	times, tids := b.Time[lo:hi][:len(probes)], b.TID[lo:hi][:len(probes)]
 	start, end := l.pair.start, l.pair.end
 	stacks, res := &l.pair.stacks, &l.res
-	var rows [1024]int32
-	var durs [1024]int64
-	for first := 0; first < len(probes); first += len(rows) {
-		last := min(first+len(rows), len(probes))
-		k := 0
-		for i, p := range probes[first:last] {
-			rows[k&(len(rows)-1)] = int32(first + i)
-			k += b2i(p == start) | b2i(p == end)
-		}
+	var rows [PickMax]int32
+	var durs [PickMax]int64
+	for first := 0; first < len(probes); first += PickMax {
+		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, start, end)
 		nd := 0
 		for _, i := range rows[:k] {
 			s := stacks.of(uint64(tids[i]))

@@ -104,6 +104,14 @@ func (p *Pairing) Add(b *format.Batch, i int, token int64) (step PairStep, prev 
 	return PairEnded, prev
 }
 
+// Reset forgets every open start, for another pass over the events.
+func (p *Pairing) Reset() {
+	p.stacks = openCalls{}
+	if p.open != nil {
+		clear(p.open)
+	}
+}
+
 // Open calls fn with the token of every start still open, which will never
 // end (LatencyResult.UnmatchedEntries), in no set order.
 func (p *Pairing) Open(fn func(token int64)) {

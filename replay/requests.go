@@ -198,25 +198,20 @@ func (r *RequestTotals) spans() bool {
 }
 
 // addSpan is Add for rows [lo, hi) of b (when spans says so): the rows of
-// the two probes are gathered without a branch (which probe a row is from
-// is as good as random), then summed in a loop of their own rather than a
-// call per event, which was most of requests' time after decoding.
+// the two probes are picked (PickRows), then summed in a loop of their own
+// rather than a call per event, which was most of requests' time after
+// decoding.
 func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
 	probes := b.Probe[lo:hi]
 	tids := b.TID[lo:hi][:len(probes)]
 	item, end := r.item.probe, r.end.probe
 	items, ends := b.Col(r.item.col).Ints(), b.Col(r.end.col).Ints()
 	global, res, cast := r.o.Global, &r.res, r.o.EndCast
-	var rows [1024]int32
-	var iv, ev [1024]int64   // the rows' item and end values, as Int reads them
-	var ended [1024][2]int64 // an end's value and its request's sum
-	for first := 0; first < len(probes); first += len(rows) {
-		last := min(first+len(rows), len(probes))
-		k := 0
-		for i, p := range probes[first:last] {
-			rows[k&(len(rows)-1)] = int32(first + i)
-			k += b2i(p == item) | b2i(p == end)
-		}
+	var rows [PickMax]int32
+	var iv, ev [PickMax]int64   // the rows' item and end values, as Int reads them
+	var ended [PickMax][2]int64 // an end's value and its request's sum
+	for first := 0; first < len(probes); first += PickMax {
+		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, item, end)
 		// Summed and ended without a branch on which probe a row is
 		// from: an item adds to its thread's sum, an end takes the sum
 		// (if it has items) into ended and empties it.

@@ -68,6 +68,7 @@ func TestColumnSelection(t *testing.T) {
 		[]string{"hist", merged, "rx", "arg2", "--by", "host"},
 		[]string{"latency", merged, "rx", "rx_ret"},
 		[]string{"latency", merged, "rx", "rx_ret", "--key", "host"},
+		[]string{"heatmap", "--latency", merged, "rx", "rx_ret", "-o", "-"},
 		[]string{"requests", merged, "tx_len", "arg0", "tx_ret", "retval", "--json"},
 	)
 	for _, name := range []string{"uprobes", "tracepoints", "usdt"} {

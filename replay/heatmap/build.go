@@ -46,36 +46,30 @@ type Builder struct {
 }
 
 type layer struct {
-	spec       Spec
-	ref        replay.Ref
-	entry, ret uint16
-	stacks     map[uint32]*[]int64 // open entries by thread
-	openTID    uint32
-	openLast   *[]int64 // stacks[openTID]: a thread's events come in runs
-	unmatched  uint64   // returns without entry (Fill pass)
-	overflows  uint64
-	n          uint64
-	first      int64
-	last       int64
-	min, max   int64
-	m          *Map
+	spec      Spec
+	ref       replay.Ref
+	pair      *replay.Pairing // a latency layer's entries and returns, as latency pairs them
+	unmatched uint64          // returns without entry (Fill pass)
+	overflows uint64
+	n         uint64
+	first     int64
+	last      int64
+	min, max  int64
+	m         *Map
 }
 
 // NewBuilder resolves the specs against c's probes.
 func NewBuilder(c *replay.Capture, specs []Spec, o Options) (*Builder, error) {
 	b := &Builder{base: c.Meta().StartBoot, opts: o}
 	for _, s := range specs {
-		l := &layer{spec: s, stacks: map[uint32]*[]int64{}}
+		l := &layer{spec: s}
 		if s.Latency() {
-			var err error
-			if l.entry, err = c.ResolveProbe(s.Entry); err != nil {
-				return nil, err
-			}
-			if l.ret, err = c.ResolveProbe(s.Return); err != nil {
-				return nil, err
-			}
-			if l.entry == l.ret {
+			if s.Entry == s.Return {
 				return nil, usage.Errorf("entry and return are the same probe %q", s.Entry)
+			}
+			var err error
+			if l.pair, err = replay.NewPairing(c, s.Entry, s.Return, nil); err != nil {
+				return nil, err
 			}
 		} else {
 			ref, err := c.Resolve(s.Probe, s.Field)
@@ -103,23 +97,13 @@ func (l *layer) sample(b *format.Batch, i int, emit func(t, v int64)) {
 		}
 		return
 	}
-	switch b.Probe[i] {
-	case l.entry:
-		s := l.open(b.TID[i])
-		if len(*s) >= replay.MaxDepth {
-			l.overflows++
-			return
-		}
-		*s = append(*s, b.Time[i])
-	case l.ret:
-		s := l.open(b.TID[i])
-		if len(*s) == 0 {
-			l.unmatched++
-			return
-		}
-		start := (*s)[len(*s)-1]
-		*s = (*s)[:len(*s)-1]
+	switch step, start := l.pair.Add(b, i, b.Time[i]); step {
+	case replay.PairEnded:
 		emit(b.Time[i], b.Time[i]-start)
+	case replay.PairOverflow:
+		l.overflows++
+	case replay.PairUnmatched:
+		l.unmatched++
 	}
 }
 
@@ -129,7 +113,7 @@ func (b *Builder) Columns() []int {
 	cols := []int{format.ColTime}
 	for _, l := range b.layers {
 		if l.spec.Latency() {
-			cols = append(cols, format.ColTID)
+			cols = append(cols, l.pair.Columns()...)
 		} else {
 			cols = append(cols, l.ref.Column())
 		}
@@ -226,8 +210,9 @@ func (b *Builder) Plan(shared *Window) error {
 		if l.spec.Latency() {
 			l.m.YLabel, l.m.Durations, l.m.Noun = "latency", true, "calls"
 		}
-		clear(l.stacks)
-		l.openLast = nil
+		if l.pair != nil {
+			l.pair.Reset()
+		}
 		l.unmatched, l.overflows = 0, 0
 	}
 	return nil
@@ -245,20 +230,6 @@ func (b *Builder) Fill(bt *format.Batch, i int) {
 	for _, l := range b.layers {
 		l.sample(bt, i, l.m.Add)
 	}
-}
-
-// open returns the entries open on thread tid.
-func (l *layer) open(tid uint32) *[]int64 {
-	if l.openLast != nil && l.openTID == tid {
-		return l.openLast
-	}
-	s := l.stacks[tid]
-	if s == nil {
-		s = new([]int64)
-		l.stacks[tid] = s
-	}
-	l.openTID, l.openLast = tid, s
-	return s
 }
 
 // FillSpan is Fill for rows [lo, hi) of bt, a stretch of events between
@@ -296,22 +267,14 @@ func (b *Builder) FillSpan(bt *format.Batch, lo, hi int) {
 
 // fieldSpan adds the samples of field layer l in rows [lo, hi) of bt,
 // whose field column holds vals: the rows of its probe, as sample takes
-// them (Ref.Int), gathered without a branch (which probe a row is from is
-// as good as random), then counted.
+// them (Ref.Int), picked (replay.PickRows), then counted.
 func fieldSpan[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](l *layer, vals []T, bt *format.Batch, lo, hi int) {
 	probes, times := bt.Probe[lo:hi], bt.Time[lo:hi]
 	vals, times = vals[lo:hi][:len(probes)], times[:len(probes)]
-	want, cast, m := l.ref.ProbeIndex(), l.spec.Cast, l.m
-	var rows [1024]int32
-	for start := 0; start < len(probes); start += len(rows) {
-		end := min(start+len(rows), len(probes))
-		k := 0
-		for i, p := range probes[start:end] {
-			rows[k&(len(rows)-1)] = int32(start + i)
-			if int(p) == want {
-				k++
-			}
-		}
+	want, cast, m := uint16(l.ref.ProbeIndex()), l.spec.Cast, l.m
+	var rows [replay.PickMax]int32
+	for start := 0; start < len(probes); start += replay.PickMax {
+		k := replay.PickRows(&rows, probes[start:min(start+replay.PickMax, len(probes))], start, want, want)
 		if !m.Rows.log2() {
 			for _, i := range rows[:k] {
 				m.AddN(times[i], cast.Apply(int64(vals[i])), 1)
@@ -341,9 +304,7 @@ func (b *Builder) Maps() []*Map {
 	for _, l := range b.layers {
 		if l.spec.Latency() {
 			var open uint64
-			for _, s := range l.stacks {
-				open += uint64(len(*s))
-			}
+			l.pair.Open(func(int64) { open++ })
 			var notes []string
 			if l.unmatched > 0 {
 				notes = append(notes, fmt.Sprintf("%d returns without entry", l.unmatched))

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
+	"github.com/apache/arrow/go/v15/arrow/array"
+	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/file"
@@ -334,9 +336,11 @@ type pqWriter struct {
 }
 
 // pqColumn is one column's values for the current row group: ints (INT32
-// or INT64 by physical type) or byte arrays (bytes, slices of arena, of
-// the capture's probe names or of the stack namer's strings), and for a
-// nullable column its definition levels (1 set, 0 null). kind says where a
+// or INT64 by physical type), byte arrays (bytes, slices of arena), or for
+// the probe, comm and stack columns indices into the row group's
+// dictionary (of the capture's probe names, of copies in arena, of the
+// stack namer's strings), and for a nullable column its definition levels
+// (1 set, 0 null). kind says where a
 // row's value comes from: add switches on it rather than calling a
 // function per cell.
 //
@@ -358,15 +362,29 @@ type pqColumn struct {
 	arena    []byte // the current chunk
 	chunks   int    // the bytes of the chunks of the row group
 	defs     []int16
-	// last is the last value str copied, and lastSlice its copy: a
-	// repeated command name or string is not copied again.
+	// last is the last command name comm added, as its copy in dict,
+	// and lastSlice that copy: a repeated name costs a comparison.
 	last      string
 	lastSlice parquet.ByteArray
-	// The last stack named, by id and pid, and its frames.
-	lastID    uint64
-	lastPID   uint32
-	lastStack parquet.ByteArray
-	lastOK    bool
+	// The last stack named, by id and pid: whether it has frames, and
+	// if so their index in dict; lastSet says the memo holds (not in a
+	// new row group, whose dictionary starts empty).
+	lastID  uint64
+	lastPID uint32
+	lastOK  bool
+	lastSet bool
+	// A dictionary column (probe, comm, stack frames) gathers each
+	// non-null row's index into dict, the row group's distinct values
+	// in order of first use, which flush gives the column writer as its
+	// dictionary (writeDict): Arrow's dictionary encoder hashed each
+	// row's value again and boxed it in an interface, an allocation a
+	// row, which took a third of an export's time.
+	idx      []int32
+	dict     []parquet.ByteArray
+	dictSize int              // the bytes of dict's values
+	slots    map[string]int32 // value -> index in dict (comm, stacks)
+	probeIdx []int32          // probe id -> index in dict + 1 (probe)
+	lastIdx  int32            // dict index of last (comm) or of the last stack
 }
 
 // pqKind is where a pqColumn's values come from.
@@ -407,17 +425,16 @@ func (c *pqColumn) int(v uint64) {
 }
 
 // str appends a copy of s, made valid UTF-8 (Parquet utf8 must be); it
-// returns the bytes it copied. With memo, s equal to the last value is
-// not copied again (command names, which repeat and are short; a string
-// field's values are copied each, so that their memory is what limit
-// bounds).
-func (c *pqColumn) str(s string, memo bool) int {
+// returns the bytes it copied. A string field's values are copied each,
+// so that their memory is what limit bounds.
+func (c *pqColumn) str(s string) int {
 	c.set()
-	if memo && s == c.last && c.lastSlice != nil {
-		c.bytes = append(c.bytes, c.lastSlice)
-		return 0
-	}
-	c.last = ""
+	c.bytes = append(c.bytes, c.copyStr(s))
+	return len(s)
+}
+
+// copyStr returns a copy of s in the arena, made valid UTF-8.
+func (c *pqColumn) copyStr(s string) parquet.ByteArray {
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
@@ -427,35 +444,183 @@ func (c *pqColumn) str(s string, memo bool) int {
 	}
 	start := len(c.arena)
 	c.arena = append(c.arena, s...)
-	v := c.arena[start:len(c.arena):len(c.arena)]
-	c.bytes = append(c.bytes, v)
-	// The copy, not s, which is the batch's and changes with it.
-	c.last, c.lastSlice = unsafe.String(unsafe.SliceData(v), len(v)), v
-	return len(s)
+	return c.arena[start:len(c.arena):len(c.arena)]
 }
 
-// stack appends the folded frames of stack id of row i of b, or null.
+// comm appends the dictionary index of command name s, made valid UTF-8
+// (Parquet utf8 must be), copied into the arena when new to the row
+// group; it returns the bytes it copied.
+func (c *pqColumn) comm(s string) int {
+	if s == c.last && c.lastSlice != nil {
+		c.idx = append(c.idx, c.lastIdx)
+		return 0
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	n := 0
+	k, ok := c.slots[s]
+	if !ok {
+		v := c.copyStr(s)
+		k, n = c.dictAdd(v, unsafe.String(unsafe.SliceData(v), len(v))), len(s)
+	}
+	// The copy, not s, which is the batch's and changes with it.
+	v := c.dict[k]
+	c.last, c.lastSlice, c.lastIdx = unsafe.String(unsafe.SliceData(v), len(v)), v, k
+	c.idx = append(c.idx, k)
+	return n
+}
+
+// dictAdd adds value v, known as key, to the row group's dictionary, and
+// returns its index.
+func (c *pqColumn) dictAdd(v parquet.ByteArray, key string) int32 {
+	k := int32(len(c.dict))
+	c.dict = append(c.dict, v)
+	c.dictSize += len(v)
+	c.slots[key] = k
+	return k
+}
+
+// probe appends the dictionary index of the name of probe id (empty past
+// the capture's probes).
+func (c *pqColumn) probe(id uint16) {
+	k := min(int(id), len(c.probes))
+	j := c.probeIdx[k] - 1
+	if j < 0 {
+		var v parquet.ByteArray
+		if k < len(c.probes) {
+			v = c.probes[k]
+		}
+		j = int32(len(c.dict))
+		c.dict = append(c.dict, v)
+		c.dictSize += len(v)
+		c.probeIdx[k] = j + 1
+	}
+	c.idx = append(c.idx, j)
+}
+
+// stack appends the dictionary index of the folded frames of stack id of
+// row i of b, or null.
 func (c *pqColumn) stack(b *format.Batch, i int, id uint64) {
 	pid := b.PID[i]
-	if id != c.lastID || pid != c.lastPID {
+	if !c.lastSet || id != c.lastID || pid != c.lastPID {
 		s, ok := c.names.Folded(pid, b.Time[i], id)
-		// The namer keeps its strings: they are used as they are
-		// (valid UTF-8, textsafe escapes every other byte), not copied.
-		c.lastID, c.lastPID, c.lastOK = id, pid, ok
-		c.lastStack = parquet.ByteArray(unsafe.Slice(unsafe.StringData(s), len(s)))
+		c.lastID, c.lastPID, c.lastOK, c.lastSet = id, pid, ok, true
+		if ok {
+			// The namer keeps its strings: they are used as they are
+			// (valid UTF-8, textsafe escapes every other byte), not
+			// copied.
+			k, seen := c.slots[s]
+			if !seen {
+				k = c.dictAdd(parquet.ByteArray(unsafe.Slice(unsafe.StringData(s), len(s))), s)
+			}
+			c.lastIdx = k
+		}
 	}
 	if !c.lastOK {
 		c.null()
 		return
 	}
 	c.set()
-	c.bytes = append(c.bytes, c.lastStack)
+	c.idx = append(c.idx, c.lastIdx)
 }
 
 func (c *pqColumn) reset() {
 	c.i32, c.i64, c.bytes, c.defs = c.i32[:0], c.i64[:0], c.bytes[:0], c.defs[:0]
 	c.arena, c.chunks = nil, 0 // the written values may still point into it
 	c.last, c.lastSlice = "", nil
+	c.idx, c.dict, c.dictSize, c.lastSet = c.idx[:0], nil, 0, false
+	clear(c.slots)
+	clear(c.probeIdx)
+}
+
+// dictKind reports whether the column is written through its dictionary.
+func (c *pqColumn) dictKind() bool {
+	return c.kind == pqProbe || c.kind == pqComm || c.kind == pqStack
+}
+
+// dictPutter is what writeDict needs of a column writer's dictionary
+// encoder (Arrow's, whose type is in an internal package).
+type dictPutter interface {
+	Encoding() parquet.Encoding
+	PutDictionary(arrow.Array) error
+	NumEntries() int
+}
+
+// writeDict writes the row group's rows of a dictionary column: its
+// dictionary put into the column writer's encoder, then each row's index,
+// with the page statistics of the values the dictionary holds, which are
+// exactly those of the rows (as Arrow's pqarrow writes a dictionary
+// array, but for its empty-string minimum). A column writer that does not encode by dictionary, or a
+// dictionary that approaches the size past which the writer falls back
+// to plain values, gets the values themselves.
+func (c *pqColumn) writeDict(w *file.ByteArrayColumnChunkWriter, defs []int16) error {
+	enc, ok := w.CurrentEncoder().(dictPutter)
+	if !ok || enc.Encoding() != parquet.Encodings.PlainDict || enc.NumEntries() > 0 || c.dictSize > dictPageLimit/2 {
+		vals := make([]parquet.ByteArray, len(c.idx))
+		for j, k := range c.idx {
+			vals[j] = c.dict[k]
+		}
+		_, err := w.WriteBatch(vals, defs, nil)
+		return err
+	}
+	mem := memory.DefaultAllocator
+	bld := array.NewStringBuilder(mem)
+	defer bld.Release()
+	bld.Reserve(len(c.dict))
+	bld.ReserveData(c.dictSize)
+	for _, v := range c.dict {
+		bld.BinaryBuilder.Append(v)
+	}
+	dict := bld.NewArray()
+	defer dict.Release()
+	if err := enc.PutDictionary(dict); err != nil {
+		return err
+	}
+	if enc.NumEntries() != len(c.dict) {
+		return fmt.Errorf("column %s: a dictionary of %d values took %d entries", w.Descr().Name(), len(c.dict), enc.NumEntries())
+	}
+	levels := len(c.idx)
+	if defs != nil {
+		levels = len(defs)
+	}
+	if ps := w.PageStatistics(); ps != nil {
+		// From the values themselves: UpdateFromArrow leaves an empty
+		// string out of the minimum.
+		bs, ok := ps.(*metadata.ByteArrayStatistics)
+		if !ok {
+			return fmt.Errorf("column %s: statistics %T", w.Descr().Name(), ps)
+		}
+		bs.Update(c.dict, int64(levels-len(c.idx)))
+		bs.IncNumValues(int64(len(c.idx) - len(c.dict)))
+	}
+	// The indices spaced out over the levels, a null where a row has none.
+	vals := make([]int32, levels)
+	var valid []byte
+	nulls := levels - len(c.idx)
+	if nulls > 0 {
+		valid = make([]byte, (levels+7)/8)
+		j := 0
+		for r, d := range defs {
+			if d > 0 {
+				vals[r] = c.idx[j]
+				valid[r>>3] |= 1 << (r & 7)
+				j++
+			}
+		}
+	} else {
+		copy(vals, c.idx)
+	}
+	var validBuf *memory.Buffer
+	if valid != nil {
+		validBuf = memory.NewBufferBytes(valid)
+	}
+	data := array.NewData(arrow.PrimitiveTypes.Int32, levels,
+		[]*memory.Buffer{validBuf, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(vals))}, nil, nulls, 0)
+	defer data.Release()
+	indices := array.NewInt32Data(data)
+	defer indices.Release()
+	return w.WriteDictIndices(indices, defs, nil)
 }
 
 // dictPageLimit is the most a column chunk's dictionary takes before the
@@ -470,7 +635,8 @@ const sliceHeader = 24
 
 // held is what c's buffers take, used or not.
 func (c *pqColumn) held() int {
-	return 4*cap(c.i32) + 8*cap(c.i64) + sliceHeader*cap(c.bytes) + 2*cap(c.defs) + c.chunks
+	return 4*cap(c.i32) + 8*cap(c.i64) + sliceHeader*cap(c.bytes) + 2*cap(c.defs) + c.chunks +
+		4*cap(c.idx) + sliceHeader*cap(c.dict)
 }
 
 // sink remembers the first error of the output that the Parquet writer writes to.
@@ -633,6 +799,10 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 			}
 		}
 		pc.nullable = f.Nullable
+		if pc.dictKind() {
+			pc.slots = map[string]int32{}
+			pc.probeIdx = make([]int32, len(probeBytes)+1)
+		}
 		fields = append(fields, f)
 		p.cols = append(p.cols, pc)
 	}
@@ -654,6 +824,8 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 		// What a row takes in the column's buffers, but the bytes of the
 		// strings it copies (add counts those).
 		switch {
+		case pc.dictKind():
+			p.rowBytes += 4 // an index
 		case pc.phys == parquet.Types.ByteArray:
 			p.rowBytes += sliceHeader
 		case pc.phys == parquet.Types.Int32:
@@ -742,13 +914,9 @@ func (p *pqWriter) add(b *format.Batch, i int) error {
 		case pqTID:
 			c.i32 = append(c.i32, int32(b.TID[i]))
 		case pqComm:
-			size += c.str(b.Comm(i), true)
+			size += c.comm(b.Comm(i))
 		case pqProbe:
-			if k := int(b.Probe[i]); k < len(c.probes) {
-				c.bytes = append(c.bytes, c.probes[k])
-			} else {
-				c.bytes = append(c.bytes, parquet.ByteArray{})
-			}
+			c.probe(b.Probe[i])
 		case pqLost:
 			if n, ok := b.Lost(i); ok {
 				c.int(n)
@@ -763,7 +931,7 @@ func (p *pqWriter) add(b *format.Batch, i int) error {
 			case c.kind == pqInt:
 				c.int(uint64(fc.Int(i)))
 			case c.kind == pqStr:
-				size += c.str(fc.Str(i), false)
+				size += c.str(fc.Str(i))
 			default:
 				c.stack(b, i, uint64(fc.Int(i)))
 			}
@@ -791,7 +959,7 @@ func (p *pqWriter) limit(n int) error {
 	}
 	err := p.flush()
 	for _, c := range p.cols {
-		c.i32, c.i64, c.bytes, c.defs = nil, nil, nil, nil
+		c.i32, c.i64, c.bytes, c.defs, c.idx = nil, nil, nil, nil, nil
 	}
 	return err
 }
@@ -828,7 +996,11 @@ func (p *pqWriter) flush() error {
 			case *file.Int64ColumnChunkWriter:
 				_, err = w.WriteBatch(c.i64, defs, nil)
 			case *file.ByteArrayColumnChunkWriter:
-				_, err = w.WriteBatch(c.bytes, defs, nil)
+				if c.dictKind() {
+					err = c.writeDict(w, defs)
+				} else {
+					_, err = w.WriteBatch(c.bytes, defs, nil)
+				}
 			default:
 				err = fmt.Errorf("column %s: writer %T", cw.Descr().Name(), cw)
 			}

@@ -204,13 +204,24 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 	var durs [PickMax]int64
 	for first := 0; first < len(probes); first += PickMax {
 		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, start, end)
-		nd := 0
+		// The thread's open calls stay at hand while its rows run on,
+		// and the counts in registers.
+		nd, unmatched, overflows := 0, 0, 0
+		var cur *[]int64
+		var st []int64
+		var curTID uint32
 		for _, i := range rows[:k] {
-			s := stacks.of(uint64(tids[i]))
-			st, isEnd := *s, b2i(probes[i] == end)
+			if tid := tids[i]; cur == nil || tid != curTID {
+				if cur != nil {
+					*cur = st
+				}
+				cur, curTID = stacks.of(uint64(tid)), tid
+				st = *cur
+			}
+			isEnd := b2i(probes[i] == end)
 			n := len(st)
 			if n >= MaxDepth && isEnd == 0 {
-				res.Overflows++
+				overflows++
 				continue
 			}
 			if n == cap(st) {
@@ -223,11 +234,16 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 			st[n] = times[i]
 			empty := b2i(n == 0)
 			ended := isEnd &^ empty
-			res.UnmatchedReturns += uint64(isEnd & empty)
+			unmatched += isEnd & empty
 			durs[nd] = times[i] - top
 			nd += ended
-			*s = st[:n+1-isEnd-ended]
+			st = st[:n+1-isEnd-ended]
 		}
+		if cur != nil {
+			*cur = st
+		}
+		res.UnmatchedReturns += uint64(unmatched)
+		res.Overflows += uint64(overflows)
 		res.Calls += uint64(nd)
 		for _, ns := range durs[:nd] {
 			if l.u.div == 1 {

@@ -8,7 +8,6 @@ import (
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
-	"github.com/bpftape/bpftape/replay/hist"
 )
 
 // Spec says what one heat map shows: Field of Probe, or with Entry and
@@ -243,58 +242,33 @@ func (b *Builder) FillSpan(bt *format.Batch, lo, hi int) {
 			}
 			continue
 		}
-		c := bt.Col(l.ref.Column()).Ints()
-		switch c.Type {
-		case format.Int8:
-			fieldSpan(l, c.I8, bt, lo, hi)
-		case format.Int16:
-			fieldSpan(l, c.I16, bt, lo, hi)
-		case format.Int32:
-			fieldSpan(l, c.I32, bt, lo, hi)
-		case format.Int64:
-			fieldSpan(l, c.I64, bt, lo, hi)
-		case format.Uint8:
-			fieldSpan(l, c.U8, bt, lo, hi)
-		case format.Uint16:
-			fieldSpan(l, c.U16, bt, lo, hi)
-		case format.Uint32:
-			fieldSpan(l, c.U32, bt, lo, hi)
-		case format.Uint64:
-			fieldSpan(l, c.U64, bt, lo, hi)
-		}
+		l.fieldSpan(bt, lo, hi)
 	}
 }
 
-// fieldSpan adds the samples of field layer l in rows [lo, hi) of bt,
-// whose field column holds vals: the rows of its probe, as sample takes
-// them (Ref.Int), picked (replay.PickRows), then counted.
-func fieldSpan[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](l *layer, vals []T, bt *format.Batch, lo, hi int) {
+// fieldSpan adds the samples of field layer l in rows [lo, hi) of bt:
+// the rows of its probe, as sample takes them (Ref.Int), picked
+// (replay.PickRows), their values gathered, then counted.
+func (l *layer) fieldSpan(bt *format.Batch, lo, hi int) {
 	probes, times := bt.Probe[lo:hi], bt.Time[lo:hi]
-	vals, times = vals[lo:hi][:len(probes)], times[:len(probes)]
+	times = times[:len(probes)]
+	col := bt.Col(l.ref.Column()).Ints()
 	want, cast, m := uint16(l.ref.ProbeIndex()), l.spec.Cast, l.m
 	var rows [replay.PickMax]int32
+	var vals [replay.PickMax]int64
 	for start := 0; start < len(probes); start += replay.PickMax {
 		k := replay.PickRows(&rows, probes[start:min(start+replay.PickMax, len(probes))], start, want, want)
+		col.Gather(vals[:k], lo, rows[:k])
 		if !m.Rows.log2() {
-			for _, i := range rows[:k] {
-				m.AddN(times[i], cast.Apply(int64(vals[i])), 1)
+			for j, i := range rows[:k] {
+				m.AddN(times[i], cast.Apply(vals[j]), 1)
 			}
 			continue
 		}
-		// Log2 rows, as AddN counts them, with the column at hand.
-		lo, hi, col, n := m.colLo, m.colHi, m.col, m.Rows.N
-		for _, i := range rows[:k] {
-			t := times[i]
-			if t < lo || t >= hi {
-				c, ok := m.column(t)
-				if !ok {
-					m.Outside++
-					continue
-				}
-				lo, hi, col = m.colLo, m.colHi, c
-			}
-			m.counts[col*n+hist.Log2Slot(uint64(cast.Apply(int64(vals[i]))))-1]++
+		for j, v := range vals[:k] {
+			vals[j] = cast.Apply(v)
 		}
+		m.addLog2(times, rows[:k], vals[:k])
 	}
 }
 

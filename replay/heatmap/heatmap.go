@@ -231,6 +231,25 @@ func (m *Map) AddN(t, v int64, n uint64) {
 	}
 }
 
+// addLog2 counts, for each j, value vals[j] at time times[rows[j]], as
+// AddN(t, v, 1) does, on log2 rows (Rows.log2): in a loop of its own, the
+// column at hand in registers.
+func (m *Map) addLog2(times []int64, rows []int32, vals []int64) {
+	from, to, c, n := m.colLo, m.colHi, m.col, m.Rows.N
+	for j, i := range rows[:len(vals)] {
+		t := times[i]
+		if t < from || t >= to {
+			tc, ok := m.column(t)
+			if !ok {
+				m.Outside++
+				continue
+			}
+			from, to, c = m.colLo, m.colHi, tc
+		}
+		m.counts[c*n+hist.Log2Slot(uint64(vals[j]))-1]++
+	}
+}
+
 // column returns the column of time t, if t is on the axis, and makes it
 // the cached one.
 func (m *Map) column(t int64) (int, bool) {

@@ -3,6 +3,7 @@ package heatmap
 import (
 	"bytes"
 	"encoding/xml"
+	"math"
 	"math/rand"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/replay"
+	"github.com/bpftape/bpftape/replay/hist"
 )
 
 const base = int64(1_000_000_000)
@@ -391,6 +393,65 @@ func TestNiceCols(t *testing.T) {
 	for _, c := range []struct{ n, want int }{{1, 1}, {2, 2}, {3, 5}, {6, 10}, {11, 20}, {101, 200}, {201, 500}} {
 		if got := niceCols(c.n); got != c.want {
 			t.Errorf("niceCols(%d) = %d, want %d", c.n, got, c.want)
+		}
+	}
+}
+
+// TestColumnCache: AddN and addLog2 (a stretch at a time, the cache living
+// on from one to the next), which keep the last sample's column at hand,
+// count as a division of each sample's time does, on times in
+// order and not, before, inside and after the axis (a sample outside must
+// not change the column the next one inside finds), at the ends of int64.
+func TestColumnCache(t *testing.T) {
+	rng := rand.New(rand.NewSource(89))
+	for round := 0; round < 200; round++ {
+		a := Axis{Start: rng.Int63n(1e6) - 5e5, Step: 1 + rng.Int63n(1000), Cols: 1 + rng.Intn(50)}
+		if round%10 == 0 {
+			a.Start = math.MaxInt64 - a.Step*int64(a.Cols) + rng.Int63n(a.Step)
+		}
+		viaAdd, viaLog2 := New(a, Log2Rows()), New(a, Log2Rows())
+		want := make([]uint64, a.Cols*Log2Rows().N)
+		var outside uint64
+		span := a.Step * int64(a.Cols)
+		tm := a.Start
+		var times, vals []int64
+		for k := 0; k < 500; k++ {
+			switch rng.Intn(8) {
+			case 0:
+				tm = a.Start - 1 - rng.Int63n(100) // before the axis
+			case 1:
+				tm = a.Start + span + rng.Int63n(100) // after it (or wrapped, at the end of int64)
+			case 2:
+				tm = a.Start + rng.Int63n(span) // anywhere on it
+			default:
+				tm += rng.Int63n(a.Step) // onwards
+			}
+			v := rng.Uint64() >> rng.Intn(64)
+			viaAdd.AddN(tm, int64(v), 1)
+			times, vals = append(times, tm), append(vals, int64(v))
+			if tm < a.Start || (uint64(tm)-uint64(a.Start))/uint64(a.Step) >= uint64(a.Cols) {
+				outside++
+				continue
+			}
+			c := int((uint64(tm) - uint64(a.Start)) / uint64(a.Step))
+			want[c*Log2Rows().N+hist.Log2Slot(v)-1]++
+		}
+		// addLog2 a stretch at a time, the stretches of random lengths,
+		// their rows in order but for gaps.
+		for lo := 0; lo < len(times); {
+			hi := min(lo+1+rng.Intn(40), len(times))
+			var rows []int32
+			var vs []int64
+			for i := lo; i < hi; i++ {
+				rows, vs = append(rows, int32(i)), append(vs, vals[i])
+			}
+			viaLog2.addLog2(times, rows, vs)
+			lo = hi
+		}
+		for _, m := range []*Map{viaAdd, viaLog2} {
+			if !slices.Equal(m.counts, want) || m.Outside != outside {
+				t.Fatalf("round %d, axis %+v: counts differ from the division's (outside %d, want %d)", round, a, m.Outside, outside)
+			}
 		}
 	}
 }

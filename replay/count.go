@@ -88,6 +88,10 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 		r := c.reader()
 		c.selectColumns(r, byColumns(o.By, nil), nil)
 		p, err = c.spans(r, false, func(b *format.Batch, lo, hi int) error {
+			if o.By == "comm" {
+				kc.commSpan(b, lo, hi)
+				return nil
+			}
 			for i := lo; i < hi; i++ {
 				kc.add(b, i)
 			}
@@ -124,6 +128,7 @@ type keyCounter struct {
 	// of several comms interleave, and hashing the string per event was
 	// half of count --by comm's time.
 	views [256]viewSlot
+	runs  []commRun // by probe (commSpan)
 }
 
 type readKey struct {
@@ -133,10 +138,43 @@ type readKey struct {
 }
 
 // add counts row i of b.
-func (kc *keyCounter) add(b *format.Batch, i int) {
+func (kc *keyCounter) add(b *format.Batch, i int) { kc.count(b, i) }
+
+// commSpan counts rows [lo, hi) of b by comm: a row with the string view
+// of its probe's last row counted here (in this batch, for a comm of more
+// than 12 bytes, whose view says where it lies) costs a comparison, which
+// a thread's run of events makes most rows.
+func (kc *keyCounter) commSpan(b *format.Batch, lo, hi int) {
+	if kc.runs == nil {
+		kc.runs = make([]commRun, len(kc.want))
+	}
+	for i, p := range b.Probe[lo:hi] {
+		r := &kc.runs[p]
+		vlo, vhi := b.CommView(lo + i)
+		if r.n != nil && vlo == r.lo && vhi == r.hi && (uint32(vlo) <= 12 || r.batch == b.Index) {
+			*r.n++
+			continue
+		}
+		if n := kc.count(b, lo+i); n != nil {
+			*r = commRun{lo: vlo, hi: vhi, batch: b.Index, n: n}
+		}
+	}
+}
+
+// commRun is the string view of a probe's last row commSpan counted, and
+// its counter.
+type commRun struct {
+	lo, hi uint64
+	batch  int
+	n      *uint64
+}
+
+// count counts row i of b and returns its counter, nil for a probe not
+// counted.
+func (kc *keyCounter) count(b *format.Batch, i int) *uint64 {
 	k := readKey{probe: b.Probe[i]}
 	if !kc.want[k.probe] {
-		return
+		return nil
 	}
 	var slot *viewSlot
 	switch kc.by {
@@ -147,7 +185,7 @@ func (kc *keyCounter) add(b *format.Batch, i int) {
 			(uint32(lo) <= 12 || slot.batch == b.Index || slot.s == b.Comm(i)) {
 			slot.batch = b.Index // a long comm's view reads as s in all of this batch
 			*slot.n++
-			return
+			return slot.n
 		}
 		k.s = b.Comm(i)
 		*slot = viewSlot{lo: lo, hi: hi, probe: k.probe, batch: b.Index}
@@ -174,6 +212,7 @@ func (kc *keyCounter) add(b *format.Batch, i int) {
 		}
 	}
 	*n++
+	return n
 }
 
 // viewSlot is a cached comm of count --by comm: the string view it was

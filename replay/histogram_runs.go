@@ -8,13 +8,13 @@ import "github.com/bpftape/bpftape/format"
 // path of the most common question.
 func (c *Capture) histRuns(r *format.Reader, o *HistOptions, ref *Ref, all *accum) (*Pass, error) {
 	stats := statsNeeded(o)
-	run := runAcc{cast: o.Cast, add: func(v int64, n uint64) { all.addN(v, n, o, stats) }}
+	run := NewFieldRuns(*ref, o.Cast, func(v int64, n uint64) { all.addN(v, n, o, stats) })
 	c.selectColumns(r, []int{ref.col}, nil)
 	p, err := c.spans(r, false, func(b *format.Batch, lo, hi int) error {
-		run.rangeOf(b.Col(ref.col).Ints(), b.Probe, ref.probe, lo, hi)
+		run.Span(b, lo, hi)
 		return nil
 	}, nil)
-	run.flush()
+	run.Flush()
 	return p, err
 }
 

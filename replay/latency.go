@@ -244,14 +244,8 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 		}
 		res.UnmatchedReturns += uint64(unmatched)
 		res.Overflows += uint64(overflows)
-		res.Calls += uint64(nd)
 		for _, ns := range durs[:nd] {
-			if l.u.div == 1 {
-				res.Hist.Add(uint64(ns)) // no division: the default unit
-			} else {
-				res.Hist.Add(uint64(ns / l.u.div))
-			}
-			res.Stats.Add(ns)
+			l.call(ns)
 		}
 	}
 }
@@ -260,12 +254,22 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 // histogram bucket in the unit, its statistics in nanoseconds.
 func (l *Latencies) record(b *format.Batch, i int, start int64) {
 	ns := b.Time[i] - start
-	l.res.Calls++
-	l.res.Hist.Add(uint64(ns / l.u.div))
-	l.res.Stats.Add(ns)
+	l.call(ns)
 	if l.slices != nil {
 		l.slices.at(b.Time[i]).pick(l.o.By, l.byRef, b, i).add(ns, &l.ho)
 	}
+}
+
+// call counts a call of ns nanoseconds: its histogram bucket in the unit,
+// its statistics in nanoseconds.
+func (l *Latencies) call(ns int64) {
+	l.res.Calls++
+	if l.u.div == 1 {
+		l.res.Hist.Add(uint64(ns)) // no division: the default unit
+	} else {
+		l.res.Hist.Add(uint64(ns / l.u.div))
+	}
+	l.res.Stats.Add(ns)
 }
 
 // Result is what the events added so far count, the entries still open

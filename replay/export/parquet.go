@@ -474,11 +474,16 @@ func (c *pqColumn) comm(s string) int {
 // dictAdd adds value v, known as key, to the row group's dictionary, and
 // returns its index.
 func (c *pqColumn) dictAdd(v parquet.ByteArray, key string) int32 {
-	k := int32(len(c.dict))
-	c.dict = append(c.dict, v)
-	c.dictSize += len(v)
+	k := c.dictAppend(v)
 	c.slots[key] = k
 	return k
+}
+
+// dictAppend appends v to the row group's dictionary and returns its index.
+func (c *pqColumn) dictAppend(v parquet.ByteArray) int32 {
+	c.dict = append(c.dict, v)
+	c.dictSize += len(v)
+	return int32(len(c.dict) - 1)
 }
 
 // probe appends the dictionary index of the name of probe id (empty past
@@ -491,9 +496,7 @@ func (c *pqColumn) probe(id uint16) {
 		if k < len(c.probes) {
 			v = c.probes[k]
 		}
-		j = int32(len(c.dict))
-		c.dict = append(c.dict, v)
-		c.dictSize += len(v)
+		j = c.dictAppend(v)
 		c.probeIdx[k] = j + 1
 	}
 	c.idx = append(c.idx, j)
@@ -551,9 +554,9 @@ type dictPutter interface {
 // dictionary put into the column writer's encoder, then each row's index,
 // with the page statistics of the values the dictionary holds, which are
 // exactly those of the rows (as Arrow's pqarrow writes a dictionary
-// array, but for its empty-string minimum). A column writer that does not encode by dictionary, or a
-// dictionary that approaches the size past which the writer falls back
-// to plain values, gets the values themselves.
+// array, but for its empty-string minimum). A column writer that does not
+// encode by dictionary, or a dictionary that approaches the size past
+// which the writer falls back to plain values, gets the values themselves.
 func (c *pqColumn) writeDict(w *file.ByteArrayColumnChunkWriter, defs []int16) error {
 	enc, ok := w.CurrentEncoder().(dictPutter)
 	if !ok || enc.Encoding() != parquet.Encodings.PlainDict || enc.NumEntries() > 0 || c.dictSize > dictPageLimit/2 {
@@ -564,8 +567,7 @@ func (c *pqColumn) writeDict(w *file.ByteArrayColumnChunkWriter, defs []int16) e
 		_, err := w.WriteBatch(vals, defs, nil)
 		return err
 	}
-	mem := memory.DefaultAllocator
-	bld := array.NewStringBuilder(mem)
+	bld := array.NewStringBuilder(memory.DefaultAllocator)
 	defer bld.Release()
 	bld.Reserve(len(c.dict))
 	bld.ReserveData(c.dictSize)

@@ -227,7 +227,7 @@ func (m *Map) AddN(t, v int64, n uint64) {
 	case 1:
 		m.Above += n
 	default:
-		m.counts[int(c)*m.Rows.N+r] += n
+		m.counts[c*m.Rows.N+r] += n
 	}
 }
 

@@ -156,10 +156,13 @@ func bootMinusMono() int64 {
 // dd writes n blocks with O_DIRECT, each its own request, then paired by
 // dev and sector, with bpftrace's one-liner running around the same
 // window. latency --key counts what pairing the events one by one counts;
-// every issue is paired, or counted as without completion (a completion
-// that interrupted the recorder itself, which bpftape's programs leave out:
-// up to 5% here, on two CPUs busy with other tests); bpftrace's pairs in
-// the window are bpftape's, and those. The per-interval histograms, at 1 s
+// every issue is paired, or counted as without completion or restarted;
+// at least 95% of dd's blocks make pairs; bpftrace's pairs in the window
+// are bpftape's, and those without completion. Other tests' I/O shares the
+// disk: in one make test run 273 of 3,638 issues went unpaired, 222 of them
+// a key issued again before any completion, and bpftrace paired exactly
+// bpftape's 3,365 in the window, so the share of all issues paired says
+// nothing of bpftape. The per-interval histograms, at 1 s
 // and 100 ms, and the per-dev ones add up bucket by bucket to the whole.
 func TestSeed002Biolatency(t *testing.T) {
 	bin, _ := bpftapeBin(t)
@@ -218,7 +221,7 @@ func TestSeed002Biolatency(t *testing.T) {
 		t.Errorf("latency --key: %d pairs, %d completions without issue, %d issues without completion, %d restarted; pairing event by event: %d, %d, %d, %d",
 			whole.Calls, whole.UnmatchedReturns, whole.UnmatchedEntries, whole.Restarted, len(pairs), orphans, uint64(len(unpaired))-restarted, restarted)
 	}
-	if issues < n || whole.Calls+whole.UnmatchedEntries+whole.Restarted != issues || whole.Calls < issues*19/20 {
+	if issues < n || whole.Calls+whole.UnmatchedEntries+whole.Restarted != issues || whole.Calls < n*19/20 {
 		t.Errorf("%d issues (dd wrote %d blocks): %d paired, %d without completion, %d restarted", issues, n, whole.Calls, whole.UnmatchedEntries, whole.Restarted)
 	}
 
@@ -275,14 +278,12 @@ func TestSeed002Biolatency(t *testing.T) {
 				comms[near.comm]++
 			}
 		}
-		// The pairs bpftrace made inside bpftape's window are bpftape's
-		// and those bpftape has an issue without completion for. Exact
-		// matching is impossible: the window's edges are stamped by a
-		// third clock read, the two programs' reads differ, and bpftape's
-		// programs leave out the events of the recorder's own process,
-		// a completion interrupting it included (bpf.SpecKeepSelf). So
-		// the counts compare within a few: bpftape pairs no request
-		// bpftrace did not, and lacks only those it has open issues for.
+		// The pairs bpftrace made inside bpftape's window are bpftape's.
+		// Exact matching is impossible: the window's edges are stamped by
+		// a third clock read, and the two programs' reads differ. So the
+		// counts compare within a few (bpftape's block tracepoints keep
+		// the recorder's own events, a completion interrupting it
+		// included: see bpf.SpecKeepSelf).
 		in := 0
 		for _, p := range bts {
 			if p.start >= w.Start && p.end <= w.End {
@@ -292,8 +293,8 @@ func TestSeed002Biolatency(t *testing.T) {
 		open := int(whole.UnmatchedEntries + whole.Restarted)
 		t.Logf("bpftrace paired %d requests (%d not printed), %d inside bpftape's window; bpftape %d, with %d issues without completion, whose completions interrupted: %v",
 			len(bts), btLost, in, whole.Calls, open, comms)
-		if slack := 3 + int(btLost); int(whole.Calls) > in+slack || in > int(whole.Calls)+open+slack {
-			t.Errorf("inside bpftape's window bpftrace paired %d requests; bpftape %d, and has %d issues without completion", in, whole.Calls, open)
+		if slack := 3 + int(btLost); int(whole.Calls) > in+slack || in > int(whole.Calls)+slack {
+			t.Errorf("inside bpftape's window bpftrace paired %d requests; bpftape %d (and %d issues without completion)", in, whole.Calls, open)
 		}
 	}
 	wholeSum := map[uint64]uint64{}

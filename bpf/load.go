@@ -196,6 +196,7 @@ type Objects struct {
 	tpCopies   []*ebpf.Program
 	specCopies []*ebpf.Program
 	kmulti     *ebpf.Program // see KprobeMultiProgram
+	rateCopies int           // specCopies loaded for rate limits (see RateLimitedCopies)
 	globals    []*ebpf.Map
 	// flush is flush_stage, run on each CPU by FlushStages; nil without
 	// staging. cpus are the CPUs it runs on.
@@ -215,14 +216,40 @@ func (o *Objects) Cookies() bool { return o.cookies }
 // UprobeProgram returns the program that records the uprobe, uretprobe or
 // USDT attachment whose spec PutSpec stored at index spec, and the cookie
 // to attach it with (link.UprobeOptions.Cookie). With cookies that is
-// ProbeUprobe and spec; without, a copy loaded for this attachment alone,
-// which shares every map, and 0.
+// ProbeUprobe and spec; without, or for a rate-limited spec (see
+// RateLimitedCopies), a copy loaded for this attachment alone, which
+// shares every map, and 0.
 func (o *Objects) UprobeProgram(spec uint32) (*ebpf.Program, uint64, error) {
-	if o.cookies {
+	if o.cookies && !o.rateLimitedCopy(spec) {
 		return o.ProbeUprobe, uint64(spec), nil
 	}
 	p, err := o.specProgram(progUprobe, spec)
 	return p, 0, err
+}
+
+// RateLimitedCopies is how many attachments of rate-limited specs
+// (SpecRateLimit) get a program of their own, with the spec as constants,
+// even with attach cookies: an event past the limit is then rejected
+// without the bpf_get_attach_cookie call and the spec's lookup, which cost
+// it 8-10 ns of 70 (a helper call is most of that; the empty program runs
+// in 51; bench/README.md, progtime). A probe of more attachments than that
+// has the rest share the cookie program: each copy is a program load and
+// a .rodata of its own.
+const RateLimitedCopies = 64
+
+// rateLimitedCopy reports whether the attachment of spec index spec gets a
+// program of its own for its rate limit (see RateLimitedCopies), and
+// counts it.
+func (o *Objects) rateLimitedCopy(spec uint32) bool {
+	if o.rateCopies >= RateLimitedCopies || spec >= MaxSpecs {
+		return false
+	}
+	var ps ProbeSpec
+	if o.ProbeSpecs.Lookup(spec, &ps) != nil || ps.Flags&SpecRateLimit == 0 {
+		return false
+	}
+	o.rateCopies++
+	return true
 }
 
 // TracepointProgram returns the program that records the tracepoint
@@ -231,10 +258,11 @@ func (o *Objects) UprobeProgram(spec uint32) (*ebpf.Program, uint64, error) {
 // the same tracepoint were attached before. A tracepoint runs a given
 // program at most once (the kernel refuses to attach it again: EEXIST):
 // with cookies, it is ProbeTracepoint for k == 0 and otherwise copy k,
-// loaded on first use, which shares every map; without cookies, a copy
-// loaded for this attachment alone, and the cookie 0.
+// loaded on first use, which shares every map; without cookies, or for a
+// rate-limited spec (see RateLimitedCopies), a copy loaded for this
+// attachment alone, and the cookie 0.
 func (o *Objects) TracepointProgram(spec uint32, k int) (*ebpf.Program, uint64, error) {
-	if !o.cookies {
+	if !o.cookies || o.rateLimitedCopy(spec) {
 		p, err := o.specProgram(progTracepoint, spec)
 		return p, 0, err
 	}

@@ -12,8 +12,10 @@ import (
 // events as it was given tokens and counts every other one as rate-limited,
 // after its filter: an event the filter rejects takes no token and is
 // counted as filtered. A probe without one records all. With the whole
-// program and with only the code the specs need, with cookies and with a
-// program per attachment.
+// program and with only the code the specs need; with cookies, where a
+// rate-limited spec's attachment gets a program of its own
+// (RateLimitedCopies) or, past their number, shares the cookie program's
+// check before the nesting count; and with a program per attachment.
 func TestRateLimit(t *testing.T) {
 	testutil.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)
@@ -22,13 +24,19 @@ func TestRateLimit(t *testing.T) {
 		name      string
 		uses      *Uses
 		noCookies bool
+		noCopies  bool
 	}{
-		{"whole", nil, false},
-		{"uses", &Uses{MaxClass: ClassArgs1, Filters: true, RateLimit: true}, false},
-		{"no cookies", &Uses{MaxClass: ClassArgs1, Filters: true, RateLimit: true}, true},
+		{"whole", nil, false, false},
+		{"whole, no copies", nil, false, true},
+		{"uses", &Uses{MaxClass: ClassArgs1, Filters: true, RateLimit: true}, false, false},
+		{"uses, no copies", &Uses{MaxClass: ClassArgs1, Filters: true, RateLimit: true}, false, true},
+		{"no cookies", &Uses{MaxClass: ClassArgs1, Filters: true, RateLimit: true}, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			objs := load(t, Options{RingSize: 1 << 20, Uses: c.uses, NoCookies: c.noCookies, Probes: 4})
+			if c.noCopies {
+				objs.rateCopies = RateLimitedCopies
+			}
 			limited := spec(1, ClassArgs1, reg(RegDI, 8, true))
 			limited.Flags |= SpecRateLimit
 			// work's first argument counts 1 to n: the filter passes 300.
@@ -46,6 +54,10 @@ func TestRateLimit(t *testing.T) {
 				prog, cookie, err := objs.UprobeProgram(uint32(i))
 				if err != nil {
 					t.Fatal(err)
+				}
+				// With cookies, only the free spec, or all past the copies, share the program.
+				if shared := prog == objs.ProbeUprobe; !c.noCookies && shared != (s.Flags&SpecRateLimit == 0 || c.noCopies) {
+					t.Errorf("spec %d (flags %#x): the cookie program is %v", i, s.Flags, shared)
 				}
 				attachUprobe(t, exe, "work", prog, cookie, w.pid(), false)
 			}

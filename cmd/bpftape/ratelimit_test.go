@@ -62,37 +62,7 @@ func TestMaxRateFlags(t *testing.T) {
 func TestMaxRate(t *testing.T) {
 	testutil.RequireBPF(t, bpf.CheckFeatures)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "ticker.c")
-	if err := os.WriteFile(src, []byte(`#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-__attribute__((noinline)) long tick(long i) { __asm__ volatile("" ::: "memory"); return i; }
-static double since(const struct timespec *t0) {
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - t0->tv_sec) + (now.tv_nsec - t0->tv_nsec) / 1e9;
-}
-int main(int argc, char **argv) {
-	long rate = atol(argv[1]), n = 0, sum = 0;
-	double secs = atof(argv[2]), el;
-	struct timespec t0, ms = {0, 1000000};
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while ((el = since(&t0)) < secs) {
-		for (long due = (long)(el * rate); n < due; n++)
-			sum += tick(n);
-		nanosleep(&ms, 0);
-	}
-	FILE *f = fopen(argv[3], "w");
-	fprintf(f, "calls %ld seconds %.6f sum %ld\n", n, since(&t0), sum);
-	return fclose(f) != 0;
-}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(dir, "ticker")
-	if err := testutil.CompileC(exe, "-O1", src); err != nil {
-		t.Fatal(err)
-	}
+	exe := buildTicker(t, dir)
 	capPath := filepath.Join(dir, "rate.arrow")
 	const limit = 200
 	truth := filepath.Join(dir, "calls")
@@ -163,6 +133,87 @@ int main(int argc, char **argv) {
 	if _, stderr, code := runCLI(t, "count", capPath); code != 0 ||
 		!strings.Contains(stderr, fmt.Sprintf("%d events rate-limited in the kernel (--max-rate: limited %d (at most %d/s))", p.RateLimited, p.RateLimited, limit)) {
 		t.Errorf("count: exit %d, no rate-limit warning:\n%s", code, stderr)
+	}
+}
+
+// buildTicker builds, in dir, a workload that calls tick(i) ARG1 times a
+// second for ARG2 seconds, sleeping a millisecond between rounds, and
+// writes "calls N seconds S sum X" to the file ARG3.
+func buildTicker(t *testing.T, dir string) string {
+	t.Helper()
+	src := filepath.Join(dir, "ticker.c")
+	if err := os.WriteFile(src, []byte(`#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+__attribute__((noinline)) long tick(long i) { __asm__ volatile("" ::: "memory"); return i; }
+static double since(const struct timespec *t0) {
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t0->tv_sec) + (now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+int main(int argc, char **argv) {
+	long rate = atol(argv[1]), n = 0, sum = 0;
+	double secs = atof(argv[2]), el;
+	struct timespec t0, ms = {0, 1000000};
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while ((el = since(&t0)) < secs) {
+		for (long due = (long)(el * rate); n < due; n++)
+			sum += tick(n);
+		nanosleep(&ms, 0);
+	}
+	FILE *f = fopen(argv[3], "w");
+	fprintf(f, "calls %ld seconds %.6f sum %ld\n", n, since(&t0), sum);
+	return fclose(f) != 0;
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "ticker")
+	if err := testutil.CompileC(exe, "-O1", src); err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+// TestMaxRateTracepoint records the ticker's sleeps with two probes on
+// one tracepoint, one limited to 50 events a second: a rate-limited
+// tracepoint gets a program of its own (bpf.RateLimitedCopies), the other
+// shares the tracepoint's cookie program. The limited probe's recorded and
+// rate-limited events add up to what the other recorded.
+func TestMaxRateTracepoint(t *testing.T) {
+	testutil.RequireBPF(t, bpf.CheckFeatures)
+	dir := t.TempDir()
+	exe := buildTicker(t, dir)
+	capPath := filepath.Join(dir, "tp.arrow")
+	const tp = "t:syscalls:sys_enter_clock_nanosleep"
+	_, stderr, code := runCLI(t, "record", "-o", capPath, "--max-rate", "limited=50/s",
+		"-c", exe+" 100 1 "+filepath.Join(dir, "calls"), "limited="+tp, "all="+tp)
+	if code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, stderr)
+	}
+	r, err := format.Open(capPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	counts := map[string]uint64{}
+	for r.Next() {
+		b := r.Batch()
+		for i := 0; i < b.Len; i++ {
+			if n, ok := b.Lost(i); ok {
+				t.Fatalf("%d events lost", n)
+			}
+			counts[r.Meta.Probes[b.Probe[i]].Name]++
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, p := r.Meta.Probe("limited")
+	t.Logf("all recorded %d sleeps; limited %d, rate-limited %d", counts["all"], counts["limited"], p.RateLimited)
+	// A round sleeps a millisecond or more: at most 1,000 in the second.
+	if counts["all"] < 100 || counts["limited"]+p.RateLimited != counts["all"] || p.RateLimited == 0 {
+		t.Errorf("all recorded %d sleeps; limited %d + %d rate-limited: want all's, some rate-limited", counts["all"], counts["limited"], p.RateLimited)
 	}
 }
 

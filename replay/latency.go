@@ -244,9 +244,7 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 		}
 		res.UnmatchedReturns += uint64(unmatched)
 		res.Overflows += uint64(overflows)
-		for _, ns := range durs[:nd] {
-			l.call(ns)
-		}
+		l.calls(durs[:nd])
 	}
 }
 
@@ -270,6 +268,19 @@ func (l *Latencies) call(ns int64) {
 		l.res.Hist.Add(uint64(ns / l.u.div))
 	}
 	l.res.Stats.Add(ns)
+}
+
+// calls counts the calls of ns nanoseconds each, as call does one by one.
+func (l *Latencies) calls(ns []int64) {
+	l.res.Calls += uint64(len(ns))
+	l.res.Stats.AddAll(ns)
+	if l.u.div == 1 {
+		l.res.Hist.AddInt64s(ns)
+		return
+	}
+	for _, v := range ns {
+		l.res.Hist.Add(uint64(v / l.u.div))
+	}
 }
 
 // Result is what the events added so far count, the entries still open

@@ -65,6 +65,31 @@ func (h *Log2) AddN(v, n uint64) {
 	h.sum.addUint64(v, n)
 }
 
+// AddInt64s records uint64(v) for each v of vs, as Add would one by one,
+// with the count, sum, minimum and maximum kept over the whole slice and
+// the slot found without a branch (latency's durations, a stretch of rows
+// at a time).
+func (h *Log2) AddInt64s(vs []int64) {
+	if len(vs) == 0 {
+		return
+	}
+	lo, hi := uint64(vs[0]), uint64(vs[0])
+	var sumLo, sumHi, c uint64
+	for _, v := range vs {
+		u := uint64(v)
+		h.slots[bits.Len64(u|1)]++ // Log2Slot: 0 and 1 share slot 1
+		lo, hi = min(lo, u), max(hi, u)
+		sumLo, c = bits.Add64(sumLo, u, 0)
+		sumHi += c
+	}
+	if h.count == 0 || lo < h.min {
+		h.min = lo
+	}
+	h.max = max(h.max, hi)
+	h.count += uint64(len(vs))
+	h.sum.add(int128{hi: sumHi, lo: sumLo})
+}
+
 // Merge adds all values recorded in o to h.
 func (h *Log2) Merge(o *Log2) {
 	if o.count == 0 {

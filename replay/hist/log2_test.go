@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"os"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -406,5 +408,29 @@ func TestKS(t *testing.T) {
 	}
 	if !math.IsNaN(KS(&a, &Log2{})) {
 		t.Error("KS with an empty histogram is not NaN")
+	}
+}
+
+// TestLog2AddInt64s: AddInt64s counts a slice as Add does each value as
+// uint64, into an empty histogram and into one that already holds values.
+func TestLog2AddInt64s(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	all := batchValues(rng)
+	for k, vs := range all {
+		for _, before := range [][]int64{nil, all[(k+7)%len(all)]} {
+			var want, got Log2
+			for _, v := range before {
+				want.Add(uint64(v))
+				got.Add(uint64(v))
+			}
+			for _, v := range vs {
+				want.Add(uint64(v))
+			}
+			got.AddInt64s(vs)
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("values %d (%d, after %d): AddInt64s: count %d sum %v min %d max %d slots %v; Add one by one: %d %v %d %d %v",
+					k, len(vs), len(before), got.count, got.sum, got.min, got.max, got.slots, want.count, want.sum, want.min, want.max, want.slots)
+			}
+		}
 	}
 }

@@ -67,6 +67,44 @@ func (s *Stats) AddN(v int64, n uint64) {
 	s.sum.addInt64N(v, n)
 }
 
+// AddAll records each of vs, as Add would one by one: the buckets of the
+// values that are not negative in a loop of their own, with the count,
+// sum, minimum and maximum kept over the slice (latency's durations, a
+// stretch of rows at a time); a negative value goes through Add.
+func (s *Stats) AddAll(vs []int64) {
+	var lo, hi int64 = math.MaxInt64, 0
+	var n, sumLo, sumHi, c uint64
+	for _, v := range vs {
+		if v < 0 {
+			s.Add(v)
+			continue
+		}
+		m := uint64(v)
+		ch, i := statsBucket(m)
+		p := s.chunks[0][ch]
+		if p == nil {
+			p = new([statsSub]uint64)
+			s.chunks[0][ch] = p
+		}
+		p[i]++
+		lo, hi = min(lo, v), max(hi, v)
+		sumLo, c = bits.Add64(sumLo, m, 0)
+		sumHi += c
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	if s.count == 0 || lo < s.min {
+		s.min = lo
+	}
+	if s.count == 0 || hi > s.max {
+		s.max = hi
+	}
+	s.count += n
+	s.sum.add(int128{hi: sumHi, lo: sumLo})
+}
+
 // tally counts n occurrences of v in its bucket, the minimum, the
 // maximum and the count; the caller adds them to the sum.
 func (s *Stats) tally(v int64, n uint64) {

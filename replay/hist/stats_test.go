@@ -195,3 +195,59 @@ func TestStatsAddN(t *testing.T) {
 		t.Errorf("sum of 2^64-1 times MinInt64: %v, want %v", got, want)
 	}
 }
+
+// batchValues returns slices of values that a batch's one-by-one and
+// whole-slice paths must count alike: the edges of every range, runs of
+// one sign, mixed signs, and none.
+func batchValues(rng *rand.Rand) [][]int64 {
+	edges := []int64{0, 1, 2, 127, 128, 255, 256, 1 << 32, math.MaxInt64, math.MaxInt64 - 1, -1, -128, -129, math.MinInt64, math.MinInt64 + 1}
+	out := [][]int64{nil, {}, edges, {0}, {-5}, {math.MaxInt64, math.MaxInt64, math.MaxInt64}}
+	for k := 0; k < 200; k++ {
+		vs := make([]int64, rng.IntN(1100))
+		for i := range vs {
+			switch rng.IntN(6) {
+			case 0:
+				vs[i] = edges[rng.IntN(len(edges))]
+			case 1:
+				vs[i] = -rng.Int64N(1 << 40)
+			case 2:
+				vs[i] = int64(rng.Uint64()) // any, both signs
+			default:
+				vs[i] = rng.Int64N(1 << uint(1+rng.IntN(62)))
+			}
+		}
+		if k%3 == 0 { // no negative: the loop without a detour
+			for i, v := range vs {
+				if v < 0 {
+					vs[i] = ^v
+				}
+			}
+		}
+		out = append(out, vs)
+	}
+	return out
+}
+
+// TestStatsAddAll: AddAll counts a slice as Add does value by value,
+// into an empty Stats and into one that already holds values.
+func TestStatsAddAll(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	all := batchValues(rng)
+	for k, vs := range all {
+		for _, before := range [][]int64{nil, all[(k+7)%len(all)]} {
+			var want, got Stats
+			for _, v := range before {
+				want.Add(v)
+				got.Add(v)
+			}
+			for _, v := range vs {
+				want.Add(v)
+			}
+			got.AddAll(vs)
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("values %d (%d, after %d): AddAll: count %d sum %v min %d max %d; Add one by one: %d %v %d %d",
+					k, len(vs), len(before), got.count, got.sum, got.min, got.max, want.count, want.sum, want.min, want.max)
+			}
+		}
+	}
+}

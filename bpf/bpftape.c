@@ -1496,6 +1496,21 @@ static __always_inline int rate_ok(__u32 flags, __u32 id)
 }
 
 /*
+ * Whether the probe of spec flags flags and id id has a rate limit and no
+ * token left. It takes none: rate_ok takes the token later, and an event
+ * that finds none left then is rejected there.
+ */
+static __always_inline int rate_spent(__u32 flags, __u32 id)
+{
+	__s64 *tok;
+
+	if (!(flags & SPEC_RATE_LIMIT))
+		return 0;
+	tok = bpf_map_lookup_elem(&tokens, &id);
+	return tok && *(volatile __s64 *)tok <= 0;
+}
+
+/*
  * Whether the rate limit of spec rejects the event (rate_ok), which is
  * then counted in rate_limited, atomically: a program nested on the CPU
  * may count too. It sets *key to the probe id then (the caller returns).
@@ -1619,45 +1634,49 @@ static __always_inline int wanted(__u64 pid_tgid)
 #ifdef BPFTAPE_RATE_LIMIT
 /*
  * Whether the rate limit rejects the event before anything else is done
- * for it, the nesting count included: the tests record_at makes first
- * (wanted, the spec, the recorder's own events) and the token check. An
- * event with no filter or sched_switch test to pass first is decided
- * here; the others go on, and record_at checks their limit where it did.
- * Checked after the nesting count, a rejected event cost 3-4 ns more (73
- * ns against 69-70, the empty program 49-51; bench's progtime). The pid
- * is read first, so that the events of processes not recorded take no
- * token, and again by record_at for an event that goes on: handed over,
- * it stayed live across the nesting count, and the uprobe program with a
- * string and a filter took 503,000 instructions to verify on 6.18 rather
- * than 207,000 (214,000 before this check). The spec is looked up as
- * record_at does, written out again: a function of the two, inlined,
- * compiled record_at to other instructions, and the build without rate
- * limits is within 6% of 6.1's limit on a kprobe with expressions.
+ * for it, the nesting count included, in the programs of a rate-limited
+ * attachment (probe_uprobe_rl, probe_tracepoint_rl: bpf.RateLimitedCopies),
+ * whose spec is fixed: the tests record_at makes first (armed, wanted, the
+ * recorder's own events), and whether a token is left (rate_spent). An
+ * event with no filter or sched_switch test to pass first that finds none
+ * is rejected here and counted; every other goes on to record, which
+ * takes its token (or rejects it) as before. Checked after the nesting
+ * count, a rejected event cost 3-4 ns more (73 ns against 69-70, the
+ * empty program 49-51; bench's progtime).
+ *
+ * The pid is read first, so that the events of processes not recorded
+ * take no token, and again by record_at for an event that goes on. A
+ * program of their own, not a check in record: there, compiled into the
+ * cookie programs too, it changed their instructions, and the verifier's
+ * work on the tracepoint program with a filter went from 150,000
+ * instructions to between 155,000 and 345,000 on 6.18 as the check's form
+ * changed; with the pid handed to record_at, the uprobe program's went to
+ * 503,000.
  */
-static __always_inline int rate_rejects_early(void *ctx)
+static __always_inline int rate_rejects_early(void)
 {
 	const struct probe_spec *spec;
 	__u32 key;
+	__u64 *cnt;
 	int self;
 
+	if (!armed)
+		return 1;
 	self = wanted(bpf_get_current_pid_tgid());
 	if (!self)
 		return 1;
-	if (fixed_spec != FIXED_SPEC_COOKIE) {
-		key = FIXED_SPEC_COOKIE;
-		spec = (const struct probe_spec *)&fixed_spec_data;
-		asm volatile("" : "+r"(spec));
-	} else {
-		key = (__u32)bpf_get_attach_cookie(ctx);
-		spec = bpf_map_lookup_elem(&probe_specs, &key);
-		if (!spec)
-			return 1;
-	}
+	spec = (const struct probe_spec *)&fixed_spec_data;
+	asm volatile("" : "+r"(spec));
 	if (self == 2 && !(spec->flags & SPEC_KEEP_SELF))
 		return 1;
-	if (spec->npred || (spec->flags & SPEC_SELF_SWITCH))
+	if (spec->npred || (spec->flags & SPEC_SELF_SWITCH) || !use_rate_limit ||
+	    !rate_spent(spec->flags, spec->probe_id))
 		return 0;
-	return rate_rejects(spec, &key);
+	key = spec->probe_id;
+	cnt = bpf_map_lookup_elem(&rate_limited, &key);
+	if (cnt)
+		__sync_fetch_and_add(cnt, 1);
+	return 1;
 }
 #endif
 
@@ -1953,8 +1972,7 @@ static __always_inline int record_at(void *ctx, const int ctx_kind, __u32 depth)
 		return 0;
 	}
 #ifdef BPFTAPE_RATE_LIMIT
-	/* Checked before the nesting count (rate_rejects_early) unless the sched_switch test comes first. */
-	if ((spec->flags & SPEC_SELF_SWITCH) && rate_rejects(spec, &key))
+	if (rate_rejects(spec, &key))
 		return 0;
 #endif
 	now = bpf_ktime_get_boot_ns();
@@ -2017,10 +2035,6 @@ static __always_inline int record(void *ctx, const int ctx_kind)
 
 	if (!armed)
 		return 0;
-#ifdef BPFTAPE_RATE_LIMIT
-	if (rate_rejects_early(ctx))
-		return 0;
-#endif
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!st)
 		return 0;
@@ -2057,6 +2071,29 @@ int probe_tracepoint(void *ctx)
 {
 	return record(ctx, CTX_TP);
 }
+
+#ifdef BPFTAPE_RATE_LIMIT
+/*
+ * probe_uprobe and probe_tracepoint for an attachment of a rate-limited
+ * spec, loaded as a copy with the spec fixed (bpf.RateLimitedCopies): an
+ * event past the limit is rejected first (rate_rejects_early).
+ */
+SEC("uprobe")
+int probe_uprobe_rl(struct pt_regs *ctx)
+{
+	if (rate_rejects_early())
+		return 0;
+	return record(ctx, CTX_REGS);
+}
+
+SEC("tracepoint")
+int probe_tracepoint_rl(void *ctx)
+{
+	if (rate_rejects_early())
+		return 0;
+	return record(ctx, CTX_TP);
+}
+#endif
 
 /*
  * profile:hz:N: a CPU-clock perf event per CPU runs it N times a second;

@@ -169,53 +169,55 @@ type bpftaperlStage struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	bpftaperlMapCommWoken         = "comm_woken"
-	bpftaperlMapCpuState          = "cpu_state"
-	bpftaperlMapExprOut           = "expr_out"
-	bpftaperlMapFiltered          = "filtered"
-	bpftaperlMapLost              = "lost"
-	bpftaperlMapOwnSwitches       = "own_switches"
-	bpftaperlMapProbeSpecs        = "probe_specs"
-	bpftaperlMapRateLimited       = "rate_limited"
-	bpftaperlMapRings             = "rings"
-	bpftaperlMapSampleScratch     = "sample_scratch"
-	bpftaperlMapSelfTids          = "self_tids"
-	bpftaperlMapStackScratch      = "stack_scratch"
-	bpftaperlMapStages            = "stages"
-	bpftaperlMapTokens            = "tokens"
-	bpftaperlMapTraced            = "traced"
-	bpftaperlProgFlushStage       = "flush_stage"
-	bpftaperlProgProbeFentry      = "probe_fentry"
-	bpftaperlProgProbeFexit       = "probe_fexit"
-	bpftaperlProgProbeKprobeMulti = "probe_kprobe_multi"
-	bpftaperlProgProbePerfEvent   = "probe_perf_event"
-	bpftaperlProgProbeTracepoint  = "probe_tracepoint"
-	bpftaperlProgProbeUprobe      = "probe_uprobe"
-	bpftaperlProgTrackFork        = "track_fork"
-	bpftaperlVarArmed             = "armed"
-	bpftaperlVarBtfAnchor         = "btf_anchor"
-	bpftaperlVarCommGen           = "comm_gen"
-	bpftaperlVarFilterTgid        = "filter_tgid"
-	bpftaperlVarFixedSpec         = "fixed_spec"
-	bpftaperlVarFixedSpecData     = "fixed_spec_data"
-	bpftaperlVarFollow            = "follow"
-	bpftaperlVarLostStride        = "lost_stride"
-	bpftaperlVarMaxClass          = "max_class"
-	bpftaperlVarSelfTgid          = "self_tgid"
-	bpftaperlVarStageBytes        = "stage_bytes"
-	bpftaperlVarTaskBtf           = "task_btf"
-	bpftaperlVarTaskCommOff       = "task_comm_off"
-	bpftaperlVarTaskFsbaseOff     = "task_fsbase_off"
-	bpftaperlVarTaskGsbaseOff     = "task_gsbase_off"
-	bpftaperlVarTaskTgidOff       = "task_tgid_off"
-	bpftaperlVarTpCtxEnd          = "tp_ctx_end"
-	bpftaperlVarTracked           = "tracked"
-	bpftaperlVarUntracked         = "untracked"
-	bpftaperlVarUseFilters        = "use_filters"
-	bpftaperlVarUseRateLimit      = "use_rate_limit"
-	bpftaperlVarUseStacks         = "use_stacks"
-	bpftaperlVarWakeOnComm        = "wake_on_comm"
-	bpftaperlVarWakeupBytes       = "wakeup_bytes"
+	bpftaperlMapCommWoken          = "comm_woken"
+	bpftaperlMapCpuState           = "cpu_state"
+	bpftaperlMapExprOut            = "expr_out"
+	bpftaperlMapFiltered           = "filtered"
+	bpftaperlMapLost               = "lost"
+	bpftaperlMapOwnSwitches        = "own_switches"
+	bpftaperlMapProbeSpecs         = "probe_specs"
+	bpftaperlMapRateLimited        = "rate_limited"
+	bpftaperlMapRings              = "rings"
+	bpftaperlMapSampleScratch      = "sample_scratch"
+	bpftaperlMapSelfTids           = "self_tids"
+	bpftaperlMapStackScratch       = "stack_scratch"
+	bpftaperlMapStages             = "stages"
+	bpftaperlMapTokens             = "tokens"
+	bpftaperlMapTraced             = "traced"
+	bpftaperlProgFlushStage        = "flush_stage"
+	bpftaperlProgProbeFentry       = "probe_fentry"
+	bpftaperlProgProbeFexit        = "probe_fexit"
+	bpftaperlProgProbeKprobeMulti  = "probe_kprobe_multi"
+	bpftaperlProgProbePerfEvent    = "probe_perf_event"
+	bpftaperlProgProbeTracepoint   = "probe_tracepoint"
+	bpftaperlProgProbeTracepointRl = "probe_tracepoint_rl"
+	bpftaperlProgProbeUprobe       = "probe_uprobe"
+	bpftaperlProgProbeUprobeRl     = "probe_uprobe_rl"
+	bpftaperlProgTrackFork         = "track_fork"
+	bpftaperlVarArmed              = "armed"
+	bpftaperlVarBtfAnchor          = "btf_anchor"
+	bpftaperlVarCommGen            = "comm_gen"
+	bpftaperlVarFilterTgid         = "filter_tgid"
+	bpftaperlVarFixedSpec          = "fixed_spec"
+	bpftaperlVarFixedSpecData      = "fixed_spec_data"
+	bpftaperlVarFollow             = "follow"
+	bpftaperlVarLostStride         = "lost_stride"
+	bpftaperlVarMaxClass           = "max_class"
+	bpftaperlVarSelfTgid           = "self_tgid"
+	bpftaperlVarStageBytes         = "stage_bytes"
+	bpftaperlVarTaskBtf            = "task_btf"
+	bpftaperlVarTaskCommOff        = "task_comm_off"
+	bpftaperlVarTaskFsbaseOff      = "task_fsbase_off"
+	bpftaperlVarTaskGsbaseOff      = "task_gsbase_off"
+	bpftaperlVarTaskTgidOff        = "task_tgid_off"
+	bpftaperlVarTpCtxEnd           = "tp_ctx_end"
+	bpftaperlVarTracked            = "tracked"
+	bpftaperlVarUntracked          = "untracked"
+	bpftaperlVarUseFilters         = "use_filters"
+	bpftaperlVarUseRateLimit       = "use_rate_limit"
+	bpftaperlVarUseStacks          = "use_stacks"
+	bpftaperlVarWakeOnComm         = "wake_on_comm"
+	bpftaperlVarWakeupBytes        = "wakeup_bytes"
 )
 
 // loadBpftaperl returns the embedded CollectionSpec for bpftaperl.
@@ -260,14 +262,16 @@ type bpftaperlSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bpftaperlProgramSpecs struct {
-	FlushStage       *ebpf.ProgramSpec `ebpf:"flush_stage"`
-	ProbeFentry      *ebpf.ProgramSpec `ebpf:"probe_fentry"`
-	ProbeFexit       *ebpf.ProgramSpec `ebpf:"probe_fexit"`
-	ProbeKprobeMulti *ebpf.ProgramSpec `ebpf:"probe_kprobe_multi"`
-	ProbePerfEvent   *ebpf.ProgramSpec `ebpf:"probe_perf_event"`
-	ProbeTracepoint  *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
-	ProbeUprobe      *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
-	TrackFork        *ebpf.ProgramSpec `ebpf:"track_fork"`
+	FlushStage        *ebpf.ProgramSpec `ebpf:"flush_stage"`
+	ProbeFentry       *ebpf.ProgramSpec `ebpf:"probe_fentry"`
+	ProbeFexit        *ebpf.ProgramSpec `ebpf:"probe_fexit"`
+	ProbeKprobeMulti  *ebpf.ProgramSpec `ebpf:"probe_kprobe_multi"`
+	ProbePerfEvent    *ebpf.ProgramSpec `ebpf:"probe_perf_event"`
+	ProbeTracepoint   *ebpf.ProgramSpec `ebpf:"probe_tracepoint"`
+	ProbeTracepointRl *ebpf.ProgramSpec `ebpf:"probe_tracepoint_rl"`
+	ProbeUprobe       *ebpf.ProgramSpec `ebpf:"probe_uprobe"`
+	ProbeUprobeRl     *ebpf.ProgramSpec `ebpf:"probe_uprobe_rl"`
+	TrackFork         *ebpf.ProgramSpec `ebpf:"track_fork"`
 }
 
 // bpftaperlMapSpecs contains maps before they are loaded into the kernel.
@@ -412,14 +416,16 @@ type bpftaperlVariables struct {
 //
 // It can be passed to loadBpftaperlObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bpftaperlPrograms struct {
-	FlushStage       *ebpf.Program `ebpf:"flush_stage"`
-	ProbeFentry      *ebpf.Program `ebpf:"probe_fentry"`
-	ProbeFexit       *ebpf.Program `ebpf:"probe_fexit"`
-	ProbeKprobeMulti *ebpf.Program `ebpf:"probe_kprobe_multi"`
-	ProbePerfEvent   *ebpf.Program `ebpf:"probe_perf_event"`
-	ProbeTracepoint  *ebpf.Program `ebpf:"probe_tracepoint"`
-	ProbeUprobe      *ebpf.Program `ebpf:"probe_uprobe"`
-	TrackFork        *ebpf.Program `ebpf:"track_fork"`
+	FlushStage        *ebpf.Program `ebpf:"flush_stage"`
+	ProbeFentry       *ebpf.Program `ebpf:"probe_fentry"`
+	ProbeFexit        *ebpf.Program `ebpf:"probe_fexit"`
+	ProbeKprobeMulti  *ebpf.Program `ebpf:"probe_kprobe_multi"`
+	ProbePerfEvent    *ebpf.Program `ebpf:"probe_perf_event"`
+	ProbeTracepoint   *ebpf.Program `ebpf:"probe_tracepoint"`
+	ProbeTracepointRl *ebpf.Program `ebpf:"probe_tracepoint_rl"`
+	ProbeUprobe       *ebpf.Program `ebpf:"probe_uprobe"`
+	ProbeUprobeRl     *ebpf.Program `ebpf:"probe_uprobe_rl"`
+	TrackFork         *ebpf.Program `ebpf:"track_fork"`
 }
 
 func (p *bpftaperlPrograms) Close() error {
@@ -430,7 +436,9 @@ func (p *bpftaperlPrograms) Close() error {
 		p.ProbeKprobeMulti,
 		p.ProbePerfEvent,
 		p.ProbeTracepoint,
+		p.ProbeTracepointRl,
 		p.ProbeUprobe,
+		p.ProbeUprobeRl,
 		p.TrackFork,
 	)
 }

@@ -196,8 +196,11 @@ type Objects struct {
 	tpCopies   []*ebpf.Program
 	specCopies []*ebpf.Program
 	kmulti     *ebpf.Program // see KprobeMultiProgram
-	rateCopies int           // specCopies loaded for rate limits (see RateLimitedCopies)
-	globals    []*ebpf.Map
+	rateCopies int           // specCopies loaded for rate limits with cookies (see RateLimitedCopies)
+	// earlyRateLimit is whether the programs are the rate-limited build,
+	// which has probe_uprobe_rl and probe_tracepoint_rl.
+	earlyRateLimit bool
+	globals        []*ebpf.Map
 	// flush is flush_stage, run on each CPU by FlushStages; nil without
 	// staging. cpus are the CPUs it runs on.
 	flush  *ebpf.Program
@@ -220,35 +223,43 @@ func (o *Objects) Cookies() bool { return o.cookies }
 // RateLimitedCopies), a copy loaded for this attachment alone, which
 // shares every map, and 0.
 func (o *Objects) UprobeProgram(spec uint32) (*ebpf.Program, uint64, error) {
-	if o.cookies && !o.rateLimitedCopy(spec) {
+	name := progUprobe
+	if o.rateLimitedCopy(spec) {
+		name = progUprobeRL
+	} else if o.cookies {
 		return o.ProbeUprobe, uint64(spec), nil
 	}
-	p, err := o.specProgram(progUprobe, spec)
+	p, err := o.specProgram(name, spec)
 	return p, 0, err
 }
 
 // RateLimitedCopies is how many attachments of rate-limited specs
-// (SpecRateLimit) get a program of their own, with the spec as constants,
-// even with attach cookies: an event past the limit is then rejected
-// without the bpf_get_attach_cookie call and the spec's lookup, which cost
-// it 8-10 ns of 70 (a helper call is most of that; the empty program runs
-// in 51; bench/README.md, progtime). A probe of more attachments than that
-// has the rest share the cookie program: each copy is a program load and
-// a .rodata of its own.
+// (SpecRateLimit) get a program of their own with attach cookies: a copy
+// of the rate-limited build's probe_uprobe_rl or probe_tracepoint_rl with
+// the spec as constants, which rejects an event past the limit before
+// anything else. Such an event then makes no bpf_get_attach_cookie call
+// and no nesting count, which cost it 11-13 ns of 73 (a helper call is
+// most of that; the empty program runs in 51; bench/README.md, progtime).
+// A probe of more attachments than that has the rest share the cookie
+// program, where the limit is checked later: each copy is a program load
+// and a .rodata of its own. Without cookies every attachment has a copy
+// anyway, and every rate-limited one gets the early check.
 const RateLimitedCopies = 64
 
 // rateLimitedCopy reports whether the attachment of spec index spec gets a
-// program of its own for its rate limit (see RateLimitedCopies), and
-// counts it.
+// copy of a program with the early rate-limit check (see
+// RateLimitedCopies), and counts it.
 func (o *Objects) rateLimitedCopy(spec uint32) bool {
-	if o.rateCopies >= RateLimitedCopies || spec >= MaxSpecs {
+	if !o.earlyRateLimit || spec >= MaxSpecs || (o.cookies && o.rateCopies >= RateLimitedCopies) {
 		return false
 	}
 	var ps ProbeSpec
 	if o.ProbeSpecs.Lookup(spec, &ps) != nil || ps.Flags&SpecRateLimit == 0 {
 		return false
 	}
-	o.rateCopies++
+	if o.cookies {
+		o.rateCopies++
+	}
 	return true
 }
 
@@ -262,7 +273,11 @@ func (o *Objects) rateLimitedCopy(spec uint32) bool {
 // rate-limited spec (see RateLimitedCopies), a copy loaded for this
 // attachment alone, and the cookie 0.
 func (o *Objects) TracepointProgram(spec uint32, k int) (*ebpf.Program, uint64, error) {
-	if !o.cookies || o.rateLimitedCopy(spec) {
+	if o.rateLimitedCopy(spec) {
+		p, err := o.specProgram(progTracepointRL, spec)
+		return p, 0, err
+	}
+	if !o.cookies {
 		p, err := o.specProgram(progTracepoint, spec)
 		return p, 0, err
 	}
@@ -382,10 +397,14 @@ const (
 	progFlushStage = "flush_stage"
 	progUprobe     = "probe_uprobe"
 	progTracepoint = "probe_tracepoint"
-	progKmulti     = "probe_kprobe_multi"
-	progFentry     = "probe_fentry"
-	progFexit      = "probe_fexit"
-	progPerfEvent  = "probe_perf_event"
+	// The rate-limited build's programs for a rate-limited attachment
+	// (see RateLimitedCopies).
+	progUprobeRL     = "probe_uprobe_rl"
+	progTracepointRL = "probe_tracepoint_rl"
+	progKmulti       = "probe_kprobe_multi"
+	progFentry       = "probe_fentry"
+	progFexit        = "probe_fexit"
+	progPerfEvent    = "probe_perf_event"
 )
 
 // fixedSpecCookie is fixed_spec's value (FIXED_SPEC_COOKIE in bpftape.c)
@@ -678,6 +697,7 @@ func loadFrom(loadSpec func() (*ebpf.CollectionSpec, error), opts Options) (*Obj
 		}
 	}
 	objs.cookies = useCookies(opts.NoCookies, HaveAttachCookies)
+	objs.earlyRateLimit = spec.Programs[progUprobeRL] != nil && spec.Programs[progTracepointRL] != nil
 	btfCache := btf.NewCache()
 	objs.loadCopy = func(name string, fixed uint32, ps *ProbeSpec, attachTo string) (*ebpf.Program, error) {
 		shared := map[string]*ebpf.Map{

@@ -13,9 +13,11 @@ import (
 // after its filter: an event the filter rejects takes no token and is
 // counted as filtered. A probe without one records all. With the whole
 // program and with only the code the specs need; with cookies, where a
-// rate-limited spec's attachment gets a program of its own
-// (RateLimitedCopies) or, past their number, shares the cookie program's
-// check before the nesting count; and with a program per attachment.
+// rate-limited spec's attachment gets a copy of probe_uprobe_rl, which
+// checks the limit first (RateLimitedCopies), or, past their number,
+// shares the cookie program, which checks it after the nesting count;
+// and with a program per attachment (probe_uprobe_rl for the
+// rate-limited ones).
 func TestRateLimit(t *testing.T) {
 	testutil.RequireBPF(t, CheckFeatures)
 	exe := buildWorkload(t)

@@ -238,7 +238,7 @@ func (o *Objects) UprobeProgram(spec uint32) (*ebpf.Program, uint64, error) {
 // of the rate-limited build's probe_uprobe_rl or probe_tracepoint_rl with
 // the spec as constants, which rejects an event past the limit before
 // anything else. Such an event then makes no bpf_get_attach_cookie call
-// and no nesting count, which cost it 11-13 ns of 73 (a helper call is
+// and no nesting count, which cost it 10-12 ns of 72-75 (a helper call is
 // most of that; the empty program runs in 51; bench/README.md, progtime).
 // A probe of more attachments than that has the rest share the cookie
 // program, where the limit is checked later: each copy is a program load

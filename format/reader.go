@@ -436,6 +436,12 @@ func (r *Reader) decodeColumn(d *arrowipc.Decoder, b *Batch, ci, n int) error {
 		// No loss record: the validity says so, and the values, which
 		// would be read only for loss records, are left undecoded.
 		b.lost = IntColumn{Type: t, Valid: valid}
+		if r.Recycle {
+			// Its bitmap goes back to the pool too: kept, it took a
+			// pooled buffer of another column's size with every batch,
+			// and a third of the batches allocated all of theirs anew.
+			b.recycle = append(b.recycle, valid)
+		}
 		return nil
 	default:
 		vals, err = d.Values(ci, t.Size())

@@ -3,6 +3,7 @@ package format_test
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,63 @@ func TestRecycleStrings(t *testing.T) {
 				t.Fatalf("read ahead %d: row %d is %q, want %q", ahead, i, got[i], want[i])
 			}
 		}
+	}
+}
+
+// TestRecycleAllocates checks that a reader that reuses batch memory
+// (Recycle, reading ahead) allocates its buffers for the first few
+// batches only, with loss records in some batches and none in most (a
+// batch's lost column is then its validity bitmap alone, which must go
+// back to the pool with the rest).
+func TestRecycleAllocates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	m := &format.Meta{Host: "h", StartBoot: 1, StartWall: time.Unix(1700000000, 0), Probes: []format.Probe{
+		{Name: "p", Kind: "usdt", Spec: "p=U:/bin/x:p:n", Fields: []format.Field{{Name: "n", Type: format.Uint64}}}}}
+	w, err := format.Create(path, m, format.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batches, rows = 60, 32 << 10
+	for i := range batches * rows {
+		if i%(7*rows) == 100 {
+			if err := w.Lost(0, 0, int64(10+i), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := format.Event{Time: int64(10 + i), PID: 1, TID: 1, Comm: []byte("c"), Ints: []uint64{uint64(i % 3)}}
+		if err := w.Append(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := format.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	r.Recycle, r.ReadAhead = true, 2
+	r.Select([]int{format.ColTime, r.Column("p.n")})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var n int
+	for r.Next() {
+		n += r.Batch().Len
+	}
+	runtime.ReadMemStats(&after)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < batches*rows {
+		t.Fatalf("%d rows read, want at least %d", n, batches*rows)
+	}
+	// A batch decodes 8+8+2 bytes a row, its validity bitmaps an eighth.
+	perBatch := uint64(rows * 18)
+	got := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d batches read, %.1f batches' worth of memory allocated", batches, float64(got)/float64(perBatch))
+	if got > 12*perBatch {
+		t.Errorf("reading %d batches allocated %d bytes, %.1f batches' worth; want at most 12",
+			batches, got, float64(got)/float64(perBatch))
 	}
 }

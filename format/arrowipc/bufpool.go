@@ -29,7 +29,11 @@ func (p *BufPool) Put(b []byte) {
 	p.mu.Unlock()
 }
 
-// get returns the smallest pooled buffer that holds n bytes, or nil.
+// get returns the smallest pooled buffer that holds n bytes and is not
+// much larger, or nil. A request handed a buffer of another column's size
+// (a batch's 4 KiB validity bitmap, a 512 KiB column) takes it from the
+// column it came from, which then allocates: misses spread from batch to
+// batch.
 func (p *BufPool) get(n int) []byte {
 	if p == nil {
 		return nil
@@ -38,7 +42,7 @@ func (p *BufPool) get(n int) []byte {
 	defer p.mu.Unlock()
 	best := -1
 	for i, b := range p.free {
-		if cap(b) >= n && (best < 0 || cap(b) < cap(p.free[best])) {
+		if cap(b) >= n && cap(b) <= 4*n+4096 && (best < 0 || cap(b) < cap(p.free[best])) {
 			best = i
 		}
 	}

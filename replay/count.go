@@ -76,8 +76,8 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 			return countTable(m, &o, want, counts, p, out)
 		}
 	}
-	kc := &keyCounter{by: o.By, want: want, seen: map[readKey]*uint64{},
-		last: make([]readKey, len(m.Probes)), lastN: make([]*uint64, len(m.Probes))}
+	kc := &keyCounter{by: o.By, want: want, seen: map[readKey]*keyCount{},
+		last: make([]*keyCount, len(m.Probes))}
 	var p *Pass
 	var err error
 	if o.Rows.Empty() && o.By != "" {
@@ -87,6 +87,9 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 		// counts do, when the file has no footer.)
 		r := c.reader()
 		c.selectColumns(r, byColumns(o.By, nil), nil)
+		// keyCounter keeps no string of a batch: the comm columns'
+		// memory is reused from batch to batch, as ScanSpans reuses it.
+		r.RecycleStrings = true
 		p, err = c.spans(r, false, func(b *format.Batch, lo, hi int) error {
 			if o.By == "comm" {
 				kc.commSpan(b, lo, hi)
@@ -103,13 +106,12 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 	if err != nil {
 		return nil, p, err
 	}
-	seen := kc.seen
-	for k, n := range seen {
+	for k, e := range kc.seen {
 		s := k.s
 		if o.By == "pid" || o.By == "tid" {
 			s = strconv.FormatUint(uint64(k.n), 10)
 		}
-		counts[key{probe: k.probe, k: s}] += *n
+		counts[key{probe: k.probe, k: s}] += e.n
 	}
 	return countTable(m, &o, want, counts, p, out)
 }
@@ -119,11 +121,10 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 // probe's last key kept at hand: a thread's events come in runs, and a map
 // lookup per event was most of the cost after decoding.
 type keyCounter struct {
-	by    string
-	want  []bool
-	seen  map[readKey]*uint64
-	last  []readKey
-	lastN []*uint64
+	by   string
+	want []bool
+	seen map[readKey]*keyCount
+	last []*keyCount // by probe
 	// A comm is found by its string view first, in a small cache: threads
 	// of several comms interleave, and hashing the string per event was
 	// half of count --by comm's time.
@@ -194,25 +195,32 @@ func (kc *keyCounter) count(b *format.Batch, i int) *uint64 {
 	case "tid":
 		k.n = b.TID[i]
 	}
-	n := kc.lastN[k.probe]
-	if n == nil || k != kc.last[k.probe] {
-		if n = kc.seen[k]; n == nil {
+	e := kc.last[k.probe]
+	if e == nil || k != e.key {
+		if e = kc.seen[k]; e == nil {
 			if kc.by == "comm" {
 				k.s = strings.Clone(k.s) // a map key outlives the batch
 			}
-			n = new(uint64)
-			kc.seen[k] = n
+			e = &keyCount{key: k}
+			kc.seen[k] = e
 		}
-		kc.last[k.probe], kc.lastN[k.probe] = k, n
+		kc.last[k.probe] = e
 	}
 	if slot != nil {
-		slot.n = n
+		slot.n = &e.n
 		if uint32(slot.lo) > 12 {
-			slot.s = strings.Clone(k.s) // not to keep the batch alive
+			slot.s = e.key.s // the map's copy: the batch's memory is reused
 		}
 	}
-	*n++
-	return n
+	e.n++
+	return &e.n
+}
+
+// keyCount is a key count --by counts, as the map holds it (its comm a
+// copy of the batch's), and its count.
+type keyCount struct {
+	key readKey
+	n   uint64
 }
 
 // viewSlot is a cached comm of count --by comm: the string view it was

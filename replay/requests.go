@@ -208,8 +208,8 @@ func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
 	items, ends := b.Col(r.item.col).Ints(), b.Col(r.end.col).Ints()
 	global, res, cast := r.o.Global, &r.res, r.o.EndCast
 	var rows [PickMax]int32
-	var iv, ev [PickMax]int64   // the rows' item and end values, as Int reads them
-	var ended [PickMax][2]int64 // an end's value and its request's sum
+	var iv, ev [PickMax]int64          // the rows' item and end values, as Int reads them
+	var endVals, totals [PickMax]int64 // each ended request's end value and sum
 	for first := 0; first < len(probes); first += PickMax {
 		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, item, end)
 		// Summed and ended without a branch on which probe a row is
@@ -234,19 +234,17 @@ func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
 			isItem := b2i(probes[i] == item)
 			isEnd, none := 1-isItem, b2i(p.items == 0)
 			res.EndsWithoutItems += uint64(isEnd & none)
-			ended[n] = [2]int64{ev[j], p.sum}
+			endVals[n], totals[n] = cast.Apply(ev[j]), p.sum
 			n += isEnd &^ none
 			p.sum = int64(isItem) * (p.sum + iv[j])
 			p.items = uint64(isItem) * (p.items + 1)
 		}
 		res.Requests += uint64(n)
-		for _, e := range ended[:n] {
-			v := cast.Apply(e[0])
-			res.End.Add(uint64(v))
-			res.Total.Add(uint64(e[1]))
-			res.EndStats.Add(v)
-			res.TotalStats.Add(e[1])
-		}
+		// Counted a slice at a time, as latency counts its durations.
+		res.End.AddInt64s(endVals[:n])
+		res.Total.AddInt64s(totals[:n])
+		res.EndStats.AddAll(endVals[:n])
+		res.TotalStats.AddAll(totals[:n])
 	}
 }
 

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -149,9 +150,11 @@ func (kc *keyCounter) commSpan(b *format.Batch, lo, hi int) {
 	if kc.runs == nil {
 		kc.runs = make([]commRun, len(kc.want))
 	}
+	views := b.CommViews()[16*lo : 16*hi]
 	for i, p := range b.Probe[lo:hi] {
 		r := &kc.runs[p]
-		vlo, vhi := b.CommView(lo + i)
+		v := views[16*i : 16*i+16]
+		vlo, vhi := binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[8:])
 		if r.n != nil && vlo == r.lo && vhi == r.hi && (uint32(vlo) <= 12 || r.batch == b.Index) {
 			*r.n++
 			continue

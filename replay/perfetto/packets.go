@@ -25,17 +25,22 @@ const MaxInterned = 1 << 14
 // outermost frames.
 const MaxFrames = 1024
 
+// marshalAll has the protobuf library marshal every packet, TrackEvents
+// too: for tests that compare appendPacket's bytes with the library's.
+var marshalAll = false
+
 // boottime is the clock of every packet's timestamp.
 var boottime = uint32(pb.BuiltinClock_BUILTIN_CLOCK_BOOTTIME)
 
 // packetWriter writes TracePackets as the repeated field 1 of a Trace,
 // one at a time, each on a sequence whose times run forward.
 type packetWriter struct {
-	w    *bufio.Writer
-	err  error
-	buf  []byte
-	open []*sequence
-	seqs uint32 // sequences begun; the last one's id
+	w       *bufio.Writer
+	err     error
+	buf     []byte
+	scratch []byte // a TrackEvent's bytes (appendPacket)
+	open    []*sequence
+	seqs    uint32 // sequences begun; the last one's id
 }
 
 // sequence is one packet sequence and its interning tables.
@@ -195,10 +200,16 @@ func internName(table map[string]uint64, name string) (iid uint64, added bool) {
 
 // marshal writes pkt as one element of Trace.packet.
 func (pw *packetWriter) marshal(pkt *pb.TracePacket) {
-	b, err := proto.MarshalOptions{}.MarshalAppend(pw.buf[:0], pkt)
-	if err != nil {
-		pw.err = err
-		return
+	b, ok := pw.buf[:0], false
+	if !marshalAll {
+		b, ok = appendPacket(b, pkt, &pw.scratch)
+	}
+	if !ok {
+		var err error
+		if b, err = (proto.MarshalOptions{}).MarshalAppend(pw.buf[:0], pkt); err != nil {
+			pw.err = err
+			return
+		}
 	}
 	pw.buf = b
 	var hdr [16]byte

@@ -5,11 +5,14 @@
 // instant, chosen fields as counters, stacks as interned callstacks, loss
 // records on a "bpftape" track. docs/analyses.md says what a user sees.
 //
-// The protobuf is written by the protobuf library from Perfetto's own
-// definitions (internal/perfettopb, generated from the vendored protos),
-// one packet at a time, so that memory grows with threads, open calls and
-// tracks, not with events. Knowing that an entry never returns takes a
-// first pass that only pairs.
+// The protobuf follows Perfetto's own definitions (internal/perfettopb,
+// generated from the vendored protos), one packet at a time, so that
+// memory grows with threads, open calls and tracks, not with events. The
+// library marshals every packet but the TrackEvent ones, a packet per
+// event, which appendPacket writes with protowire in the library's field
+// order: byte for byte the same, in a third less CPU (the library's
+// reflective marshalling was half of an export's). Knowing that an entry
+// never returns takes a first pass that only pairs.
 //
 // Times stay on the capture's boot clock (timestamp_clock_id BOOTTIME), a
 // ClockSnapshot maps it to the wall clock. A capture's rows merge per-CPU

@@ -308,7 +308,9 @@ var bioMeta = &format.Meta{Host: "h", StartBoot: base, StartWall: time.Unix(1_70
 // key, overlapping, with a completion before any issue, an issue replaced
 // by a later one of its key and one never completed: the slices go on
 // lanes that each hold one at a time, as many as latency --key pairs.
-func TestKeyed(t *testing.T) {
+// keyedRows are block requests issued and completed on different
+// threads, paired by device and sector, and a few that find no partner.
+func keyedRows() []row {
 	rng := rand.New(rand.NewSource(1))
 	var rows []row
 	rows = append(rows, row{probe: 1, pid: 1, tid: 1, t: base, ints: []uint64{9, 9, 0}, comm: "irq"})
@@ -328,6 +330,11 @@ func TestKeyed(t *testing.T) {
 		row{probe: 0, pid: 100, tid: 101, t: end + 50, ints: []uint64{7, 7}, comm: "dd"},
 		row{probe: 1, pid: 0, tid: 203, t: end + 80, ints: []uint64{7, 7, 0}, comm: "irq"},
 		row{probe: 0, pid: 100, tid: 100, t: end + 90, ints: []uint64{9, 10}, comm: "dd"})
+	return rows
+}
+
+func TestKeyed(t *testing.T) {
+	rows := keyedRows()
 	c := writeCapture(t, bioMeta, nil, rows, 16)
 	key := []string{"dev", "sector"}
 	res, m := export(t, c, Options{Pairs: []Pair{{"issue", "complete"}}, Key: key})

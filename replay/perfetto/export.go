@@ -46,7 +46,10 @@ type exporter struct {
 
 	bpftape       *track
 	counterTracks []uint64
-	first, last   int64 // event and loss record times, for want of a window
+	ev            trackEvent              // the event being written
+	argBuf        []arg                   // its arguments
+	split         map[stackLines][]string // folded lines -> frames, root first
+	first, last   int64                   // event and loss record times, for want of a window
 	seen          bool
 }
 
@@ -129,7 +132,8 @@ type keyedStart struct {
 	t       int64
 	thread  uint64
 	name    string
-	args    []*pb.DebugAnnotation
+	args    []arg
+	stack   stackLines
 	frames  []string
 }
 
@@ -284,7 +288,7 @@ func (x *exporter) clock() {
 			{ClockId: &wall, Timestamp: proto.Uint64(uint64(m.StartWall.UnixNano()))},
 		},
 		PrimaryTraceClock: &primary,
-	}}}, nil)
+	}}})
 }
 
 // see widens the span of the times written.
@@ -330,11 +334,13 @@ func (x *exporter) event(b *format.Batch, i int, n int64) {
 			x.instant(th.uuid, b, i, "entry without return: the capture ended first")
 			return
 		}
-		x.begin(x.pairTrack(th, pi), ts(t), ps.name, x.args(b, i, ""), x.frames(b, i))
+		stack, frames := x.frames(b, i)
+		x.begin(x.pairTrack(th, pi), ts(t), ps.name, x.args(x.argBuf[:0], b, i, ""), stack, frames)
 	case replay.PairOverflow:
 		x.instant(th.uuid, b, i, fmt.Sprintf("entry beyond %d calls open on its thread", replay.MaxDepth))
 	case replay.PairEnded:
-		x.end(x.pairTrack(th, pi), ts(t), x.args(b, i, "return."), x.frames(b, i))
+		stack, frames := x.frames(b, i)
+		x.end(x.pairTrack(th, pi), ts(t), x.args(x.argBuf[:0], b, i, "return."), stack, frames)
 	case replay.PairUnmatched:
 		x.instant(th.uuid, b, i, "return without entry")
 	}
@@ -346,8 +352,9 @@ func (x *exporter) keyed(pi int, th *thread, b *format.Batch, i int, n int64) {
 	var slot int64 = -1
 	if b.Probe[i] == ps.start {
 		slot = x.alloc()
+		stack, frames := x.frames(b, i)
 		x.slots[slot] = keyedStart{live: true, ordinal: n, t: b.Time[i], thread: th.uuid, name: ps.name,
-			args: x.args(b, i, ""), frames: x.frames(b, i)}
+			args: x.args(nil, b, i, ""), stack: stack, frames: frames}
 	}
 	step, prev := ps.p.Add(b, i, slot)
 	switch step {
@@ -357,8 +364,9 @@ func (x *exporter) keyed(pi int, th *thread, b *format.Batch, i int, n int64) {
 		s := &x.slots[prev]
 		begin, end := ts(s.t), ts(b.Time[i])
 		lane := x.lane(pi, begin)
-		x.begin(lane, begin, s.name, s.args, s.frames)
-		x.end(lane, end, x.args(b, i, "return."), x.frames(b, i))
+		x.begin(lane, begin, s.name, s.args, s.stack, s.frames)
+		stack, frames := x.frames(b, i)
+		x.end(lane, end, x.args(x.argBuf[:0], b, i, "return."), stack, frames)
 		x.release(prev)
 	case replay.PairUnmatched:
 		x.instant(th.uuid, b, i, "end without start")
@@ -384,11 +392,8 @@ func (x *exporter) release(slot int64) {
 // instant, and frees the slot.
 func (x *exporter) unmatchedStart(slot int64, why string) {
 	s := &x.slots[slot]
-	args := append(s.args, strArg("unmatched", why))
-	x.out.write(ts(s.t), &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
-		Type: pb.TrackEvent_TYPE_INSTANT.Enum(), TrackUuid: proto.Uint64(s.thread),
-		NameField: &pb.TrackEvent_Name{Name: s.name}, DebugAnnotations: args,
-	}}}, s.frames)
+	x.write(ts(s.t), trackEvent{typ: pb.TrackEvent_TYPE_INSTANT, track: s.thread, named: true, name: s.name,
+		args: append(s.args, strArg("unmatched", why)), stack: s.stack, frames: s.frames})
 	x.res.Unmatched++
 	x.release(slot)
 }
@@ -449,37 +454,40 @@ func (x *exporter) clamp(tr *track, at uint64) uint64 {
 	return at
 }
 
-func (x *exporter) begin(tr *track, at uint64, name string, args []*pb.DebugAnnotation, frames []string) {
+func (x *exporter) begin(tr *track, at uint64, name string, args []arg, stack stackLines, frames []string) {
 	at = x.clamp(tr, at)
-	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
-		Type: pb.TrackEvent_TYPE_SLICE_BEGIN.Enum(), TrackUuid: proto.Uint64(tr.uuid),
-		NameField: &pb.TrackEvent_Name{Name: validUTF8(name)}, DebugAnnotations: args,
-	}}}, frames)
+	x.write(at, trackEvent{typ: pb.TrackEvent_TYPE_SLICE_BEGIN, track: tr.uuid, named: true, name: validUTF8(name),
+		args: args, stack: stack, frames: frames})
 }
 
-func (x *exporter) end(tr *track, at uint64, args []*pb.DebugAnnotation, frames []string) {
+func (x *exporter) end(tr *track, at uint64, args []arg, stack stackLines, frames []string) {
 	at = x.clamp(tr, at)
-	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
-		Type: pb.TrackEvent_TYPE_SLICE_END.Enum(), TrackUuid: proto.Uint64(tr.uuid), DebugAnnotations: args,
-	}}}, frames)
+	x.write(at, trackEvent{typ: pb.TrackEvent_TYPE_SLICE_END, track: tr.uuid, args: args, stack: stack, frames: frames})
 	x.res.Slices++
+}
+
+// write writes ev at time at, keeping its arguments' memory for the next
+// event's.
+func (x *exporter) write(at uint64, ev trackEvent) {
+	x.ev = ev
+	x.out.writeEvent(at, &x.ev)
+	x.argBuf = ev.args[:0]
 }
 
 // instant writes event row i of b as an instant on track uuid, named
 // after its probe; why, if not "", says why it is an unmatched event of a
 // pair.
 func (x *exporter) instant(uuid uint64, b *format.Batch, i int, why string) {
-	args := x.args(b, i, "")
+	args := x.args(x.argBuf[:0], b, i, "")
 	if why != "" {
 		args = append(args, strArg("unmatched", why))
 		x.res.Unmatched++
 	} else {
 		x.res.Instants++
 	}
-	x.out.write(ts(b.Time[i]), &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
-		Type: pb.TrackEvent_TYPE_INSTANT.Enum(), TrackUuid: proto.Uint64(uuid),
-		NameField: &pb.TrackEvent_Name{Name: validUTF8(x.c.Meta().Probes[b.Probe[i]].Name)}, DebugAnnotations: args,
-	}}}, x.frames(b, i))
+	stack, frames := x.frames(b, i)
+	x.write(ts(b.Time[i]), trackEvent{typ: pb.TrackEvent_TYPE_INSTANT, track: uuid, named: true,
+		name: validUTF8(x.c.Meta().Probes[b.Probe[i]].Name), args: args, stack: stack, frames: frames})
 }
 
 // counter writes the value of counter ci in event row i of b.
@@ -498,14 +506,14 @@ func (x *exporter) counter(ci int, b *format.Batch, i int) {
 		x.describe(at, &pb.TrackDescriptor{Uuid: proto.Uint64(x.counterTracks[ci]),
 			StaticOrDynamicName: &pb.TrackDescriptor_Name{Name: validUTF8(cs.name)}, Counter: &pb.CounterDescriptor{}})
 	}
-	ev := &pb.TrackEvent{Type: pb.TrackEvent_TYPE_COUNTER.Enum(), TrackUuid: proto.Uint64(x.counterTracks[ci])}
+	ev := trackEvent{typ: pb.TrackEvent_TYPE_COUNTER, track: x.counterTracks[ci], args: x.argBuf[:0]}
 	v := col.Int(i)
 	if cs.typ == format.Uint64 && v < 0 {
-		ev.CounterValueField = &pb.TrackEvent_DoubleCounterValue{DoubleCounterValue: float64(uint64(v))}
+		ev.isDouble, ev.double = true, float64(uint64(v))
 	} else {
-		ev.CounterValueField = &pb.TrackEvent_CounterValue{CounterValue: v}
+		ev.counter = v
 	}
-	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: ev}}, nil)
+	x.write(at, ev)
 	x.res.Counters++
 }
 
@@ -515,15 +523,8 @@ func (x *exporter) loss(b *format.Batch, i int) {
 	at := ts(b.Time[i])
 	x.see(b.Time[i])
 	tr := x.bpftapeTrack(at)
-	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
-		Type: pb.TrackEvent_TYPE_INSTANT.Enum(), TrackUuid: proto.Uint64(tr.uuid),
-		NameField: &pb.TrackEvent_Name{Name: fmt.Sprintf("lost %d events", n)},
-		DebugAnnotations: []*pb.DebugAnnotation{
-			strArg("probe", x.c.Meta().Probes[b.Probe[i]].Name),
-			intArg("cpu", int64(b.CPU[i])),
-			uintArg("lost", n),
-		},
-	}}}, nil)
+	x.write(at, trackEvent{typ: pb.TrackEvent_TYPE_INSTANT, track: tr.uuid, named: true, name: fmt.Sprintf("lost %d events", n),
+		args: append(x.argBuf[:0], strArg("probe", x.c.Meta().Probes[b.Probe[i]].Name), intArg("cpu", int64(b.CPU[i])), uintArg("lost", n))})
 	x.res.LossRecords++
 }
 
@@ -563,16 +564,14 @@ func (x *exporter) finish() {
 		return
 	}
 	tr := x.bpftapeTrack(ts(start))
-	x.begin(tr, ts(start), "capture", []*pb.DebugAnnotation{strArg("host", m.Host), strArg("kernel", m.Kernel)}, nil)
+	x.begin(tr, ts(start), "capture", []arg{strArg("host", m.Host), strArg("kernel", m.Kernel)}, stackLines{}, nil)
 	at := x.clamp(tr, ts(end))
-	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
-		Type: pb.TrackEvent_TYPE_SLICE_END.Enum(), TrackUuid: proto.Uint64(tr.uuid),
-	}}}, nil)
+	x.write(at, trackEvent{typ: pb.TrackEvent_TYPE_SLICE_END, track: tr.uuid})
 }
 
 // describe writes a track's descriptor at time at.
 func (x *exporter) describe(at uint64, d *pb.TrackDescriptor) {
-	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackDescriptor{TrackDescriptor: d}}, nil)
+	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackDescriptor{TrackDescriptor: d}})
 }
 
 // thread returns the track of event row i's thread, describing it (and
@@ -628,11 +627,10 @@ func (x *exporter) process(host string, pid, tid uint32, comm string, at uint64)
 	x.describe(at, &pb.TrackDescriptor{Uuid: proto.Uint64(p.uuid), Process: pd})
 }
 
-// args returns the cpu and fields of event row i of b as arguments, their
-// names prefixed.
-func (x *exporter) args(b *format.Batch, i int, prefix string) []*pb.DebugAnnotation {
+// args appends to args the cpu and fields of event row i of b as
+// arguments, their names prefixed.
+func (x *exporter) args(args []arg, b *format.Batch, i int, prefix string) []arg {
 	pc := &x.probes[b.Probe[i]]
-	args := make([]*pb.DebugAnnotation, 0, len(pc.fields)+1)
 	args = append(args, intArg(prefix+"cpu", int64(b.CPU[i])))
 	for _, f := range pc.fields {
 		col := b.Col(f.col)
@@ -644,8 +642,7 @@ func (x *exporter) args(b *format.Batch, i int, prefix string) []*pb.DebugAnnota
 		case f.typ == format.String:
 			args = append(args, strArg(name, col.Str(i)))
 		case f.pointer:
-			args = append(args, &pb.DebugAnnotation{NameField: &pb.DebugAnnotation_Name{Name: validUTF8(name)},
-				Value: &pb.DebugAnnotation_PointerValue{PointerValue: uint64(col.Int(i))}})
+			args = append(args, arg{name: validUTF8(name), kind: argPointer, n: uint64(col.Int(i))})
 		case f.typ == format.Uint64:
 			args = append(args, uintArg(name, uint64(col.Int(i))))
 		default:
@@ -656,36 +653,40 @@ func (x *exporter) args(b *format.Batch, i int, prefix string) []*pb.DebugAnnota
 }
 
 // frames returns the callstack of event row i of b, root first: its user
-// stack's frames, then its kernel stack's; nil if it has none.
-func (x *exporter) frames(b *format.Batch, i int) []string {
+// stack's frames, then its kernel stack's; nil if it has none. stack is
+// their folded lines, which name it.
+func (x *exporter) frames(b *format.Batch, i int) (stack stackLines, frames []string) {
 	pc := &x.probes[b.Probe[i]]
 	if x.names == nil || pc.user < 0 && pc.kernel < 0 {
-		return nil
+		return stackLines{}, nil
 	}
-	var frames []string
-	for _, col := range []int{pc.user, pc.kernel} {
+	for k, col := range []int{pc.user, pc.kernel} {
 		if col < 0 || !b.Col(col).Valid(i) {
 			continue
 		}
-		line, ok := x.names.Folded(b.PID[i], b.Time[i], uint64(b.Col(col).Int(i)))
-		if ok {
-			frames = append(frames, strings.Split(line, ";")...)
+		if line, ok := x.names.Folded(b.PID[i], b.Time[i], uint64(b.Col(col).Int(i))); ok {
+			if k == 0 {
+				stack.user, stack.hasUser = line, true
+			} else {
+				stack.kernel, stack.hasKernel = line, true
+			}
 		}
 	}
-	return frames
-}
-
-func strArg(name, v string) *pb.DebugAnnotation {
-	return &pb.DebugAnnotation{NameField: &pb.DebugAnnotation_Name{Name: validUTF8(name)},
-		Value: &pb.DebugAnnotation_StringValue{StringValue: validUTF8(v)}}
-}
-
-func intArg(name string, v int64) *pb.DebugAnnotation {
-	return &pb.DebugAnnotation{NameField: &pb.DebugAnnotation_Name{Name: validUTF8(name)},
-		Value: &pb.DebugAnnotation_IntValue{IntValue: v}}
-}
-
-func uintArg(name string, v uint64) *pb.DebugAnnotation {
-	return &pb.DebugAnnotation{NameField: &pb.DebugAnnotation_Name{Name: validUTF8(name)},
-		Value: &pb.DebugAnnotation_UintValue{UintValue: v}}
+	if stack == (stackLines{}) {
+		return stack, nil
+	}
+	frames, ok := x.split[stack]
+	if !ok {
+		if stack.hasUser {
+			frames = append(frames, strings.Split(stack.user, ";")...)
+		}
+		if stack.hasKernel {
+			frames = append(frames, strings.Split(stack.kernel, ";")...)
+		}
+		if x.split == nil {
+			x.split = map[stackLines][]string{}
+		}
+		x.split[stack] = frames
+	}
+	return stack, frames
 }

@@ -26,7 +26,8 @@ const MaxInterned = 1 << 14
 const MaxFrames = 1024
 
 // marshalAll has the protobuf library marshal every packet, TrackEvents
-// too: for tests that compare appendPacket's bytes with the library's.
+// too (trackEvent.packet): for tests that compare appendEvent's bytes with the
+// library's.
 var marshalAll = false
 
 // boottime is the clock of every packet's timestamp.
@@ -38,7 +39,8 @@ type packetWriter struct {
 	w       *bufio.Writer
 	err     error
 	buf     []byte
-	scratch []byte // a TrackEvent's bytes (appendPacket)
+	scratch []byte   // a TrackEvent's bytes (appendEvent)
+	argIids []uint64 // an event's argument name iids
 	open    []*sequence
 	seqs    uint32 // sequences begun; the last one's id
 }
@@ -48,10 +50,11 @@ type sequence struct {
 	id      uint32
 	last    uint64
 	started bool
-	funcs   map[string]uint64 // function name -> iid (its frame's iid too)
-	stacks  map[string]uint64 // frame iids, joined -> callstack iid
-	names   map[string]uint64 // event name -> iid
-	args    map[string]uint64 // argument (debug annotation) name -> iid
+	funcs   map[string]uint64     // function name -> iid (its frame's iid too)
+	stacks  map[string]uint64     // frame iids, joined -> callstack iid
+	names   map[string]uint64     // event name -> iid
+	args    map[string]uint64     // argument (debug annotation) name -> iid
+	lines   map[stackLines]uint64 // a callstack's folded lines -> callstack iid
 	key     []byte
 }
 
@@ -60,6 +63,7 @@ type sequence struct {
 func (s *sequence) clear() {
 	s.funcs, s.stacks = map[string]uint64{}, map[string]uint64{}
 	s.names, s.args = map[string]uint64{}, map[string]uint64{}
+	s.lines = map[stackLines]uint64{}
 }
 
 // interned is the number of entries of s's interning tables.
@@ -93,68 +97,98 @@ func (pw *packetWriter) sequenceFor(ts uint64) *sequence {
 	return s
 }
 
-// write writes pkt at time ts on a sequence that allows it; frames, root
-// first, become the callstack of pkt's TrackEvent, interned.
-func (pw *packetWriter) write(ts uint64, pkt *pb.TracePacket, frames []string) {
-	if pw.err != nil {
-		return
-	}
+// begin takes ts's sequence for a packet: it returns the sequence and the
+// packet's flags so far (a new sequence's cleared state).
+func (pw *packetWriter) begin(ts uint64) (*sequence, uint32) {
 	s := pw.sequenceFor(ts)
 	s.last = ts
-	pkt.Timestamp = &ts
-	pkt.TimestampClockId = &boottime
-	pkt.TrustedPacketSequenceId = &s.id
 	var flags uint32
 	if !s.started {
 		flags |= uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED)
 		s.started = true
 		s.clear()
 	}
-	if ev := pkt.GetTrackEvent(); ev != nil {
-		flags |= uint32(pb.TracePacket_SEQ_NEEDS_INCREMENTAL_STATE)
-		if s.interned()+min(len(frames), MaxFrames)+2+len(ev.DebugAnnotations) > MaxInterned {
-			flags |= uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED)
-			s.clear()
-		}
-		// Names as interned ids: a trace repeats a few names on every
-		// event, and as text they were most of its bytes.
-		if n, ok := ev.NameField.(*pb.TrackEvent_Name); ok {
-			iid, added := internName(s.names, n.Name)
-			if added {
-				d := interned(pkt)
-				d.EventNames = append(d.EventNames, &pb.EventName{Iid: proto.Uint64(iid), Name: proto.String(n.Name)})
-			}
-			ev.NameField = &pb.TrackEvent_NameIid{NameIid: iid}
-		}
-		for _, a := range ev.DebugAnnotations {
-			if n, ok := a.NameField.(*pb.DebugAnnotation_Name); ok {
-				iid, added := internName(s.args, n.Name)
-				if added {
-					d := interned(pkt)
-					d.DebugAnnotationNames = append(d.DebugAnnotationNames, &pb.DebugAnnotationName{Iid: proto.Uint64(iid), Name: proto.String(n.Name)})
-				}
-				a.NameField = &pb.DebugAnnotation_NameIid{NameIid: iid}
-			}
-		}
-		if len(frames) > 0 {
-			iid := s.intern(pkt, frames)
-			ev.CallstackField = &pb.TrackEvent_CallstackIid{CallstackIid: iid}
-		}
+	return s, flags
+}
+
+// write writes pkt, a packet other than a TrackEvent, at time ts on a
+// sequence that allows it.
+func (pw *packetWriter) write(ts uint64, pkt *pb.TracePacket) {
+	if pw.err != nil {
+		return
 	}
+	s, flags := pw.begin(ts)
+	pkt.Timestamp = &ts
+	pkt.TimestampClockId = &boottime
+	pkt.TrustedPacketSequenceId = &s.id
 	if flags != 0 {
 		pkt.SequenceFlags = &flags
 	}
 	pw.marshal(pkt)
 }
 
-// intern returns the iid of the callstack frames on s, adding to pkt's
-// interned data what s lacks. A frame is its function's name alone: its
-// iid is the name's.
-func (s *sequence) intern(pkt *pb.TracePacket, frames []string) uint64 {
+// writeEvent writes ev at time ts on a sequence that allows it, its name,
+// argument names and callstack interned.
+func (pw *packetWriter) writeEvent(ts uint64, ev *trackEvent) {
+	if pw.err != nil {
+		return
+	}
+	s, flags := pw.begin(ts)
+	flags |= uint32(pb.TracePacket_SEQ_NEEDS_INCREMENTAL_STATE)
+	if s.interned()+min(len(ev.frames), MaxFrames)+2+len(ev.args) > MaxInterned {
+		flags |= uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED)
+		s.clear()
+	}
+	// Names as interned ids: a trace repeats a few names on every event,
+	// and as text they were most of its bytes.
+	var d *pb.InternedData
+	var nameIid uint64
+	if ev.named {
+		var added bool
+		if nameIid, added = internName(s.names, ev.name); added {
+			d = withInterned(d)
+			d.EventNames = append(d.EventNames, &pb.EventName{Iid: proto.Uint64(nameIid), Name: proto.String(ev.name)})
+		}
+	}
+	pw.argIids = pw.argIids[:0]
+	for _, a := range ev.args {
+		iid, added := internName(s.args, a.name)
+		if added {
+			d = withInterned(d)
+			d.DebugAnnotationNames = append(d.DebugAnnotationNames, &pb.DebugAnnotationName{Iid: proto.Uint64(iid), Name: proto.String(a.name)})
+		}
+		pw.argIids = append(pw.argIids, iid)
+	}
+	var stackIid uint64
+	if len(ev.frames) > 0 {
+		stackIid = s.intern(&d, ev.stack, ev.frames)
+	}
+	if marshalAll {
+		pw.marshal(ev.packet(ts, s.id, flags, d, nameIid, pw.argIids, stackIid))
+		return
+	}
+	var interned []byte
+	if d != nil {
+		var err error
+		if interned, err = (proto.MarshalOptions{}).Marshal(d); err != nil {
+			pw.err = err
+			return
+		}
+	}
+	pw.buf = appendEvent(pw.buf[:0], ts, s.id, flags, interned, ev, nameIid, pw.argIids, stackIid, &pw.scratch)
+	pw.emit(pw.buf)
+}
+
+// intern returns the iid of the callstack frames (root first; their folded
+// lines are stack) on s, adding to *d what s lacks. A frame is its
+// function's name alone: its iid is the name's.
+func (s *sequence) intern(d **pb.InternedData, stack stackLines, frames []string) uint64 {
+	if iid, ok := s.lines[stack]; ok {
+		return iid
+	}
 	if len(frames) > MaxFrames {
 		frames = frames[:MaxFrames]
 	}
-	data := func() *pb.InternedData { return interned(pkt) }
 	ids := make([]uint64, len(frames))
 	s.key = s.key[:0]
 	for i, f := range frames {
@@ -162,9 +196,9 @@ func (s *sequence) intern(pkt *pb.TracePacket, frames []string) uint64 {
 		if !ok {
 			iid = uint64(len(s.funcs) + 1)
 			s.funcs[f] = iid
-			d := data()
-			d.FunctionNames = append(d.FunctionNames, &pb.InternedString{Iid: proto.Uint64(iid), Str: []byte(f)})
-			d.Frames = append(d.Frames, &pb.Frame{Iid: proto.Uint64(iid), FunctionNameId: proto.Uint64(iid)})
+			*d = withInterned(*d)
+			(*d).FunctionNames = append((*d).FunctionNames, &pb.InternedString{Iid: proto.Uint64(iid), Str: []byte(f)})
+			(*d).Frames = append((*d).Frames, &pb.Frame{Iid: proto.Uint64(iid), FunctionNameId: proto.Uint64(iid)})
 		}
 		ids[i] = iid
 		s.key = protowire.AppendVarint(s.key, iid)
@@ -173,18 +207,19 @@ func (s *sequence) intern(pkt *pb.TracePacket, frames []string) uint64 {
 	if !ok {
 		iid = uint64(len(s.stacks) + 1)
 		s.stacks[string(s.key)] = iid
-		d := data()
-		d.Callstacks = append(d.Callstacks, &pb.Callstack{Iid: proto.Uint64(iid), FrameIds: ids})
+		*d = withInterned(*d)
+		(*d).Callstacks = append((*d).Callstacks, &pb.Callstack{Iid: proto.Uint64(iid), FrameIds: ids})
 	}
+	s.lines[stack] = iid
 	return iid
 }
 
-// interned returns pkt's interned data, added if it has none.
-func interned(pkt *pb.TracePacket) *pb.InternedData {
-	if pkt.InternedData == nil {
-		pkt.InternedData = &pb.InternedData{}
+// withInterned returns d, or new interned data if d is nil.
+func withInterned(d *pb.InternedData) *pb.InternedData {
+	if d == nil {
+		d = &pb.InternedData{}
 	}
-	return pkt.InternedData
+	return d
 }
 
 // internName returns the iid of name in table (from 1), and whether it
@@ -198,20 +233,20 @@ func internName(table map[string]uint64, name string) (iid uint64, added bool) {
 	return iid, true
 }
 
-// marshal writes pkt as one element of Trace.packet.
+// marshal writes pkt, marshalled by the library, as one element of
+// Trace.packet.
 func (pw *packetWriter) marshal(pkt *pb.TracePacket) {
-	b, ok := pw.buf[:0], false
-	if !marshalAll {
-		b, ok = appendPacket(b, pkt, &pw.scratch)
-	}
-	if !ok {
-		var err error
-		if b, err = (proto.MarshalOptions{}).MarshalAppend(pw.buf[:0], pkt); err != nil {
-			pw.err = err
-			return
-		}
+	b, err := (proto.MarshalOptions{}).MarshalAppend(pw.buf[:0], pkt)
+	if err != nil {
+		pw.err = err
+		return
 	}
 	pw.buf = b
+	pw.emit(b)
+}
+
+// emit writes b, a marshalled packet, as one element of Trace.packet.
+func (pw *packetWriter) emit(b []byte) {
 	var hdr [16]byte
 	h := protowire.AppendTag(hdr[:0], 1, protowire.BytesType)
 	h = protowire.AppendVarint(h, uint64(len(b)))

@@ -10,52 +10,48 @@ import (
 	pb "github.com/bpftape/bpftape/replay/perfetto/internal/perfettopb"
 )
 
-// TestWireBytes checks that appendPacket writes TrackEvent packets as the
-// protobuf library marshals them, byte for byte: packets with every field
-// and value kind the exporter sets, and the whole traces of the test
-// captures (pairs, stacks, counters, strings, pointers, loss records,
-// keyed pairs), written both ways.
+// TestWireBytes checks that appendEvent writes TrackEvent packets as the
+// protobuf library marshals them (trackEvent.packet), byte for byte:
+// packets with every field and value kind the exporter sets, and the
+// whole traces of the test captures (pairs, stacks, counters, strings,
+// pointers, loss records, keyed pairs), written both ways.
 func TestWireBytes(t *testing.T) {
-	u := func(v uint64) *uint64 { return &v }
-	u32 := func(v uint32) *uint32 { return &v }
-	ann := []*pb.DebugAnnotation{
-		{NameField: &pb.DebugAnnotation_NameIid{NameIid: 3}, Value: &pb.DebugAnnotation_IntValue{IntValue: -5}},
-		{NameField: &pb.DebugAnnotation_NameIid{NameIid: 300}, Value: &pb.DebugAnnotation_UintValue{UintValue: math.MaxUint64}},
-		{NameField: &pb.DebugAnnotation_Name{Name: "s"}, Value: &pb.DebugAnnotation_StringValue{StringValue: "héllo"}},
-		{NameField: &pb.DebugAnnotation_Name{Name: "p"}, Value: &pb.DebugAnnotation_PointerValue{PointerValue: 0xffff8880_00001000}},
-		{NameField: &pb.DebugAnnotation_NameIid{NameIid: 1}, Value: &pb.DebugAnnotation_StringValue{StringValue: ""}},
-	}
-	packets := []*pb.TracePacket{
-		{Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{}}},
-		{Timestamp: u(1 << 62), TimestampClockId: u32(6), TrustedPacketSequenceId: u32(70000), SequenceFlags: u32(3),
-			InternedData: &pb.InternedData{EventNames: []*pb.EventName{{Iid: u(1), Name: proto.String("f")}}},
-			Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
-				Type: pb.TrackEvent_TYPE_SLICE_BEGIN.Enum(), TrackUuid: u(1 << 40),
-				NameField: &pb.TrackEvent_NameIid{NameIid: 1}, DebugAnnotations: ann,
-				CallstackField: &pb.TrackEvent_CallstackIid{CallstackIid: 9}}}},
-		{Timestamp: u(5), Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
-			Type: pb.TrackEvent_TYPE_INSTANT.Enum(), TrackUuid: u(2), NameField: &pb.TrackEvent_Name{Name: "lost 3 events"}, DebugAnnotations: ann[2:4]}}},
-		{Timestamp: u(6), Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
-			Type: pb.TrackEvent_TYPE_COUNTER.Enum(), TrackUuid: u(3), CounterValueField: &pb.TrackEvent_CounterValue{CounterValue: -1}}}},
-		{Timestamp: u(7), Data: &pb.TracePacket_TrackEvent{TrackEvent: &pb.TrackEvent{
-			Type: pb.TrackEvent_TYPE_COUNTER.Enum(), TrackUuid: u(3), CounterValueField: &pb.TrackEvent_DoubleCounterValue{DoubleCounterValue: 1.8446744073709552e19}}}},
+	args := []arg{intArg("cpu", -5), uintArg("n", math.MaxUint64), strArg("s", "héllo"),
+		{name: "p", kind: argPointer, n: 0xffff8880_00001000}, strArg("empty", "")}
+	iids := []uint64{3, 300, 1, 2, 70000}
+	d := &pb.InternedData{EventNames: []*pb.EventName{{Iid: proto.Uint64(1), Name: proto.String("f")}}}
+	cases := []struct {
+		ev                trackEvent
+		ts                uint64
+		seq, flags        uint32
+		d                 *pb.InternedData
+		nameIid, stackIid uint64
+	}{
+		{ev: trackEvent{typ: pb.TrackEvent_TYPE_SLICE_END, track: 1}, ts: 0, seq: 1},
+		{ev: trackEvent{typ: pb.TrackEvent_TYPE_SLICE_BEGIN, track: 1 << 40, named: true, args: args},
+			ts: 1 << 62, seq: 70000, flags: 3, d: d, nameIid: 1, stackIid: 9},
+		{ev: trackEvent{typ: pb.TrackEvent_TYPE_INSTANT, track: 2, named: true, args: args[2:4]}, ts: 5, seq: 2, nameIid: 200},
+		{ev: trackEvent{typ: pb.TrackEvent_TYPE_COUNTER, track: 3, counter: -1}, ts: 6, seq: 2, flags: 2},
+		{ev: trackEvent{typ: pb.TrackEvent_TYPE_COUNTER, track: 3, isDouble: true, double: 1.8446744073709552e19}, ts: 7, seq: 2},
 	}
 	var scratch []byte
-	for k, pkt := range packets {
-		got, ok := appendPacket(nil, pkt, &scratch)
-		if !ok {
-			t.Fatalf("packet %d: appendPacket left a TrackEvent packet to the library", k)
+	for k, c := range cases {
+		var interned []byte
+		if c.d != nil {
+			var err error
+			if interned, err = proto.Marshal(c.d); err != nil {
+				t.Fatal(err)
+			}
 		}
-		want, err := proto.Marshal(pkt)
+		ai := iids[:len(c.ev.args)]
+		got := appendEvent(nil, c.ts, c.seq, c.flags, interned, &c.ev, c.nameIid, ai, c.stackIid, &scratch)
+		want, err := proto.Marshal(c.ev.packet(c.ts, c.seq, c.flags, c.d, c.nameIid, ai, c.stackIid))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("packet %d: appendPacket wrote\n%x\nthe library\n%x", k, got, want)
+			t.Errorf("packet %d: appendEvent wrote\n%x\nthe library\n%x", k, got, want)
 		}
-	}
-	if _, ok := appendPacket(nil, &pb.TracePacket{Data: &pb.TracePacket_TrackDescriptor{TrackDescriptor: &pb.TrackDescriptor{}}}, &scratch); ok {
-		t.Error("appendPacket wrote a TrackDescriptor packet")
 	}
 
 	traces := map[string]func(t *testing.T) ([]byte, []byte){

@@ -99,6 +99,7 @@ type keyed struct {
 	newAcc func() *accum
 	strs   map[string]*accum
 	ints   map[int64]*accum
+	n      uint64 // values counted (histSlices.at)
 }
 
 func newKeyed(o *HistOptions) *keyed {
@@ -192,7 +193,16 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 			}
 			return p, printHist(out, &o, groups.entries(), false)
 		}
+	} else if byRef == nil && c.Spans(&o.Rows) {
+		c.selectColumns(r, append([]int{ref.col}, byColumns(o.By, nil)...), nil)
+		s := newSlices(&o, nil)
+		p, err := c.histSpans(r, &o, &ref, s)
+		if err != nil {
+			return p, err
+		}
+		return p, printHist(out, &o, s.entries(0), true)
 	}
+	stats := statsNeeded(&o)
 	timed := c.selectColumns(r, append([]int{ref.col}, byColumns(o.By, byRef)...), &o.Rows)
 	p, err := c.walkWith(r, timed, &o.Rows, false, func(b *format.Batch, i int, _ bool) error {
 		v, ok := ref.Int(b, i)
@@ -204,7 +214,7 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 		if a == nil {
 			a = groups.pick(o.By, byRef, b, i)
 		}
-		a.add(v, &o)
+		a.addN(v, 1, &o, stats)
 		return nil
 	})
 	if err != nil {

@@ -2,9 +2,11 @@ package replay
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/bpftape/bpftape/format"
 )
@@ -12,16 +14,15 @@ import (
 // histSlices are the histograms of an analysis cut by interval (key 0 without
 // --interval) and by --by key.
 type histSlices struct {
-	o      *HistOptions
-	grid   *intervalGrid // nil without --interval
-	by     map[int64]*keyed
-	k      int64
-	cur    *keyed
-	counts map[int64]uint64
+	o    *HistOptions
+	grid *intervalGrid // nil without --interval
+	by   map[int64]*keyed
+	k    int64
+	cur  *keyed
 }
 
 func newSlices(o *HistOptions, grid *intervalGrid) *histSlices {
-	return &histSlices{o: o, grid: grid, by: map[int64]*keyed{}, counts: map[int64]uint64{}}
+	return &histSlices{o: o, grid: grid, by: map[int64]*keyed{}}
 }
 
 // at returns the histograms of the interval of boot time t.
@@ -37,15 +38,15 @@ func (s *histSlices) at(t int64) *keyed {
 			s.by[k] = s.cur
 		}
 	}
-	s.counts[k]++
+	s.cur.n++
 	return s.cur
 }
 
 // total is how many values all slices counted.
 func (s *histSlices) total() uint64 {
 	var n uint64
-	for _, c := range s.counts {
-		n += c
+	for _, g := range s.by {
+		n += g.n
 	}
 	return n
 }
@@ -76,7 +77,11 @@ func (s *histSlices) writeIntervals(out io.Writer, isKeyed bool) error {
 			if err := printHistBody(&buf, o, s.entries(k), isKeyed, g.m.WallTime(end)); err != nil {
 				return err
 			}
-			docs = append(docs, g.json(k, s.counts[k], jsonLines(buf.Bytes())))
+			var n uint64
+			if g := s.by[k]; g != nil {
+				n = g.n
+			}
+			docs = append(docs, g.json(k, n, jsonLines(buf.Bytes())))
 		}
 		return json.NewEncoder(out).Encode(docs)
 	}
@@ -102,20 +107,103 @@ func (c *Capture) histIntervals(o *HistOptions, ref, byRef *Ref, out io.Writer) 
 		return nil, err
 	}
 	s := newSlices(o, grid)
-	r, _ := c.readerFor(append([]int{format.ColTime, ref.col}, byColumns(o.By, byRef)...), &o.Rows)
-	p, err := c.walkWith(r, true, &o.Rows, false, func(b *format.Batch, i int, _ bool) error {
-		grid.see(b.Time[i])
-		v, ok := ref.Int(b, i)
-		if !ok {
+	cols := append([]int{format.ColTime, ref.col}, byColumns(o.By, byRef)...)
+	var p *Pass
+	if byRef == nil && c.Spans(&o.Rows) {
+		r := c.reader()
+		c.selectColumns(r, cols, nil)
+		p, err = c.histSpans(r, o, ref, s)
+	} else {
+		r, _ := c.readerFor(cols, &o.Rows)
+		stats := statsNeeded(o)
+		p, err = c.walkWith(r, true, &o.Rows, false, func(b *format.Batch, i int, _ bool) error {
+			grid.see(b.Time[i])
+			v, ok := ref.Int(b, i)
+			if !ok {
+				return nil
+			}
+			s.at(b.Time[i]).pick(o.By, byRef, b, i).addN(o.Cast.Apply(v), 1, o, stats)
 			return nil
-		}
-		s.at(b.Time[i]).pick(o.By, byRef, b, i).add(o.Cast.Apply(v), o)
-		return nil
-	})
+		})
+	}
 	if err != nil {
 		return p, err
 	}
 	p.unmatched = unmatched{}
 	noteEmpty(o, s.total())
 	return p, s.writeIntervals(out, o.By != "")
+}
+
+// histSpans counts o's histograms of ref by interval (s's grid, if any)
+// and by comm, pid or tid (o.By, if any) a stretch of rows at a time
+// (Capture.Spans): the probe's rows picked and their values gathered
+// without a branch, each row's histograms found through the row before's
+// (a thread's events come in runs; a comm by its string view, as count
+// --by comm finds it), rather than a call, a map lookup and the
+// statistics (when not printed) a row.
+func (c *Capture) histSpans(r *format.Reader, o *HistOptions, ref *Ref, s *histSlices) (*Pass, error) {
+	stats := statsNeeded(o)
+	if o.By == "comm" {
+		r.RecycleStrings = true // keyed copies the comms it keeps
+	}
+	var rows [PickMax]int32
+	var vals [PickMax]int64
+	var (
+		last      *accum
+		lastGroup *keyed // the histograms last was found in
+		lastLo    uint64 // its comm's string view, or its pid or tid
+		lastHi    uint64
+		lastBatch = -1
+	)
+	return c.spans(r, s.grid != nil, func(b *format.Batch, lo, hi int) error {
+		if s.grid != nil && hi > lo {
+			s.grid.see(slices.Max(b.Time[lo:hi]))
+		}
+		ints := b.Col(ref.col).Ints()
+		var views []byte
+		if o.By == "comm" {
+			views = b.CommViews()
+		}
+		probes := b.Probe[lo:hi]
+		for first := 0; first < len(probes); first += PickMax {
+			k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, ref.probe, ref.probe)
+			ints.Gather(vals[:k], lo, rows[:k])
+			for j, i := range rows[:k] {
+				row := lo + int(i)
+				g := s.cur
+				switch {
+				case s.grid != nil:
+					g = s.at(b.Time[row])
+				case g == nil:
+					g = s.at(0) // one slice: the time is not read
+				default:
+					g.n++
+				}
+				var vlo, vhi uint64
+				switch o.By {
+				case "comm":
+					v := views[16*row : 16*row+16]
+					vlo, vhi = binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[8:])
+				case "pid":
+					vlo = uint64(b.PID[row])
+				case "tid":
+					vlo = uint64(b.TID[row])
+				}
+				a := last
+				if g != lastGroup || vlo != lastLo || vhi != lastHi || o.By == "comm" && uint32(vlo) > 12 && b.Index != lastBatch {
+					switch o.By {
+					case "":
+						a = g.int(0)
+					case "comm":
+						a = g.str(b.Comm(row))
+					default:
+						a = g.int(int64(vlo))
+					}
+					last, lastGroup, lastLo, lastHi, lastBatch = a, g, vlo, vhi, b.Index
+				}
+				a.addN(o.Cast.Apply(vals[j]), 1, o, stats)
+			}
+		}
+		return nil
+	}, nil)
 }

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -138,9 +137,8 @@ func (c *Capture) histIntervals(o *HistOptions, ref, byRef *Ref, out io.Writer) 
 // and by comm, pid or tid (o.By, if any) a stretch of rows at a time
 // (Capture.Spans): the probe's rows picked and their values gathered
 // without a branch, each row's histograms found through the row before's
-// (a thread's events come in runs; a comm by its string view, as count
-// --by comm finds it), rather than a call, a map lookup and the
-// statistics (when not printed) a row.
+// (rowKeys), rather than a call, a map lookup and the statistics (when
+// not printed) a row.
 func (c *Capture) histSpans(r *format.Reader, o *HistOptions, ref *Ref, s *histSlices) (*Pass, error) {
 	stats := statsNeeded(o)
 	if o.By == "comm" {
@@ -148,62 +146,69 @@ func (c *Capture) histSpans(r *format.Reader, o *HistOptions, ref *Ref, s *histS
 	}
 	var rows [PickMax]int32
 	var vals [PickMax]int64
-	var (
-		last      *accum
-		lastGroup *keyed // the histograms last was found in
-		lastLo    uint64 // its comm's string view, or its pid or tid
-		lastHi    uint64
-		lastBatch = -1
-	)
+	keys := rowKeys{by: o.By}
 	return c.spans(r, s.grid != nil, func(b *format.Batch, lo, hi int) error {
 		if s.grid != nil && hi > lo {
 			s.grid.see(slices.Max(b.Time[lo:hi]))
 		}
 		ints := b.Col(ref.col).Ints()
-		var views []byte
-		if o.By == "comm" {
-			views = b.CommViews()
-		}
 		probes := b.Probe[lo:hi]
 		for first := 0; first < len(probes); first += PickMax {
 			k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, ref.probe, ref.probe)
 			ints.Gather(vals[:k], lo, rows[:k])
 			for j, i := range rows[:k] {
-				row := lo + int(i)
-				g := s.cur
-				switch {
-				case s.grid != nil:
-					g = s.at(b.Time[row])
-				case g == nil:
-					g = s.at(0) // one slice: the time is not read
-				default:
-					g.n++
-				}
-				var vlo, vhi uint64
-				switch o.By {
-				case "comm":
-					v := views[16*row : 16*row+16]
-					vlo, vhi = binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[8:])
-				case "pid":
-					vlo = uint64(b.PID[row])
-				case "tid":
-					vlo = uint64(b.TID[row])
-				}
-				a := last
-				if g != lastGroup || vlo != lastLo || vhi != lastHi || o.By == "comm" && uint32(vlo) > 12 && b.Index != lastBatch {
-					switch o.By {
-					case "":
-						a = g.int(0)
-					case "comm":
-						a = g.str(b.Comm(row))
-					default:
-						a = g.int(int64(vlo))
-					}
-					last, lastGroup, lastLo, lastHi, lastBatch = a, g, vlo, vhi, b.Index
-				}
-				a.addN(o.Cast.Apply(vals[j]), 1, o, stats)
+				keys.find(s, b, lo+int(i)).addN(o.Cast.Apply(vals[j]), 1, o, stats)
 			}
 		}
 		return nil
 	}, nil)
+}
+
+// rowKeys finds the histograms of a row in histSlices: its interval's (by
+// its time, with a grid), and its key's, by comm, pid or tid (by), through
+// the row before's: a thread's events come in runs, and a comm is told by
+// its string view, as count --by comm tells it.
+type rowKeys struct {
+	by        string
+	last      *accum
+	lastGroup *keyed // the interval's histograms last is in
+	lo, hi    uint64 // its comm's string view, or its pid or tid
+	batch     int    // the batch of a long comm's view
+}
+
+// find returns the histograms of row of b, and counts the row in its
+// interval.
+func (k *rowKeys) find(s *histSlices, b *format.Batch, row int) *accum {
+	g := s.cur
+	switch {
+	case s.grid != nil:
+		g = s.at(b.Time[row])
+	case g == nil:
+		g = s.at(0) // one slice: the time need not be read
+	default:
+		g.n++
+	}
+	var lo, hi uint64
+	switch k.by {
+	case "comm":
+		lo, hi = b.CommView(row)
+	case "pid":
+		lo = uint64(b.PID[row])
+	case "tid":
+		lo = uint64(b.TID[row])
+	}
+	if k.last != nil && g == k.lastGroup && lo == k.lo && hi == k.hi && (k.by != "comm" || uint32(lo) <= 12 || b.Index == k.batch) {
+		return k.last
+	}
+	var a *accum
+	switch k.by {
+	case "":
+		a = g.int(0)
+	case "comm":
+		a = g.str(b.Comm(row))
+	default:
+		a = g.int(int64(lo))
+	}
+	k.last, k.lastGroup, k.lo, k.hi, k.batch = a, g, lo, hi, b.Index
+	return a
 }

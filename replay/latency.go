@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
@@ -93,6 +94,7 @@ type Latencies struct {
 	byRef  *Ref
 	grid   *intervalGrid
 	slices *histSlices
+	keys   rowKeys // addSpan's
 }
 
 // NewLatencies resolves o's probes against c. o.Rows is the pass's to apply.
@@ -148,6 +150,7 @@ func NewLatencies(c *Capture, o LatencyOptions) (*Latencies, error) {
 		}
 	}
 	l.slices = newSlices(&l.ho, l.grid)
+	l.keys = rowKeys{by: o.By}
 	return l, nil
 }
 
@@ -185,9 +188,10 @@ func (l *Latencies) AddSpan(b *format.Batch, lo, hi int) {
 }
 
 // spans reports whether addSpan may take the events: calls paired by
-// thread in a capture of one host, into one histogram.
+// thread in a capture of one host, counted by interval and by comm, pid
+// or tid, if at all (not by a field).
 func (l *Latencies) spans() bool {
-	return l.grid == nil && l.slices == nil && l.pair.keys == nil && l.pair.threads.cols == nil
+	return l.byRef == nil && l.pair.keys == nil && l.pair.threads.cols == nil
 }
 
 // addSpan is Add for rows [lo, hi) of b (when spans says so), in loops of
@@ -200,8 +204,11 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 	times, tids := b.Time[lo:hi][:len(probes)], b.TID[lo:hi][:len(probes)]
 	start, end := l.pair.start, l.pair.end
 	stacks, res := &l.pair.stacks, &l.res
-	var rows [PickMax]int32
+	var rows, ends [PickMax]int32
 	var durs [PickMax]int64
+	if l.grid != nil && len(times) > 0 {
+		l.grid.see(slices.Max(times))
+	}
 	for first := 0; first < len(probes); first += PickMax {
 		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, start, end)
 		// The thread's open calls stay at hand while its rows run on,
@@ -235,7 +242,7 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 			empty := b2i(n == 0)
 			ended := isEnd &^ empty
 			unmatched += isEnd & empty
-			durs[nd] = times[i] - top
+			durs[nd], ends[nd] = times[i]-top, i
 			nd += ended
 			st = st[:n+1-isEnd-ended]
 		}
@@ -245,6 +252,12 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 		res.UnmatchedReturns += uint64(unmatched)
 		res.Overflows += uint64(overflows)
 		l.calls(durs[:nd])
+		if l.slices != nil {
+			// By interval and key: each call at its return's row.
+			for j, i := range ends[:nd] {
+				l.keys.find(l.slices, b, lo+int(i)).add(durs[j], &l.ho)
+			}
+		}
 	}
 }
 

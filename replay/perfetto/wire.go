@@ -118,27 +118,18 @@ func appendEvent(b []byte, ts uint64, seq, flags uint32, interned []byte, ev *tr
 }
 
 // A DebugAnnotation's fields here are all in oneofs: name_field (name_iid
-// 1), then value (uint_value 3, int_value 4, string_value 6, pointer_value
-// 7).
+// 1), then value, whose field is argValueField's.
+var argValueField = [...]protowire.Number{argInt: 4, argUint: 3, argString: 6, argPointer: 7}
 
 func appendArg(b []byte, a arg, iid uint64) []byte {
 	b = protowire.AppendTag(b, 1, protowire.VarintType)
 	b = protowire.AppendVarint(b, iid)
-	switch a.kind {
-	case argUint:
-		b = protowire.AppendTag(b, 3, protowire.VarintType)
-		b = protowire.AppendVarint(b, a.n)
-	case argInt:
-		b = protowire.AppendTag(b, 4, protowire.VarintType)
-		b = protowire.AppendVarint(b, a.n)
-	case argString:
-		b = protowire.AppendTag(b, 6, protowire.BytesType)
-		b = protowire.AppendString(b, a.s)
-	case argPointer:
-		b = protowire.AppendTag(b, 7, protowire.VarintType)
-		b = protowire.AppendVarint(b, a.n)
+	if a.kind == argString {
+		b = protowire.AppendTag(b, argValueField[a.kind], protowire.BytesType)
+		return protowire.AppendString(b, a.s)
 	}
-	return b
+	b = protowire.AppendTag(b, argValueField[a.kind], protowire.VarintType)
+	return protowire.AppendVarint(b, a.n)
 }
 
 func sizeArg(a arg, iid uint64) int {

@@ -102,7 +102,13 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 			return nil
 		}, nil)
 	} else {
-		p, err = c.ScanColumns(byColumns(o.By, nil), &o.Rows, kc.add)
+		cols := byColumns(o.By, nil)
+		if cols == nil && !o.Rows.Empty() {
+			// Counts by probe of the events a filter selects: the
+			// probe and the filter's columns, not every column.
+			cols = []int{}
+		}
+		p, err = c.ScanColumns(cols, &o.Rows, kc.add)
 	}
 	if err != nil {
 		return nil, p, err

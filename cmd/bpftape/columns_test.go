@@ -43,6 +43,8 @@ func TestColumnSelection(t *testing.T) {
 			[]string{"count", f},
 			[]string{"count", f, "--by", "comm"},
 			[]string{"count", f, "--by", "tid", "--from", "10ms", "--to", "40ms"},
+			[]string{"count", f, "--pid", "4242"},
+			[]string{"count", f, "--comm", "qemu-system-x86", "--to", "30ms"},
 			[]string{"hist", f, "rx", "arg2"},
 			[]string{"hist", f, "rx", "arg2", "--comm", "qemu-system-x86"},
 			[]string{"hist", f, "rx", "arg2", "--by", "tid", "--tid", "4243"},

@@ -186,20 +186,22 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 	var all *accum
 	if o.By == "" {
 		all = groups.int(0)
-		if c.Spans(&o.Rows) {
+		if c.spansFiltered() {
 			p, err := c.histRuns(r, &o, &ref, all)
 			if err != nil {
 				return p, err
 			}
+			p.unmatched = unmatched{} // printHist's note says it (below)
 			return p, printHist(out, &o, groups.entries(), false)
 		}
-	} else if byRef == nil && c.Spans(&o.Rows) {
-		c.selectColumns(r, append([]int{ref.col}, byColumns(o.By, nil)...), nil)
+	} else if byRef == nil && c.spansFiltered() {
+		timed := c.selectColumns(r, append([]int{ref.col}, byColumns(o.By, nil)...), &o.Rows)
 		s := newSlices(&o, nil)
-		p, err := c.histSpans(r, &o, &ref, s)
+		p, err := c.histSpans(r, timed, &o, &ref, s)
 		if err != nil {
 			return p, err
 		}
+		p.unmatched = unmatched{}
 		return p, printHist(out, &o, s.entries(0), true)
 	}
 	stats := statsNeeded(&o)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/bpftape/bpftape/format"
 )
@@ -108,10 +107,10 @@ func (c *Capture) histIntervals(o *HistOptions, ref, byRef *Ref, out io.Writer) 
 	s := newSlices(o, grid)
 	cols := append([]int{format.ColTime, ref.col}, byColumns(o.By, byRef)...)
 	var p *Pass
-	if byRef == nil && c.Spans(&o.Rows) {
+	if byRef == nil && c.spansFiltered() {
 		r := c.reader()
-		c.selectColumns(r, cols, nil)
-		p, err = c.histSpans(r, o, ref, s)
+		timed := c.selectColumns(r, cols, &o.Rows)
+		p, err = c.histSpans(r, timed, o, ref, s)
 	} else {
 		r, _ := c.readerFor(cols, &o.Rows)
 		stats := statsNeeded(o)
@@ -135,11 +134,12 @@ func (c *Capture) histIntervals(o *HistOptions, ref, byRef *Ref, out io.Writer) 
 
 // histSpans counts o's histograms of ref by interval (s's grid, if any)
 // and by comm, pid or tid (o.By, if any) a stretch of rows at a time
-// (Capture.Spans): the probe's rows picked and their values gathered
+// (spansWhere, o's row filter masking the rows it leaves out; timed: r
+// decodes the times, which are checked): the probe's rows picked and their values gathered
 // without a branch, each row's histograms found through the row before's
 // (rowKeys), rather than a call, a map lookup and the statistics (when
 // not printed) a row.
-func (c *Capture) histSpans(r *format.Reader, o *HistOptions, ref *Ref, s *histSlices) (*Pass, error) {
+func (c *Capture) histSpans(r *format.Reader, timed bool, o *HistOptions, ref *Ref, s *histSlices) (*Pass, error) {
 	stats := statsNeeded(o)
 	if o.By == "comm" {
 		r.RecycleStrings = true // keyed copies the comms it keeps
@@ -147,9 +147,11 @@ func (c *Capture) histSpans(r *format.Reader, o *HistOptions, ref *Ref, s *histS
 	var rows [PickMax]int32
 	var vals [PickMax]int64
 	keys := rowKeys{by: o.By}
-	return c.spans(r, s.grid != nil, func(b *format.Batch, lo, hi int) error {
-		if s.grid != nil && hi > lo {
-			s.grid.see(slices.Max(b.Time[lo:hi]))
+	return c.spansWhere(r, timed, &o.Rows, func(b *format.Batch, lo, hi int) error {
+		if s.grid != nil {
+			if t, ok := lastTime(b, lo, hi); ok {
+				s.grid.see(t)
+			}
 		}
 		ints := b.Col(ref.col).Ints()
 		probes := b.Probe[lo:hi]

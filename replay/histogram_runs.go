@@ -2,15 +2,16 @@ package replay
 
 import "github.com/bpftape/bpftape/format"
 
-// histRuns fills all, the one histogram of Hist without a row filter or
-// key, from the stretches of event rows between loss records (spans),
-// decoding the probe column and the field's and nothing else: the fast
-// path of the most common question.
+// histRuns fills all, the one histogram of Hist without key, from the
+// stretches of event rows between loss records (spansWhere, o's row
+// filter masking the rows it leaves out), decoding the probe column, the
+// field's and the filter's and nothing else: the fast path of the most
+// common question.
 func (c *Capture) histRuns(r *format.Reader, o *HistOptions, ref *Ref, all *accum) (*Pass, error) {
 	stats := statsNeeded(o)
 	run := NewFieldRuns(*ref, o.Cast, func(v int64, n uint64) { all.addN(v, n, o, stats) })
-	c.selectColumns(r, []int{ref.col}, nil)
-	p, err := c.spans(r, false, func(b *format.Batch, lo, hi int) error {
+	timed := c.selectColumns(r, []int{ref.col}, &o.Rows)
+	p, err := c.spansWhere(r, timed, &o.Rows, func(b *format.Batch, lo, hi int) error {
 		run.Span(b, lo, hi)
 		return nil
 	}, nil)

@@ -180,6 +180,8 @@ func TestHistRunsSameAsRows(t *testing.T) {
 		{name: "filter-time", probe: "b", fld: "u32", o: HistOptions{Rows: RowFilter{From: 20 * time.Millisecond, To: 60 * time.Millisecond}}},
 		{name: "filter-from", probe: "c", fld: "retval", o: HistOptions{Rows: RowFilter{From: 10 * time.Millisecond}, By: "tid"}},
 		{name: "filter-comm", probe: "b", fld: "s64", o: HistOptions{Rows: RowFilter{Comms: []string{"worker-1"}}}},
+		{name: "filter-matches-none", probe: "b", fld: "s64", o: HistOptions{Rows: RowFilter{Comms: []string{"nosuch"}, PIDs: []uint32{100, 7}}}},
+		{name: "filter-pid-by-comm", probe: "a", fld: "u16", o: HistOptions{Rows: RowFilter{PIDs: []uint32{100}}, By: "comm", Stats: true}},
 		{name: "by-comm", probe: "a", fld: "u16", o: HistOptions{By: "comm"}},
 		{name: "by-string", probe: "b", fld: "u32", o: HistOptions{By: "name"}},
 	}
@@ -208,13 +210,17 @@ func TestHistRunsSameAsRows(t *testing.T) {
 						t.Errorf("notes by stretches (%d workers) differ from row by row:\n%s\nrow by row:\n%s", workers, gotNotes, wantNotes)
 					}
 				}
-				// A hist without row filter, by nothing or by comm, pid or
-				// tid (not a field), adds whole stretches.
+				// A hist by nothing or by comm, pid or tid (not a field),
+				// with or without a row filter, adds whole stretches.
 				byKey := c.o.By == "" || c.o.By == "comm" || c.o.By == "pid" || c.o.By == "tid"
-				if wantSpans := byKey && c.o.Rows.Empty(); spans != wantSpans {
+				if wantSpans := byKey; spans != wantSpans {
 					t.Errorf("read by stretches: %v, want %v", spans, wantSpans)
 				}
-				if name != "empty" && name != "widths-tiny" && len(want) < 50 && !c.o.JSON {
+				if c.name == "filter-matches-none" {
+					if want != "" {
+						t.Errorf("a filter that matches nothing printed %q", want)
+					}
+				} else if name != "empty" && name != "widths-tiny" && len(want) < 50 && !c.o.JSON {
 					t.Errorf("suspiciously short output %q", want)
 				}
 			})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
@@ -206,8 +205,10 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 	stacks, res := &l.pair.stacks, &l.res
 	var rows, ends [PickMax]int32
 	var durs [PickMax]int64
-	if l.grid != nil && len(times) > 0 {
-		l.grid.see(slices.Max(times))
+	if l.grid != nil {
+		if t, ok := lastTime(b, lo, hi); ok {
+			l.grid.see(t)
+		}
 	}
 	for first := 0; first < len(probes); first += PickMax {
 		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, start, end)
@@ -312,8 +313,8 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, *Pass
 		return nil, nil, err
 	}
 	var p *Pass
-	if l.spans() && c.Spans(&o.Rows) {
-		p, err = c.ScanSpans(l.Columns(), func(b *format.Batch, lo, hi int) error {
+	if l.spans() && c.spansFiltered() {
+		p, err = c.scanSpansWhere(l.Columns(), &o.Rows, func(b *format.Batch, lo, hi int) error {
 			l.addSpan(b, lo, hi)
 			return nil
 		})

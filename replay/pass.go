@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 
@@ -235,6 +236,28 @@ func (c *Capture) walkWith(r *format.Reader, timed bool, f *RowFilter, losses bo
 // in file order, after it is tallied. It stops at the first error fn or
 // lost returns, and returns it.
 func (c *Capture) spans(r *format.Reader, timed bool, fn func(b *format.Batch, lo, hi int) error, lost func(b *format.Batch, i int) error) (*Pass, error) {
+	return c.spansWhere(r, timed, nil, fn, lost)
+}
+
+// maskedProbe is the probe of an event row that a row filter left out, in
+// a pass by stretches with a filter (spansWhere): no probe has it.
+const maskedProbe = math.MaxUint16
+
+// spansWhere is spans with row filter f (nil or empty: none), for the
+// analyses that pick their probes' rows from a stretch (PickRows,
+// FieldRuns): each event row f leaves out is handed on with probe
+// maskedProbe, in the batch of this pass alone, and the pass notes what
+// f matched as walkWith notes it. Loss records keep their probe, and are
+// handed to lost whatever their time.
+func (c *Capture) spansWhere(r *format.Reader, timed bool, f *RowFilter, fn func(b *format.Batch, lo, hi int) error, lost func(b *format.Batch, i int) error) (*Pass, error) {
+	if f != nil && f.Empty() {
+		f = nil
+	}
+	if f != nil {
+		// The note of a filter that matched nothing keeps some of the
+		// comms it saw: their memory must stay.
+		r.RecycleStrings = false
+	}
 	p := c.newPass()
 	p.spans = true
 	m := c.Meta()
@@ -246,6 +269,9 @@ func (c *Capture) spans(r *format.Reader, timed bool, fn func(b *format.Batch, l
 				p.Events += uint64(j - i)
 				if timed {
 					p.Times.CheckRun(b.Time[i:j], m)
+				}
+				if f != nil {
+					p.mask(f, b, i, j)
 				}
 				if err := fn(b, i, j); err != nil {
 					p.read(r)
@@ -278,6 +304,10 @@ func (c *Capture) spans(r *format.Reader, timed bool, fn func(b *format.Batch, l
 // of every span path against the row-by-row one does.
 func (c *Capture) Spans(f *RowFilter) bool { return (f == nil || f.Empty()) && !c.perRow }
 
+// spansFiltered reports whether a pass with any row filter may hand an
+// analysis that picks its probes' rows a stretch at a time (spansWhere).
+func (c *Capture) spansFiltered() bool { return !c.perRow }
+
 // ScanSpans is Scan without a row filter for the listings, which take the
 // event rows a stretch at a time rather than through a call each: it
 // hands fn each stretch [lo, hi) of event rows between loss records, in
@@ -291,9 +321,15 @@ func (c *Capture) Spans(f *RowFilter) bool { return (f == nil || f.Empty()) && !
 // memory is then reused from batch to batch, as the integers' is, which
 // spared a listing of every column 6% of its CPU.
 func (c *Capture) ScanSpans(cols []int, fn func(b *format.Batch, lo, hi int) error) (*Pass, error) {
-	r, timed := c.readerFor(cols, nil)
+	return c.scanSpansWhere(cols, nil, fn)
+}
+
+// scanSpansWhere is ScanSpans with row filter f, for the analyses that
+// pick their probes' rows from a stretch (spansWhere).
+func (c *Capture) scanSpansWhere(cols []int, f *RowFilter, fn func(b *format.Batch, lo, hi int) error) (*Pass, error) {
+	r, timed := c.readerFor(cols, f)
 	r.RecycleStrings = true
-	return c.spans(r, timed, fn, nil)
+	return c.spansWhere(r, timed, f, fn, nil)
 }
 
 // WalkSpans is Walk without a row filter for the analyses that take the
@@ -306,6 +342,31 @@ func (c *Capture) ScanSpans(cols []int, fn func(b *format.Batch, lo, hi int) err
 func (c *Capture) WalkSpans(cols []int, fn func(b *format.Batch, lo, hi int) error, lost func(b *format.Batch, i int) error) (*Pass, error) {
 	r, timed := c.readerFor(cols, nil)
 	return c.spans(r, timed, fn, lost)
+}
+
+// mask gives event rows [lo, hi) of b that f leaves out probe maskedProbe,
+// noting what f matched as walkWith does row by row.
+func (p *Pass) mask(f *RowFilter, b *format.Batch, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		if f.Match(b, i, p.meta.StartBoot) {
+			p.unmatched.matched = true
+			continue
+		}
+		p.unmatched.saw(f, b, i)
+		b.Probe[i] = maskedProbe
+	}
+}
+
+// lastTime returns the latest time of the event rows [lo, hi) of b that a
+// filter kept (all of them in a pass without one), and whether there is
+// one.
+func lastTime(b *format.Batch, lo, hi int) (last int64, ok bool) {
+	for i, t := range b.Time[lo:hi] {
+		if b.Probe[lo+i] != maskedProbe && (!ok || t > last) {
+			last, ok = t, true
+		}
+	}
+	return last, ok
 }
 
 // lossRow tallies loss record i of b.

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -318,5 +319,55 @@ func TestHistRunsRecovered(t *testing.T) {
 				t.Errorf("cut at %d: read row by row, want by stretches", cut)
 			}
 		}
+	}
+}
+
+// TestHistFilteredAllProbes: in a capture of 65,536 probes, the last one
+// has the id a filter gives the rows it leaves out in a pass by stretches
+// (maskedProbe), so a filtered hist of it goes row by row, and counts only
+// the rows the filter keeps.
+func TestHistFilteredAllProbes(t *testing.T) {
+	probes := make([]format.Probe, format.MaxProbes)
+	for i := range probes {
+		probes[i] = format.Probe{Name: fmt.Sprint("p", i), Kind: "usdt", Spec: fmt.Sprintf("p%d=U:/bin/x:p:%d", i, i)}
+	}
+	probes[len(probes)-1].Fields = []format.Field{{Name: "v", Type: format.Uint64}}
+	m := &format.Meta{Host: "h", StartBoot: 1, StartWall: time.Unix(1700000000, 0), Probes: probes}
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	w, err := format.Create(path, m, format.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := uint16(len(probes) - 1)
+	for i := range 1000 {
+		e := format.Event{Time: int64(10 + i), PID: uint32(1 + i%2), TID: 1, Comm: []byte("c"), Probe: last, Ints: []uint64{uint64(1 << (i % 10))}}
+		if err := w.Append(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o := HistOptions{Probe: fmt.Sprint("p", last), Field: "v", Rows: RowFilter{PIDs: []uint32{1}}, JSON: true, Now: time.Unix(1, 0)}
+	want, _, _, err := runHist(t, path, o, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, spans, err := runHist(t, path, o, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || spans {
+		t.Errorf("read by stretches %v:\n%s\nrow by row:\n%s", spans, got, want)
+	}
+	// pid 1's values are 1, 4, 16, 64 and 256, a hundred each; pid 2's
+	// (2, 8, ... 512) are left out.
+	for _, s := range []string{`"interval-start": 256, "interval-end": 511, "count": 100}`, `"interval-start": 2, "interval-end": 3, "count": 0}`} {
+		if !strings.Contains(want, s) {
+			t.Errorf("want %s:\n%s", s, want)
+		}
+	}
+	if strings.Contains(want, "512") {
+		t.Errorf("pid 2's 512 counted:\n%s", want)
 	}
 }

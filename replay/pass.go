@@ -305,8 +305,12 @@ func (c *Capture) spansWhere(r *format.Reader, timed bool, f *RowFilter, fn func
 func (c *Capture) Spans(f *RowFilter) bool { return (f == nil || f.Empty()) && !c.perRow }
 
 // spansFiltered reports whether a pass with any row filter may hand an
-// analysis that picks its probes' rows a stretch at a time (spansWhere).
-func (c *Capture) spansFiltered() bool { return !c.perRow }
+// analysis that picks its probes' rows a stretch at a time (spansWhere):
+// not in a capture that has a probe maskedProbe (one of 65,536 probes,
+// which a merge can make).
+func (c *Capture) spansFiltered() bool {
+	return !c.perRow && len(c.Meta().Probes) <= maskedProbe
+}
 
 // ScanSpans is Scan without a row filter for the listings, which take the
 // event rows a stretch at a time rather than through a call each: it

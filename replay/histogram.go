@@ -186,7 +186,7 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 	var all *accum
 	if o.By == "" {
 		all = groups.int(0)
-		if c.spansFiltered() {
+		if c.SpansWhere(&o.Rows) {
 			p, err := c.histRuns(r, &o, &ref, all)
 			if err != nil {
 				return p, err
@@ -194,7 +194,7 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 			p.unmatched = unmatched{} // printHist's note says it (below)
 			return p, printHist(out, &o, groups.entries(), false)
 		}
-	} else if byRef == nil && c.spansFiltered() {
+	} else if byRef == nil && c.SpansWhere(&o.Rows) {
 		timed := c.selectColumns(r, append([]int{ref.col}, byColumns(o.By, nil)...), &o.Rows)
 		s := newSlices(&o, nil)
 		p, err := c.histSpans(r, timed, &o, &ref, s)

@@ -107,7 +107,7 @@ func (c *Capture) histIntervals(o *HistOptions, ref, byRef *Ref, out io.Writer) 
 	s := newSlices(o, grid)
 	cols := append([]int{format.ColTime, ref.col}, byColumns(o.By, byRef)...)
 	var p *Pass
-	if byRef == nil && c.spansFiltered() {
+	if byRef == nil && c.SpansWhere(&o.Rows) {
 		r := c.reader()
 		timed := c.selectColumns(r, cols, &o.Rows)
 		p, err = c.histSpans(r, timed, o, ref, s)

@@ -313,8 +313,8 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, *Pass
 		return nil, nil, err
 	}
 	var p *Pass
-	if l.spans() && c.spansFiltered() {
-		p, err = c.scanSpansWhere(l.Columns(), &o.Rows, func(b *format.Batch, lo, hi int) error {
+	if l.spans() && c.SpansWhere(&o.Rows) {
+		p, err = c.ScanSpansWhere(l.Columns(), &o.Rows, func(b *format.Batch, lo, hi int) error {
 			l.addSpan(b, lo, hi)
 			return nil
 		})

@@ -304,12 +304,13 @@ func (c *Capture) spansWhere(r *format.Reader, timed bool, f *RowFilter, fn func
 // of every span path against the row-by-row one does.
 func (c *Capture) Spans(f *RowFilter) bool { return (f == nil || f.Empty()) && !c.perRow }
 
-// spansFiltered reports whether a pass with any row filter may hand an
-// analysis that picks its probes' rows a stretch at a time (spansWhere):
-// not in a capture that has a probe maskedProbe (one of 65,536 probes,
-// which a merge can make).
-func (c *Capture) spansFiltered() bool {
-	return !c.perRow && len(c.Meta().Probes) <= maskedProbe
+// SpansWhere reports whether a pass with row filter f may hand an
+// analysis that picks its probes' rows from a stretch a stretch at a time
+// (ScanSpansWhere): not in a capture that has a probe maskedProbe (one of
+// 65,536 probes, which a merge can make), nor one made to hand its rows
+// one by one (DecodeAll).
+func (c *Capture) SpansWhere(f *RowFilter) bool {
+	return c.Spans(f) || !c.perRow && len(c.Meta().Probes) <= maskedProbe
 }
 
 // ScanSpans is Scan without a row filter for the listings, which take the
@@ -325,12 +326,14 @@ func (c *Capture) spansFiltered() bool {
 // memory is then reused from batch to batch, as the integers' is, which
 // spared a listing of every column 6% of its CPU.
 func (c *Capture) ScanSpans(cols []int, fn func(b *format.Batch, lo, hi int) error) (*Pass, error) {
-	return c.scanSpansWhere(cols, nil, fn)
+	return c.ScanSpansWhere(cols, nil, fn)
 }
 
-// scanSpansWhere is ScanSpans with row filter f, for the analyses that
-// pick their probes' rows from a stretch (spansWhere).
-func (c *Capture) scanSpansWhere(cols []int, f *RowFilter, fn func(b *format.Batch, lo, hi int) error) (*Pass, error) {
+// ScanSpansWhere is ScanSpans with row filter f (when SpansWhere says it
+// may), for the analyses that pick their probes' rows from a stretch, as
+// PickRows does: a row f leaves out is handed on as a row of no probe of
+// the capture. The pass notes what f matched as ScanColumns does.
+func (c *Capture) ScanSpansWhere(cols []int, f *RowFilter, fn func(b *format.Batch, lo, hi int) error) (*Pass, error) {
 	r, timed := c.readerFor(cols, f)
 	r.RecycleStrings = true
 	return c.spansWhere(r, timed, f, fn, nil)

@@ -305,8 +305,8 @@ func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, *P
 		return nil, nil, err
 	}
 	var p *Pass
-	if r.spans() && c.spansFiltered() {
-		p, err = c.scanSpansWhere(r.Columns(), &o.Rows, func(b *format.Batch, lo, hi int) error {
+	if r.spans() && c.SpansWhere(&o.Rows) {
+		p, err = c.ScanSpansWhere(r.Columns(), &o.Rows, func(b *format.Batch, lo, hi int) error {
 			r.addSpan(b, lo, hi)
 			return nil
 		})

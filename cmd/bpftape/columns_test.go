@@ -77,6 +77,8 @@ func TestColumnSelection(t *testing.T) {
 			[]string{"events", f, "--to", "20ms"},
 			[]string{"heatmap", f, "rx", "arg2", "-o", "-"},
 			[]string{"heatmap", "--latency", f, "rx", "rx_ret", "-o", "-"},
+			[]string{"heatmap", f, "rx", "arg2", "--pid", "4242", "--to", "20ms", "-o", "-"},
+			[]string{"heatmap", "--latency", f, "rx", "rx_ret", "--tid", "4243", "-o", "-"},
 			[]string{"report", f, "-o", "-", "--latency", "rx rx_ret", "--requests", "tx_len arg0 tx_ret retval", "--compare", "rx arg2 rx_ret retval"},
 			[]string{"export", "-f", "csv", "-o", "-", f},
 		)

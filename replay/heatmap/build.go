@@ -123,15 +123,41 @@ func (b *Builder) Columns() []int {
 // Measure is the first pass: call it for every event (as replay.Capture.Scan does).
 func (b *Builder) Measure(bt *format.Batch, i int) {
 	for _, l := range b.layers {
-		l.sample(bt, i, func(t, v int64) {
-			if l.n == 0 {
-				l.first, l.last, l.min, l.max = t, t, v, v
-			}
-			l.n++
-			l.first, l.last = min(l.first, t), max(l.last, t)
-			l.min, l.max = min(l.min, v), max(l.max, v)
-		})
+		l.sample(bt, i, l.measure)
 	}
+}
+
+// MeasureSpan is Measure for rows [lo, hi) of bt, a stretch of events
+// between loss records (replay.Capture.ScanSpansWhere): a field's
+// samples are gathered from its columns, as FillSpan gathers them.
+func (b *Builder) MeasureSpan(bt *format.Batch, lo, hi int) {
+	for _, l := range b.layers {
+		if l.spec.Latency() {
+			for i := lo; i < hi; i++ {
+				l.sample(bt, i, l.measure)
+			}
+			continue
+		}
+		var rows [replay.PickMax]int32
+		var vals [replay.PickMax]int64
+		times := bt.Time[lo:hi]
+		for start := lo; start < hi; start += replay.PickMax {
+			k := l.pick(bt, lo, start, hi, &rows, &vals)
+			for j, i := range rows[:k] {
+				l.measure(times[i], vals[j])
+			}
+		}
+	}
+}
+
+// measure takes sample (t, v) into the layer's time span and value range.
+func (l *layer) measure(t, v int64) {
+	if l.n == 0 {
+		l.first, l.last, l.min, l.max = t, t, v, v
+	}
+	l.n++
+	l.first, l.last = min(l.first, t), max(l.last, t)
+	l.min, l.max = min(l.min, v), max(l.max, v)
 }
 
 // measuredBy sets what Measure would find from the footer's counts of c,
@@ -246,30 +272,36 @@ func (b *Builder) FillSpan(bt *format.Batch, lo, hi int) {
 	}
 }
 
-// fieldSpan adds the samples of field layer l in rows [lo, hi) of bt:
-// the rows of its probe, as sample takes them (Ref.Int), picked
-// (replay.PickRows), their values gathered, then counted.
+// fieldSpan adds the samples of field layer l in rows [lo, hi) of bt.
 func (l *layer) fieldSpan(bt *format.Batch, lo, hi int) {
-	probes, times := bt.Probe[lo:hi], bt.Time[lo:hi]
-	times = times[:len(probes)]
-	col := bt.Col(l.ref.Column()).Ints()
-	want, cast, m := uint16(l.ref.ProbeIndex()), l.spec.Cast, l.m
 	var rows [replay.PickMax]int32
 	var vals [replay.PickMax]int64
-	for start := 0; start < len(probes); start += replay.PickMax {
-		k := replay.PickRows(&rows, probes[start:min(start+replay.PickMax, len(probes))], start, want, want)
-		col.Gather(vals[:k], lo, rows[:k])
+	times, m := bt.Time[lo:hi], l.m
+	for start := lo; start < hi; start += replay.PickMax {
+		k := l.pick(bt, lo, start, hi, &rows, &vals)
 		if !m.Rows.log2() {
 			for j, i := range rows[:k] {
-				m.AddN(times[i], cast.Apply(vals[j]), 1)
+				m.AddN(times[i], vals[j], 1)
 			}
 			continue
 		}
-		for j, v := range vals[:k] {
-			vals[j] = cast.Apply(v)
-		}
 		m.addLog2(times, rows[:k], vals[:k])
 	}
+}
+
+// pick writes to rows the rows of field layer l's probe among rows
+// [start, min(start+replay.PickMax, hi)) of bt, as sample takes them
+// (Ref.Int), as indices from lo (replay.PickRows), and their values, cast,
+// to vals; it returns how many.
+func (l *layer) pick(bt *format.Batch, lo, start, hi int, rows *[replay.PickMax]int32, vals *[replay.PickMax]int64) int {
+	want := uint16(l.ref.ProbeIndex())
+	k := replay.PickRows(rows, bt.Probe[start:min(start+replay.PickMax, hi)], start-lo, want, want)
+	bt.Col(l.ref.Column()).Ints().Gather(vals[:k], lo, rows[:k])
+	cast := l.spec.Cast
+	for j, v := range vals[:k] {
+		vals[j] = cast.Apply(v)
+	}
+	return k
 }
 
 // Maps returns the filled maps, in the order of the specs.
@@ -311,15 +343,23 @@ func Build(c *replay.Capture, f *replay.RowFilter, specs []Spec, o Options) ([]*
 	}
 	var p *replay.Pass
 	if !b.measuredBy(c, f) {
-		if p, err = c.ScanColumns(b.Columns(), f, b.Measure); err != nil {
+		if c.SpansWhere(f) {
+			p, err = c.ScanSpansWhere(b.Columns(), f, func(bt *format.Batch, lo, hi int) error {
+				b.MeasureSpan(bt, lo, hi)
+				return nil
+			})
+		} else {
+			p, err = c.ScanColumns(b.Columns(), f, b.Measure)
+		}
+		if err != nil {
 			return nil, p, err
 		}
 	}
 	if err := b.Plan(nil); err != nil {
 		return nil, p, err
 	}
-	if c.Spans(f) {
-		p, err = c.ScanSpans(b.Columns(), func(bt *format.Batch, lo, hi int) error {
+	if c.SpansWhere(f) {
+		p, err = c.ScanSpansWhere(b.Columns(), f, func(bt *format.Batch, lo, hi int) error {
 			b.FillSpan(bt, lo, hi)
 			return nil
 		})

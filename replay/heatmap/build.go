@@ -341,32 +341,27 @@ func Build(c *replay.Capture, f *replay.RowFilter, specs []Spec, o Options) ([]*
 	if err != nil {
 		return nil, nil, err
 	}
-	var p *replay.Pass
-	if !b.measuredBy(c, f) {
+	// A pass takes its rows a stretch at a time where it may, else one
+	// by one.
+	pass := func(span func(*format.Batch, int, int), row func(*format.Batch, int)) (*replay.Pass, error) {
 		if c.SpansWhere(f) {
-			p, err = c.ScanSpansWhere(b.Columns(), f, func(bt *format.Batch, lo, hi int) error {
-				b.MeasureSpan(bt, lo, hi)
+			return c.ScanSpansWhere(b.Columns(), f, func(bt *format.Batch, lo, hi int) error {
+				span(bt, lo, hi)
 				return nil
 			})
-		} else {
-			p, err = c.ScanColumns(b.Columns(), f, b.Measure)
 		}
-		if err != nil {
+		return c.ScanColumns(b.Columns(), f, row)
+	}
+	var p *replay.Pass
+	if !b.measuredBy(c, f) {
+		if p, err = pass(b.MeasureSpan, b.Measure); err != nil {
 			return nil, p, err
 		}
 	}
 	if err := b.Plan(nil); err != nil {
 		return nil, p, err
 	}
-	if c.SpansWhere(f) {
-		p, err = c.ScanSpansWhere(b.Columns(), f, func(bt *format.Batch, lo, hi int) error {
-			b.FillSpan(bt, lo, hi)
-			return nil
-		})
-	} else {
-		p, err = c.ScanColumns(b.Columns(), f, b.Fill)
-	}
-	if err != nil {
+	if p, err = pass(b.FillSpan, b.Fill); err != nil {
 		return nil, p, err
 	}
 	return b.Maps(), p, nil

@@ -1,6 +1,10 @@
 package replay
 
-import "github.com/bpftape/bpftape/format"
+import (
+	"strings"
+
+	"github.com/bpftape/bpftape/format"
+)
 
 // threadKeys keys events by thread for the verbs that pair events of one
 // thread (latency, requests): the tid, and in a merged capture also the
@@ -50,8 +54,10 @@ func (k *threadKeys) host(b *format.Batch, i int) uint64 {
 	h := col.Str(i)
 	n, ok := k.hosts[h]
 	if !ok {
+		// A copy: h may be a view into memory the reader recycles
+		// (ScanSpansWhere).
 		n = uint64(len(k.hosts) + 1)
-		k.hosts[h] = n
+		k.hosts[strings.Clone(h)] = n
 	}
 	return n
 }

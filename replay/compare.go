@@ -88,8 +88,8 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 	if err != nil {
 		return nil, err
 	}
-	if a.Capture.Spans(&o.Rows) && b.Capture.Spans(&o.Rows) {
-		err = cmp.runs()
+	if a.Capture.SpansWhere(&o.Rows) && b.Capture.SpansWhere(&o.Rows) {
+		err = cmp.runs(&o.Rows)
 	} else if a.Capture == b.Capture {
 		a.Pass, err = a.Capture.ScanColumns(append(cmp.ColumnsA(), cmp.ColumnsB()...), &o.Rows, func(bt *format.Batch, i int) { cmp.AddA(bt, i); cmp.AddB(bt, i) })
 		b.Pass = a.Pass
@@ -105,20 +105,20 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 	return cmp.Write(out, o)
 }
 
-// runs fills the sides of a comparison without row filter a run of
-// equal values at a time (runAcc), reading each capture once.
-func (c *Comparison) runs() error {
+// runs fills the sides of a comparison a run of equal values at a time
+// (runAcc), from the stretches of rows between loss records with f
+// masking the rows it leaves out (ScanSpansWhere), reading each capture
+// once.
+func (c *Comparison) runs(f *RowFilter) error {
 	a, b := c.a, c.b
 	ra, rb := c.sideRuns(a), c.sideRuns(b)
 	var err error
 	if a.Capture == b.Capture {
-		r := a.Capture.reader()
-		a.Capture.selectColumns(r, []int{c.ra.col, c.rb.col}, nil)
-		a.Pass, err = a.Capture.spans(r, false, func(bt *format.Batch, lo, hi int) error {
+		a.Pass, err = a.Capture.ScanSpansWhere([]int{c.ra.col, c.rb.col}, f, func(bt *format.Batch, lo, hi int) error {
 			ra.rangeOf(bt.Col(c.ra.col).Ints(), bt.Probe, c.ra.probe, lo, hi)
 			rb.rangeOf(bt.Col(c.rb.col).Ints(), bt.Probe, c.rb.probe, lo, hi)
 			return nil
-		}, nil)
+		})
 		ra.flush()
 		rb.flush()
 		b.Pass = a.Pass
@@ -129,12 +129,10 @@ func (c *Comparison) runs() error {
 		ref  *Ref
 		run  *runAcc
 	}{{a, &c.ra, ra}, {b, &c.rb, rb}} {
-		r := s.side.Capture.reader()
-		s.side.Capture.selectColumns(r, []int{s.ref.col}, nil)
-		s.side.Pass, err = s.side.Capture.spans(r, false, func(bt *format.Batch, lo, hi int) error {
+		s.side.Pass, err = s.side.Capture.ScanSpansWhere([]int{s.ref.col}, f, func(bt *format.Batch, lo, hi int) error {
 			s.run.rangeOf(bt.Col(s.ref.col).Ints(), bt.Probe, s.ref.probe, lo, hi)
 			return nil
-		}, nil)
+		})
 		s.run.flush()
 		if err != nil {
 			return err

@@ -74,6 +74,10 @@ func TestColumnSelection(t *testing.T) {
 			[]string{"requests", f, "tx_len", "arg0", "tx_ret", "retval", "--comm", "nosuch"},
 			[]string{"requests", f, "tx_len", "arg0", "tx_ret", "retval", "--list", "--from", "5ms", "--to", "15ms"},
 			[]string{"compare", f, "rx", "arg2", "rx_ret", "retval"},
+			[]string{"compare", f, "rx", "arg2", "rx_ret", "retval", "--pid", "4242", "--json"},
+			[]string{"compare", f, "rx", "arg2", "rx_ret", "retval", "--comm", "qemu-system-x86", "--from", "5ms", "--to", "25ms"},
+			[]string{"compare", f, "rx", "arg2", "rx_ret", "retval", "--tid", "99999"},
+			[]string{"compare", f, "rx", "arg2", "rx_ret", "retval", "--comm", "nosuch"},
 			[]string{"events", f, "--to", "20ms"},
 			[]string{"heatmap", f, "rx", "arg2", "-o", "-"},
 			[]string{"heatmap", "--latency", f, "rx", "rx_ret", "-o", "-"},
@@ -93,6 +97,8 @@ func TestColumnSelection(t *testing.T) {
 		[]string{"latency", merged, "rx", "rx_ret", "--key", "host"},
 		[]string{"heatmap", "--latency", merged, "rx", "rx_ret", "-o", "-"},
 		[]string{"requests", merged, "tx_len", "arg0", "tx_ret", "retval", "--json"},
+		[]string{"compare", a, cut, "rx", "arg2", "--tid", "4243"},
+		[]string{"compare", a, "rx", "arg2", merged, "rx", "arg2", "--from", "10ms", "--identical"},
 	)
 	for _, name := range []string{"uprobes", "tracepoints", "usdt"} {
 		matches, _ := filepath.Glob(filepath.Join(seeds, "*"+name+"*"))

@@ -50,9 +50,10 @@ type pprofRaw struct {
 var (
 	rawLocation = regexp.MustCompile(`^\s+(\d+): (0x[0-9a-f]+) (?:M=\d+ )?(.*?)\s*$`)
 	// unresolvedFrame is how bpftape stacks names a frame it did not
-	// resolve: [OBJECT+0xOFFSET] or [0xADDRESS], "_[k]" after a kernel
-	// frame when both stacks show.
-	unresolvedFrame = regexp.MustCompile(`^\[(0x[0-9a-f]+|[^\]]*\+0x[0-9a-f]+)\](_\[k\])?$`)
+	// resolve: [OBJECT+0xOFFSET] (the object may be a bracketed name, as
+	// in [[vdso]+0x79d]) or [0xADDRESS], "_[k]" after a kernel frame when
+	// both stacks show.
+	unresolvedFrame = regexp.MustCompile(`^\[(0x[0-9a-f]+|(\[[^\]]*\]|[^\[\]]*)\+0x[0-9a-f]+)\](_\[k\])?$`)
 	rawFunction     = regexp.MustCompile(`^(.*) \S*:-?\d+:-?\d+ s=\d+`)
 	rawSample       = regexp.MustCompile(`^\s+([-\d ]+): ([\d ]+)$`)
 )

@@ -454,13 +454,14 @@ func Stacks(c *Capture, o StacksOptions) (*StackCounts, *Pass, error) {
 	probe := uint16(pi)
 	need := slices.Concat(cols.columns(), byFieldColumns(c, pi, o.By), agg.columns(), []int{format.ColTime})
 	var p *Pass
-	if c.Spans(&o.Rows) && agg.by == nil && !o.Samples {
+	if c.SpansWhere(&o.Rows) && agg.by == nil && !o.Samples {
 		if agg.sym.Timeless() {
 			// The stacks read the same whenever they were taken: the
 			// times, most of the bytes of a capture, are not decoded.
 			need = need[:len(need)-1]
 		}
-		p, err = c.ScanSpans(need, func(b *format.Batch, lo, hi int) error {
+		// A row the filter leaves out is of no probe: addSpan passes it.
+		p, err = c.ScanSpansWhere(need, &o.Rows, func(b *format.Batch, lo, hi int) error {
 			agg.addSpan(b, lo, hi, probe, cols)
 			return nil
 		})

@@ -315,8 +315,8 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 			l.jsonLine(b, i, lost)
 			return nil
 		})
-	} else if o.Rows.Empty() {
-		p, err = c.ScanSpans(textColumns(c), func(b *format.Batch, lo, hi int) error {
+	} else if c.SpansWhere(&o.Rows) {
+		p, err = c.ScanSpansWhere(textColumns(c), &o.Rows, func(b *format.Batch, lo, hi int) error {
 			l.textLines(b, lo, hi)
 			return nil
 		})
@@ -455,6 +455,9 @@ const (
 // textLines lists event rows lo to hi of b as BCC's trace prints them.
 func (l *eventLister) textLines(b *format.Batch, lo, hi int) {
 	for i := lo; i < hi; i++ {
+		if b.Probe[i] == maskedProbe { // a row the filter leaves out
+			continue
+		}
 		po := &l.outs[b.Probe[i]]
 		if !po.show || l.stop {
 			continue

@@ -79,6 +79,8 @@ func TestColumnSelection(t *testing.T) {
 			[]string{"compare", f, "rx", "arg2", "rx_ret", "retval", "--tid", "99999"},
 			[]string{"compare", f, "rx", "arg2", "rx_ret", "retval", "--comm", "nosuch"},
 			[]string{"events", f, "--to", "20ms"},
+			[]string{"events", f, "--pid", "4242", "--comm", "qemu-system-x86", "--from", "5ms"},
+			[]string{"events", f, "--tid", "99999"},
 			[]string{"heatmap", f, "rx", "arg2", "-o", "-"},
 			[]string{"heatmap", "--latency", f, "rx", "rx_ret", "-o", "-"},
 			[]string{"heatmap", f, "rx", "arg2", "--pid", "4242", "--to", "20ms", "-o", "-"},

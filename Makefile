@@ -56,7 +56,10 @@ test: root deps
 		GOOS=$${t%/*} GOARCH=$${t#*/} CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/bpftape || exit 1; \
 	done
 	GOOS=windows GOARCH=amd64 $(GO) vet ./cmd/bpftape/ ./internal/... ./format/... ./replay/...
-	BPFTAPE_REQUIRE_BPF=1 $(GO) test -tags interop -count=1 ./...
+	@# cmd/bpftape's suite takes 6-7 minutes, more on a fresh machine
+	@# (it builds bpftape with -trimpath, which rebuilds every dependency
+	@# when the build cache is cold): over go test's 10-minute default.
+	BPFTAPE_REQUIRE_BPF=1 $(GO) test -tags interop -count=1 -timeout 30m ./...
 
 # vmtest boots Debian's kernels (scripts/vmtest/kernels: x86-64 5.10, 6.1,
 # 6.1-rt, 6.12 and arm64 6.1, 6.12) under QEMU TCG with static bpftape in an

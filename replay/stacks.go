@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path"
@@ -354,7 +355,19 @@ func (a *stackAgg) columns() []int {
 // does), and merges the stacks whose frames read the same.
 func (a *stackAgg) fold() *StackCounts {
 	merged := map[string]*FoldedStack{}
-	for k, s := range a.seen {
+	// In the order of their keys, not the map's: Samples (a pprof
+	// export's samples, and so its location and mapping ids) come out
+	// the same from run to run.
+	keys := make([]stackKey, 0, len(a.seen))
+	for k := range a.seen {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y stackKey) int {
+		return cmp.Or(cmp.Compare(x.pid, y.pid), cmp.Compare(x.tid, y.tid), strings.Compare(x.comm, y.comm),
+			strings.Compare(x.by, y.by), cmp.Compare(x.user, y.user), cmp.Compare(x.kernel, y.kernel))
+	})
+	for _, k := range keys {
+		s := a.seen[k]
 		v := s.value
 		var frames []string
 		if k.by != "" {

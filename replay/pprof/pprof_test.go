@@ -223,3 +223,26 @@ func TestBuildLatency(t *testing.T) {
 		t.Errorf("sample types %v, default %q", p.SampleType, p.DefaultSampleType)
 	}
 }
+
+// TestWriteSameBytes builds and writes the test capture's profile 20
+// times: every time the same bytes. (Its stacks came in the order of a
+// map's iteration, and its location ids with them.)
+func TestWriteSameBytes(t *testing.T) {
+	c := writeCapture(t)
+	var first []byte
+	for i := range 20 {
+		p, _, _, err := Build(c, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := Write(&buf, p); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = buf.Bytes()
+		} else if !bytes.Equal(buf.Bytes(), first) {
+			t.Fatalf("write %d: %d bytes unlike the first write's %d", i+1, buf.Len(), len(first))
+		}
+	}
+}

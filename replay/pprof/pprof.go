@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+	"github.com/klauspost/compress/gzip"
 
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/probespec"
@@ -135,8 +136,22 @@ func Build(c *replay.Capture, o Options) (*profile.Profile, *replay.StackCounts,
 	return p, sc, pass, nil
 }
 
-// Write writes p gzipped, as pprof reads it.
-func Write(w io.Writer, p *profile.Profile) error { return p.Write(w) }
+// Write writes p gzipped, as pprof reads it: through klauspost's gzip at
+// level 7, not the standard library's at its default, which
+// profile.Profile.Write uses. A profile of 300 stacks of 1,024 frames in
+// distinct mappings (12 MB of protobuf) took 0.91-1.01 s to compress that
+// way and takes 0.24 s, 1% larger (5.71 MB against 5.65; klauspost's
+// default level: 0.13 s, 8% larger).
+func Write(w io.Writer, p *profile.Profile) error {
+	zw, err := gzip.NewWriterLevel(w, 7)
+	if err != nil {
+		return err
+	}
+	if err := p.WriteUncompressed(zw); err != nil {
+		return err
+	}
+	return zw.Close()
+}
 
 // profilePeriod returns the sampling period in nanoseconds of probe name
 // when it is a profile:hz:N probe, else 0.

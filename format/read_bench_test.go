@@ -61,3 +61,60 @@ func BenchmarkRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadTime reads the time column alone, the dearest to decode
+// (a few literal bytes and a zstd match an event), and the field that
+// BenchmarkRead reads, each on this goroutine (selected) and decoded
+// ahead on one goroutine per CPU (ahead): the CPU per event of the two
+// says what decoding ahead costs on this machine.
+//
+//	go test -run '^$' -bench 'ReadTime$' -count 3 ./format/
+func BenchmarkReadTime(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "bench.arrow")
+	const n = 2 << 20
+	if err := formattest.WriteFile(path, n, nil, format.WriterOptions{}, 0); err != nil {
+		b.Fatal(err)
+	}
+	for _, column := range []string{"time", "arg2"} {
+		for _, mode := range []string{"selected", "ahead"} {
+			b.Run(column+"/"+mode, func(b *testing.B) {
+				cpu0 := testutil.CPUTime()
+				var sum int64
+				for i := 0; i < b.N; i++ {
+					r, err := format.Open(path)
+					if err != nil {
+						b.Fatal(err)
+					}
+					col := format.ColTime
+					if column == "arg2" {
+						col = r.Column(format.ColumnName("rx", "arg2"))
+					}
+					r.Select([]int{col})
+					if mode == "ahead" {
+						r.ReadAhead = 8
+					}
+					for r.Next() {
+						bt := r.Batch()
+						switch {
+						case bt.Len == 0:
+						case col == format.ColTime:
+							sum += bt.Time[bt.Len-1]
+						default:
+							sum += bt.Col(col).Int(0)
+						}
+					}
+					if err := r.Err(); err != nil {
+						b.Fatal(err)
+					}
+					r.Close()
+				}
+				b.StopTimer()
+				if sum == 0 {
+					b.Fatal("nothing read")
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+				b.ReportMetric(float64((testutil.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+			})
+		}
+	}
+}

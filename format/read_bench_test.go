@@ -24,40 +24,24 @@ func BenchmarkRead(b *testing.B) {
 	}
 	for _, mode := range []string{"every", "selected", "ahead"} {
 		b.Run(mode, func(b *testing.B) {
-			cpu0 := testutil.CPUTime()
-			var sum int64
-			for i := 0; i < b.N; i++ {
-				r, err := format.Open(path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				col := r.Column(format.ColumnName("rx", "arg2"))
+			var col int
+			timeReads(b, path, n, func(r *format.Reader) {
+				col = r.Column(format.ColumnName("rx", "arg2"))
 				if mode != "every" {
 					r.Select([]int{col})
 				}
 				if mode == "ahead" {
 					r.ReadAhead = 8
 				}
-				for r.Next() {
-					bt := r.Batch()
-					c := bt.Col(col)
-					for j := 0; j < bt.Len; j++ {
-						if _, lost := bt.Lost(j); !lost && bt.Probe[j] == 0 {
-							sum += c.Int(j)
-						}
+			}, func(bt *format.Batch) (sum int64) {
+				c := bt.Col(col)
+				for j := 0; j < bt.Len; j++ {
+					if _, lost := bt.Lost(j); !lost && bt.Probe[j] == 0 {
+						sum += c.Int(j)
 					}
 				}
-				if err := r.Err(); err != nil {
-					b.Fatal(err)
-				}
-				r.Close()
-			}
-			b.StopTimer()
-			if sum == 0 {
-				b.Fatal("nothing read")
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-			b.ReportMetric(float64((testutil.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+				return sum
+			})
 		})
 	}
 }
@@ -78,14 +62,8 @@ func BenchmarkReadTime(b *testing.B) {
 	for _, column := range []string{"time", "arg2"} {
 		for _, mode := range []string{"selected", "ahead"} {
 			b.Run(column+"/"+mode, func(b *testing.B) {
-				cpu0 := testutil.CPUTime()
-				var sum int64
-				for i := 0; i < b.N; i++ {
-					r, err := format.Open(path)
-					if err != nil {
-						b.Fatal(err)
-					}
-					col := format.ColTime
+				col := format.ColTime
+				timeReads(b, path, n, func(r *format.Reader) {
 					if column == "arg2" {
 						col = r.Column(format.ColumnName("rx", "arg2"))
 					}
@@ -93,28 +71,44 @@ func BenchmarkReadTime(b *testing.B) {
 					if mode == "ahead" {
 						r.ReadAhead = 8
 					}
-					for r.Next() {
-						bt := r.Batch()
-						switch {
-						case bt.Len == 0:
-						case col == format.ColTime:
-							sum += bt.Time[bt.Len-1]
-						default:
-							sum += bt.Col(col).Int(0)
-						}
+				}, func(bt *format.Batch) int64 {
+					switch {
+					case bt.Len == 0:
+						return 0
+					case col == format.ColTime:
+						return bt.Time[bt.Len-1]
 					}
-					if err := r.Err(); err != nil {
-						b.Fatal(err)
-					}
-					r.Close()
-				}
-				b.StopTimer()
-				if sum == 0 {
-					b.Fatal("nothing read")
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-				b.ReportMetric(float64((testutil.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
+					return bt.Col(col).Int(0)
+				})
 			})
 		}
 	}
+}
+
+// timeReads reads the capture at path (n events) b.N times, each reader
+// set up by setup, and sums visit over its batches; it reports wall and
+// process CPU time per event, and fails if the sum is 0 (nothing read).
+func timeReads(b *testing.B, path string, n int, setup func(*format.Reader), visit func(*format.Batch) int64) {
+	cpu0 := testutil.CPUTime()
+	var sum int64
+	for i := 0; i < b.N; i++ {
+		r, err := format.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		setup(r)
+		for r.Next() {
+			sum += visit(r.Batch())
+		}
+		if err := r.Err(); err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
+	}
+	b.StopTimer()
+	if sum == 0 {
+		b.Fatal("nothing read")
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+	b.ReportMetric(float64((testutil.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/event")
 }

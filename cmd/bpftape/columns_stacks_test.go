@@ -19,6 +19,7 @@ func TestColumnSelectionStacks(t *testing.T) {
 		{"flamegraph", chain, "-o", "-"},
 		{"report", chain, "-o", "-"},
 		{"events", chain},
+		{"export", "-f", "parquet", "-o", "-", chain},
 		{"info", chain},
 	})
 }

@@ -87,6 +87,8 @@ func TestColumnSelection(t *testing.T) {
 			[]string{"heatmap", "--latency", f, "rx", "rx_ret", "--tid", "4243", "-o", "-"},
 			[]string{"report", f, "-o", "-", "--latency", "rx rx_ret", "--requests", "tx_len arg0 tx_ret retval", "--compare", "rx arg2 rx_ret retval"},
 			[]string{"export", "-f", "csv", "-o", "-", f},
+			[]string{"export", "-f", "parquet", "-o", "-", f},
+			[]string{"export", "-f", "parquet", "--lost", "keep", "-o", "-", f},
 		)
 	}
 	runs = append(runs,
@@ -99,6 +101,7 @@ func TestColumnSelection(t *testing.T) {
 		[]string{"latency", merged, "rx", "rx_ret", "--key", "host"},
 		[]string{"heatmap", "--latency", merged, "rx", "rx_ret", "-o", "-"},
 		[]string{"requests", merged, "tx_len", "arg0", "tx_ret", "retval", "--json"},
+		[]string{"export", "-f", "parquet", "-o", "-", merged},
 		[]string{"compare", a, cut, "rx", "arg2", "--tid", "4243"},
 		[]string{"compare", a, "rx", "arg2", merged, "rx", "arg2", "--from", "10ms", "--identical"},
 	)

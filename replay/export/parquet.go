@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -56,10 +57,26 @@ func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.P
 		return nil, nil, err
 	}
 	res := &Result{}
-	pass, err := walk(c, &o, func(b *format.Batch, i int, lost bool) error {
-		count(res, lost)
-		return pw.add(b, i)
-	})
+	var pass *replay.Pass
+	if c.Spans(&o.Rows) && o.Lost != LostOnly {
+		// No row filter: a stretch of events at a time, and the loss
+		// records one by one where they are kept.
+		pass, err = c.WalkSpans(nil, func(b *format.Batch, lo, hi int) error {
+			res.Events += uint64(hi - lo)
+			return pw.addSpan(b, lo, hi)
+		}, func(b *format.Batch, i int) error {
+			if o.Lost == LostDrop {
+				return nil
+			}
+			count(res, true)
+			return pw.add(b, i)
+		})
+	} else {
+		pass, err = walk(c, &o, func(b *format.Batch, i int, lost bool) error {
+			count(res, lost)
+			return pw.add(b, i)
+		})
+	}
 	if cerr := pw.close(); err == nil {
 		err = cerr
 	}
@@ -945,6 +962,148 @@ func (p *pqWriter) add(b *format.Batch, i int) error {
 		return p.flush()
 	}
 	return nil
+}
+
+// addSpan appends event rows [lo, hi) of b as add does one at a time, a
+// column at a time: a loop over a column's rows in place of a switch for
+// each of its cells, which took two thirds of add's time. Row groups end
+// where add ends them.
+func (p *pqWriter) addSpan(b *format.Batch, lo, hi int) error {
+	if p.maxBytes > 0 {
+		// Rows of strings may end a row group anywhere: row by row.
+		for i := lo; i < hi; i++ {
+			if err := p.add(b, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for lo < hi {
+		j := min(hi, lo+RowGroupRows-p.n)
+		size := (j - lo) * p.rowBytes
+		for _, c := range p.cols {
+			switch c.kind {
+			case pqTime:
+				c.i64 = append(c.i64, b.Time[lo:j]...)
+			case pqCPU:
+				c.i32 = appendInt32s(c.i32, b.CPU[lo:j])
+			case pqPID:
+				c.i32 = appendInt32s(c.i32, b.PID[lo:j])
+			case pqTID:
+				c.i32 = appendInt32s(c.i32, b.TID[lo:j])
+			case pqComm:
+				for i := lo; i < j; i++ {
+					size += c.comm(b.Comm(i))
+				}
+			case pqProbe:
+				for _, id := range b.Probe[lo:j] {
+					c.probe(id)
+				}
+			case pqLost:
+				// Events: null.
+				c.defs = append(c.defs, make([]int16, j-lo)...)
+			case pqInt:
+				c.ints(b.Col(c.ci), lo, j)
+			default:
+				fc := b.Col(c.ci)
+				for i := lo; i < j; i++ {
+					switch {
+					case !fc.Valid(i):
+						c.null()
+					case c.kind == pqStr:
+						size += c.str(fc.Str(i))
+					default:
+						c.stack(b, i, uint64(fc.Int(i)))
+					}
+				}
+			}
+		}
+		p.n += j - lo
+		p.size += size
+		if p.n >= RowGroupRows {
+			if err := p.flush(); err != nil {
+				return err
+			}
+		}
+		lo = j
+	}
+	return nil
+}
+
+// appendInt32s appends vals to dst as Parquet's INT32 holds them (an
+// unsigned value as the same bits).
+func appendInt32s[T uint16 | uint32](dst []int32, vals []T) []int32 {
+	for _, v := range vals {
+		dst = append(dst, int32(v))
+	}
+	return dst
+}
+
+// ints appends rows [lo, hi) of integer field column fc as int does each,
+// a null where a row has no value, with one switch on the type.
+func (c *pqColumn) ints(fc *format.Column, lo, hi int) {
+	ic := fc.Ints()
+	switch ic.Type {
+	case format.Int8:
+		appendInts(c, ic.Valid, ic.I8, lo, hi)
+	case format.Int16:
+		appendInts(c, ic.Valid, ic.I16, lo, hi)
+	case format.Int32:
+		appendInts(c, ic.Valid, ic.I32, lo, hi)
+	case format.Int64:
+		appendInts(c, ic.Valid, ic.I64, lo, hi)
+	case format.Uint8:
+		appendInts(c, ic.Valid, ic.U8, lo, hi)
+	case format.Uint16:
+		appendInts(c, ic.Valid, ic.U16, lo, hi)
+	case format.Uint32:
+		appendInts(c, ic.Valid, ic.U32, lo, hi)
+	default:
+		appendInts(c, ic.Valid, ic.U64, lo, hi)
+	}
+}
+
+// appendInts appends rows [lo, hi) of vals, each sign- or zero-extended
+// then cut to the column's physical type as int does, and a null where
+// bitmap valid (nil: none) says a row has no value.
+func appendInts[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](c *pqColumn, valid []byte, vals []T, lo, hi int) {
+	if c.phys == parquet.Types.Int32 {
+		c.i32, c.defs = appendValid(c.i32, c.defs, c.nullable, valid, vals, lo, hi)
+	} else {
+		c.i64, c.defs = appendValid(c.i64, c.defs, c.nullable, valid, vals, lo, hi)
+	}
+}
+
+// appendValid is appendInts into out and defs. It does not branch on a
+// row's validity: the rows of a field's probe interleave with the other
+// probes' rows, and a branch per row, mispredicted, took 7 ns a row.
+func appendValid[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64, P int32 | int64](out []P, defs []int16, nullable bool, valid []byte, vals []T, lo, hi int) ([]P, []int16) {
+	vals = vals[lo:hi]
+	n := len(out)
+	out = slices.Grow(out, len(vals))[:n+len(vals)]
+	if valid == nil {
+		for k, v := range vals {
+			out[n+k] = P(int64(v))
+		}
+		if nullable {
+			for range vals {
+				defs = append(defs, 1)
+			}
+		}
+		return out, defs
+	}
+	d := len(defs)
+	defs = slices.Grow(defs, len(vals))[:d+len(vals)]
+	dst := out[n:]
+	m := 0
+	for k, v := range vals {
+		i := lo + k
+		bit := int(valid[i>>3] >> (i & 7) & 1)
+		defs[d+k] = int16(bit)
+		dst[m] = P(int64(v)) // written, and kept if valid
+		m += bit
+	}
+	return out[:n+m], defs
 }
 
 // limit has p write a row group once its rows take n bytes. If its buffers

@@ -72,7 +72,7 @@ vmtest: root
 	@sh scripts/deps.sh vmtest
 	@sh scripts/vmtest/run.sh $(VMTEST_KERNELS)
 
-# vmbench times the kernel-function rows of issue 17 (kprobe, kretprobe,
+# vmbench times the kernel-function rows (kprobe, kretprobe,
 # fentry, fexit on vfs_read: bpftape against bpftrace's hist and the empty
 # program) in one QEMU TCG guest, VMBENCH_KERNEL (default 6.12); ratios
 # only, as TCG inflates absolute times (bench/vmbench.sh).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# soak.sh: `make soak`, the long-capture benchmark of issue 7: does the
+# soak.sh: `make soak`, the long-capture benchmark: does the
 # recorder's memory stay flat over a long capture at a high event rate?
 #
 # Builds bin/bpftape and the bench workload (bench/workload.c) into

@@ -1,5 +1,5 @@
 #!/bin/sh
-# vmbench.sh [KERNEL]: `make vmbench`, issue 17's kernel-function rows. The
+# vmbench.sh [KERNEL]: `make vmbench`, the kernel-function rows. The
 # host kernel has no kprobes and refuses fentry, so these rows run in one
 # QEMU TCG guest (KERNEL from scripts/vmtest/kernels, default 6.12;
 # VMBENCH_CPUS vCPUs, default 1: the recorder's CPU comes out of the

@@ -74,7 +74,7 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // TestSeedStreamSize holds the default capture of the seed-like stream to
-// issue 5's budget of 4 bytes an event, and logs what each column costs
+// the budget of 4 bytes an event, and logs what each column costs
 // (go test -v -run SeedStreamSize ./format/).
 func TestSeedStreamSize(t *testing.T) {
 	const n = 1 << 20

@@ -26,7 +26,7 @@ type wdef struct {
 	// programs run (and filter) on every write of every process, so an
 	// untraced copy cannot run beside a live session.
 	perRound bool
-	// stacks: a stack row (ustack, profile), which the targets of issue 5
+	// stacks: a stack row (ustack, profile), which the recording targets
 	// do not cover; the tools' titles say what each records there.
 	stacks bool
 	// sampled: the profile row. The workload runs for profileSecs instead

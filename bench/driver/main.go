@@ -4,7 +4,7 @@
 // alternation, times replay (bpftape hist against perf script; every verb
 // against hist and DuckDB), measures
 // bpftape's own CPU per event with its variants side by side (reccpu), and
-// prints one table and the targets of issues 5 and 17 with PASS, FAIL or
+// prints one table and the targets with PASS, FAIL or
 // N/A (targets.go: a target passes only on a measurement).
 //
 //	driver run [flags]         the benchmark (bench/bench.sh passes the paths)

@@ -109,7 +109,7 @@ func runFault(name string, errs []string, missing string, measure func() target)
 func pass(measured string, ok bool) target { return target{measured: measured, pass: ok} }
 func notApplicable(why string) target      { return target{measured: why, na: true} }
 
-// targets are the targets of issues 5 and 17 for the parts that ran.
+// targets are the targets for the parts that ran.
 func (res *results) targets() []target {
 	var ts []target
 	add := func(t target) { ts = append(ts, t) }
@@ -120,7 +120,7 @@ func (res *results) targets() []target {
 		name := r.workload + " " + r.threads
 		bt, bc, bf, pf := r.cells[bpftape], r.cells[bcc], r.cells[bpftrace], r.cells[perf]
 		if r.stacks {
-			// Issue 5's targets are for the rows without stacks; the stack
+			// The recording targets are for the rows without stacks; the stack
 			// rows' RSS is in the table.
 			stackRows = true
 			continue
@@ -134,7 +134,7 @@ func (res *results) targets() []target {
 		}
 		me := dep{tool: bpftape, c: bt, judged: true, has: hasOverhead}
 
-		limit := 1.10 // issue 17 (issue 5 had 1.15)
+		limit := 1.10
 		if r.workload == "tracepoint" {
 			limit = 1.5
 		}
@@ -154,7 +154,7 @@ func (res *results) targets() []target {
 
 		meCPU := me
 		meCPU.has = hasCPU
-		add(judge(name+": recorder CPU ≤ 100 ns/event (issue 17; issue 5 had 150)", []dep{meCPU}, func() target {
+		add(judge(name+": recorder CPU ≤ 100 ns/event", []dep{meCPU}, func() target {
 			cb := bt.cpuPerEvent()
 			return pass(num(cb)+" ns/event", cb <= 100)
 		}))
@@ -328,7 +328,7 @@ func (res *results) targets() []target {
 
 func (res *results) printTargets(w io.Writer) {
 	ts := res.targets()
-	fmt.Fprintf(w, "\nTargets (issues 5 and 17; ratios from this run; N/A: not measured, FAIL: a run failed or did not record every event)\n")
+	fmt.Fprintf(w, "\nTargets (ratios from this run; N/A: not measured, FAIL: a run failed or did not record every event)\n")
 	tt := &table{head: []string{"target", "measured", "result"}, left: map[int]bool{0: true, 1: true}}
 	n := map[string]int{}
 	for _, t := range ts {

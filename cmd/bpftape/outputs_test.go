@@ -19,7 +19,7 @@ import (
 	"github.com/bpftape/bpftape/internal/testutil"
 )
 
-// The output rules of issue 11 (package internal/outfile), verb by verb.
+// The output rules (package internal/outfile), verb by verb.
 
 // writerVerbs are the verbs that write a file: args runs one with input in
 // (a vnet capture), a second capture in2 and output out.

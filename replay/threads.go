@@ -63,19 +63,26 @@ func (k *threadKeys) host(b *format.Batch, i int) uint64 {
 }
 
 // openCalls holds the entry times of the calls still open on each thread
-// (by thread key), innermost last. The last thread looked up is kept at
-// hand: events of one thread come in runs, and a map lookup per event was
-// the largest cost of pairing them after decoding.
+// (by thread key), innermost last. The threads looked up last are kept at
+// hand, in slots by the key's low bits (a thread id's): events of a thread
+// come in runs, or interleave with a few other threads' (one on each
+// CPU), and a map lookup per event was the largest cost of pairing them
+// after decoding.
 type openCalls struct {
-	m       map[uint64]*[]int64
-	lastKey uint64
-	last    *[]int64
+	m     map[uint64]*[]int64
+	slots [8]openSlot
+}
+
+type openSlot struct {
+	key  uint64
+	open *[]int64
 }
 
 // of returns the open calls of thread key k.
 func (o *openCalls) of(k uint64) *[]int64 {
-	if o.last != nil && o.lastKey == k {
-		return o.last
+	slot := &o.slots[k%uint64(len(o.slots))]
+	if slot.open != nil && slot.key == k {
+		return slot.open
 	}
 	if o.m == nil {
 		o.m = map[uint64]*[]int64{}
@@ -85,7 +92,7 @@ func (o *openCalls) of(k uint64) *[]int64 {
 		s = new([]int64)
 		o.m[k] = s
 	}
-	o.lastKey, o.last = k, s
+	*slot = openSlot{k, s}
 	return s
 }
 

@@ -62,9 +62,7 @@ type pending struct {
 type RequestTotals struct {
 	o         RequestsOptions
 	item, end Ref
-	open      map[uint64]*pending // by thread key; an ended request's is emptied
-	lastKey   uint64
-	last      *pending // open[lastKey], or nil where there is none
+	open      perThread[pending] // by thread key; an ended request's is emptied
 	threads   *threadKeys
 	keys      *pairKeys // with Key: open holds nothing, openKeyed the requests
 	openKeyed map[pairKey]*pending
@@ -97,7 +95,7 @@ func NewRequestTotals(c *Capture, o RequestsOptions, out io.Writer) (*RequestTot
 	if o.Now.IsZero() {
 		o.Now = c.EndWall()
 	}
-	r := &RequestTotals{o: o, item: item, end: end, open: map[uint64]*pending{}, threads: newThreadKeys(c), m: c.Meta()}
+	r := &RequestTotals{o: o, item: item, end: end, threads: newThreadKeys(c), m: c.Meta()}
 	if len(o.Key) > 0 {
 		if o.Global {
 			return nil, usage.Errorf("--key and --global exclude each other")
@@ -133,22 +131,13 @@ func (r *RequestTotals) Add(b *format.Batch, i int) {
 		fallthrough
 	default:
 		// A thread's entry stays once made, emptied when its request
-		// ends (fewer than threads: no allocation per request), and the
-		// last one looked up is at hand: events come in runs.
-		if p = r.last; p == nil || key != r.lastKey {
-			p = r.open[key]
-			r.lastKey, r.last = key, p
-		}
+		// ends (fewer than threads: no allocation per request).
+		p = r.open.of(key)
 	}
 	if v, ok := r.item.Int(b, i); ok {
 		if p == nil {
 			p = &pending{}
-			if r.keys != nil {
-				r.openKeyed[kkey] = p
-			} else {
-				r.open[key] = p
-				r.lastKey, r.last = key, p
-			}
+			r.openKeyed[kkey] = p // only keyed requests have none yet
 		}
 		p.sum += v
 		p.items++
@@ -223,14 +212,7 @@ func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
 			if !global {
 				key = uint64(tids[i])
 			}
-			p := r.last
-			if p == nil || key != r.lastKey {
-				if p = r.open[key]; p == nil {
-					p = &pending{}
-					r.open[key] = p
-				}
-				r.lastKey, r.last = key, p
-			}
+			p := r.open.of(key)
 			isItem := b2i(probes[i] == item)
 			isEnd, none := 1-isItem, b2i(p.items == 0)
 			res.EndsWithoutItems += uint64(isEnd & none)
@@ -252,7 +234,7 @@ func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
 // still open counted as incomplete.
 func (r *RequestTotals) Result() *RequestsResult {
 	res := r.res
-	for _, p := range r.open {
+	for _, p := range r.open.m {
 		if p.items > 0 {
 			res.Incomplete++
 			res.IncompleteItems += p.items

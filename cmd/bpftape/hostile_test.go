@@ -23,7 +23,7 @@ import (
 // and is killed. They catch work that grows faster than the input (a
 // search of 1 M mappings for each frame took minutes), not speed, which
 // make bench measures: the slowest verb, a pprof export of 300 stacks of
-// 1,024 frames in 1 M mappings, does linear work that took 3.7 to 5.9 s
+// 1,024 frames in 1 M mappings, does linear work that took 3.9 to 5.9 s
 // of CPU on a 2-CPU VM with nothing else running, and more beside other
 // tests.
 const (

@@ -943,17 +943,7 @@ func (p *pqWriter) add(b *format.Batch, i int) error {
 				c.null()
 			}
 		default:
-			fc := b.Col(c.ci)
-			switch {
-			case !fc.Valid(i):
-				c.null()
-			case c.kind == pqInt:
-				c.int(uint64(fc.Int(i)))
-			case c.kind == pqStr:
-				size += c.str(fc.Str(i))
-			default:
-				c.stack(b, i, uint64(fc.Int(i)))
-			}
+			size += c.field(b, b.Col(c.ci), i)
 		}
 	}
 	p.n++
@@ -962,6 +952,22 @@ func (p *pqWriter) add(b *format.Batch, i int) error {
 		return p.flush()
 	}
 	return nil
+}
+
+// field appends row i of field column fc of b, or null; it returns the
+// bytes of a string it copied.
+func (c *pqColumn) field(b *format.Batch, fc *format.Column, i int) int {
+	switch {
+	case !fc.Valid(i):
+		c.null()
+	case c.kind == pqInt:
+		c.int(uint64(fc.Int(i)))
+	case c.kind == pqStr:
+		return c.str(fc.Str(i))
+	default:
+		c.stack(b, i, uint64(fc.Int(i)))
+	}
+	return 0
 }
 
 // addSpan appends event rows [lo, hi) of b as add does one at a time, a
@@ -1007,14 +1013,7 @@ func (p *pqWriter) addSpan(b *format.Batch, lo, hi int) error {
 			default:
 				fc := b.Col(c.ci)
 				for i := lo; i < j; i++ {
-					switch {
-					case !fc.Valid(i):
-						c.null()
-					case c.kind == pqStr:
-						size += c.str(fc.Str(i))
-					default:
-						c.stack(b, i, uint64(fc.Int(i)))
-					}
+					size += c.field(b, fc, i)
 				}
 			}
 		}

@@ -90,7 +90,7 @@ func Write(c *replay.Capture, w io.Writer, o Options) (*replay.Pass, error) {
 		return pass, err
 	}
 	var b bytes.Buffer
-	if err := page.Execute(&b, v); err != nil {
+	if err := page().Execute(&b, v); err != nil {
 		return pass, fmt.Errorf("render report: %w", err)
 	}
 	// The capture's names may hold control characters, which XML forbids,

@@ -1,9 +1,18 @@
 package report
 
-import "html/template"
+import (
+	"html/template"
+	"sync"
+)
 
 // page is the report: inline CSS, inline SVG, system fonts, no script.
-var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+// It is parsed when a report is first written, not when the program
+// starts: parsing took 0.7 ms and 1,759 allocations of every verb's start.
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Parse(pageText))
+})
+
+const pageText = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -187,4 +196,4 @@ Counts, histograms and heat maps of these probes are too low; the time line belo
 {{end}}{{.BCC}}</pre></details>{{end}}
 </div>
 {{end}}
-`))
+`

@@ -7,11 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/replay"
-	pb "github.com/bpftape/bpftape/replay/perfetto/internal/perfettopb"
 )
 
 // MaxLanes bounds the lanes of a keyed pair: slices open at once beyond
@@ -48,6 +45,7 @@ type exporter struct {
 	counterTracks []uint64
 	ev            trackEvent              // the event being written
 	argBuf        []arg                   // its arguments
+	descBuf       []byte                  // a TrackDescriptor's bytes
 	split         map[stackLines][]string // folded lines -> frames, root first
 	first, last   int64                   // event and loss record times, for want of a window
 	seen          bool
@@ -280,15 +278,7 @@ func (x *exporter) clock() {
 	if m.StartBoot < 0 || m.StartWall.Before(time.Unix(0, 0)) || m.StartWall.After(time.Unix(0, math.MaxInt64)) {
 		return // a forged capture's: no real time to map to
 	}
-	boot, wall := uint32(pb.BuiltinClock_BUILTIN_CLOCK_BOOTTIME), uint32(pb.BuiltinClock_BUILTIN_CLOCK_REALTIME)
-	primary := pb.BuiltinClock_BUILTIN_CLOCK_BOOTTIME
-	x.out.write(ts(m.StartBoot), &pb.TracePacket{Data: &pb.TracePacket_ClockSnapshot{ClockSnapshot: &pb.ClockSnapshot{
-		Clocks: []*pb.ClockSnapshot_Clock{
-			{ClockId: &boot, Timestamp: proto.Uint64(uint64(m.StartBoot))},
-			{ClockId: &wall, Timestamp: proto.Uint64(uint64(m.StartWall.UnixNano()))},
-		},
-		PrimaryTraceClock: &primary,
-	}}})
+	x.out.write(ts(m.StartBoot), packetClockSnapshot, appendClockSnapshot(nil, uint64(m.StartBoot), uint64(m.StartWall.UnixNano())))
 }
 
 // see widens the span of the times written.
@@ -392,7 +382,7 @@ func (x *exporter) release(slot int64) {
 // instant, and frees the slot.
 func (x *exporter) unmatchedStart(slot int64, why string) {
 	s := &x.slots[slot]
-	x.write(ts(s.t), trackEvent{typ: pb.TrackEvent_TYPE_INSTANT, track: s.thread, named: true, name: s.name,
+	x.write(ts(s.t), trackEvent{typ: typeInstant, track: s.thread, named: true, name: s.name,
 		args: append(s.args, strArg("unmatched", why)), stack: s.stack, frames: s.frames})
 	x.res.Unmatched++
 	x.release(slot)
@@ -420,8 +410,7 @@ func (x *exporter) lane(pi int, begin uint64) *track {
 	}
 	l := &track{uuid: x.newUUID()}
 	x.lanes[pi] = append(x.lanes[pi], l)
-	x.describe(begin, &pb.TrackDescriptor{Uuid: proto.Uint64(l.uuid),
-		StaticOrDynamicName: &pb.TrackDescriptor_Name{Name: validUTF8(x.pairs[pi].name)}})
+	x.describe(begin, &trackDescriptor{uuid: l.uuid, named: true, name: validUTF8(x.pairs[pi].name)})
 	return l
 }
 
@@ -439,8 +428,8 @@ func (x *exporter) pairTrack(th *thread, pi int) *track {
 	}
 	t := &track{uuid: x.newUUID(), last: th.last}
 	th.own[pi] = t
-	x.describe(th.last, &pb.TrackDescriptor{Uuid: proto.Uint64(t.uuid), ParentUuid: proto.Uint64(th.uuid),
-		StaticOrDynamicName: &pb.TrackDescriptor_Name{Name: validUTF8(x.pairs[pi].name)}})
+	x.describe(th.last, &trackDescriptor{uuid: t.uuid, parent: th.uuid, hasParent: true,
+		named: true, name: validUTF8(x.pairs[pi].name)})
 	return t
 }
 
@@ -456,13 +445,13 @@ func (x *exporter) clamp(tr *track, at uint64) uint64 {
 
 func (x *exporter) begin(tr *track, at uint64, name string, args []arg, stack stackLines, frames []string) {
 	at = x.clamp(tr, at)
-	x.write(at, trackEvent{typ: pb.TrackEvent_TYPE_SLICE_BEGIN, track: tr.uuid, named: true, name: validUTF8(name),
+	x.write(at, trackEvent{typ: typeSliceBegin, track: tr.uuid, named: true, name: validUTF8(name),
 		args: args, stack: stack, frames: frames})
 }
 
 func (x *exporter) end(tr *track, at uint64, args []arg, stack stackLines, frames []string) {
 	at = x.clamp(tr, at)
-	x.write(at, trackEvent{typ: pb.TrackEvent_TYPE_SLICE_END, track: tr.uuid, args: args, stack: stack, frames: frames})
+	x.write(at, trackEvent{typ: typeSliceEnd, track: tr.uuid, args: args, stack: stack, frames: frames})
 	x.res.Slices++
 }
 
@@ -486,7 +475,7 @@ func (x *exporter) instant(uuid uint64, b *format.Batch, i int, why string) {
 		x.res.Instants++
 	}
 	stack, frames := x.frames(b, i)
-	x.write(ts(b.Time[i]), trackEvent{typ: pb.TrackEvent_TYPE_INSTANT, track: uuid, named: true,
+	x.write(ts(b.Time[i]), trackEvent{typ: typeInstant, track: uuid, named: true,
 		name: validUTF8(x.c.Meta().Probes[b.Probe[i]].Name), args: args, stack: stack, frames: frames})
 }
 
@@ -503,10 +492,9 @@ func (x *exporter) counter(ci int, b *format.Batch, i int) {
 	at := ts(b.Time[i])
 	if x.counterTracks[ci] == 0 {
 		x.counterTracks[ci] = x.newUUID()
-		x.describe(at, &pb.TrackDescriptor{Uuid: proto.Uint64(x.counterTracks[ci]),
-			StaticOrDynamicName: &pb.TrackDescriptor_Name{Name: validUTF8(cs.name)}, Counter: &pb.CounterDescriptor{}})
+		x.describe(at, &trackDescriptor{uuid: x.counterTracks[ci], named: true, name: validUTF8(cs.name), counter: true})
 	}
-	ev := trackEvent{typ: pb.TrackEvent_TYPE_COUNTER, track: x.counterTracks[ci], args: x.argBuf[:0]}
+	ev := trackEvent{typ: typeCounter, track: x.counterTracks[ci], args: x.argBuf[:0]}
 	v := col.Int(i)
 	if cs.typ == format.Uint64 && v < 0 {
 		ev.isDouble, ev.double = true, float64(uint64(v))
@@ -523,7 +511,7 @@ func (x *exporter) loss(b *format.Batch, i int) {
 	at := ts(b.Time[i])
 	x.see(b.Time[i])
 	tr := x.bpftapeTrack(at)
-	x.write(at, trackEvent{typ: pb.TrackEvent_TYPE_INSTANT, track: tr.uuid, named: true, name: fmt.Sprintf("lost %d events", n),
+	x.write(at, trackEvent{typ: typeInstant, track: tr.uuid, named: true, name: fmt.Sprintf("lost %d events", n),
 		args: append(x.argBuf[:0], strArg("probe", x.c.Meta().Probes[b.Probe[i]].Name), intArg("cpu", int64(b.CPU[i])), uintArg("lost", n))})
 	x.res.LossRecords++
 }
@@ -531,8 +519,7 @@ func (x *exporter) loss(b *format.Batch, i int) {
 func (x *exporter) bpftapeTrack(at uint64) *track {
 	if x.bpftape == nil {
 		x.bpftape = &track{uuid: x.newUUID()}
-		x.describe(at, &pb.TrackDescriptor{Uuid: proto.Uint64(x.bpftape.uuid),
-			StaticOrDynamicName: &pb.TrackDescriptor_Name{Name: "bpftape"}})
+		x.describe(at, &trackDescriptor{uuid: x.bpftape.uuid, named: true, name: "bpftape"})
 	}
 	return x.bpftape
 }
@@ -566,12 +553,13 @@ func (x *exporter) finish() {
 	tr := x.bpftapeTrack(ts(start))
 	x.begin(tr, ts(start), "capture", []arg{strArg("host", m.Host), strArg("kernel", m.Kernel)}, stackLines{}, nil)
 	at := x.clamp(tr, ts(end))
-	x.write(at, trackEvent{typ: pb.TrackEvent_TYPE_SLICE_END, track: tr.uuid})
+	x.write(at, trackEvent{typ: typeSliceEnd, track: tr.uuid})
 }
 
 // describe writes a track's descriptor at time at.
-func (x *exporter) describe(at uint64, d *pb.TrackDescriptor) {
-	x.out.write(at, &pb.TracePacket{Data: &pb.TracePacket_TrackDescriptor{TrackDescriptor: d}})
+func (x *exporter) describe(at uint64, d *trackDescriptor) {
+	x.descBuf = appendTrackDescriptor(x.descBuf[:0], d)
+	x.out.write(at, packetTrackDescriptor, x.descBuf)
 }
 
 // thread returns the track of event row i's thread, describing it (and
@@ -590,11 +578,11 @@ func (x *exporter) thread(b *format.Batch, i int) *thread {
 		x.threads[k] = th
 	}
 	th.comm, th.pid = comm, pid
-	td := &pb.ThreadDescriptor{Pid: proto.Int32(int32(pid)), Tid: proto.Int64(int64(tid))}
+	td := &threadDescriptor{pid: int32(pid), tid: int64(tid)}
 	if comm != "" {
-		td.ThreadName = proto.String(validUTF8(comm))
+		td.name = validUTF8(comm)
 	}
-	x.describe(at, &pb.TrackDescriptor{Uuid: proto.Uint64(th.uuid), Thread: td})
+	x.describe(at, &trackDescriptor{uuid: th.uuid, thread: td})
 	return th
 }
 
@@ -620,11 +608,11 @@ func (x *exporter) process(host string, pid, tid uint32, comm string, at uint64)
 	if host != "" {
 		name = strings.TrimSpace(name + " @" + host)
 	}
-	pd := &pb.ProcessDescriptor{Pid: proto.Int32(int32(pid))}
+	pd := &processDescriptor{pid: int32(pid)}
 	if name != "" {
-		pd.ProcessName = proto.String(validUTF8(name))
+		pd.name = validUTF8(name)
 	}
-	x.describe(at, &pb.TrackDescriptor{Uuid: proto.Uint64(p.uuid), Process: pd})
+	x.describe(at, &trackDescriptor{uuid: p.uuid, process: pd})
 }
 
 // args appends to args the cpu and fields of event row i of b as

@@ -5,9 +5,6 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-
-	pb "github.com/bpftape/bpftape/replay/perfetto/internal/perfettopb"
 )
 
 // MaxSequences bounds the packet sequences open at once (see the package
@@ -25,24 +22,18 @@ const MaxInterned = 1 << 14
 // outermost frames.
 const MaxFrames = 1024
 
-// marshalAll has the protobuf library marshal every packet, TrackEvents
-// too (trackEvent.packet): for tests that compare appendEvent's bytes with the
-// library's.
-var marshalAll = false
-
-// boottime is the clock of every packet's timestamp.
-var boottime = uint32(pb.BuiltinClock_BUILTIN_CLOCK_BOOTTIME)
-
 // packetWriter writes TracePackets as the repeated field 1 of a Trace,
 // one at a time, each on a sequence whose times run forward.
 type packetWriter struct {
-	w       *bufio.Writer
-	err     error
-	buf     []byte
-	scratch []byte   // a TrackEvent's bytes (appendEvent)
-	argIids []uint64 // an event's argument name iids
-	open    []*sequence
-	seqs    uint32 // sequences begun; the last one's id
+	w        *bufio.Writer
+	err      error
+	buf      []byte
+	scratch  []byte   // a TrackEvent's bytes (appendEvent)
+	argIids  []uint64 // an event's argument name iids
+	interned internedData
+	dataBuf  []byte // the interned data's bytes
+	open     []*sequence
+	seqs     uint32 // sequences begun; the last one's id
 }
 
 // sequence is one packet sequence and its interning tables.
@@ -104,27 +95,23 @@ func (pw *packetWriter) begin(ts uint64) (*sequence, uint32) {
 	s.last = ts
 	var flags uint32
 	if !s.started {
-		flags |= uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED)
+		flags |= seqIncrementalStateCleared
 		s.started = true
 		s.clear()
 	}
 	return s, flags
 }
 
-// write writes pkt, a packet other than a TrackEvent, at time ts on a
-// sequence that allows it.
-func (pw *packetWriter) write(ts uint64, pkt *pb.TracePacket) {
+// write writes a packet other than a TrackEvent at time ts on a sequence
+// that allows it: its data is msg, a message of TracePacket's field n.
+func (pw *packetWriter) write(ts uint64, n protowire.Number, msg []byte) {
 	if pw.err != nil {
 		return
 	}
 	s, flags := pw.begin(ts)
-	pkt.Timestamp = &ts
-	pkt.TimestampClockId = &boottime
-	pkt.TrustedPacketSequenceId = &s.id
-	if flags != 0 {
-		pkt.SequenceFlags = &flags
-	}
-	pw.marshal(pkt)
+	pw.buf = appendPacketHead(pw.buf[:0], ts, s.id, flags, nil)
+	pw.buf = appendMessage(pw.buf, n, msg)
+	pw.emit(pw.buf)
 }
 
 // writeEvent writes ev at time ts on a sequence that allows it, its name,
@@ -134,46 +121,38 @@ func (pw *packetWriter) writeEvent(ts uint64, ev *trackEvent) {
 		return
 	}
 	s, flags := pw.begin(ts)
-	flags |= uint32(pb.TracePacket_SEQ_NEEDS_INCREMENTAL_STATE)
+	flags |= seqNeedsIncrementalState
 	if s.interned()+min(len(ev.frames), MaxFrames)+2+len(ev.args) > MaxInterned {
-		flags |= uint32(pb.TracePacket_SEQ_INCREMENTAL_STATE_CLEARED)
+		flags |= seqIncrementalStateCleared
 		s.clear()
 	}
 	// Names as interned ids: a trace repeats a few names on every event,
 	// and as text they were most of its bytes.
-	var d *pb.InternedData
+	d := &pw.interned
+	d.reset()
 	var nameIid uint64
 	if ev.named {
 		var added bool
 		if nameIid, added = internName(s.names, ev.name); added {
-			d = withInterned(d)
-			d.EventNames = append(d.EventNames, &pb.EventName{Iid: proto.Uint64(nameIid), Name: proto.String(ev.name)})
+			addName(&d.eventNames, 2, nameIid, ev.name)
 		}
 	}
 	pw.argIids = pw.argIids[:0]
 	for _, a := range ev.args {
 		iid, added := internName(s.args, a.name)
 		if added {
-			d = withInterned(d)
-			d.DebugAnnotationNames = append(d.DebugAnnotationNames, &pb.DebugAnnotationName{Iid: proto.Uint64(iid), Name: proto.String(a.name)})
+			addName(&d.argNames, 3, iid, a.name)
 		}
 		pw.argIids = append(pw.argIids, iid)
 	}
 	var stackIid uint64
 	if len(ev.frames) > 0 {
-		stackIid = s.intern(&d, ev.stack, ev.frames)
-	}
-	if marshalAll {
-		pw.marshal(ev.packet(ts, s.id, flags, d, nameIid, pw.argIids, stackIid))
-		return
+		stackIid = s.intern(d, ev.stack, ev.frames)
 	}
 	var interned []byte
-	if d != nil {
-		var err error
-		if interned, err = (proto.MarshalOptions{}).Marshal(d); err != nil {
-			pw.err = err
-			return
-		}
+	if !d.empty() {
+		pw.dataBuf = d.appendTo(pw.dataBuf[:0])
+		interned = pw.dataBuf
 	}
 	pw.buf = appendEvent(pw.buf[:0], ts, s.id, flags, interned, ev, nameIid, pw.argIids, stackIid, &pw.scratch)
 	pw.emit(pw.buf)
@@ -182,7 +161,7 @@ func (pw *packetWriter) writeEvent(ts uint64, ev *trackEvent) {
 // intern returns the iid of the callstack frames (root first; their folded
 // lines are stack) on s, adding to *d what s lacks. A frame is its
 // function's name alone: its iid is the name's.
-func (s *sequence) intern(d **pb.InternedData, stack stackLines, frames []string) uint64 {
+func (s *sequence) intern(d *internedData, stack stackLines, frames []string) uint64 {
 	if iid, ok := s.lines[stack]; ok {
 		return iid
 	}
@@ -196,9 +175,8 @@ func (s *sequence) intern(d **pb.InternedData, stack stackLines, frames []string
 		if !ok {
 			iid = uint64(len(s.funcs) + 1)
 			s.funcs[f] = iid
-			*d = withInterned(*d)
-			(*d).FunctionNames = append((*d).FunctionNames, &pb.InternedString{Iid: proto.Uint64(iid), Str: []byte(f)})
-			(*d).Frames = append((*d).Frames, &pb.Frame{Iid: proto.Uint64(iid), FunctionNameId: proto.Uint64(iid)})
+			addName(&d.funcNames, 5, iid, f)
+			d.addFrame(iid)
 		}
 		ids[i] = iid
 		s.key = protowire.AppendVarint(s.key, iid)
@@ -207,19 +185,10 @@ func (s *sequence) intern(d **pb.InternedData, stack stackLines, frames []string
 	if !ok {
 		iid = uint64(len(s.stacks) + 1)
 		s.stacks[string(s.key)] = iid
-		*d = withInterned(*d)
-		(*d).Callstacks = append((*d).Callstacks, &pb.Callstack{Iid: proto.Uint64(iid), FrameIds: ids})
+		d.addCallstack(iid, ids)
 	}
 	s.lines[stack] = iid
 	return iid
-}
-
-// withInterned returns d, or new interned data if d is nil.
-func withInterned(d *pb.InternedData) *pb.InternedData {
-	if d == nil {
-		d = &pb.InternedData{}
-	}
-	return d
 }
 
 // internName returns the iid of name in table (from 1), and whether it
@@ -231,18 +200,6 @@ func internName(table map[string]uint64, name string) (iid uint64, added bool) {
 	iid = uint64(len(table) + 1)
 	table[name] = iid
 	return iid, true
-}
-
-// marshal writes pkt, marshalled by the library, as one element of
-// Trace.packet.
-func (pw *packetWriter) marshal(pkt *pb.TracePacket) {
-	b, err := (proto.MarshalOptions{}).MarshalAppend(pw.buf[:0], pkt)
-	if err != nil {
-		pw.err = err
-		return
-	}
-	pw.buf = b
-	pw.emit(b)
 }
 
 // emit writes b, a marshalled packet, as one element of Trace.packet.

@@ -9,13 +9,68 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/replay"
 	pb "github.com/bpftape/bpftape/replay/perfetto/internal/perfettopb"
 	"github.com/bpftape/bpftape/replay/replaytest"
 )
+
+// checkLibraryBytes checks that trace is, byte for byte, what the
+// protobuf library marshals of the packets it decodes to (tr), with
+// nothing in it unknown to the vendored definitions: the writer uses
+// protowire, and this holds it to the library's encoding of Perfetto's
+// messages.
+func checkLibraryBytes(t testing.TB, trace []byte, tr *pb.Trace) {
+	t.Helper()
+	b := trace
+	for i := 0; len(b) > 0; i++ {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num != 1 || typ != protowire.BytesType {
+			t.Fatalf("packet %d: not a Trace.packet field", i)
+		}
+		v, m := protowire.ConsumeBytes(b[n:])
+		if m < 0 || i >= len(tr.Packet) {
+			t.Fatalf("packet %d: malformed", i)
+		}
+		b = b[n+m:]
+		want, err := proto.Marshal(tr.Packet[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(v, want) {
+			t.Fatalf("packet %d: written as\n%x\nthe library marshals\n%x", i, v, want)
+		}
+		if u := unknownIn(tr.Packet[i].ProtoReflect()); u != "" {
+			t.Fatalf("packet %d: a field unknown to the vendored protos, in %s", i, u)
+		}
+	}
+}
+
+// unknownIn returns the name of a message in m (m included) that holds
+// fields its definition lacks, or "".
+func unknownIn(m protoreflect.Message) string {
+	if len(m.GetUnknown()) > 0 {
+		return string(m.Descriptor().FullName())
+	}
+	found := ""
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.Message() == nil || fd.IsMap():
+		case fd.IsList():
+			for i := 0; i < v.List().Len() && found == ""; i++ {
+				found = unknownIn(v.List().Get(i).Message())
+			}
+		default:
+			found = unknownIn(v.Message())
+		}
+		return found == ""
+	})
+	return found
+}
 
 // protos is the directory of the vendored Perfetto protos, and root the
 // file that declares perfetto.protos.Trace.
@@ -93,6 +148,7 @@ func read(t testing.TB, trace []byte) *model {
 	if err := proto.Unmarshal(trace, &tr); err != nil {
 		t.Fatalf("unmarshal: %v", err)
 	}
+	checkLibraryBytes(t, trace, &tr)
 	m := &model{counters: map[uint64][][2]float64{}, tracks: map[uint64]*pb.TrackDescriptor{}}
 	type seqState struct {
 		last    uint64

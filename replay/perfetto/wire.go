@@ -4,26 +4,56 @@ import (
 	"math"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-
-	pb "github.com/bpftape/bpftape/replay/perfetto/internal/perfettopb"
 )
 
-// trackEvent is a TrackEvent packet as the exporter hands it to writeEvent: a
-// packet per event of the capture, written by appendEvent with protowire
-// rather than built as the library's messages and marshalled. Building
-// them (a dozen allocations an event: the packet, the event, each
-// argument and their oneof wrappers) and the library's reflective
-// marshalling (sizing each nested message, a map lookup for each oneof's
-// coder) took two thirds of an export's CPU: exporting the 10M events of
-// bench's recorded capture took 14.9 s of CPU with the library, 9.9 s
-// with its messages marshalled here, 3.2 s with none built (in process,
-// one run each; bench/README.md, "Perfetto export"). appendEvent writes the fields in the library's order (fields
-// outside oneofs by number, then each oneof's, in the order the oneofs
-// are declared), so the bytes are the library's for the same packet
-// (trackEvent.packet; TestWireBytes compares whole traces written both ways).
+// Values of Perfetto's enums that a trace holds (perfetto.protos;
+// TestWireConstants checks them against the generated code).
+const (
+	clockRealtime = 1 // BuiltinClock BUILTIN_CLOCK_REALTIME
+	clockBoottime = 6 // BuiltinClock BUILTIN_CLOCK_BOOTTIME
+
+	seqIncrementalStateCleared = 1 // TracePacket.SequenceFlags
+	seqNeedsIncrementalState   = 2
+)
+
+// eventType is a TrackEvent's type (TrackEvent.Type).
+type eventType uint8
+
+const (
+	typeSliceBegin eventType = 1
+	typeSliceEnd   eventType = 2
+	typeInstant    eventType = 3
+	typeCounter    eventType = 4
+)
+
+// TracePacket's fields that a trace holds.
+const (
+	packetClockSnapshot   = 6
+	packetTimestamp       = 8
+	packetSequenceID      = 10 // trusted_packet_sequence_id
+	packetTrackEvent      = 11
+	packetInternedData    = 12
+	packetSequenceFlags   = 13
+	packetClockID         = 58 // timestamp_clock_id
+	packetTrackDescriptor = 60
+)
+
+// trackEvent is a TrackEvent packet as the exporter hands it to
+// writeEvent: a packet per event of the capture, written by appendEvent
+// with protowire rather than built as the library's messages and
+// marshalled. Building them (a dozen allocations an event: the packet,
+// the event, each argument and their oneof wrappers) and the library's
+// reflective marshalling (sizing each nested message, a map lookup for
+// each oneof's coder) took two thirds of an export's CPU: exporting the
+// 10M events of bench's recorded capture took 14.9 s of CPU with the
+// library, 9.9 s with its messages marshalled here, 3.2 s with none built
+// (in process, one run each; bench/README.md, "Perfetto export").
+// appendEvent writes the fields in the library's order (fields outside
+// oneofs by number, then each oneof's, in the order the oneofs are
+// declared), so the bytes are the library's for the same packet
+// (TestWireBytes, and checkLibraryBytes on every trace a test reads).
 type trackEvent struct {
-	typ    pb.TrackEvent_Type
+	typ    eventType
 	track  uint64
 	named  bool // name is the event's name (slice ends have none)
 	name   string
@@ -66,24 +96,32 @@ func intArg(name string, v int64) arg {
 }
 func uintArg(name string, v uint64) arg { return arg{name: validUTF8(name), kind: argUint, n: v} }
 
+// appendPacketHead appends the fields of a TracePacket at time ts on
+// sequence seq that come before its data, in the library's order (by
+// number): its time, sequence, interned data (nil: none), flags (0: none)
+// and clock.
+func appendPacketHead(b []byte, ts uint64, seq, flags uint32, interned []byte) []byte {
+	b = protowire.AppendTag(b, packetTimestamp, protowire.VarintType)
+	b = protowire.AppendVarint(b, ts)
+	b = protowire.AppendTag(b, packetSequenceID, protowire.VarintType)
+	b = protowire.AppendVarint(b, uint64(seq))
+	if interned != nil {
+		b = protowire.AppendTag(b, packetInternedData, protowire.BytesType)
+		b = protowire.AppendBytes(b, interned)
+	}
+	if flags != 0 {
+		b = protowire.AppendTag(b, packetSequenceFlags, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(flags))
+	}
+	b = protowire.AppendTag(b, packetClockID, protowire.VarintType)
+	return protowire.AppendVarint(b, clockBoottime)
+}
+
 // appendEvent appends the TracePacket of ev at time ts on sequence seq,
 // with flags, the interned data's bytes (nil for none), and the iids of
 // its name (if named), its arguments' names and its callstack (0: none).
 func appendEvent(b []byte, ts uint64, seq, flags uint32, interned []byte, ev *trackEvent, nameIid uint64, argIids []uint64, stackIid uint64, scratch *[]byte) []byte {
-	b = protowire.AppendTag(b, 8, protowire.VarintType)
-	b = protowire.AppendVarint(b, ts)
-	b = protowire.AppendTag(b, 10, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(seq))
-	if interned != nil {
-		b = protowire.AppendTag(b, 12, protowire.BytesType)
-		b = protowire.AppendBytes(b, interned)
-	}
-	if flags != 0 {
-		b = protowire.AppendTag(b, 13, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(flags))
-	}
-	b = protowire.AppendTag(b, 58, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(boottime))
+	b = appendPacketHead(b, ts, seq, flags, interned)
 	// The TrackEvent, in the packet's data oneof.
 	e := (*scratch)[:0]
 	for k, a := range ev.args {
@@ -99,7 +137,7 @@ func appendEvent(b []byte, ts uint64, seq, flags uint32, interned []byte, ev *tr
 		e = protowire.AppendTag(e, 10, protowire.VarintType)
 		e = protowire.AppendVarint(e, nameIid)
 	}
-	if ev.typ == pb.TrackEvent_TYPE_COUNTER {
+	if ev.typ == typeCounter {
 		if ev.isDouble {
 			e = protowire.AppendTag(e, 44, protowire.Fixed64Type)
 			e = protowire.AppendFixed64(e, math.Float64bits(ev.double))
@@ -113,7 +151,7 @@ func appendEvent(b []byte, ts uint64, seq, flags uint32, interned []byte, ev *tr
 		e = protowire.AppendVarint(e, stackIid)
 	}
 	*scratch = e
-	b = protowire.AppendTag(b, 11, protowire.BytesType)
+	b = protowire.AppendTag(b, packetTrackEvent, protowire.BytesType)
 	return protowire.AppendBytes(b, e)
 }
 
@@ -140,41 +178,169 @@ func sizeArg(a arg, iid uint64) int {
 	return n + 1 + protowire.SizeVarint(a.n)
 }
 
-// packet returns ev as the library's TracePacket that appendEvent writes
-// the bytes of (for marshalAll).
-func (ev *trackEvent) packet(ts uint64, seq, flags uint32, d *pb.InternedData, nameIid uint64, argIids []uint64, stackIid uint64) *pb.TracePacket {
-	te := &pb.TrackEvent{Type: ev.typ.Enum(), TrackUuid: proto.Uint64(ev.track)}
-	if ev.named {
-		te.NameField = &pb.TrackEvent_NameIid{NameIid: nameIid}
-	}
-	for k, a := range ev.args {
-		da := &pb.DebugAnnotation{NameField: &pb.DebugAnnotation_NameIid{NameIid: argIids[k]}}
-		switch a.kind {
-		case argInt:
-			da.Value = &pb.DebugAnnotation_IntValue{IntValue: int64(a.n)}
-		case argUint:
-			da.Value = &pb.DebugAnnotation_UintValue{UintValue: a.n}
-		case argString:
-			da.Value = &pb.DebugAnnotation_StringValue{StringValue: a.s}
-		case argPointer:
-			da.Value = &pb.DebugAnnotation_PointerValue{PointerValue: a.n}
+// trackDescriptor is the fields of a TrackDescriptor that the exporter
+// sets.
+type trackDescriptor struct {
+	uuid      uint64
+	parent    uint64 // parent_uuid, if hasParent
+	hasParent bool
+	name      string // the name of static_or_dynamic_name, if named
+	named     bool
+	process   *processDescriptor
+	thread    *threadDescriptor
+	counter   bool // an empty CounterDescriptor: a counter track
+}
+
+// processDescriptor is a ProcessDescriptor: its pid, and its
+// process_name unless that is "".
+type processDescriptor struct {
+	pid  int32
+	name string
+}
+
+// threadDescriptor is a ThreadDescriptor: pid, tid, and thread_name
+// unless that is "".
+type threadDescriptor struct {
+	pid  int32
+	tid  int64
+	name string
+}
+
+// appendTrackDescriptor appends d's fields in the library's order: those
+// outside oneofs by number (uuid 1, process 3, thread 4, parent_uuid 5,
+// counter 8), then the name's oneof (name 2).
+func appendTrackDescriptor(b []byte, d *trackDescriptor) []byte {
+	b = protowire.AppendTag(b, 1, protowire.VarintType)
+	b = protowire.AppendVarint(b, d.uuid)
+	if p := d.process; p != nil {
+		var m []byte
+		m = appendInt32(m, 1, p.pid)
+		if p.name != "" {
+			m = appendString(m, 6, p.name)
 		}
-		te.DebugAnnotations = append(te.DebugAnnotations, da)
+		b = appendMessage(b, 3, m)
 	}
-	if ev.typ == pb.TrackEvent_TYPE_COUNTER {
-		if ev.isDouble {
-			te.CounterValueField = &pb.TrackEvent_DoubleCounterValue{DoubleCounterValue: ev.double}
-		} else {
-			te.CounterValueField = &pb.TrackEvent_CounterValue{CounterValue: ev.counter}
+	if t := d.thread; t != nil {
+		var m []byte
+		m = appendInt32(m, 1, t.pid)
+		m = protowire.AppendTag(m, 2, protowire.VarintType)
+		m = protowire.AppendVarint(m, uint64(t.tid))
+		if t.name != "" {
+			m = appendString(m, 5, t.name)
 		}
+		b = appendMessage(b, 4, m)
 	}
-	if stackIid != 0 {
-		te.CallstackField = &pb.TrackEvent_CallstackIid{CallstackIid: stackIid}
+	if d.hasParent {
+		b = protowire.AppendTag(b, 5, protowire.VarintType)
+		b = protowire.AppendVarint(b, d.parent)
 	}
-	pkt := &pb.TracePacket{Timestamp: &ts, TimestampClockId: &boottime, TrustedPacketSequenceId: &seq,
-		InternedData: d, Data: &pb.TracePacket_TrackEvent{TrackEvent: te}}
-	if flags != 0 {
-		pkt.SequenceFlags = &flags
+	if d.counter {
+		b = appendMessage(b, 8, nil)
 	}
-	return pkt
+	if d.named {
+		b = appendString(b, 2, d.name)
+	}
+	return b
+}
+
+// appendClockSnapshot appends a ClockSnapshot that maps boot-clock time
+// boot to wall-clock time wall, boot time the trace's clock.
+func appendClockSnapshot(b []byte, boot, wall uint64) []byte {
+	for _, c := range [...]struct {
+		id uint64
+		ts uint64
+	}{{clockBoottime, boot}, {clockRealtime, wall}} {
+		var m []byte
+		m = protowire.AppendTag(m, 1, protowire.VarintType) // clock_id
+		m = protowire.AppendVarint(m, c.id)
+		m = protowire.AppendTag(m, 2, protowire.VarintType) // timestamp
+		m = protowire.AppendVarint(m, c.ts)
+		b = appendMessage(b, 1, m) // clocks
+	}
+	b = protowire.AppendTag(b, 2, protowire.VarintType) // primary_trace_clock
+	return protowire.AppendVarint(b, clockBoottime)
+}
+
+// internedData is an InternedData being built: each repeated field's
+// entries, in the order added, as bytes.
+type internedData struct {
+	eventNames, argNames, funcNames, frames, callstacks []byte
+}
+
+func (d *internedData) reset() {
+	d.eventNames, d.argNames = d.eventNames[:0], d.argNames[:0]
+	d.funcNames, d.frames, d.callstacks = d.funcNames[:0], d.frames[:0], d.callstacks[:0]
+}
+
+func (d *internedData) empty() bool {
+	return len(d.eventNames)+len(d.argNames)+len(d.funcNames)+len(d.frames)+len(d.callstacks) == 0
+}
+
+// appendTo appends d's fields by number, as the library orders them:
+// event_names 2, debug_annotation_names 3, function_names 5, frames 6,
+// callstacks 7.
+func (d *internedData) appendTo(b []byte) []byte {
+	b = append(b, d.eventNames...)
+	b = append(b, d.argNames...)
+	b = append(b, d.funcNames...)
+	b = append(b, d.frames...)
+	return append(b, d.callstacks...)
+}
+
+// addName appends to *field (field number n) an entry of an iid (1) and
+// a name (2): an EventName, a DebugAnnotationName or an InternedString.
+func addName(field *[]byte, n protowire.Number, iid uint64, name string) {
+	size := 1 + protowire.SizeVarint(iid) + 1 + protowire.SizeBytes(len(name))
+	b := protowire.AppendTag(*field, n, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	b = protowire.AppendTag(b, 1, protowire.VarintType)
+	b = protowire.AppendVarint(b, iid)
+	*field = appendString(b, 2, name)
+}
+
+// addFrame appends a Frame whose function name is the interned string of
+// the same iid.
+func (d *internedData) addFrame(iid uint64) {
+	size := 2 * (1 + protowire.SizeVarint(iid))
+	b := protowire.AppendTag(d.frames, 6, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	b = protowire.AppendTag(b, 1, protowire.VarintType)
+	b = protowire.AppendVarint(b, iid)
+	b = protowire.AppendTag(b, 2, protowire.VarintType) // function_name_id
+	d.frames = protowire.AppendVarint(b, iid)
+}
+
+// addCallstack appends a Callstack of frame iids, root first (frame_ids,
+// a proto2 repeated field: not packed).
+func (d *internedData) addCallstack(iid uint64, frames []uint64) {
+	size := 1 + protowire.SizeVarint(iid)
+	for _, f := range frames {
+		size += 1 + protowire.SizeVarint(f)
+	}
+	b := protowire.AppendTag(d.callstacks, 7, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	b = protowire.AppendTag(b, 1, protowire.VarintType)
+	b = protowire.AppendVarint(b, iid)
+	for _, f := range frames {
+		b = protowire.AppendTag(b, 2, protowire.VarintType)
+		b = protowire.AppendVarint(b, f)
+	}
+	d.callstacks = b
+}
+
+func appendMessage(b []byte, n protowire.Number, m []byte) []byte {
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendBytes(b, m)
+}
+
+func appendString(b []byte, n protowire.Number, s string) []byte {
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendString(b, s)
+}
+
+// appendInt32 appends an int32 field: a negative value takes ten bytes,
+// sign-extended as protobuf has it.
+func appendInt32(b []byte, n protowire.Number, v int32) []byte {
+	b = protowire.AppendTag(b, n, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(int64(v)))
 }

@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
@@ -315,7 +316,15 @@ const (
 // ErrStackTable: a stack table part in the capture is malformed.
 var ErrStackTable = errors.New("malformed stack table")
 
-var stackEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true))
+// stackEnc compresses stack table parts. It is made when a part is first
+// written, not when the program starts: every verb paid 0.2-0.5 ms for it.
+var stackEnc = sync.OnceValue(func() *zstd.Encoder {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true))
+	if err != nil {
+		panic(err) // only for invalid options
+	}
+	return e
+})
 
 // maxPartJSON bounds the JSON of each part that a Writer and Repair write,
 // so that a table of any size goes in parts a reader can open: a part of
@@ -332,7 +341,7 @@ func encodeStackTable(t *StackTable) (string, error) {
 	var part string
 	err := encodeStackParts(t, math.MaxInt, func(p string) error { part = p; return nil })
 	if err == nil && part == "" {
-		part = base64.StdEncoding.EncodeToString(stackEnc.EncodeAll([]byte("{}"), nil))
+		part = base64.StdEncoding.EncodeToString(stackEnc().EncodeAll([]byte("{}"), nil))
 	}
 	return part, err
 }
@@ -426,7 +435,7 @@ func (p *partEncoder) flush() error {
 		return nil
 	}
 	p.js = append(p.js, "]}"...)
-	p.z = stackEnc.EncodeAll(p.js, p.z[:0])
+	p.z = stackEnc().EncodeAll(p.js, p.z[:0])
 	p.js, p.key = p.js[:0], ""
 	var b strings.Builder
 	b.Grow(base64.StdEncoding.EncodedLen(len(p.z)))

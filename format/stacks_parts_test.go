@@ -22,7 +22,7 @@ func oldStackPart(t *StackTable) string {
 	if err != nil {
 		panic(err)
 	}
-	return base64.StdEncoding.EncodeToString(stackEnc.EncodeAll(js, nil))
+	return base64.StdEncoding.EncodeToString(stackEnc().EncodeAll(js, nil))
 }
 
 // partJSON is the JSON of a part.

@@ -132,7 +132,7 @@ func hasStack(t *StackTable, id uint64) bool {
 
 // encodeJSON is a part holding js as it is, JSON or not: zstd, base64.
 func encodeJSON(js []byte) string {
-	return base64.StdEncoding.EncodeToString(stackEnc.EncodeAll(js, nil))
+	return base64.StdEncoding.EncodeToString(stackEnc().EncodeAll(js, nil))
 }
 
 // TestStackTableHostile: a part that is not base64, not zstd or not the

@@ -7,17 +7,13 @@
 //
 // The trace is written with protowire, packet by packet, in the field
 // order the protobuf library marshals Perfetto's messages in, so that
-// memory grows with threads, open calls and tracks, not with events. The
-// library and the code generated from the vendored protos
-// (internal/perfettopb) are the tests': every trace a test writes is
-// decoded with them and must be, byte for byte, what the library marshals
-// of it, with no field the protos lack (checkLibraryBytes). Building the
-// library's messages and marshalling them took two thirds of an export's
-// CPU (see trackEvent), and linking the generated code and protobuf's
-// runtime cost every bpftape process 3.5 ms and 3 MB of binary to start,
-// for the seven messages a trace holds (bench/README.md, "Perfetto
-// export"). Knowing that an entry never returns takes a first pass that
-// only pairs.
+// memory grows with threads, open calls and tracks, not with events.
+// Building the library's messages took two thirds of an export's CPU, and
+// linking the code generated from the vendored protos cost every bpftape
+// process 3.5 ms to start (bench/README.md, "Perfetto export"). That code
+// (internal/perfettopb) is the tests': every trace a test reads must be,
+// byte for byte, what the library marshals of it (checkLibraryBytes).
+// Knowing that an entry never returns takes a first pass that only pairs.
 //
 // Times stay on the capture's boot clock (timestamp_clock_id BOOTTIME), a
 // ClockSnapshot maps it to the wall clock. A capture's rows merge per-CPU

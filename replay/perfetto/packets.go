@@ -159,7 +159,7 @@ func (pw *packetWriter) writeEvent(ts uint64, ev *trackEvent) {
 }
 
 // intern returns the iid of the callstack frames (root first; their folded
-// lines are stack) on s, adding to *d what s lacks. A frame is its
+// lines are stack) on s, adding to d what s lacks. A frame is its
 // function's name alone: its iid is the name's.
 func (s *sequence) intern(d *internedData, stack stackLines, frames []string) uint64 {
 	if iid, ok := s.lines[stack]; ok {

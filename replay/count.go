@@ -132,11 +132,10 @@ type keyCounter struct {
 	want []bool
 	seen map[readKey]*keyCount
 	last []*keyCount // by probe
-	// A comm is found by its string view first, in a small cache: threads
-	// of several comms interleave, and hashing the string per event was
-	// half of count --by comm's time.
-	views [256]viewSlot
-	runs  []commRun // by probe (commSpan)
+	// By comm, a row is counted by its string view, not its string:
+	// hashing the string per event was half of count --by comm's time.
+	views viewTable
+	runs  []commRun // by probe
 }
 
 type readKey struct {
@@ -145,16 +144,34 @@ type readKey struct {
 	n     uint32
 }
 
-// add counts row i of b.
-func (kc *keyCounter) add(b *format.Batch, i int) { kc.count(b, i) }
+// add counts row i of b, a row a filter selects.
+func (kc *keyCounter) add(b *format.Batch, i int) {
+	if kc.by == "comm" {
+		kc.commSpan(b, i, i+1)
+		return
+	}
+	k := readKey{probe: b.Probe[i]}
+	if !kc.want[k.probe] {
+		return
+	}
+	switch kc.by {
+	case "pid":
+		k.n = b.PID[i]
+	case "tid":
+		k.n = b.TID[i]
+	}
+	kc.entry(k).n++
+}
 
-// commSpan counts rows [lo, hi) of b by comm: a row with the string view
-// of its probe's last row counted here (in this batch, for a comm of more
-// than 12 bytes, whose view says where it lies) costs a comparison, which
-// a thread's run of events makes most rows.
+// commSpan counts rows [lo, hi) of b by comm. A row with the string view
+// of its probe's last row costs a comparison, which a thread's run of
+// events makes most rows; another finds its view in a table of the views
+// seen, and a view new to the table is read as a string and counted in
+// the map.
 func (kc *keyCounter) commSpan(b *format.Batch, lo, hi int) {
 	if kc.runs == nil {
 		kc.runs = make([]commRun, len(kc.want))
+		kc.views.reset()
 	}
 	views := b.CommViews()[16*lo : 16*hi]
 	for i, p := range b.Probe[lo:hi] {
@@ -165,9 +182,12 @@ func (kc *keyCounter) commSpan(b *format.Batch, lo, hi int) {
 			*r.n++
 			continue
 		}
-		if n := kc.count(b, lo+i); n != nil {
-			*r = commRun{lo: vlo, hi: vhi, batch: b.Index, n: n}
+		if !kc.want[p] {
+			continue
 		}
+		n := kc.view(vlo, vhi, b, lo+i)
+		*n++
+		*r = commRun{lo: vlo, hi: vhi, batch: b.Index, n: n}
 	}
 }
 
@@ -179,31 +199,75 @@ type commRun struct {
 	n      *uint64
 }
 
-// count counts row i of b and returns its counter, nil for a probe not
-// counted.
-func (kc *keyCounter) count(b *format.Batch, i int) *uint64 {
-	k := readKey{probe: b.Probe[i]}
-	if !kc.want[k.probe] {
-		return nil
-	}
-	var slot *viewSlot
-	switch kc.by {
-	case "comm":
-		lo, hi := b.CommView(i)
-		slot = &kc.views[((lo*0x9e3779b97f4a7c15^hi^uint64(k.probe))*0xc2b2ae3d27d4eb4f)>>56]
-		if slot.n != nil && slot.lo == lo && slot.hi == hi && slot.probe == k.probe &&
-			(uint32(lo) <= 12 || slot.batch == b.Index || slot.s == b.Comm(i)) {
-			slot.batch = b.Index // a long comm's view reads as s in all of this batch
-			*slot.n++
-			return slot.n
+// view returns the counter of row i of b, of string view lo, hi.
+func (kc *keyCounter) view(lo, hi uint64, b *format.Batch, i int) *uint64 {
+	t, p := &kc.views, b.Probe[i]
+	for h := viewHash(lo, hi, p); ; h++ {
+		s := &t.slots[h&viewMask]
+		if s.n == nil {
+			if t.used >= (viewMask+1)/2 {
+				t.reset()
+				s = &t.slots[viewHash(lo, hi, p)&viewMask]
+			}
+			t.used++
+			*s = viewSlot{lo: lo, hi: hi, probe: p}
+			kc.relocate(s, b, i)
+			return s.n
 		}
-		k.s = b.Comm(i)
-		*slot = viewSlot{lo: lo, hi: hi, probe: k.probe, batch: b.Index}
-	case "pid":
-		k.n = b.PID[i]
-	case "tid":
-		k.n = b.TID[i]
+		if s.lo == lo && s.hi == hi && s.probe == p {
+			if uint32(lo) > 12 && s.batch != b.Index {
+				kc.relocate(s, b, i)
+			}
+			return s.n
+		}
 	}
+}
+
+// viewMask sizes the table of comm views: 1024 slots, cleared when half
+// are taken (the views of long comms change from batch to batch, as their
+// bytes do).
+const viewMask = 1023
+
+// viewTable is count --by comm's table of the string views seen, by
+// probe, open-addressed.
+type viewTable struct {
+	slots []viewSlot
+	used  int
+}
+
+func (t *viewTable) reset() {
+	t.slots, t.used = make([]viewSlot, viewMask+1), 0
+}
+
+// viewSlot is a (probe, comm) of count --by comm as a string view read
+// it (lo, hi: equal views of a comm of up to 12 bytes hold equal comms; a
+// longer one's view names where it lies, so it holds s only in batch),
+// and the comm's counter in the map.
+type viewSlot struct {
+	lo, hi uint64
+	probe  uint16
+	batch  int
+	s      string
+	n      *uint64
+}
+
+func viewHash(lo, hi uint64, probe uint16) uint64 {
+	return ((lo*0x9e3779b97f4a7c15 ^ hi ^ uint64(probe)) * 0xc2b2ae3d27d4eb4f) >> 40
+}
+
+// relocate points slot s, a long comm's view first met in this batch, at
+// the counter of the comm row i of b holds.
+func (kc *keyCounter) relocate(s *viewSlot, b *format.Batch, i int) {
+	s.batch = b.Index
+	if s.n != nil && s.s == b.Comm(i) {
+		return
+	}
+	e := kc.entry(readKey{probe: b.Probe[i], s: b.Comm(i)})
+	s.n, s.s = &e.n, e.key.s // the map's copy: the batch's memory is reused
+}
+
+// entry returns the map's count of key k, which it adds if new.
+func (kc *keyCounter) entry(k readKey) *keyCount {
 	e := kc.last[k.probe]
 	if e == nil || k != e.key {
 		if e = kc.seen[k]; e == nil {
@@ -215,14 +279,7 @@ func (kc *keyCounter) count(b *format.Batch, i int) *uint64 {
 		}
 		kc.last[k.probe] = e
 	}
-	if slot != nil {
-		slot.n = &e.n
-		if uint32(slot.lo) > 12 {
-			slot.s = e.key.s // the map's copy: the batch's memory is reused
-		}
-	}
-	e.n++
-	return &e.n
+	return e
 }
 
 // keyCount is a key count --by counts, as the map holds it (its comm a
@@ -230,18 +287,6 @@ func (kc *keyCounter) count(b *format.Batch, i int) *uint64 {
 type keyCount struct {
 	key readKey
 	n   uint64
-}
-
-// viewSlot is a cached comm of count --by comm: the string view it was
-// read from (lo, hi: equal views of a comm of up to 12 bytes hold equal
-// comms; a longer one's view names where it lies, so it is checked
-// against s once in each batch), and its counter.
-type viewSlot struct {
-	lo, hi uint64
-	probe  uint16
-	batch  int // the batch in which a long comm's view last read as s
-	s      string
-	n      *uint64
 }
 
 // countKey is what Count counts by: a probe, and its By key.

@@ -34,6 +34,12 @@ var ErrNewerVersion = errors.New("capture written by a newer bpftape")
 // export --redact`: its value says what was removed.
 const ExtraRedacted = "redacted"
 
+// ExtraRepaired is the Meta.Extra key of a capture `bpftape repair` wrote
+// leaving out corrupt batches of its input: its value says how many, and
+// the events they held when the input's footer counted them. The events
+// are gone, not lost in the kernel: no loss record counts them.
+const ExtraRepaired = "repaired"
+
 // Type is the type of one recorded field; integers keep the width and
 // signedness the kernel gave them so that histograms of a 32-bit return value
 // see the same bits BCC would.

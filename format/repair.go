@@ -22,6 +22,9 @@ type RepairResult struct {
 	Cut       error // why reading stopped early, if it did
 	// Skipped are the corrupt batches left out (of a file with a footer).
 	Skipped []error
+	// Left says what the Skipped batches held, as the output's metadata
+	// says it (Meta.Extra[ExtraRepaired]); "" when none was skipped.
+	Left string
 }
 
 // Repair copies every complete batch of in to a new standard capture out,
@@ -120,9 +123,20 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 	}
 	res.Cut = r.RecoverErr
 	res.Skipped = r.Skipped
-	footer, err := schemaCounts(r.Schema, counts.final())
+	final := counts.final()
+	footer, err := schemaCounts(r.Schema, final)
 	if err != nil {
 		return res, err
+	}
+	if len(res.Skipped) > 0 {
+		in, _ := r.Counts()
+		res.Left = leftOut(len(res.Skipped), in, final)
+		if prev := r.Meta.Extra[ExtraRepaired]; prev != "" {
+			res.Left = prev + "; then " + res.Left
+		}
+		if footer, err = schemaExtra(footer, ExtraRepaired, res.Left); err != nil {
+			return res, err
+		}
 	}
 	fw.SetFooterMetadata(footer.Metadata())
 	if err := fw.Close(); err != nil {
@@ -132,6 +146,71 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 		return res, fmt.Errorf("write %s: %w", out, err)
 	}
 	return res, nil
+}
+
+// leftOut says what n corrupt batches left out held: the events the
+// input's footer counts (in, nil if it has none it can trust) and the
+// output's (out) do not.
+func leftOut(n int, in, out *Counts) string {
+	batches := "1 corrupt batch"
+	if n > 1 {
+		batches = fmt.Sprintf("%d corrupt batches", n)
+	}
+	s := "bpftape repair left out " + batches
+	if in == nil || out == nil || len(in.Probes) != len(out.Probes) || in.Events < out.Events {
+		return s + " (how many events: not known, the input's footer has no counts)"
+	}
+	s += fmt.Sprintf(" of %d events", in.Events-out.Events)
+	var by []string
+	for i := range in.Probes {
+		if d := in.Probes[i].Events - out.Probes[i].Events; in.Probes[i].Events > out.Probes[i].Events {
+			by = append(by, fmt.Sprintf("%s %d", in.Probes[i].Name, d))
+		}
+	}
+	if len(by) > 0 {
+		s += " (" + strings.Join(by, ", ") + ")"
+	}
+	if in.LossRecords > out.LossRecords {
+		s += fmt.Sprintf(" and %d loss records", in.LossRecords-out.LossRecords)
+	}
+	return s
+}
+
+// schemaExtra returns schema with Meta.Extra[key] set to value in its
+// bpftape metadata, the rest kept as it is.
+func schemaExtra(schema *arrow.Schema, key, value string) (*arrow.Schema, error) {
+	md := schema.Metadata()
+	i := md.FindKey(MetadataKey)
+	if i < 0 {
+		return schema, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(md.Values()[i]), &obj); err != nil {
+		return nil, fmt.Errorf("bpftape metadata: %w", err)
+	}
+	extra := map[string]string{}
+	for k, v := range obj {
+		// encoding/json matches keys without regard to case.
+		if strings.EqualFold(k, "extra") {
+			if err := json.Unmarshal(v, &extra); err != nil {
+				return nil, fmt.Errorf("bpftape metadata: extra: %w", err)
+			}
+			delete(obj, k)
+		}
+	}
+	extra[key] = value
+	js, err := json.Marshal(extra)
+	if err != nil {
+		return nil, err
+	}
+	obj["extra"] = js
+	if js, err = json.Marshal(obj); err != nil {
+		return nil, err
+	}
+	vals := slices.Clone(md.Values())
+	vals[i] = string(js)
+	nmd := arrow.NewMetadata(md.Keys(), vals)
+	return arrow.NewSchema(schema.Fields(), &nmd), nil
 }
 
 // schemaCounts returns schema with the counts c (Meta.Counts) in its

@@ -530,7 +530,8 @@ Copies every complete batch of IN, for example the capture of a recorder
 that was killed, into OUT, a standard Arrow file any reader opens. OUT must
 not exist (--force replaces it) and may not be IN; it appears only once
 complete. A batch whose compressed bytes fail their checksum is left out,
-and said so on stderr.
+and said so on stderr and in OUT: bpftape info OUT shows a "repaired:" line
+with the events it held, by probe, when IN's footer counted them.
 
 Examples:
   bpftape repair killed.arrow fixed.arrow
@@ -561,6 +562,10 @@ Examples:
 	}
 	for _, err := range res.Skipped {
 		fmt.Fprintf(stderr, "bpftape repair: skipped %v\n", err)
+	}
+	if res.Left != "" {
+		fmt.Fprintf(stderr, "bpftape repair: WARNING: %s; %s records it (bpftape info shows it as %q)\n",
+			strings.TrimPrefix(res.Left, "bpftape repair "), pos[1], format.ExtraRepaired)
 	}
 	return exitOK
 }

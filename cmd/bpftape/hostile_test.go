@@ -109,7 +109,8 @@ func TestHostileCaptures(t *testing.T) {
 						t.Errorf("%s: %v: no warning about the times\n%s", c.Name, args, r.stderr)
 					}
 				case c.Name == "corrupt-batch" && args[0] == "repair":
-					if r.code != exitOK || !strings.Contains(r.stderr, "skipped batch 2") {
+					if r.code != exitOK || !strings.Contains(r.stderr, "skipped batch 2") ||
+						!strings.Contains(r.stderr, "WARNING: left out 1 corrupt batch of 4096 events (req 2048, req_ret 2048)") {
 						t.Errorf("%s: repair: exit %d, want 0 and the corrupt batch skipped\n%s", c.Name, r.code, r.stderr)
 					}
 				case (c.Name == "stacks-bomb" || c.Name == "stacks-parts") && (args[0] == "stacks" && args[1] != "--offcpu" || args[0] == "flamegraph" || strings.Contains(r.stderr, "stack table")):

@@ -76,3 +76,33 @@ func TestFilterMatchesNothing(t *testing.T) {
 		t.Errorf("hist --json ts %q, want the capture's %q", doc.TS, want)
 	}
 }
+
+// TestWindowFlags: a window that is empty or before the capture start,
+// and a duration without a unit, are usage errors that say what to give,
+// in every verb that takes --from and --to; --to 0s does not mean "no
+// end".
+func TestWindowFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	if err := formattest.WriteFile(path, 100, formattest.Meta(), format.WriterOptions{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range [][]string{{"count", path}, {"hist", path, "rx", "arg2"}, {"events", path}, {"export", path, "-f", "csv", "-o", "-"}} {
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--to", "0s"}, "--to 0s leaves no time after the capture start"},
+			{[]string{"--to", "-1s"}, "--to -1s leaves no time after the capture start"},
+			{[]string{"--from", "-5s", "--to", "-1s"}, "--from -5s is before the capture start"},
+			{[]string{"--from", "1"}, `--from "1": not a duration: give a number and a unit, such as 1.5s`},
+			{[]string{"--to", "2"}, `--to "2": not a duration`},
+			{[]string{"--from", "2s", "--to", "1s"}, "--to 1s is not after --from 2s"},
+		} {
+			args := append(append([]string{}, verb...), c.args...)
+			var out, errb bytes.Buffer
+			if code := run(args, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), c.want) || out.Len() > 0 {
+				t.Errorf("%v: exit %d, stdout %d bytes, stderr %q; want %d and %q", args, code, out.Len(), errb.String(), exitUsage, c.want)
+			}
+		}
+	}
+}

@@ -159,8 +159,11 @@ Examples:
 			return fmt.Errorf("--to is the end of the time window, as in every verb: give the format with --format %s", s)
 		}
 		d, err := time.ParseDuration(s)
+		if err != nil {
+			return errors.New(notDuration)
+		}
 		end = d
-		return err
+		return nil
 	})
 	rowFilter := idRowFlags(fs, "rows", func() time.Duration { return end })
 	out := outputFlags(fs, "output file (default: standard output); the folder with --partition", true)

@@ -75,6 +75,9 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 				return nil, err
 			}
 			msg := err.Error()
+			if v, ok := strings.CutPrefix(msg, "invalid value "); ok {
+				msg = invalidValue(fs, v)
+			}
 			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 				msg = "unknown flag --" + name
 				if len(name) == 1 {
@@ -94,6 +97,32 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		args = rest[1:]
 	}
 }
+
+// invalidValue rewords flag's `invalid value "1" for flag -from: parse
+// error` (given from `"1" for...`) as the flag is typed, --from, and says
+// what a duration looks like.
+func invalidValue(fs *flag.FlagSet, v string) string {
+	val, rest, ok := strings.Cut(v, " for flag -")
+	if !ok {
+		return "invalid value " + v
+	}
+	name, why, _ := strings.Cut(rest, ": ")
+	dash := "--"
+	if len(name) == 1 {
+		dash = "-"
+	}
+	if f := fs.Lookup(name); f != nil && why == "parse error" {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				why = notDuration
+			}
+		}
+	}
+	return fmt.Sprintf("%s%s %s: %s", dash, name, val, why)
+}
+
+// notDuration says what a duration flag takes.
+const notDuration = "not a duration: give a number and a unit, such as 1.5s, 200ms or 2m"
 
 // rowFlags registers the flags of the row filter every analysis verb
 // takes: --pid, --tid, --comm, --from and --to.
@@ -127,6 +156,12 @@ func idRowFlags(fs *flag.FlagSet, what string, to func() time.Duration) func() (
 			}
 		}
 		f.From, f.To = *from, to()
+		if f.From < 0 {
+			return f, usage.Errorf("--from %v is before the capture start: --from and --to count from it (e.g. --from 1.5s)", f.From)
+		}
+		if f.To < 0 || f.To == 0 && flagSet(fs, "to") {
+			return f, usage.Errorf("--to %v leaves no time after the capture start: --from and --to count from it (e.g. --to 3s)", f.To)
+		}
 		if f.To != 0 && f.To <= f.From {
 			return f, usage.Errorf("--to %v is not after --from %v", f.To, f.From)
 		}

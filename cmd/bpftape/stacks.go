@@ -68,6 +68,9 @@ func (sf *stackFlags) options(probe string) (replay.StacksOptions, error) {
 	if *sf.base == "" && (*sf.baseFrom != 0 || *sf.baseTo != 0 || *sf.normalize) {
 		return o, usage.Errorf("--base-from, --base-to and --normalize go with --base FILE")
 	}
+	if *sf.baseFrom < 0 || *sf.baseTo < 0 {
+		return o, usage.Errorf("--base-from and --base-to count from the base's capture start: give durations after it (e.g. --base-to 3s)")
+	}
 	if *sf.baseTo != 0 && *sf.baseTo <= *sf.baseFrom {
 		return o, usage.Errorf("--base-to %v is not after --base-from %v", *sf.baseTo, *sf.baseFrom)
 	}

@@ -284,3 +284,12 @@ func (r *Ref) Column() int { return r.col }
 
 // IsInt reports whether the field is an integer.
 func (r *Ref) IsInt() bool { return r.typ.IsInt() }
+
+// Kind names what a field that is not an integer holds, for the error
+// of an analysis that needs one: "a stack" or "a string".
+func (r *Ref) Kind() string {
+	if r.typ.IsStack() {
+		return "a stack"
+	}
+	return "a string"
+}

@@ -61,8 +61,13 @@ func NewComparison(a, b *Side) (*Comparison, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ra.IsInt() || !rb.IsInt() {
-		return nil, usage.Errorf("compare needs integer fields")
+	for _, s := range []struct {
+		side *Side
+		ref  *Ref
+	}{{a, &ra}, {b, &rb}} {
+		if !s.ref.IsInt() {
+			return nil, usage.Errorf("%s.%s is %s: compare needs integer fields", s.side.Probe, s.side.Field, s.ref.Kind())
+		}
 	}
 	return &Comparison{a: a, b: b, ra: ra, rb: rb}, nil
 }

@@ -160,7 +160,12 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 		return nil, err
 	}
 	if !ref.IsInt() {
-		return nil, usage.Errorf("%s.%s is a string: histograms need an integer field", o.Probe, o.Field)
+		return nil, usage.Errorf("%s.%s is %s: histograms need an integer field", o.Probe, o.Field, ref.Kind())
+	}
+	if l := o.Linear; l != nil {
+		if _, err := hist.NewLinear(l.Min, l.Max, l.Step); err != nil {
+			return nil, usage.Errorf("--linear %d,%d,%d: %w", l.Min, l.Max, l.Step, err)
+		}
 	}
 	if o.Label == "" {
 		o.Label = o.Field
@@ -265,7 +270,27 @@ func printHist(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool
 		n += e.acc.count(o)
 	}
 	noteEmpty(o, n)
+	noteOutside(o, entries, n)
 	return printHistBody(out, o, entries, isKeyed, o.Now)
+}
+
+// noteOutside says on o.Notes how many of the n values a linear histogram
+// in BCC's style has no row for: print_linear_hist has none below MIN or
+// at MAX and above, where bpftrace's lhist counts them.
+func noteOutside(o *HistOptions, entries []keyedEntry, n uint64) {
+	if o.Linear == nil || o.Style == "bpftrace" || o.JSON || o.Notes == nil {
+		return
+	}
+	var out uint64
+	for _, e := range entries {
+		b := e.acc.lin.Buckets()
+		out += b[0] + b[len(b)-1]
+	}
+	if out > 0 {
+		l := o.Linear
+		fmt.Fprintf(o.Notes, "NOTE: %d of %d values are outside --linear %d,%d,%d and have no row: BCC's linear histogram has key i count [%d+i*%d, %d+(i+1)*%d); --style bpftrace shows them.\n",
+			out, n, l.Min, l.Max, l.Step, l.Min, l.Step, l.Min, l.Step)
+	}
 }
 
 // noteEmpty says on o.Notes that the histogram counted nothing, if n is 0.

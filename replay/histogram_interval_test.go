@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"strings"
 	"testing"
@@ -250,5 +251,37 @@ func TestLatencyIntervalBy(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), fmt.Sprintf("count: %d\n", res.Calls)) {
 		t.Errorf("no totals:\n%s", out.String())
+	}
+}
+
+// TestHistLinearOutsideNote: BCC's linear histogram has no row for the
+// values below MIN or at MAX and above, so hist notes how many it leaves
+// out; bpftrace's style, JSON and a histogram of none outside note
+// nothing.
+func TestHistLinearOutsideNote(t *testing.T) {
+	probes := []format.Probe{{Name: "a", Fields: []format.Field{{Name: "v", Type: format.Int64}}}}
+	var rows []row
+	for i, v := range []int64{-5, 0, 10, 99, 100, 250, 7} {
+		rows = append(rows, row{probe: 0, tid: 1, t: int64(1000 + i), ints: []uint64{uint64(v)}})
+	}
+	c := writeCapture(t, probes, rows)
+	for _, tc := range []struct {
+		o    HistOptions
+		want string
+	}{
+		{HistOptions{Linear: &Linear{0, 100, 10}}, "NOTE: 3 of 7 values are outside --linear 0,100,10 and have no row: BCC's linear histogram has key i count [0+i*10, 0+(i+1)*10); --style bpftrace shows them.\n"},
+		{HistOptions{Linear: &Linear{0, 300, 50}}, "NOTE: 1 of 7 values are outside --linear 0,300,50 and have no row: BCC's linear histogram has key i count [0+i*50, 0+(i+1)*50); --style bpftrace shows them.\n"},
+		{HistOptions{Linear: &Linear{0, 300, 50}, Rows: RowFilter{From: 1}}, ""}, // -5 is the first event
+		{HistOptions{Linear: &Linear{0, 100, 10}, Style: "bpftrace"}, ""},
+		{HistOptions{Linear: &Linear{0, 100, 10}, JSON: true}, ""},
+	} {
+		var notes strings.Builder
+		tc.o.Probe, tc.o.Field, tc.o.Notes = "a", "v", &notes
+		if _, err := Hist(c, tc.o, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if notes.String() != tc.want {
+			t.Errorf("%+v: notes %q, want %q", *tc.o.Linear, notes.String(), tc.want)
+		}
 	}
 }

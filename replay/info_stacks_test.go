@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // writeInfoCapture writes a capture of one probe with fields fields and,
@@ -151,5 +153,26 @@ func TestInfoStacksMalformed(t *testing.T) {
 	var si StackInfo
 	if err := json.Unmarshal(obj["stacks"], &si); err != nil || si.Error == "" {
 		t.Errorf("info --json stacks %s (%v): want an error", obj["stacks"], err)
+	}
+}
+
+// TestIntegerFieldKind: an analysis that needs an integer field, given a
+// stack, says it is a stack, naming the field.
+func TestIntegerFieldKind(t *testing.T) {
+	fields := []format.Field{{Name: "ustack", Type: format.UserStack}}
+	table := &format.StackTable{Stacks: []format.Stack{{ID: 1, Frames: []uint64{0x401000}}}}
+	c, err := Open(writeInfoCapture(t, fields, table, []uint64{1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p := c.Meta().Probes[0].Name
+	_, histErr := Hist(c, HistOptions{Probe: p, Field: "ustack"}, io.Discard)
+	_, reqErr := NewRequestTotals(c, RequestsOptions{ItemProbe: p, ItemField: "ustack", EndProbe: p, EndField: "ustack"}, nil)
+	_, cmpErr := NewComparison(&Side{Capture: c, Probe: p, Field: "ustack"}, &Side{Capture: c, Probe: p, Field: "ustack"})
+	for _, err := range []error{histErr, reqErr, cmpErr} {
+		if err == nil || !strings.Contains(err.Error(), p+".ustack is a stack: ") || !usage.Is(err) {
+			t.Errorf("%v: want a usage error saying %s.ustack is a stack", err, p)
+		}
 	}
 }

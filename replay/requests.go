@@ -83,8 +83,11 @@ func NewRequestTotals(c *Capture, o RequestsOptions, out io.Writer) (*RequestTot
 	if err != nil {
 		return nil, fmt.Errorf("end: %w", err)
 	}
-	if !item.IsInt() || !end.IsInt() {
-		return nil, fmt.Errorf("requests need integer fields")
+	if !item.IsInt() {
+		return nil, usage.Errorf("%s.%s is %s: requests need integer fields", o.ItemProbe, o.ItemField, item.Kind())
+	}
+	if !end.IsInt() {
+		return nil, usage.Errorf("%s.%s is %s: requests need integer fields", o.EndProbe, o.EndField, end.Kind())
 	}
 	if o.EndLabel == "" {
 		o.EndLabel = o.EndField

@@ -76,7 +76,7 @@ func NewBuilder(c *replay.Capture, specs []Spec, o Options) (*Builder, error) {
 				return nil, err
 			}
 			if !ref.IsInt() {
-				return nil, usage.Errorf("%s.%s is a string: heat maps need an integer field", s.Probe, s.Field)
+				return nil, usage.Errorf("%s.%s is %s: heat maps need an integer field", s.Probe, s.Field, ref.Kind())
 			}
 			l.ref = ref
 		}

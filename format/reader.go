@@ -75,8 +75,27 @@ type Reader struct {
 	stackTable *StackTable // read by StackTable
 }
 
-// Open opens a capture for reading.
+// Open opens a capture for reading. A capture is read from a regular
+// file: its footer first, then batches in any order. A directory, a pipe
+// or a device is refused before it is opened (opening a pipe would wait
+// for a writer).
 func Open(path string) (*Reader, error) {
+	if path == "-" {
+		return nil, fmt.Errorf("-: a capture is not read from standard input: it is read from its end first; give its file name")
+	}
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		if st.IsDir() {
+			return nil, fmt.Errorf("%s is a directory, not a capture", path)
+		}
+		what := "a device"
+		switch t := st.Mode().Type(); {
+		case t&os.ModeNamedPipe != 0:
+			what = "a pipe"
+		case t&os.ModeSocket != 0:
+			what = "a socket"
+		}
+		return nil, fmt.Errorf("%s is %s, not a file: a capture is read from a file, its end first; save it to one", path, what)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

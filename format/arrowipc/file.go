@@ -58,7 +58,8 @@ func Open(ra io.ReaderAt, size int64) (*File, error) {
 	}
 	f.end = size
 	if err := f.walk(); err != nil {
-		if !errors.Is(err, ErrLimit) {
+		var cut cutSchemaError
+		if !errors.Is(err, ErrLimit) && !errors.As(err, &cut) {
 			err = fmt.Errorf("%w: %w", ErrNotArrow, err)
 		}
 		return nil, err
@@ -267,6 +268,17 @@ func readBlock(ra io.ReaderAt, b block, want int, end int64, buf *[]byte) (fbTab
 	return hdr, off + ml, bodyLen, nil
 }
 
+// cutSchemaError is walk's error for a file that has Arrow's magic and
+// ends within or before its schema: it is an ErrNotArrow and an
+// ErrCorrupt, and says so in words that do not contradict each other.
+type cutSchemaError int64
+
+func (e cutSchemaError) Error() string {
+	return fmt.Sprintf("the file ends before its schema is complete, %d bytes in: a capture cut short as it began", int64(e))
+}
+
+func (e cutSchemaError) Is(target error) bool { return target == ErrNotArrow || target == ErrCorrupt }
+
 // errTruncated says a message runs past the end of the file: a file whose
 // writer was killed ends so.
 var errTruncated = errors.New("message runs past the end of the file")
@@ -322,7 +334,7 @@ func (f *File) walk() error {
 		pos = b.offset + int64(b.meta) + bodyLen
 	}
 	if f.Schema == nil {
-		return corruptf("no schema")
+		return cutSchemaError(f.size)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/decimal"
 	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // EventFormat is a BCC trace-style message for one probe: a printf format
@@ -289,7 +290,7 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 	switch o.Time {
 	case "", "rel", "wall", "none":
 	default:
-		return nil, fmt.Errorf("time %q: use rel, wall or none", o.Time)
+		return nil, usage.Errorf("--time %q: use rel, wall or none", o.Time)
 	}
 	w := newEventsWriter(out)
 	l := eventLister{o: &o, m: m, outs: outs, w: w, time: timeRel}

@@ -239,7 +239,7 @@ func refEvents(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 		fmt.Fprintf(out, "%-15s ", "TIME")
 	case "none":
 	default:
-		return nil, fmt.Errorf("time %q: use rel, wall or none", o.Time)
+		return nil, fmt.Errorf("--time %q: use rel, wall or none", o.Time)
 	}
 	fmt.Fprintf(out, "%-7s %-7s %-15s %-16s %s\n", "PID", "TID", "COMM", "FUNC", "-")
 	var n uint64

@@ -124,7 +124,7 @@ func (g *intervalGrid) span() (first, last int64, err error) {
 		first, last = min(first, g.minK), max(last, g.maxK)
 	}
 	if n := subSat(last, first); n < 0 || n >= MaxIntervals {
-		return 0, 0, usage.Wrap(fmt.Errorf("--interval %v: the capture spans more than %d intervals: %w", time.Duration(g.d), MaxIntervals, ErrTooManyIntervals))
+		return 0, 0, usage.Wrap(fmt.Errorf("--interval %v: the capture spans more than %d intervals: %w; give a longer --interval, or --from and --to", time.Duration(g.d), MaxIntervals, ErrTooManyIntervals))
 	}
 	return first, last, nil
 }

@@ -106,3 +106,29 @@ func TestWindowFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestBadValuesAreUsage: a flag value a verb refuses after parsing is a
+// usage error (exit 2) like one the flag package refuses, and says what
+// to give instead.
+func TestBadValuesAreUsage(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.arrow")
+	if err := formattest.WriteFile(path, 100, formattest.Meta(), format.WriterOptions{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	svg := filepath.Join(dir, "h.svg")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"events", path, "--time", "foo"}, `--time "foo": use rel, wall or none`},
+		{[]string{"heatmap", path, "rx", "arg2", "--min", "100", "--max", "10", "-o", svg}, "max 10 is below min 100"},
+		{[]string{"heatmap", path, "rx", "arg2", "--step", "1ns", "-o", svg}, "give a longer --step, or --from and --to"},
+		{[]string{"hist", path, "rx", "arg2", "--interval", "1ns"}, "give a longer --interval, or --from and --to"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(c.args, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args[:1], code, errb.String(), exitUsage, c.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/bpftape/bpftape/internal/outfile"
@@ -109,11 +110,16 @@ func bufferStdout(args []string) (io.Writer, func() error) {
 // race against the signal's 130.
 var exiting sync.Mutex
 
+// interrupted is set when a signal ends the verb: the error of a write
+// to the output it discarded ("file already closed") is not printed.
+var interrupted atomic.Bool
+
 // discardOnSignal makes a verb interrupted by SIGINT, SIGTERM or SIGHUP
 // remove the output it has not finished (its temporary file) before it
 // exits as the signal would have ended it.
 func discardOnSignal(sigs <-chan os.Signal) {
 	sig := <-sigs
+	interrupted.Store(true)
 	exiting.Lock()
 	outfile.DiscardAll()
 	os.Exit(128 + int(sig.(syscall.Signal)))
@@ -168,6 +174,9 @@ func runVisible(name string, v verb, args []string, stdout, stderr io.Writer) in
 // usage error (package usage: a bad flag or argument, a probe or field the
 // capture lacks, an output the rules refuse), 1 for any other.
 func fail(stderr io.Writer, verb string, err error) int {
+	if interrupted.Load() {
+		exiting.Lock() // the signal's exit status is on its way
+	}
 	err = readHint(verb, err)
 	// One line, whatever names of the capture or of a traced process the
 	// error quotes (package textsafe).

@@ -245,14 +245,24 @@ func CreateNumbered(dir string, name func(n int) string) (*File, error) {
 	return track(&File{File: f, tmp: f.Name(), kind: temporary, mkName: name}), nil
 }
 
-func createTemp(dir, base string) (*os.File, error) {
+func createTemp(dir, name string) (*os.File, error) {
+	base := name
 	if len(base) > 200 {
 		base = base[:200]
 	}
 	// os.CreateTemp opens O_EXCL with mode 0600: on Windows, CREATE_NEW
 	// with FILE_FLAG_OPEN_REPARSE_POINT (package syscall), which follows
 	// no reparse point either.
-	return os.CreateTemp(dir, "."+base+".*.tmp")
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		// The error names the output, not the temporary file's name.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &fs.PathError{Op: "create", Path: filepath.Join(dir, name), Err: err}
+	}
+	return f, nil
 }
 
 // Name is the output's final name (a CreateNumbered file has it once

@@ -133,3 +133,19 @@ func TestRefusalIsUsage(t *testing.T) {
 		t.Errorf("Create in a missing folder: %v, want a failure that is not a usage error", err)
 	}
 }
+
+// An output that cannot be created is named in the error as the user gave
+// it, not as the temporary file it would have been written to first.
+func TestCreateErrorNamesOutput(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "no", "such", "out.csv")
+	_, err := Create(path, Options{})
+	var pe *os.PathError
+	if !errors.As(err, &pe) || pe.Path != path || pe.Op != "create" || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Create(%s): %v, want a create error naming it", path, err)
+	}
+	_, err = CreateNumbered(filepath.Join(dir, "none"), func(n int) string { return fmt.Sprintf("part-%d", n) })
+	if !errors.As(err, &pe) || pe.Path != filepath.Join(dir, "none", "part-0") {
+		t.Errorf("CreateNumbered: %v, want a create error naming part-0", err)
+	}
+}

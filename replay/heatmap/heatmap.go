@@ -10,6 +10,7 @@ import (
 	"math/big"
 
 	"github.com/bpftape/bpftape/internal/humanfmt"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay/hist"
 )
 
@@ -33,10 +34,10 @@ func Log2Rows() Rows { return Rows{N: hist.Log2Slots - 1} }
 // LinearRows splits [min, max] into at most n rows of equal integer width.
 func LinearRows(min, max int64, n int) (Rows, error) {
 	if n <= 0 {
-		return Rows{}, fmt.Errorf("%d rows: want at least 1", n)
+		return Rows{}, usage.Errorf("%d rows: want at least 1", n)
 	}
 	if max < min {
-		return Rows{}, fmt.Errorf("max %d is below min %d", max, min)
+		return Rows{}, usage.Errorf("max %d is below min %d", max, min)
 	}
 	span := uint64(max-min) + 1 // 0 when the range is all of int64
 	var w uint64
@@ -150,7 +151,7 @@ func NewAxis(base, first, last, step int64, maxCols int) (Axis, error) {
 	start := alignedStart(base, first, step)
 	cols := columns(start, last, step)
 	if cols > MaxCols {
-		return Axis{}, fmt.Errorf("a step of %s makes %d columns: at most %d", humanfmt.Duration(float64(step)), cols, MaxCols)
+		return Axis{}, usage.Errorf("a step of %s makes %d columns, more than %d: give a longer --step, or --from and --to", humanfmt.Duration(float64(step)), cols, MaxCols)
 	}
 	return Axis{Start: start, Step: step, Cols: int(cols)}, nil
 }

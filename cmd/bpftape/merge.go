@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/bpftape/bpftape/format"
@@ -45,6 +46,9 @@ Examples:
 	if err := out.check(pos...); err != nil {
 		return fail(stderr, "merge", err)
 	}
+	if err := distinctInputs(pos); err != nil {
+		return fail(stderr, "merge", err)
+	}
 	o := format.MergeOptions{Tool: "bpftape " + Version, CommandLine: append([]string{"bpftape", "merge"}, args...), Force: *out.force}
 	if *compress != "" {
 		c, err := format.ParseCompression(*compress)
@@ -67,4 +71,23 @@ Examples:
 	}
 	fmt.Fprintln(stdout)
 	return exitOK
+}
+
+// distinctInputs refuses a file given twice (by two names, or a link):
+// its events would be merged twice, and every count doubled.
+func distinctInputs(paths []string) error {
+	seen := make([]os.FileInfo, len(paths))
+	for i, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			continue // Merge says why it cannot open it
+		}
+		for j := range i {
+			if seen[j] != nil && os.SameFile(seen[j], st) {
+				return usage.Errorf("%s and %s are the same file: merged twice, each of its events would count twice", paths[j], p)
+			}
+		}
+		seen[i] = st
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,5 +90,28 @@ func TestMerge(t *testing.T) {
 	ev, _, code := runCLI(t, "events", m, "-n", "2", "--time", "none")
 	if code != 0 || !strings.Contains(ev, `host="hv-07"`) {
 		t.Errorf("events:\n%s", ev)
+	}
+}
+
+// TestMergeSameFileTwice: a capture given twice, by its name or through a
+// link, is refused: merged, every event of it would count twice.
+func TestMergeSameFileTwice(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.arrow"), filepath.Join(dir, "b.arrow")
+	writeVnet(t, a, "hv-07", 100)
+	writeVnet(t, b, "hv-08", 100)
+	link := filepath.Join(dir, "link.arrow")
+	if err := os.Symlink(a, link); err != nil {
+		t.Fatal(err)
+	}
+	m := filepath.Join(dir, "m.arrow")
+	for _, in := range [][]string{{a, a}, {a, b, link}} {
+		_, errOut, code := runCLI(t, append(append([]string{"merge"}, in...), "-o", m)...)
+		if code != exitUsage || !strings.Contains(errOut, "are the same file") {
+			t.Errorf("merge %v: exit %d, %q; want %d and the same file named", in, code, errOut, exitUsage)
+		}
+	}
+	if _, err := os.Stat(m); !os.IsNotExist(err) {
+		t.Errorf("a refused merge left %s: %v", m, err)
 	}
 }

@@ -67,8 +67,9 @@ table, so they write each stack as its frames, root first, separated by
 ';', exactly as bpftape stacks --build-ids prints them ("main;top;mid;leaf";
 a frame that did not resolve as [OBJECT@BUILDID+0xOFFSET], the same on
 every host that ran that build, or [0xADDRESS]), in a text column (utf8 in
-Parquet) of the same name, empty/null for an event without a stack. --stack-ids writes the uint64 ids instead. arrow always keeps the
-ids and the stack table.
+Parquet) of the same name, empty/null for an event without a stack.
+--stack-ids writes the uint64 ids instead. arrow always keeps the ids and
+the stack table.
 
 CSV text cells (command names, probe names, string fields) that a
 spreadsheet would run as a formula — starting with =, +, -, @, a tab or a
@@ -123,13 +124,14 @@ A Perfetto trace has a track per process and per thread, named by their
 comm (a rename or exec gives the later name from where it happened). Entry
 and return events pair into slices, as bpftape latency pairs them: each
 entry probe with its function's return probe, and any --pair START,END
-(--key FIELDS pairs by key across threads, as latency --key); the fields of
-both ends are the slice's arguments, and an end that pairs with nothing is
-an instant marked unmatched. Every other event is an instant with its
-fields; --counter PROBE.FIELD draws a field as a counter track; stacks are
-callstacks on their events, symbolized from the capture. A "bpftape" track
-holds the loss records and the capture's window. Times are the capture's
-boot clock, mapped to its wall clock in the trace.
+(--key FIELDS pairs by key across threads, as latency --key; a probe pairs
+once, so a --pair takes its probes out of their entry/return pair); the
+fields of both ends are the slice's arguments, and an end that pairs with
+nothing is an instant marked unmatched. Every other event is an instant
+with its fields; --counter PROBE.FIELD draws a field as a counter track;
+stacks are callstacks on their events, symbolized from the capture. A
+"bpftape" track holds the loss records and the capture's window. Times
+are the capture's boot clock, mapped to its wall clock in the trace.
 
 Examples:
   bpftape export cap.arrow -o cap.parquet          # the format from the extension
@@ -151,7 +153,7 @@ Examples:
   bpftape export vnet.arrow -o vnet.pftrace                 # then open it in ui.perfetto.dev
   bpftape export vnet.arrow -f perfetto --pair tx_len,tx_ret --counter rx.arg2 -o vnet.pftrace`, stdout)
 	var fmtName string
-	fs.StringVar(&fmtName, "format", "", "output format: csv, jsonl, parquet or arrow (default: from the -o file's extension)")
+	fs.StringVar(&fmtName, "format", "", "output format: csv, jsonl, parquet, arrow, pprof or perfetto (default: from the -o file's extension)")
 	fs.StringVar(&fmtName, "f", "", "short for --format")
 	var end time.Duration
 	fs.Func("to", "only rows less than this `duration` after the capture start (e.g. 3s)", func(s string) error {
@@ -278,7 +280,7 @@ Examples:
 		return pass, err
 	})
 	if err != nil {
-		if errors.Is(err, format.ErrStackTable) && !o.StackIDs {
+		if errors.Is(err, format.ErrStackTable) && !o.StackIDs && (o.Format == export.CSV || o.Format == export.JSONL || o.Format == export.Parquet) {
 			err = fmt.Errorf("%w (--stack-ids exports the stack ids without the table)", err)
 		}
 		return fail(stderr, "export", err)
@@ -286,6 +288,12 @@ Examples:
 	if o.Format == export.Perfetto {
 		if trace.Slices+trace.Instants+trace.Unmatched+trace.Counters+trace.LossRecords == 0 {
 			fmt.Fprintln(stderr, "NOTE: no event passes the --pid, --tid, --comm, --from and --to filters: the trace is empty")
+		}
+		for _, l := range trace.LeftOut {
+			fmt.Fprintf(stderr, "NOTE: %s: not drawn as slices, a probe pairs once\n", l)
+		}
+		if trace.Slices == 0 && trace.Unmatched > 0 {
+			fmt.Fprintf(stderr, "NOTE: no pair made a slice (%s ends or starts matched nothing): an end closes the last open start of its thread; --key FIELDS pairs by fields across threads\n", humanfmt.Commas(trace.Unmatched))
 		}
 		if !out.toStdout() {
 			fmt.Fprintf(stderr, "bpftape export: wrote a Perfetto trace of %s slices, %s instants and %s counter values to %s (open it in ui.perfetto.dev)\n",

@@ -59,7 +59,7 @@ func addProfileFlags(fs *flag.FlagSet) *profileFlags {
 		both:   fs.Bool("both", false, "pprof: user and kernel stacks (the default when the probe recorded both)"),
 		offcpu: fs.Bool("offcpu", false, "pprof: short for --weight offcpu"),
 	}
-	fs.Var(&pf.pairs, "pair", "pprof --weight latency: the entry and return probes, `START,END` (default PROBE,PROBE:return); perfetto: more pairs to draw as slices (repeat it)")
+	fs.Var(&pf.pairs, "pair", "pprof --weight latency: the entry and return probes, `START,END` (default PROBE,PROBE:return); perfetto: more pairs to draw as slices (repeat it; a probe pairs once)")
 	fs.Var(&pf.counters, "counter", "perfetto: draw `PROBE.FIELD` as a counter track (repeat it)")
 	return pf
 }

@@ -27,6 +27,7 @@ package perfetto
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -70,6 +71,10 @@ type Result struct {
 	Clamped uint64 `json:"clamped,omitempty"`
 	// Sequences is the number of packet sequences written.
 	Sequences uint32 `json:"sequences"`
+	// LeftOut are the entry/return pairs of the capture not drawn as
+	// slices because a pair of Options.Pairs takes one of their probes,
+	// each as "START,END (in --pair A,B)".
+	LeftOut []string `json:"left_out,omitempty"`
 }
 
 // pairSpec is one pair, resolved.
@@ -91,7 +96,7 @@ type counterSpec struct {
 // Write writes c as a Perfetto trace to w, and returns what it wrote and
 // its last pass over c.
 func Write(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, error) {
-	pairs, err := resolvePairs(c, &o)
+	pairs, left, err := resolvePairs(c, &o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,11 +121,13 @@ func Write(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.Pass, er
 	if ferr := x.flush(); err == nil {
 		err = ferr
 	}
-	return x.result(), p, err
+	res := x.result()
+	res.LeftOut = left
+	return res, p, err
 }
 
 // resolvePairs returns the pairs o asks for and those the capture has.
-func resolvePairs(c *replay.Capture, o *Options) ([]*pairSpec, error) {
+func resolvePairs(c *replay.Capture, o *Options) ([]*pairSpec, []string, error) {
 	m := c.Meta()
 	used := map[string]string{} // probe -> the pair it is in
 	var out []*pairSpec
@@ -146,24 +153,28 @@ func resolvePairs(c *replay.Capture, o *Options) ([]*pairSpec, error) {
 	}
 	for _, p := range o.Pairs {
 		if p.Start == "" || p.End == "" {
-			return nil, usage.Errorf("pair %q,%q: want START,END", p.Start, p.End)
+			return nil, nil, usage.Errorf("pair %q,%q: want START,END", p.Start, p.End)
 		}
 		if err := add(p.Start, p.End, len(o.Key) > 0); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if len(o.Key) > 0 && len(o.Pairs) == 0 && len(report.Pairs(m)) == 0 {
-		return nil, usage.Errorf("--key %s: the capture has no entry/return pair to pair by key: give START,END", strings.Join(o.Key, ","))
+		return nil, nil, usage.Errorf("--key %s: the capture has no entry/return pair to pair by key: give START,END", strings.Join(o.Key, ","))
 	}
+	var left []string
 	for _, f := range report.Pairs(m) {
-		if used[f.Entry] != "" || used[f.Return] != "" {
+		if in := cmp.Or(used[f.Entry], used[f.Return]); in != "" {
+			if name := f.Entry + "," + f.Return; in != name {
+				left = append(left, name+" (--pair "+in+" takes a probe of it)")
+			}
 			continue
 		}
 		if err := add(f.Entry, f.Return, len(o.Key) > 0 && len(o.Pairs) == 0); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return out, nil
+	return out, left, nil
 }
 
 // resolveCounters resolves PROBE.FIELD names to integer fields.

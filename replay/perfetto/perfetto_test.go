@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -446,6 +447,31 @@ func TestOptionErrors(t *testing.T) {
 		}
 		if buf.Len() != 0 {
 			t.Errorf("%+v: wrote %d bytes", o, buf.Len())
+		}
+	}
+}
+
+// TestLeftOut: a found entry/return pair that a --pair takes a probe of
+// is named in Result.LeftOut; one given as it is found, or untouched, is
+// not.
+func TestLeftOut(t *testing.T) {
+	c := writeCapture(t, appMeta(), nil, appRows()[:40], 64)
+	for _, tc := range []struct {
+		pairs []Pair
+		want  []string
+	}{
+		{nil, nil},
+		{[]Pair{{"f", "f:return"}}, nil},
+		{[]Pair{{"f", "g:return"}}, []string{"f,f:return (--pair f,g:return takes a probe of it)", "g,g:return (--pair f,g:return takes a probe of it)"}},
+		{[]Pair{{"g", "f:return"}}, []string{"f,f:return (--pair g,f:return takes a probe of it)", "g,g:return (--pair g,f:return takes a probe of it)"}},
+	} {
+		var buf bytes.Buffer
+		res, _, err := Write(c, &buf, Options{Pairs: tc.pairs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(res.LeftOut, tc.want) {
+			t.Errorf("pairs %v: left out %q, want %q", tc.pairs, res.LeftOut, tc.want)
 		}
 	}
 }

@@ -176,3 +176,27 @@ func TestIntegerFieldKind(t *testing.T) {
 		}
 	}
 }
+
+// TestNoStackCountsEvents: the events whose stack id the table lacks are
+// counted one by one, not once per id, as are those with no stack at all.
+func TestNoStackCountsEvents(t *testing.T) {
+	fields := []format.Field{{Name: "ustack", Type: format.UserStack}}
+	table := &format.StackTable{Stacks: []format.Stack{{ID: 1, Frames: []uint64{0x401000}}}}
+	c, err := Open(writeInfoCapture(t, fields, table, []uint64{2, 2, 1, 3, 2, 0, 0}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r, _, err := Stacks(c, StacksOptions{Probe: "leaf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Events != 1 || r.NoStack != 6 || r.Total != 1 {
+		t.Errorf("%d events on a stack, %d without, total %d; want 1, 6 and 1", r.Events, r.NoStack, r.Total)
+	}
+	var notes strings.Builder
+	r.Notes(&notes)
+	if !strings.Contains(notes.String(), "note: 6 events of leaf have no stack") {
+		t.Errorf("notes: %q", notes.String())
+	}
+}

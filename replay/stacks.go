@@ -65,8 +65,9 @@ type StackCounts struct {
 	Unit   string // "events" or "ns"
 	Stacks []FoldedStack
 	Total  uint64
-	// Events is the number of events counted; NoStack those without a
-	// stack (the ring had no room for it, or the table lacks its id).
+	// Events is the number of events counted on a stack; NoStack those
+	// without one (the ring had no room for it, or the table lacks its
+	// id).
 	Events, NoStack uint64
 	// Unresolved counts, by reason, the frames that did not resolve
 	// (each unique frame of each stack once).
@@ -415,7 +416,8 @@ func (a *stackAgg) fold() *StackCounts {
 			add(k.kernel, true)
 		}
 		if missing && len(frames) == 0 {
-			a.res.NoStack++
+			a.res.NoStack += s.events
+			a.res.Events -= s.events
 			continue
 		}
 		if a.opts.Samples {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -240,14 +242,16 @@ func TestLatencyIntervalBy(t *testing.T) {
 			t.Errorf("bucket %d: intervals %d, total %d", d.Start, sum[d.Start], d.Count)
 		}
 	}
-	// In text, every interval has its time line, and the totals follow.
+	// In text, every interval has its time line, to the microsecond for
+	// intervals of 20µs, and the totals follow.
 	o.JSON = false
 	out.Reset()
 	if _, _, err := Latency(c, o, &out); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Count(out.String(), "\n"+time.Unix(1700000000, 0).UTC().Format(time.TimeOnly)+"\n"); got != len(doc.Intervals) {
-		t.Errorf("%d time lines, want %d:\n%s", got, len(doc.Intervals), out.String())
+	stamps := regexp.MustCompile(`\n`+regexp.QuoteMeta(time.Unix(1700000000, 0).UTC().Format(time.TimeOnly))+`\.\d{6}\n`).FindAllString(out.String(), -1)
+	if len(stamps) != len(doc.Intervals) || len(stamps) != len(slices.Compact(slices.Clone(stamps))) {
+		t.Errorf("time lines %q, want %d distinct:\n%s", stamps, len(doc.Intervals), out.String())
 	}
 	if !strings.Contains(out.String(), fmt.Sprintf("count: %d\n", res.Calls)) {
 		t.Errorf("no totals:\n%s", out.String())
@@ -282,6 +286,33 @@ func TestHistLinearOutsideNote(t *testing.T) {
 		}
 		if notes.String() != tc.want {
 			t.Errorf("%+v: notes %q, want %q", *tc.o.Linear, notes.String(), tc.want)
+		}
+	}
+}
+
+// TestIntervalStamps: the time line before each interval is BCC's
+// %H:%M:%S for whole seconds, and tells shorter intervals apart.
+func TestIntervalStamps(t *testing.T) {
+	m := &format.Meta{StartBoot: 1e9, StartWall: time.Date(2025, 1, 2, 3, 4, 5, 0, time.Local)}
+	for _, c := range []struct {
+		d    time.Duration
+		want []string
+	}{
+		{time.Second, []string{"03:04:06", "03:04:07"}},
+		{2 * time.Second, []string{"03:04:07", "03:04:09"}},
+		{250 * time.Millisecond, []string{"03:04:05.250", "03:04:05.500"}},
+		{1500 * time.Microsecond, []string{"03:04:05.001500", "03:04:05.003000"}},
+		{1500 * time.Nanosecond, []string{"03:04:05.000001500", "03:04:05.000003000"}},
+	} {
+		g, err := newIntervalGrid(m, &RowFilter{}, c.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.see(m.StartBoot + 100*int64(c.d))
+		for k, want := range c.want {
+			if got := g.stamp(int64(k)); got != want {
+				t.Errorf("--interval %v: interval %d stamped %q, want %q", c.d, k, got, want)
+			}
 		}
 	}
 }

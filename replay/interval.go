@@ -141,10 +141,23 @@ func (g *intervalGrid) bounds(k int64) (start, end int64) {
 }
 
 // stamp is the line BCC's -T prints before each interval's histogram:
-// the wall-clock time of the interval's end, as strftime("%H:%M:%S").
+// the wall-clock time of the interval's end, as strftime("%H:%M:%S"). An
+// interval not a whole number of seconds, which BCC's tools do not take,
+// adds what it needs to tell the intervals apart: milliseconds, or
+// microseconds or nanoseconds for shorter ones.
 func (g *intervalGrid) stamp(k int64) string {
 	_, end := g.bounds(k)
-	return g.m.WallTime(end).Format(time.TimeOnly)
+	layout := time.TimeOnly
+	switch {
+	case g.d%1e9 == 0:
+	case g.d%1e6 == 0:
+		layout += ".000"
+	case g.d%1e3 == 0:
+		layout += ".000000"
+	default:
+		layout += ".000000000"
+	}
+	return g.m.WallTime(end).Format(layout)
 }
 
 // IntervalJSON is one interval of an --interval analysis's JSON: its

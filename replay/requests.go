@@ -86,6 +86,9 @@ func NewRequestTotals(c *Capture, o RequestsOptions, out io.Writer) (*RequestTot
 	if !item.IsInt() {
 		return nil, usage.Errorf("%s.%s is %s: requests need integer fields", o.ItemProbe, o.ItemField, item.Kind())
 	}
+	if item.ProbeIndex() == end.ProbeIndex() {
+		return nil, usage.Errorf("the item and end probes are both %s: a request adds up a thread's item events until an end event of another probe", o.ItemProbe)
+	}
 	if !end.IsInt() {
 		return nil, usage.Errorf("%s.%s is %s: requests need integer fields", o.EndProbe, o.EndField, end.Kind())
 	}

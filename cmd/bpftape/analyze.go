@@ -298,6 +298,9 @@ Examples:
 				return nil, err
 			}
 		}
+		if note := swapped(c.Meta(), o.Entry, o.Return); note != "" {
+			fmt.Fprintln(stderr, note)
+		}
 		_, p, err := replay.Latency(c, o, stdout)
 		return p, err
 	})
@@ -305,6 +308,20 @@ Examples:
 		return fail(stderr, "latency", err)
 	}
 	return exitOK
+}
+
+// swapped returns a note when the entry probe of a latency is a return
+// probe and its return probe is not: the two were probably given in the
+// wrong order. "" otherwise.
+func swapped(m *format.Meta, entry, ret string) string {
+	_, e := m.Probe(entry)
+	_, r := m.Probe(ret)
+	isReturn := func(kind string) bool { return kind == "uretprobe" || kind == "kretprobe" || kind == "fexit" }
+	if e == nil || r == nil || !isReturn(e.Kind) || isReturn(r.Kind) {
+		return ""
+	}
+	return fmt.Sprintf("NOTE: the entry probe %s is a %s and the return probe %s a %s: were they swapped? (bpftape latency FILE %s %s)",
+		textsafe.Escape(entry), e.Kind, textsafe.Escape(ret), r.Kind, textsafe.Escape(ret), textsafe.Escape(entry))
 }
 
 // returnSuffix ends the name record gives a return probe (uretprobe,

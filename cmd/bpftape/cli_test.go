@@ -132,3 +132,30 @@ func TestBadValuesAreUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencySwappedNote: a latency whose entry is a return probe and
+// whose return is not notes that the two may be swapped; the right order
+// notes nothing. A request whose item and end probe are one is refused.
+func TestLatencySwappedNote(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	if err := formattest.WriteFile(path, 100, formattest.Meta(), format.WriterOptions{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		note string
+	}{
+		{[]string{"latency", path, "rx_ret", "rx"}, "NOTE: the entry probe rx_ret is a uretprobe and the return probe rx a uprobe: were they swapped? (bpftape latency FILE rx rx_ret)"},
+		{[]string{"latency", path, "rx", "rx_ret"}, ""},
+		{[]string{"latency", path, "rx_ret", "tx_ret"}, ""},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(c.args, &out, &errb); code != exitOK || strings.Contains(errb.String(), "swapped") != (c.note != "") || !strings.Contains(errb.String(), c.note) {
+			t.Errorf("%v: exit %d, stderr %q; want 0 and %q", c.args[2:], code, errb.String(), c.note)
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"requests", path, "rx", "arg2", "rx", "arg2"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "the item and end probes are both rx") {
+		t.Errorf("requests with one probe: exit %d, %q", code, errb.String())
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/outfile"
 )
 
@@ -295,7 +296,7 @@ func mergeMeta(ins []*mergeIn, o MergeOptions) (*Meta, error) {
 	}
 	m.Host = strings.Join(hosts, ",")
 	m.Kernel = strings.Join(kernels, ",")
-	m.Extra["merged"] = fmt.Sprintf("%d captures from %d hosts", len(ins), len(hosts))
+	m.Extra["merged"] = humanfmt.Plural(uint64(len(ins)), "capture", "captures") + " from " + humanfmt.Plural(uint64(len(hosts)), "host", "hosts")
 	if len(boots) > 1 {
 		m.Extra["time_base"] = fmt.Sprintf("boot clock of %s; %d other boots shifted onto it by their boot times (inputs' merge.time_shift_ns)", ref.meta.Host, len(boots)-1)
 	}

@@ -1,10 +1,10 @@
 package replay
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 )
 
 // Captured says what a capture holds about the traced programs, for whoever
@@ -13,9 +13,12 @@ import (
 func Captured(m *format.Meta) string {
 	ints := 0
 	var strs, stacks []string
+	merged := false
 	for _, p := range m.Probes {
 		for _, f := range p.Fields {
 			switch {
+			case len(m.Inputs) > 0 && f.Name == format.HostField && f.Type == format.String:
+				merged = true // merge's: the host each event was recorded on
 			case f.Type == format.String:
 				strs = append(strs, p.Name+"."+f.Name)
 			case f.Type.IsStack():
@@ -25,10 +28,14 @@ func Captured(m *format.Meta) string {
 			}
 		}
 	}
-	s := fmt.Sprintf("time, cpu, pid, tid and command name of every event; %d integer fields", ints)
+	fields := humanfmt.Plural(uint64(ints), "integer field", "integer fields")
+	s := "time, cpu, pid, tid and command name of every event; " + fields
 	if m.Extra[format.ExtraRedacted] != "" {
 		// export --redact empties comm and drops string fields.
-		s = fmt.Sprintf("time, cpu, pid and tid of every event (command names removed); %d integer fields", ints)
+		s = "time, cpu, pid and tid of every event (command names removed); " + fields
+	}
+	if merged {
+		s += "; the host of every event (merged)"
 	}
 	if len(stacks) > 0 {
 		// The stack table names the mapped files and the functions hit.

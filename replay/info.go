@@ -229,8 +229,8 @@ func info(c *Capture, res *InfoResult, counts []uint64, first, last int64, p *Pa
 		w("rate-limited", "a subset: %d of %d probes recorded at most their --max-rate events a second (see below)", n, len(m.Probes))
 	}
 	w("captured", "%s", res.Captured)
-	w("file size", "%d bytes, %d batches, %s compression, %.1f bytes/event, %.1fx smaller than uncompressed Arrow (%d bytes)",
-		res.FileBytes, res.Batches, m.Compression, res.BytesPerEvt, res.Ratio, res.RawBytes)
+	w("file size", "%d bytes, %s, %s, %s", res.FileBytes, humanfmt.Plural(uint64(res.Batches), "batch", "batches"),
+		compressionText(m.Compression), sizeRatio(res))
 	w("readers", "%s", readers(m.Compression))
 	if res.Recovered {
 		note := "complete batches recovered from a file without footer"
@@ -337,6 +337,28 @@ func readers(compression string) string {
 		return "polars, pyarrow, Arrow C++, Go and JS as is; DuckDB and Spark through bpftape export -f parquet"
 	}
 	return "polars, pyarrow, Arrow C++ and Go as is; Arrow JS, which has no codecs, through bpftape export -f arrow --compress none; DuckDB and Spark through bpftape export -f parquet"
+}
+
+// compressionText names a capture's body compression for info's file
+// size line: "zstd compression", or "uncompressed".
+func compressionText(c string) string {
+	if c == "" || c == string(format.None) {
+		return "uncompressed"
+	}
+	return c + " compression"
+}
+
+// sizeRatio is info's bytes/event and how the file compares with the
+// same events as uncompressed Arrow.
+func sizeRatio(res *InfoResult) string {
+	switch {
+	case res.Events == 0 || res.RawBytes == 0:
+		return "no events"
+	case res.Ratio >= 1.05:
+		return fmt.Sprintf("%.1f bytes/event, %.1fx smaller than uncompressed Arrow (%d bytes)", res.BytesPerEvt, res.Ratio, res.RawBytes)
+	}
+	// A few events: the schema, metadata and footer outweigh the rows.
+	return fmt.Sprintf("%.1f bytes/event, no smaller than uncompressed Arrow (%d bytes)", res.BytesPerEvt, res.RawBytes)
 }
 
 // FooterCounts returns the counts of the capture's rows that its footer

@@ -30,10 +30,19 @@ func TestHelpTexts(t *testing.T) {
 		if !strings.Contains(h, "\nExample") {
 			t.Errorf("%s --help has no examples", name)
 		}
-		for _, l := range strings.Split(h[strings.Index(h, "\nFlags:"):], "\n") {
-			if strings.HasPrefix(l, "  -") && !strings.HasPrefix(l, "  --") && len(strings.Fields(l)[0]) > 2 {
-				t.Errorf("%s --help lists %q with one dash", name, l)
+		if strings.HasSuffix(h, "Flags:\n") {
+			t.Errorf("%s --help ends with a Flags: heading and no flag", name)
+		}
+		if i := strings.Index(h, "\nFlags:"); i >= 0 {
+			for _, l := range strings.Split(h[i:], "\n") {
+				if strings.HasPrefix(l, "  -") && !strings.HasPrefix(l, "  --") && len(strings.Fields(l)[0]) > 2 {
+					t.Errorf("%s --help lists %q with one dash", name, l)
+				}
 			}
+		}
+		var viaHelp bytes.Buffer
+		if code := run([]string{"help", name}, &viaHelp, &errb); code != exitOK || viaHelp.String() != h {
+			t.Errorf("bpftape help %s: exit %d, not what %s --help prints", name, code, name)
 		}
 	}
 	errb.Reset()

@@ -24,8 +24,13 @@ func newFlags(name, synopsis, help string, stdout io.Writer) *flag.FlagSet {
 	fs.Usage = func() {}
 	helpsMu.Lock()
 	helps[fs] = func() {
-		fmt.Fprintf(stdout, "Usage: bpftape %s %s\n\n%s\nFlags:\n", name, synopsis, strings.TrimSpace(help)+"\n")
-		printFlags(stdout, fs)
+		fmt.Fprintf(stdout, "Usage: bpftape %s %s\n\n%s", name, synopsis, strings.TrimSpace(help)+"\n")
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintf(stdout, "\nFlags:\n")
+			printFlags(stdout, fs)
+		}
 	}
 	helpsMu.Unlock()
 	return fs

@@ -131,7 +131,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch args[0] {
-	case "-h", "--help", "help":
+	case "help":
+		// bpftape help VERB, as git and go take it: the verb's --help.
+		if len(args) > 1 {
+			if _, ok := verbs[args[1]]; ok {
+				return run(append(args[1:len(args):len(args)], "--help"), stdout, stderr)
+			}
+		}
+		printUsage(stdout)
+		return exitOK
+	case "-h", "--help":
 		printUsage(stdout)
 		return exitOK
 	case "--version": // the first line of 'bpftape version'

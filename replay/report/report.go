@@ -681,7 +681,7 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 	}
 	for _, in := range m.Inputs {
 		iv := inputView{File: in.Extra["merge.file"], Host: in.Host, Kernel: in.Kernel,
-			Started: in.StartWall.UTC().Format(time.RFC3339), Command: strings.Join(in.CommandLine, " ")}
+			Started: in.StartWall.UTC().Format(time.RFC3339), Command: textsafe.ShellQuote(in.CommandLine)}
 		if s, err := strconv.ParseInt(in.Extra["merge.time_shift_ns"], 10, 64); err == nil && s != 0 {
 			iv.Shift = humanfmt.Duration(float64(s))
 		}
@@ -716,7 +716,7 @@ func facts(c *replay.Capture, pass *replay.Pass, first, last int64, n uint64) []
 		{Label: "Host", Value: m.Host},
 		{Label: "Kernel", Value: m.Kernel},
 		{Label: "Recorded by", Value: m.Tool},
-		{Label: "Command line", Value: strings.Join(m.CommandLine, " "), Mono: true},
+		{Label: "Command line", Value: textsafe.ShellQuote(m.CommandLine), Mono: true},
 		{Label: "Capture started", Value: m.StartWall.UTC().Format("2006-01-02 15:04:05.000 UTC")},
 	}
 	if n > 0 {

@@ -81,6 +81,7 @@ func TestReport(t *testing.T) {
 		`<div class="box loss" id="losses" role="alert">`, "102 events were lost", "host&lt;1&gt;", "ab12",
 		"rx=u:/bin/q:recv(arg2)", `<h2 id="latency">`, `<h2 id="requests">`, `<h2 id="compare">`, "identical: every bucket count is equal",
 		"bpftape latency " + path + " rx rx_ret", "lost events", "3,000 calls",
+		"bpftape record &#39;&lt;x&gt;&#39;", // the command line shell-quoted, as info prints it
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)

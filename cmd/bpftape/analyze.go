@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/bpftape/bpftape/format"
@@ -407,6 +408,10 @@ field before and after a change):
 	case 4:
 		fileA, fileB = pos[0], pos[1]
 		a.Probe, a.Field, b.Probe, b.Field = pos[2], pos[3], pos[2], pos[3]
+		if _, err := os.Stat(fileB); err != nil && !strings.ContainsAny(fileB, `./\`) {
+			// FILE PROBE FIELD PROBE2, one short of two fields of one capture.
+			return fail(stderr, "compare", usage.Errorf("%q is not a file: four arguments are FILE FILE2 PROBE FIELD; two fields of one capture are FILE PROBE FIELD PROBE2 FIELD2", fileB))
+		}
 	case 5:
 		fileA, fileB = pos[0], pos[0]
 		a.Probe, a.Field, b.Probe, b.Field = pos[1], pos[2], pos[3], pos[4]

@@ -134,6 +134,8 @@ func TestBadValuesAreUsage(t *testing.T) {
 		{[]string{"heatmap", path, "rx", "arg2", "--min", "100", "--max", "10", "-o", svg}, "max 10 is below min 100"},
 		{[]string{"heatmap", path, "rx", "arg2", "--step", "1ns", "-o", svg}, "give a longer --step, or --from and --to"},
 		{[]string{"hist", path, "rx", "arg2", "--interval", "1ns"}, "give a longer --interval, or --from and --to"},
+		{[]string{"compare", path, "rx", "arg2", "rx_ret"}, `"rx" is not a file: four arguments are FILE FILE2 PROBE FIELD`},
+		{[]string{"report", path, "--heatmaps", "-1", "-o", filepath.Join(dir, "r.html")}, "--heatmaps and --pairs must be 0 or more"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(c.args, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), c.want) {

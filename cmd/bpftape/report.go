@@ -83,7 +83,7 @@ Examples:
 		return fail(stderr, "report", err)
 	}
 	if *heatmaps < 0 || *cols <= 0 || *pairs < 0 {
-		return fail(stderr, "report", usage.Errorf("--heatmaps, --pairs and --cols must be positive"))
+		return fail(stderr, "report", usage.Errorf("--heatmaps %d, --pairs %d, --cols %d: --heatmaps and --pairs must be 0 or more, --cols more than 0", *heatmaps, *pairs, *cols))
 	}
 	o.MaxAutoLatencies, o.Pointers = *pairs, *pointers
 	if *pairs == 0 {

@@ -208,9 +208,7 @@ func (c *Capture) walkWith(r *format.Reader, timed bool, f *RowFilter, losses bo
 				p.Times.Check(b.Time[i], m)
 			}
 			if f != nil && !f.Match(b, i, m.StartBoot) {
-				if !losses {
-					p.unmatched.saw(f, b, i)
-				}
+				p.unmatched.saw(f, b, i)
 				continue
 			}
 			p.unmatched.matched = true

@@ -66,6 +66,9 @@ func TestFilterMatchesNothing(t *testing.T) {
 		{"events", path, "--comm", "nosuch"},
 		{"hist", path, "rx", "arg2", "--pid", "999999"},
 		{"latency", path, "rx", "rx_ret", "--comm", "nosuch"},
+		{"events", path, "--jsonl", "--pid", "999999"},
+		{"export", path, "-f", "csv", "-o", "-", "--comm", "nosuch"},
+		{"export", path, "-f", "perfetto", "-o", filepath.Join(filepath.Dir(path), "t.pftrace"), "--pid", "999999"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(args, &out, &errb)

@@ -286,9 +286,6 @@ Examples:
 		return fail(stderr, "export", err)
 	}
 	if o.Format == export.Perfetto {
-		if trace.Slices+trace.Instants+trace.Unmatched+trace.Counters+trace.LossRecords == 0 {
-			fmt.Fprintln(stderr, "NOTE: no event passes the --pid, --tid, --comm, --from and --to filters: the trace is empty")
-		}
 		for _, l := range trace.LeftOut {
 			fmt.Fprintf(stderr, "NOTE: %s: not drawn as slices, a probe pairs once\n", l)
 		}

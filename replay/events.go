@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,7 +144,7 @@ func (f *EventFormat) compile() error {
 // EventsOptions select and shape an event listing.
 type EventsOptions struct {
 	Rows    RowFilter
-	Probes  []string // empty: all
+	Probes  []string // names or glob patterns (path.Match); empty: all
 	Formats []*EventFormat
 	Time    string // "rel" (default: seconds since capture start), "wall" or "none"
 	Limit   uint64 // 0: no limit
@@ -254,6 +255,24 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 		po.jprobe = textsafe.AppendJSONString([]byte(`,"probe":`), p.Name)
 	}
 	for _, name := range o.Probes {
+		if _, p := m.Probe(name); p == nil && strings.ContainsAny(name, `*?[\`) {
+			// A glob, as count takes: 'vfs_*'.
+			n := 0
+			for i := range m.Probes {
+				ok, err := path.Match(name, m.Probes[i].Name)
+				if err != nil {
+					return nil, usage.Errorf("probe pattern %q: %v", name, err)
+				}
+				if ok {
+					outs[i].show = true
+					n++
+				}
+			}
+			if n == 0 {
+				return nil, usage.Errorf("%s: no probe matches %q; the capture has: %s", c.Name, name, strings.Join(m.ProbeNames(), ", "))
+			}
+			continue
+		}
 		pi, err := c.ResolveProbe(name)
 		if err != nil {
 			return nil, err

@@ -1,11 +1,18 @@
 package replay
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // TestEventsRelClock checks the TIME column's seconds against fmt's %.6f
@@ -62,6 +69,43 @@ func TestEventsWallClock(t *testing.T) {
 			if got, want := string(c.append(nil, w)), w.Format("15:04:05.000000"); got != want {
 				t.Fatalf("%v: %q, want %q", w, got, want)
 			}
+		}
+	}
+}
+
+// TestEventsProbePatterns: events takes probe names and glob patterns,
+// as count does; a name holding a pattern's characters is taken as the
+// name first, and a pattern that matches no probe is a usage error.
+func TestEventsProbePatterns(t *testing.T) {
+	probes := []format.Probe{{Name: "vfs_read"}, {Name: "vfs_write"}, {Name: "tcp[1]"}, {Name: "other"}}
+	var rows []row
+	for i := range 8 {
+		rows = append(rows, row{probe: uint16(i % 4), tid: 1, t: int64(1000 + i)})
+	}
+	c := writeCapture(t, probes, rows)
+	for _, tc := range []struct {
+		probes []string
+		want   map[string]int
+	}{
+		{[]string{"vfs_*"}, map[string]int{"vfs_read": 2, "vfs_write": 2}},
+		{[]string{"tcp[1]"}, map[string]int{"tcp[1]": 2}},
+		{[]string{"o*", "vfs_read"}, map[string]int{"other": 2, "vfs_read": 2}},
+	} {
+		var out bytes.Buffer
+		if _, err := Events(c, EventsOptions{Probes: tc.probes, Time: "none"}, &out); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n")[1:] {
+			got[strings.Fields(l)[3]]++
+		}
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("%q: listed %v, want %v", tc.probes, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"z*", "["} {
+		if _, err := Events(c, EventsOptions{Probes: []string{bad}}, io.Discard); !usage.Is(err) {
+			t.Errorf("%q: %v, want a usage error", bad, err)
 		}
 	}
 }

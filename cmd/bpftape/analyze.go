@@ -459,9 +459,10 @@ field before and after a change):
 }
 
 func runEvents(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("events", "[flags] FILE [PROBE...]", `
+	fs := newFlags("events", "[flags] FILE [PROBE-PATTERN...]", `
 Lists events one per line like BCC's trace: TIME PID TID COMM FUNC, then the
 fields, or a printf-style message per probe given as BCC's trace takes it.
+PROBE-PATTERN picks the probes listed, as count takes them ('vfs_*').
 
 --jsonl lists them as JSON lines instead, streamed (one object per line, in
 file order, memory independent of the capture's size), for jq and the like:
@@ -473,8 +474,9 @@ stays apart): integers as JSON numbers, exact even above 2^53 (jq 1.7+
 prints them back unchanged; Go: json.Decoder.UseNumber), addresses and
 stack ids in decimal; strings as export -f jsonl writes them; null for a
 missing value. With -f, "message" holds the probe's formatted message, as
-the text line shows it. A loss record of a listed probe is {"time":..,"offset":..,"cpu":N,"probe":"..","lost":N}, as
-'export -f jsonl --lost keep' names it; -n counts events only.
+the text line shows it. A loss record of a listed probe is
+  {"time":..,"offset":..,"cpu":N,"probe":"..","lost":N}
+as 'export -f jsonl --lost keep' names it; -n counts events only.
 
 Examples:
   bpftape events cap.arrow

@@ -568,6 +568,7 @@ Examples:
 	if len(pos) != 2 {
 		return fail(stderr, "repair", usage.Errorf("want IN OUT"))
 	}
+	warnCapture(pos[1], stderr)
 	repair := format.Repair
 	if *force {
 		repair = format.RepairReplace

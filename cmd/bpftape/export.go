@@ -372,6 +372,18 @@ func exportFormat(name string, out *output, partition bool, stderr io.Writer) (e
 	return f, nil
 }
 
+// warnCapture warns on stderr when path, a capture merge or repair
+// writes, has the extension of another format (fleet.csv).
+func warnCapture(path string, stderr io.Writer) {
+	ext := strings.ToLower(filepath.Ext(path))
+	if strings.HasSuffix(strings.ToLower(path), ".pb.gz") {
+		ext = ".pb.gz"
+	}
+	if f, ok := formatsByExt[ext]; ok && f != export.Arrow {
+		fmt.Fprintf(stderr, "WARNING: writing an Arrow capture to %s, though its extension says %s\n", textsafe.Escape(path), f)
+	}
+}
+
 // rowsOnly refuses, for a format that writes no rows (what), the flags
 // about rows.
 func rowsOnly(fs *flag.FlagSet, what string) error {

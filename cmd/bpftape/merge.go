@@ -49,6 +49,7 @@ Examples:
 	if err := distinctInputs(pos); err != nil {
 		return fail(stderr, "merge", err)
 	}
+	warnCapture(*out.path, stderr)
 	o := format.MergeOptions{Tool: "bpftape " + Version, CommandLine: append([]string{"bpftape", "merge"}, args...), Force: *out.force}
 	if *compress != "" {
 		c, err := format.ParseCompression(*compress)

@@ -114,4 +114,10 @@ func TestMergeSameFileTwice(t *testing.T) {
 	if _, err := os.Stat(m); !os.IsNotExist(err) {
 		t.Errorf("a refused merge left %s: %v", m, err)
 	}
+	// A capture written to a name another format's extension gives is
+	// written, with a warning.
+	csv := filepath.Join(dir, "fleet.csv")
+	if _, errOut, code := runCLI(t, "merge", a, b, "-o", csv); code != exitOK || !strings.Contains(errOut, "WARNING: writing an Arrow capture to "+csv+", though its extension says csv") {
+		t.Errorf("merge -o fleet.csv: exit %d, %q", code, errOut)
+	}
 }

@@ -179,38 +179,22 @@ func leftOut(n int, in, out *Counts) string {
 // schemaExtra returns schema with Meta.Extra[key] set to value in its
 // bpftape metadata, the rest kept as it is.
 func schemaExtra(schema *arrow.Schema, key, value string) (*arrow.Schema, error) {
-	md := schema.Metadata()
-	i := md.FindKey(MetadataKey)
-	if i < 0 {
-		return schema, nil
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(md.Values()[i]), &obj); err != nil {
-		return nil, fmt.Errorf("bpftape metadata: %w", err)
-	}
-	extra := map[string]string{}
-	for k, v := range obj {
-		// encoding/json matches keys without regard to case.
-		if strings.EqualFold(k, "extra") {
-			if err := json.Unmarshal(v, &extra); err != nil {
-				return nil, fmt.Errorf("bpftape metadata: extra: %w", err)
+	return editMeta(schema, func(obj map[string]json.RawMessage) (bool, error) {
+		extra := map[string]string{}
+		for k, v := range obj {
+			// encoding/json matches keys without regard to case.
+			if strings.EqualFold(k, "extra") {
+				if err := json.Unmarshal(v, &extra); err != nil {
+					return false, fmt.Errorf("bpftape metadata: extra: %w", err)
+				}
+				delete(obj, k)
 			}
-			delete(obj, k)
 		}
-	}
-	extra[key] = value
-	js, err := json.Marshal(extra)
-	if err != nil {
-		return nil, err
-	}
-	obj["extra"] = js
-	if js, err = json.Marshal(obj); err != nil {
-		return nil, err
-	}
-	vals := slices.Clone(md.Values())
-	vals[i] = string(js)
-	nmd := arrow.NewMetadata(md.Keys(), vals)
-	return arrow.NewSchema(schema.Fields(), &nmd), nil
+		extra[key] = value
+		js, err := json.Marshal(extra)
+		obj["extra"] = js
+		return true, err
+	})
 }
 
 // schemaCounts returns schema with the counts c (Meta.Counts) in its
@@ -218,6 +202,28 @@ func schemaExtra(schema *arrow.Schema, key, value string) (*arrow.Schema, error)
 // The rest of the metadata is kept as it is, keys this bpftape does not
 // know included; a schema without counts to drop is returned unchanged.
 func schemaCounts(schema *arrow.Schema, c *Counts) (*arrow.Schema, error) {
+	return editMeta(schema, func(obj map[string]json.RawMessage) (bool, error) {
+		// encoding/json matches keys without regard to case.
+		had := false
+		for k := range obj {
+			if strings.EqualFold(k, "counts") {
+				delete(obj, k)
+				had = true
+			}
+		}
+		if c == nil {
+			return had, nil
+		}
+		js, err := json.Marshal(c)
+		obj["counts"] = js
+		return true, err
+	})
+}
+
+// editMeta returns schema with its bpftape metadata, as a JSON object,
+// changed by edit; schema itself when it has none, or edit changed
+// nothing. Keys this bpftape does not know are kept.
+func editMeta(schema *arrow.Schema, edit func(obj map[string]json.RawMessage) (changed bool, err error)) (*arrow.Schema, error) {
 	md := schema.Metadata()
 	i := md.FindKey(MetadataKey)
 	if i < 0 {
@@ -227,23 +233,8 @@ func schemaCounts(schema *arrow.Schema, c *Counts) (*arrow.Schema, error) {
 	if err := json.Unmarshal([]byte(md.Values()[i]), &obj); err != nil {
 		return nil, fmt.Errorf("bpftape metadata: %w", err)
 	}
-	// encoding/json matches keys without regard to case.
-	had := false
-	for k := range obj {
-		if strings.EqualFold(k, "counts") {
-			delete(obj, k)
-			had = true
-		}
-	}
-	if !had && c == nil {
-		return schema, nil
-	}
-	if c != nil {
-		js, err := json.Marshal(c)
-		if err != nil {
-			return nil, err
-		}
-		obj["counts"] = js
+	if changed, err := edit(obj); err != nil || !changed {
+		return schema, err
 	}
 	js, err := json.Marshal(obj)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -367,11 +368,19 @@ func TestSeed002Biolatency(t *testing.T) {
 		}
 		t.Logf("--interval %v: %d intervals, %d of them empty", d, len(iv.Intervals), empty)
 		checkSums("--interval "+d.String(), sum, total)
-		// The text prints a time line per interval.
+		// The text prints a time line per interval: BCC's %H:%M:%S for
+		// whole seconds, with milliseconds that tell shorter ones apart.
 		text := cli("latency", capPath, "issue", "complete", "--key", "dev,sector", "-u", "--interval", d.String())
-		stamps := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d$`).FindAllString(text, -1)
+		line := `(?m)^\d\d:\d\d:\d\d$`
+		if d < time.Second {
+			line = `(?m)^\d\d:\d\d:\d\d\.\d{3}$`
+		}
+		stamps := regexp.MustCompile(line).FindAllString(text, -1)
 		if len(stamps) != len(iv.Intervals) {
 			t.Errorf("--interval %v: %d time lines, %d intervals", d, len(stamps), len(iv.Intervals))
+		}
+		if d < time.Second && len(slices.Compact(slices.Clone(stamps))) != len(stamps) {
+			t.Errorf("--interval %v: time lines %q, not one per interval", d, stamps)
 		}
 	}
 

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -41,12 +42,14 @@ type verb struct {
 	plain byte
 }
 
-// ParseEventFormat parses `PROBE "FMT", FIELD, ...` as BCC's trace takes it.
+// ParseEventFormat parses `PROBE "FMT", FIELD, ...` as BCC's trace takes
+// it. Its errors say what is wrong, not s again: the caller names s, as
+// the flag package names a flag's value.
 func ParseEventFormat(s string) (*EventFormat, error) {
 	s = strings.TrimSpace(s)
 	q := strings.IndexByte(s, '"')
 	if q <= 0 {
-		return nil, fmt.Errorf("format %q: want PROBE \"FMT\", FIELD, ...", s)
+		return nil, errors.New(`want PROBE "FMT", FIELD, ...`)
 	}
 	f := &EventFormat{Probe: strings.TrimSpace(s[:q])}
 	rest := s[q:]
@@ -61,11 +64,11 @@ func ParseEventFormat(s string) (*EventFormat, error) {
 		}
 	}
 	if end >= len(rest) {
-		return nil, fmt.Errorf("format %q: unterminated string", s)
+		return nil, errors.New("unterminated string")
 	}
 	lit, err := strconv.Unquote(rest[:end+1])
 	if err != nil {
-		return nil, fmt.Errorf("format %q: %w", s, err)
+		return nil, fmt.Errorf("the string: %w", err)
 	}
 	f.Format = lit
 	for _, a := range strings.Split(rest[end+1:], ",") {
@@ -74,7 +77,7 @@ func ParseEventFormat(s string) (*EventFormat, error) {
 		}
 	}
 	if err := f.compile(); err != nil {
-		return nil, fmt.Errorf("format %q: %w", s, err)
+		return nil, err
 	}
 	return f, nil
 }

@@ -134,6 +134,7 @@ func TestBadValuesAreUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"events", path, "--time", "foo"}, `--time "foo": use rel, wall or none`},
+		{[]string{"events", path, "-f", `rx "x=%d %d", arg2`}, `-f 'rx "x=%d %d", arg2': 2 verbs but 1 fields (see`},
 		{[]string{"heatmap", path, "rx", "arg2", "--min", "100", "--max", "10", "-o", svg}, "max 10 is below min 100"},
 		{[]string{"heatmap", path, "rx", "arg2", "--step", "1ns", "-o", svg}, "give a longer --step, or --from and --to"},
 		{[]string{"hist", path, "rx", "arg2", "--interval", "1ns"}, "give a longer --interval, or --from and --to"},

@@ -123,13 +123,10 @@ func invalidValue(fs *flag.FlagSet, v string) string {
 			}
 		}
 	}
-	if uq, err := strconv.Unquote(val); err == nil {
-		// The value once, as typed: not again in why, and not escaped
-		// twice ("\\"") when the error is printed.
-		why = strings.TrimPrefix(why, "format "+val+": ")
-		if !strings.ContainsAny(uq, "'\n") {
-			val = "'" + uq + "'"
-		}
+	if uq, err := strconv.Unquote(val); err == nil && !strings.ContainsAny(uq, "'\n") {
+		// As typed: Go's quoting escapes the quotes, and the escaping of
+		// what is printed would double the backslashes.
+		val = "'" + uq + "'"
 	}
 	return fmt.Sprintf("%s%s %s: %s", dash, name, val, why)
 }

@@ -236,7 +236,11 @@ type viewTable struct {
 }
 
 func (t *viewTable) reset() {
-	t.slots, t.used = make([]viewSlot, viewMask+1), 0
+	if t.slots == nil {
+		t.slots = make([]viewSlot, viewMask+1)
+	}
+	clear(t.slots)
+	t.used = 0
 }
 
 // viewSlot is a (probe, comm) of count --by comm as a string view read

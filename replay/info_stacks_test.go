@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/testutil/hostile"
 	"github.com/bpftape/bpftape/internal/usage"
 )
 
@@ -134,16 +134,7 @@ func TestInfoStacksMalformed(t *testing.T) {
 	fields := []format.Field{{Name: "ustack", Type: format.UserStack}}
 	table := &format.StackTable{Stacks: []format.Stack{{ID: 1, Frames: []uint64{0x401000}}}}
 	path := writeInfoCapture(t, fields, table, []uint64{1})
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A part is base64 of a zstd frame, whose magic 28 b5 2f fd reads
-	// "KLUv/": make it not base64, in place.
-	if !bytes.Contains(b, []byte("KLUv/")) {
-		t.Fatal("no stack table part found in the file")
-	}
-	if err := os.WriteFile(path, bytes.ReplaceAll(b, []byte("KLUv/"), []byte("%%%%%")), 0o600); err != nil {
+	if err := hostile.BreakStackTable(path); err != nil {
 		t.Fatal(err)
 	}
 	text, obj := runInfo(t, path)

@@ -49,6 +49,10 @@ type MergeResult struct {
 	Lost        uint64
 	// Recovered lists the inputs that had no footer (read up to their last complete batch).
 	Recovered []string
+	// Relabeled says, a line an input, which inputs' events carry a host
+	// other than their Meta.Host: the second and later machines (or
+	// boots) of one host name (see hostLabels).
+	Relabeled []string
 }
 
 // mergeIn is one input of a merge: its meta, where its probes and fields
@@ -57,6 +61,7 @@ type mergeIn struct {
 	path   string
 	meta   *Meta
 	merged bool    // a merged capture: events carry their host
+	label  string  // the host its events carry (hostLabels); a merged input's Meta.Host
 	shift  int64   // ns added to its times
 	probes []int   // merged probe of each of its probes
 	fields [][]int // merged field of each field of each probe; -1 for its host field
@@ -89,7 +94,7 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 		if err != nil {
 			return nil, err
 		}
-		ins[i] = &mergeIn{path: path, meta: r.Meta}
+		ins[i] = &mergeIn{path: path, meta: r.Meta, merged: len(r.Meta.Inputs) > 0}
 		t, err := r.StackTable()
 		r.Close()
 		if err != nil {
@@ -105,6 +110,7 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 			return nil, fmt.Errorf("%s: merged stack table: %w", path, err)
 		}
 	}
+	relabeled := hostLabels(ins)
 	meta, err := mergeMeta(ins, o)
 	if err != nil {
 		return nil, err
@@ -125,7 +131,7 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 		return nil, err
 	}
 	w.addOwnStacks(stacks) // the whole table, and the only copy
-	res = &MergeResult{Meta: meta}
+	res = &MergeResult{Meta: meta, Relabeled: relabeled}
 	defer func() {
 		if cerr := w.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("write %s: %w", out, cerr)
@@ -140,7 +146,7 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 	var hosts []string
 	byHost := map[string][]*mergeIn{}
 	for _, in := range ins {
-		h := in.meta.Host
+		h := in.label
 		if byHost[h] == nil {
 			hosts = append(hosts, h)
 		}
@@ -154,12 +160,103 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 	return res, nil
 }
 
-// bootEpoch is when the input's machine booted, on the wall clock.
-func (in *mergeIn) bootEpoch() int64 { return in.meta.StartWall.UnixNano() - in.meta.StartBoot }
+// bootEpoch is when the capture's machine booted, on the wall clock.
+func bootEpoch(m *Meta) int64 { return m.StartWall.UnixNano() - m.StartBoot }
 
-// sameBoot is how close two boot epochs must be to be one boot: reading
+// bootSlack is how close two boot epochs must be to be one boot: reading
 // the two clocks at the start of each capture differs by far less.
-const sameBoot = int64(time.Second)
+const bootSlack = int64(time.Second)
+
+// oneBoot reports whether two captures were recorded in one boot of one
+// machine: the same host name and boot id, or, when either has no boot id
+// (recorded before bpftape kept it, or redacted), boot epochs within
+// bootSlack.
+func oneBoot(a, b *Meta) bool {
+	if a.Host != b.Host {
+		return false
+	}
+	if ia, ib := a.Extra[ExtraBootID], b.Extra[ExtraBootID]; ia != "" && ib != "" {
+		return ia == ib
+	}
+	return abs(bootEpoch(a)-bootEpoch(b)) < bootSlack
+}
+
+// extraMergeHost is the Extra key of an input's meta in a merged capture's
+// Inputs: the host its events carry.
+const extraMergeHost = "merge.host"
+
+// hostLabels sets the host each input's events carry. A thread id means
+// nothing across machines or boots, and the pairing verbs key threads by
+// host and thread, so each boot of a machine needs its own host: the first
+// boot of a host name keeps the name, another machine (or boot) of that
+// name is NAME#2, NAME#3... A boot already in a merged input keeps the
+// host it has there, so that the parts of one capture stay one host over
+// merges of merges. It returns a note for each input relabeled.
+func hostLabels(ins []*mergeIn) (notes []string) {
+	type boot struct {
+		meta  *Meta
+		label string
+		path  string
+	}
+	var boots []boot
+	taken := map[string]bool{}
+	var walk func(m *Meta, path string)
+	walk = func(m *Meta, path string) {
+		if len(m.Inputs) == 0 {
+			label, ok := m.Extra[extraMergeHost]
+			if !ok {
+				label = m.Host
+			}
+			boots = append(boots, boot{m, label, path})
+			taken[label] = true
+			return
+		}
+		for i := range m.Inputs {
+			walk(&m.Inputs[i], path)
+		}
+	}
+	for _, in := range ins {
+		in.label = in.meta.Host
+		if in.merged {
+			walk(in.meta, in.path)
+		}
+	}
+	for _, in := range ins {
+		if in.merged {
+			continue
+		}
+		var same *boot
+		for i := range boots {
+			if oneBoot(boots[i].meta, in.meta) {
+				same = &boots[i]
+				break
+			}
+		}
+		if same != nil {
+			in.label = same.label
+			continue
+		}
+		base, first := in.meta.Host, ""
+		for _, b := range boots {
+			if b.meta.Host == base {
+				first = b.path
+				break
+			}
+		}
+		for n := 2; taken[in.label]; n++ {
+			if base == "" {
+				base = "host"
+			}
+			in.label = base + "#" + strconv.Itoa(n)
+		}
+		if first != "" {
+			notes = append(notes, fmt.Sprintf("%s and %s were recorded on two machines named %q, or in two boots of one: the events of %s carry host %q, so that their threads are not paired", first, in.path, in.meta.Host, in.path, in.label))
+		}
+		boots = append(boots, boot{in.meta, in.label, in.path})
+		taken[in.label] = true
+	}
+	return notes
+}
 
 // probeKey is what makes probes of several inputs one probe: the name
 // (before any renaming), kind, spec and fields other than host.
@@ -184,27 +281,22 @@ func mergeMeta(ins []*mergeIn, o MergeOptions) (*Meta, error) {
 			ref = in
 		}
 	}
-	// Boot groups: same host, boot epochs within sameBoot of the group's
-	// first. Another boot's times shift by the difference of the boot times
-	// on the wall clock, so that WallTime stays right and durations within an
-	// input exact.
-	type boot struct {
-		host  string
-		epoch int64
-	}
-	boots := []boot{{ref.meta.Host, ref.bootEpoch()}}
+	// Boot groups: inputs of one boot of one machine (oneBoot with the
+	// group's first) share its boot clock. Another boot's times shift by
+	// the difference of the boot times on the wall clock, so that WallTime
+	// stays right and durations within an input exact.
+	boots := []*Meta{ref.meta}
 	for _, in := range ins {
-		e := in.bootEpoch()
 		found := false
 		for _, b := range boots {
-			if b.host == in.meta.Host && abs(e-b.epoch) < sameBoot {
-				in.shift, found = b.epoch-boots[0].epoch, true
+			if oneBoot(b, in.meta) {
+				in.shift, found = bootEpoch(b)-bootEpoch(boots[0]), true
 				break
 			}
 		}
 		if !found {
-			boots = append(boots, boot{in.meta.Host, e})
-			in.shift = e - boots[0].epoch
+			boots = append(boots, in.meta)
+			in.shift = bootEpoch(in.meta) - bootEpoch(boots[0])
 		}
 	}
 
@@ -219,7 +311,7 @@ func mergeMeta(ins []*mergeIn, o MergeOptions) (*Meta, error) {
 	type origin struct{ targets, buildIDs []string }
 	var origins []origin
 	for _, in := range ins {
-		hosts = appendNew(hosts, strings.Split(in.meta.Host, ",")...)
+		hosts = appendNew(hosts, strings.Split(in.label, ",")...)
 		kernels = appendNew(kernels, strings.Split(in.meta.Kernel, ",")...)
 		in.merged = len(in.meta.Inputs) > 0
 		for pi := range in.meta.Probes {
@@ -285,6 +377,9 @@ func mergeMeta(ins []*mergeIn, o MergeOptions) (*Meta, error) {
 		}
 		im.Extra["merge.file"] = in.path
 		im.Extra["merge.time_shift_ns"] = strconv.FormatInt(in.shift, 10)
+		if !in.merged {
+			im.Extra[extraMergeHost] = in.label
+		}
 		m.Inputs = append(m.Inputs, im)
 	}
 	for i := range m.Probes {
@@ -407,7 +502,7 @@ func mergeGroup(w *Writer, ins []*mergeIn, m *Meta, res *MergeResult) error {
 			ev.Strs = append(ev.Strs[:0], make([][]byte, nf)...)
 			ev.Time, ev.CPU, ev.PID, ev.TID, ev.Probe = c.time(), b.CPU[i], b.PID[i], b.TID[i], mp
 			ev.Comm = []byte(b.Comm(i))
-			ev.Strs[nf-1] = []byte(c.in.meta.Host)
+			ev.Strs[nf-1] = []byte(c.in.label)
 			for fi, ci := range c.cols[pi] {
 				col := b.Col(ci)
 				to := c.in.fields[pi][fi]

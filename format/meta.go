@@ -40,6 +40,12 @@ const ExtraRedacted = "redacted"
 // are gone, not lost in the kernel: no loss record counts them.
 const ExtraRepaired = "repaired"
 
+// ExtraBootID is the Meta.Extra key of the recording machine's boot id
+// (/proc/sys/kernel/random/boot_id): Merge tells two machines of one host
+// name, or two boots of one, apart by it, so that their threads, whose
+// ids say nothing across boots, are never paired.
+const ExtraBootID = "boot_id"
+
 // Type is the type of one recorded field; integers keep the width and
 // signedness the kernel gave them so that histograms of a 32-bit return value
 // see the same bits BCC would.

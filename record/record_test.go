@@ -69,6 +69,9 @@ func testDemo(t *testing.T, noCookies bool) {
 		c.meta.Host == "" || c.meta.Kernel == "" || c.meta.StartBoot == 0 || c.meta.Extra["ring_size"] != "33554432" {
 		t.Errorf("meta: %+v", c.meta)
 	}
+	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err != nil || c.meta.Extra[format.ExtraBootID] != strings.TrimSpace(string(id)) {
+		t.Errorf("boot id %q, want the machine's (%q, %v)", c.meta.Extra[format.ExtraBootID], id, err)
+	}
 	for probe, fields := range map[string]map[string]format.Type{
 		"virtio_net_receive_rcu":         {"arg2": format.Uint64},
 		"virtio_net_receive_rcu:return":  {"retval": format.Int64},

@@ -423,6 +423,9 @@ func (r *recorder) meta(ring uint32) *format.Meta {
 		},
 	}
 	m.Host, _ = os.Hostname()
+	if id, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		m.Extra[format.ExtraBootID] = strings.TrimSpace(string(id))
+	}
 	var uts unix.Utsname
 	if unix.Uname(&uts) == nil {
 		m.Kernel = unix.ByteSliceToString(uts.Release[:])

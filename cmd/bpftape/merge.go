@@ -28,6 +28,8 @@ every verb reads:
     on the wall clock, so that wall-clock times stay right;
   - events are grouped by host, each host's captures merged in time order, as
     latency and requests pair events by thread id within a host;
+  - two machines of one host name, or two boots of one machine, are two
+    hosts: the second is NAME#2 (thread ids mean nothing across boots);
   - the merged metadata lists every input's metadata (bpftape info --json).
 
 Examples:
@@ -64,6 +66,9 @@ Examples:
 	}
 	for _, r := range res.Recovered {
 		fmt.Fprintf(stderr, "NOTE: %s has no footer (was the recorder killed?): merged its complete batches\n", r)
+	}
+	for _, r := range res.Relabeled {
+		fmt.Fprintf(stderr, "NOTE: %s\n", r)
 	}
 	fmt.Fprintf(stdout, "merged %d captures (hosts %s) into %s: %d events, %d probes", len(pos),
 		strings.ReplaceAll(res.Meta.Host, ",", ", "), *out.path, res.Events, len(res.Meta.Probes))

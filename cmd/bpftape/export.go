@@ -58,7 +58,9 @@ Parquet always has the lost column (null on events, and on every row with
 --lost drop), so that a query with WHERE lost IS NULL runs on any export.
 --partition (Parquet) writes OUT/host=HOST/probe=PROBE/part-N.parquet, the
 hive layout DuckDB and Spark read as one table with host and probe columns;
-exporting more captures (other hosts) into the same OUT adds part files.
+exporting more captures (other hosts) into the same OUT adds part files;
+the same rows of a capture (same filters) again are refused, as a query of
+OUT would count them twice.
 --compress (arrow, parquet) is zstd (default), lz4 (arrow only) or none.
 
 A stack field (ustack, kstack) is a stack id in the capture, whose frames

@@ -93,6 +93,10 @@ type Options struct {
 	// their uint64 ids, as the capture holds them, rather than as folded
 	// frames (an Arrow export always keeps the ids, and the table).
 	StackIDs bool
+
+	// selection is a partitioned export's selectionKey, written in each
+	// part's metadata.
+	selection string
 }
 
 // lostMode is o.Lost, LostDrop when unset.

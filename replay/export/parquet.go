@@ -2,7 +2,9 @@ package export
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,7 +92,8 @@ func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.P
 // Spark reads many hosts' exports under one dir as one table. HOST is the
 // event's host field in a merged capture, else Meta.Host (NULL when
 // redacting), and N the first free number, so that exporting more captures
-// into dir adds to it.
+// into dir adds to it; the rows of a part already there (its
+// SelectionKey) are refused (ErrExported).
 //
 // A run writes one part file per partition. At most MaxOpenParts part
 // writers are open at once, sharing PartsMemory for the rows they gather:
@@ -105,6 +108,12 @@ func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.P
 // are put in place at the end, and only if every one was written.
 func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pass *replay.Pass, err error) {
 	o.Lost, o.Format = o.lostMode(), Parquet
+	if o.selection, err = selectionKey(c, &o); err != nil {
+		return nil, nil, err
+	}
+	if err := notExported(dir, o.selection); err != nil {
+		return nil, nil, err
+	}
 	m := c.Meta()
 	all := columns(c, &o)
 	names, err := nameStacks(c, &o, all)
@@ -304,6 +313,76 @@ func createPart(dir, host, probe string) (*outfile.File, error) {
 		return nil, err
 	}
 	return outfile.CreateNumbered(folder, func(n int) string { return fmt.Sprintf("part-%d.parquet", n) })
+}
+
+// ErrExported is a partitioned export into a folder that already holds
+// the rows it would write.
+var ErrExported = errors.New("these rows of this capture were exported into the folder before")
+
+// SelectionKey is the Parquet metadata key of a partitioned export's
+// part: a hash of the capture's metadata and of the row selection
+// (filters and loss records), which says which rows of which capture the
+// part holds without saying what the metadata holds.
+const SelectionKey = "bpftape.selection"
+
+// selectionKey is the SelectionKey value of the rows o selects from c.
+func selectionKey(c *replay.Capture, o *Options) (string, error) {
+	md := c.Schema().Metadata()
+	sel, err := json.Marshal(struct {
+		Rows replay.RowFilter
+		Lost LostMode
+	}{o.Rows, o.Lost})
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write([]byte(md.Values()[md.FindKey(format.MetadataKey)]))
+	h.Write([]byte{0})
+	h.Write(sel)
+	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// notExported refuses a folder of partitioned exports that has parts of
+// the same selection (dir/host=*/probe=*/part-*.parquet): a query of the
+// folder would count those rows twice. A part it cannot read is not one.
+func notExported(dir, selection string) error {
+	parts, _ := filepath.Glob(filepath.Join(dir, "host=*", "probe=*", "part-*.parquet"))
+	var same []string
+	for _, path := range parts {
+		if partSelection(path) == selection {
+			same = append(same, path)
+		}
+	}
+	if len(same) == 0 {
+		return nil
+	}
+	list := strings.Join(same[:min(len(same), 3)], ", ")
+	if len(same) > 3 {
+		list += fmt.Sprintf(" and %d more", len(same)-3)
+	}
+	return fmt.Errorf("%s: %w, in %d part files (%s): remove them, or export into another folder", dir, ErrExported, len(same), list)
+}
+
+// partSelection reads the SelectionKey of a Parquet file's footer, or "".
+func partSelection(path string) (sel string) {
+	defer func() {
+		if recover() != nil { // a reader's panic on a damaged footer
+			sel = ""
+		}
+	}()
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	r, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	if v := r.MetaData().KeyValueMetadata().FindValue(SelectionKey); v != nil {
+		return *v
+	}
+	return ""
 }
 
 // hiveEscape percent-encodes what may not appear in a partition folder
@@ -866,6 +945,11 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 	}
 	if err := kv.Append("ARROW:schema", base64.StdEncoding.EncodeToString(stream)); err != nil {
 		return nil, err
+	}
+	if o.selection != "" {
+		if err := kv.Append(SelectionKey, o.selection); err != nil {
+			return nil, err
+		}
 	}
 	// Integer columns are written as plain values, which zstd packs
 	// (Arrow Go's dictionary encoder boxes every value it looks up, an

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -195,8 +196,20 @@ func TestPartitionedManyProbes(t *testing.T) {
 			if !tc.again {
 				return
 			}
-			// Another export into out adds one part-1 file per partition.
-			if _, _, err := WritePartitioned(c, out, tc.o); err != nil {
+			// The same rows again are refused: a query of out would count
+			// them twice. Nothing is added.
+			if _, _, err := WritePartitioned(c, out, tc.o); !errors.Is(err, ErrExported) ||
+				!strings.Contains(err.Error(), fmt.Sprintf("in %d part files (", parts)) || !strings.Contains(err.Error(), fmt.Sprintf(" and %d more", parts-3)) {
+				t.Errorf("the same export again: %v", err)
+			}
+			if again := filesUnder(t, out); len(again) != parts {
+				t.Errorf("a refused export left %d files, want %d", len(again), parts)
+			}
+			// Other rows of the capture into out add one part-1 file per
+			// partition.
+			o := tc.o
+			o.Rows.From = time.Nanosecond
+			if _, _, err := WritePartitioned(c, out, o); err != nil {
 				t.Fatal(err)
 			}
 			again := filesUnder(t, out)

@@ -15,7 +15,7 @@ func init() {
 }
 
 func runHeatmap(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("heatmap", "[flags] FILE PROBE FIELD | --latency [flags] FILE ENTRY_PROBE RETURN_PROBE", `
+	fs := newFlags("heatmap", "[flags] FILE PROBE FIELD | --latency [flags] FILE ENTRY_PROBE [RETURN_PROBE]", `
 Draws an SVG heat map: time since the capture start across (one column per
 --step, or a round step giving at most --cols columns), values up in rows on
 BCC's log2 bucket edges (or --rows linear rows from --min to --max), and the
@@ -24,17 +24,19 @@ count, its share of the column and the cumulative percentile in its column.
 The last column and the top row are drawn (trace2heatmap.pl drops them).
 With --latency, the values are the durations from each ENTRY_PROBE event to
 its RETURN_PROBE event on the same thread (as 'bpftape latency' pairs them),
-placed at the time of the return. Reads the file twice; memory does not
+placed at the time of the return; without RETURN_PROBE, it is
+ENTRY_PROBE:return, as 'bpftape latency' takes it. Reads the file twice; memory does not
 grow with the capture.
 
 Examples:
   bpftape heatmap cap.arrow rx arg2 -o rx-size.svg
   bpftape heatmap cap.arrow --latency rx rx_ret --step 10ms -o rx-latency.svg
+  bpftape heatmap cap.arrow --latency vfs_read -o vfs-read.svg   # vfs_read and vfs_read:return
   bpftape heatmap cap.arrow tx_len arg0 --rows 30 --min 0 --max 1500 --color linear > tx.svg
   bpftape heatmap cap.arrow --latency rx rx_ret --rows 40 --max 50us --from 2s --to 4s`, stdout)
 	rowFilter := rowFlags(fs)
 	out := outputFlags(fs, "write the SVG to this file (default: standard output)", true)
-	latency := fs.Bool("latency", false, "arguments are ENTRY_PROBE RETURN_PROBE: map the latencies between them")
+	latency := fs.Bool("latency", false, "arguments are ENTRY_PROBE [RETURN_PROBE]: map the latencies between them")
 	step := fs.Duration("step", 0, "column width (default: a round step giving at most --cols columns)")
 	cols := fs.Int("cols", heatmap.DefaultCols, "most columns an automatic --step gives")
 	rows := fs.Int("rows", 0, "linear rows instead of log2 ones (default 20 with --min or --max)")
@@ -48,16 +50,19 @@ Examples:
 	if err != nil {
 		return helpOr(stderr, "heatmap", err)
 	}
-	if len(pos) != 3 {
+	if len(pos) != 3 && !(*latency && len(pos) == 2) {
 		want := "FILE PROBE FIELD"
 		if *latency {
-			want = "FILE ENTRY_PROBE RETURN_PROBE"
+			want = "FILE ENTRY_PROBE [RETURN_PROBE]"
 		}
 		return fail(stderr, "heatmap", usage.Errorf("want %s, got %d arguments", want, len(pos)))
 	}
 	spec := heatmap.Spec{Title: *title, Rows: *rows}
 	if *latency {
-		spec.Entry, spec.Return = pos[1], pos[2]
+		spec.Entry = pos[1]
+		if len(pos) == 3 {
+			spec.Return = pos[2]
+		}
 	} else {
 		spec.Probe, spec.Field = pos[1], pos[2]
 	}
@@ -88,6 +93,11 @@ Examples:
 	}
 	var maps []*heatmap.Map
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) (p *replay.Pass, err error) {
+		if *latency && spec.Return == "" {
+			if spec.Entry, spec.Return, err = returnPair(c.Meta().Probes, spec.Entry); err != nil {
+				return nil, err
+			}
+		}
 		maps, p, err = heatmap.Build(c, &f, []heatmap.Spec{spec}, heatmap.Options{Step: *step, MaxCols: *cols})
 		return p, err
 	})

@@ -91,7 +91,7 @@ func TestHeatmapUsage(t *testing.T) {
 		{"heatmap", "x.arrow", "rx", "arg2", "--color", "blue"},
 		{"heatmap", "x.arrow", "rx", "arg2", "--min", "ten"},
 		{"report"},
-		{"report", "x.arrow", "--latency", "rx"},
+		{"report", "x.arrow", "--latency", "rx rx_ret tx"},
 		{"export", "x.arrow"},
 		{"export", "x.arrow", "--format", "xml"},
 		{"export", "x.arrow", "--format", "csv", "--partition", "-o", "d"},

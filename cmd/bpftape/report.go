@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/bpftape/bpftape/internal/usage"
@@ -25,7 +26,8 @@ with BCC's text) and a heat map of every numeric field of every probe but
 addresses (pointer parameters: --pointers draws them too), the latency of
 the entry/return pairs it finds (f and f:return, or a uprobe and uretprobe,
 kprobe and kretprobe, fentry and fexit of one function: at most --pairs of
-them) or of those --latency names, and the request and comparison analyses
+them) or of those --latency names (ENTRY_PROBE [RETURN_PROBE], as 'bpftape
+latency' takes them), and the request and comparison analyses
 asked for. The page loads
 nothing: no scripts, no fonts, no network; CSS and SVG are inline. Without
 -o the page goes to standard output, which must then be a file or a pipe,
@@ -59,8 +61,12 @@ Examples:
 			return fmt.Errorf("%q: want %s", s, want)
 		})
 	}
-	words("latency", "ENTRY_PROBE RETURN_PROBE", []int{2}, func(w []string) {
-		o.Latencies = append(o.Latencies, report.LatencySpec{Entry: w[0], Return: w[1]})
+	words("latency", "ENTRY_PROBE [RETURN_PROBE]", []int{1, 2}, func(w []string) {
+		ls := report.LatencySpec{Entry: w[0]}
+		if len(w) == 2 {
+			ls.Return = w[1]
+		}
+		o.Latencies = append(o.Latencies, ls)
 	})
 	words("requests", "ITEM_PROBE ITEM_FIELD END_PROBE END_FIELD", []int{4}, func(w []string) {
 		o.Requests = append(o.Requests, report.RequestsSpec{ItemProbe: w[0], ItemField: w[1], EndProbe: w[2], EndField: w[3]})
@@ -106,12 +112,35 @@ Examples:
 		return fail(stderr, "report", err)
 	}
 	err = out.write(stdout, inputs, func(w io.Writer) error {
-		return withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) { return report.Write(c, w, o) })
+		return withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
+			for i := range o.Latencies {
+				if ls := &o.Latencies[i]; ls.Return == "" {
+					var err error
+					if ls.Entry, ls.Return, err = returnPair(c.Meta().Probes, ls.Entry); err != nil {
+						return nil, fmt.Errorf("--latency: %w", err)
+					}
+				}
+			}
+			// A question asked twice is answered once.
+			o.Latencies, o.Requests, o.Compares = distinct(o.Latencies), distinct(o.Requests), distinct(o.Compares)
+			return report.Write(c, w, o)
+		})
 	})
 	if err != nil {
 		return fail(stderr, "report", err)
 	}
 	return exitOK
+}
+
+// distinct returns list without its repeated elements, in order.
+func distinct[T comparable](list []T) []T {
+	var out []T
+	for _, v := range list {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // stdoutIsTerminal reports whether the process's standard output is a

@@ -254,6 +254,23 @@ func TestLatencyOneProbe(t *testing.T) {
 		t.Errorf("latency FILE: exit %d, %q", code, errOut)
 	}
 
+	// heatmap --latency and report --latency take one probe as latency
+	// does; report answers a question asked twice once.
+	for _, tc := range []struct{ one, two []string }{
+		{[]string{"heatmap", path, "--latency", "f"}, []string{"heatmap", path, "--latency", "f", "f:return"}},
+		{[]string{"heatmap", path, "--latency", "f:return"}, []string{"heatmap", path, "--latency", "f", "f:return"}},
+		{[]string{"report", path, "--pairs", "0", "--latency", "f", "--latency", "f,f:return"}, []string{"report", path, "--pairs", "0", "--latency", "f f:return"}},
+	} {
+		one, errOut, code := runCLI(t, tc.one...)
+		two, errOut2, code2 := runCLI(t, tc.two...)
+		if code != exitOK || code2 != exitOK || one != two || len(one) < 1000 {
+			t.Errorf("%q: exit %d (%s), %d bytes; %q: exit %d (%s), %d bytes; want the same output", tc.one, code, errOut, len(one), tc.two, code2, errOut2, len(two))
+		}
+	}
+	if _, errOut, code := runCLI(t, "report", path, "--latency", "g"); code != exitUsage || !strings.Contains(errOut, `--latency: no probe "g:return"`) {
+		t.Errorf("report --latency g: exit %d, %q", code, errOut)
+	}
+
 	help, _, _ := runCLI(t, "latency", "--help")
 	if !strings.Contains(help, "bpftape latency cap.arrow vfs_read -u ") {
 		t.Errorf("latency --help has no one-probe example:\n%s", help)

@@ -352,7 +352,7 @@ func TestLifecycleDoubleInterrupt(t *testing.T) {
 		}
 	}
 	rc.cmd.Process.Signal(syscall.SIGINT)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(repeatGrace + 200*time.Millisecond) // sooner is the same stop
 	rc.cmd.Process.Signal(syscall.SIGINT)
 	r := rc.wait(10 * time.Second)
 	if r.code != 128+int(syscall.SIGINT) || !strings.Contains(r.stderr, "aborting") {
@@ -364,5 +364,38 @@ func TestLifecycleDoubleInterrupt(t *testing.T) {
 			t.Fatalf("the command %d is still running after the recorder aborted", target)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestLifecycleTimeout: 'timeout N bpftape record' signals bpftape and then
+// its process group, two signals microseconds apart: one stop, and a
+// complete capture, with SIGINT and with timeout's SIGTERM. (Go may merge
+// the two, so timeout alone does not always send both.)
+func TestLifecycleTimeout(t *testing.T) {
+	bin, _ := bpftapeBin(t)
+	timeout, err := exec.LookPath("timeout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sig := range []string{"INT", "TERM"} {
+		out := filepath.Join(t.TempDir(), "c.arrow")
+		r := runBin(t, exec.Command(timeout, "--preserve-status", "-s", sig, "2", bin, "record", "-o", out, "t:syscalls:sys_enter_nanosleep"))
+		if r.code != exitOK || strings.Contains(r.stderr, "aborting") {
+			t.Errorf("timeout -s %s: exit %d, stderr:\n%s", sig, r.code, r.stderr)
+		}
+		if _, _, recovered := countEvents(t, out); recovered {
+			t.Errorf("timeout -s %s: the capture has no footer", sig)
+		}
+	}
+	// Two signals 20ms apart, as a script's kill twice: one stop.
+	rc := startRecording(t, bin, "t:syscalls:sys_enter_nanosleep")
+	rc.cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(20 * time.Millisecond)
+	rc.cmd.Process.Signal(syscall.SIGINT)
+	if r := rc.wait(10 * time.Second); r.code != exitOK || strings.Contains(r.stderr, "aborting") {
+		t.Errorf("two SIGINTs 20ms apart: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+	if _, _, recovered := countEvents(t, rc.out); recovered {
+		t.Error("two SIGINTs 20ms apart: the capture has no footer")
 	}
 }

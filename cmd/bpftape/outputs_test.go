@@ -579,7 +579,7 @@ func abortRecording(t *testing.T, bin, probes, dir string, args ...string) resul
 	defer syscall.Kill(target, syscall.SIGKILL)
 	time.Sleep(1500 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGINT)
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(repeatGrace + 200*time.Millisecond) // sooner is the same stop
 	cmd.Process.Signal(syscall.SIGINT)
 	return <-done
 }

@@ -54,8 +54,10 @@ works; -p records one process, and with --follow the processes it started
 and starts too. It stops at the end of -d, when the -c command or the -p
 process exits, or on Ctrl-C (SIGINT) or SIGTERM, and finishes the file
 cleanly. A -c command still running then gets SIGTERM, and SIGKILL 2s
-later; a second Ctrl-C kills it with SIGKILL at once and aborts, leaving a
-file that readers recover up to its last complete batch. On a terminal a
+later; a second Ctrl-C, a second or more after the first, kills it with
+SIGKILL at once and aborts, leaving a file that readers recover up to its
+last complete batch (signals within a second of the first are one stop, as
+'timeout N' sends its signal to bpftape and then to its process group). On a terminal a
 status line shows progress; a summary follows on stderr.
 Following processes places uprobes in every process that maps the binary
 and drops the other processes' events in the program: a uprobe in a shared
@@ -225,7 +227,8 @@ Exit status (docs/exit-status.md has the details):
   126  the -c command is not executable; 127: it was not found
   1    the recording failed (probes, privileges, the output, a write error)
   2    a usage error
-  130  a second Ctrl-C (143: SIGTERM) aborted: the capture has no footer
+  130  a second Ctrl-C (143: SIGTERM), a second or more after the first,
+       aborted: the capture has no footer
 `
 
 func runRecord(args []string, stdout, stderr io.Writer) int {
@@ -379,13 +382,16 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	opts.Abort, opts.Killed = abort, killed
 	var stopAsked atomic.Bool // a SIGINT or SIGTERM ended the recording
 	go func() {
-		n := 0
+		var first time.Time
 		for sig := range sigs {
-			n++
-			if n == 1 {
+			if first.IsZero() {
+				first = time.Now()
 				stopAsked.Store(true)
 				cancel()
 				continue
+			}
+			if time.Since(first) < repeatGrace {
+				continue // one stop sent twice (timeout N: to bpftape, then its group)
 			}
 			// A -c command that ignores SIGTERM is killed, never orphaned.
 			close(abort)
@@ -529,6 +535,12 @@ func flightFlags(o *record.Options, flight, size, trigger, latency, holdoff, aft
 
 // abortExit ends the process on a second interrupt; tests replace it.
 var abortExit = os.Exit
+
+// repeatGrace is how long after the first stop signal another one is the
+// same stop: GNU timeout signals bpftape and then its process group, two
+// signals microseconds apart, where a user's second Ctrl-C to abort a
+// slow finish comes later.
+const repeatGrace = time.Second
 
 func parseDuration(s string) (time.Duration, error) {
 	if s == "" {

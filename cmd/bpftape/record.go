@@ -328,7 +328,9 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		}
 		opts.RingSize = size
 	}
-	if *command != "" {
+	// -c "" (an unset variable in -c "$CMD") is an error, not the whole
+	// machine recorded until stopped.
+	if flagSet(fs, "c") {
 		if opts.Command, err = shellwords.Split(*command); err != nil {
 			return fail(stderr, "record", usage.Errorf("-c: %w", err))
 		}

@@ -306,6 +306,8 @@ func TestRecordUsage(t *testing.T) {
 		{[]string{"record", "-o", out, "--ringbuf-size", "5000", "t:syscalls:sys_exit_write"}, exitUsage, "power of two"},
 		{[]string{"record", "-o", out, "--compress", "gzip", "t:syscalls:sys_exit_write"}, exitUsage, "unknown compression"},
 		{[]string{"record", "-o", out, "-c", "'unterminated", "t:syscalls:sys_exit_write"}, exitUsage, "unterminated"},
+		{[]string{"record", "-o", out, "-c", "", "t:syscalls:sys_exit_write"}, exitUsage, "-c: empty command"},
+		{[]string{"record", "-o", out, "-c", "  ", "t:syscalls:sys_exit_write"}, exitUsage, "-c: empty command"},
 		{[]string{"record", "-o", out, "t:syscalls:sys_exit_wrte"}, exitFailure, `did you mean "syscalls:sys_exit_write"`},
 		{[]string{"record", "-o", out, "kprobe:vfs_read"}, exitFailure, "probe kprobe:vfs_read: this kernel has no kprobes (built without CONFIG_KPROBES"},
 		{[]string{"record", "-o", filepath.Join(dir, "nodir", "c.arrow"), "-c", "touch " + filepath.Join(dir, "ran"), "t:syscalls:sys_exit_write"}, exitFailure, "output: open"},

@@ -209,6 +209,11 @@ type Summary struct {
 	// Parts are the files a rotated recording (Options.Rotate) kept, oldest
 	// first; Output is the last.
 	Parts []string
+	// EarlierRemoved are the parts of an earlier recording to the same
+	// name that this one, with Options.Force, did not replace, and
+	// removed; EarlierError says why others could not be.
+	EarlierRemoved []string
+	EarlierError   error
 	// Window is when every probe was recording (boot-clock ns), as the
 	// capture's metadata says.
 	Window format.Window

@@ -42,6 +42,9 @@ type sizeLimit struct {
 	seq   int      // number of the current part
 	parts []string // kept parts, oldest first
 	first string   // wall-clock start of the capture (of part 1), RFC 3339
+	// earlier are the parts of an earlier recording to the same name that
+	// --force replaces (see removeEarlier).
+	earlier []string
 }
 
 // sizeOptions checks MaxSize and Rotate and, when rotating, makes Output
@@ -58,13 +61,18 @@ func (o *Options) sizeOptions() (base string, err error) {
 	}
 	if o.Rotate > 0 {
 		o.Output = PartName(base, 1)
-		ext := filepath.Ext(base)
-		old, _ := filepath.Glob(strings.TrimSuffix(base, ext) + ".[0-9][0-9][0-9][0-9][0-9][0-9]" + ext)
-		if len(old) > 0 && !o.Force {
+		if old := partsOf(base); len(old) > 0 && !o.Force {
 			return "", usage.Errorf("output: %s exists (a rotated capture): give --force to overwrite it, or another -o", old[0])
 		}
 	}
 	return base, nil
+}
+
+// partsOf lists the parts of a rotated capture named base that exist.
+func partsOf(base string) []string {
+	ext := filepath.Ext(base)
+	old, _ := filepath.Glob(strings.TrimSuffix(base, ext) + ".[0-9][0-9][0-9][0-9][0-9][0-9]" + ext)
+	return old
 }
 
 // newSizeLimit returns the limit of a recording into w, nil without one.
@@ -76,8 +84,30 @@ func newSizeLimit(w *format.Writer, o *Options, base string) *sizeLimit {
 	if o.Rotate > 0 {
 		l.seq, l.parts = 1, []string{o.Output}
 		l.first = w.Meta().StartWall.Format(time.RFC3339Nano)
+		if o.Force {
+			l.earlier = partsOf(base)
+		}
 	}
 	return l
+}
+
+// removeEarlier removes the parts of an earlier recording that this one,
+// with --force, did not replace: those numbered after its last part. Left,
+// they would read as this recording's later parts, and merge would join
+// the two. It returns those it removed.
+func (l *sizeLimit) removeEarlier() (removed []string, err error) {
+	for _, path := range l.earlier {
+		var n int
+		if _, perr := fmt.Sscanf(strings.TrimPrefix(path, strings.TrimSuffix(l.base, filepath.Ext(l.base))), ".%06d", &n); perr != nil || n <= l.seq {
+			continue // replaced by this recording's part n, or not a part
+		}
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = errors.Join(err, rerr)
+			continue
+		}
+		removed = append(removed, path)
+	}
+	return removed, err
 }
 
 // Extra keys of a rotated capture's parts after the first (part 1 is an
@@ -125,6 +155,7 @@ func (l *sizeLimit) summarize(s *Summary) {
 		return
 	}
 	s.Parts = append([]string(nil), l.parts...)
+	s.EarlierRemoved, s.EarlierError = l.removeEarlier()
 	s.Output = l.parts[len(l.parts)-1]
 	if st, err := os.Stat(s.Output); err == nil {
 		s.Bytes = st.Size()

@@ -91,6 +91,13 @@ func (s *Summary) Print(w io.Writer) {
 	if len(s.Parts) > 1 {
 		fmt.Fprintf(w, "[ bpftape record: rotated, the newest %d files kept: %s ]\n", len(s.Parts), strings.Join(s.Parts, " "))
 	}
+	if len(s.EarlierRemoved) > 0 {
+		fmt.Fprintf(w, "[ bpftape record: --force: removed %s of an earlier recording, which this one did not replace: %s ]\n",
+			humanfmt.Plural(uint64(len(s.EarlierRemoved)), "part", "parts"), strings.Join(s.EarlierRemoved, " "))
+	}
+	if s.EarlierError != nil {
+		fmt.Fprintf(w, "[ bpftape record: WARNING: parts of an earlier recording remain, which read as this one's later parts: %v ]\n", s.EarlierError)
+	}
 	if s.Lost > 0 {
 		fmt.Fprintf(w, "[ bpftape record: WARNING: %s events were lost because the ring buffer was full: try a larger --ringbuf-size ]\n", count(s.Lost))
 	}

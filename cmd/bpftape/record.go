@@ -85,7 +85,9 @@ killed at any moment leaves a capture the other verbs read up to its last
 complete batch. An existing FILE is replaced only with --force: the new
 capture is then written to .FILE.*.tmp beside it and renamed over FILE when
 the recording ends (a recorder killed before leaves FILE as it was and the
-new capture in the .tmp file). A device or FIFO is written in place; a
+new capture in the .tmp file). With --rotate, --force replaces the parts of
+an earlier recording to FILE as this one reaches their numbers, and removes
+those it did not reach when it ends. A device or FIFO is written in place; a
 symbolic link is refused. A recording that fails to start removes only a
 FILE it created. --owner USER gives FILE (and every rotated part) to USER
 as it is created, still mode 0600, so that USER analyses it without root;
@@ -236,7 +238,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	output := fs.String("o", DefaultOutput, "capture `FILE` to write (created with mode 0600; an existing one needs --force)")
 	force := fs.Bool("force", false, "replace the -o file if it exists (see above)")
 	ownerFlag := fs.String("owner", "", "give the capture file to `USER[:GROUP]` (names or ids) as it is created: mode 0600, 0640 with a GROUP")
-	maxSize := fs.String("max-size", "", "stop when the capture reaches `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file")
+	maxSize := fs.String("max-size", "", "stop when the capture reaches `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file; the batches being written then still go in (tens of KiB, at most a few hundred)")
 	rotate := fs.Int("rotate", 0, "with --max-size, write FILE as `N` or fewer files, c.000001.arrow, c.000002.arrow..., deleting the oldest")
 	pid := fs.Int("p", 0, "record only process `PID` (tracepoints and kprobes filtered by it, uprobes attached to it); stop when it exits")
 	follow := fs.Bool("follow", false, "with -p, record the processes PID started and starts as well; -c does unless --follow=false")

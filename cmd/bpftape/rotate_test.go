@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,6 +85,20 @@ func TestRecordMaxSize(t *testing.T) {
 	r = runBin(t, exec.Command(bin, "record", "-o", out, "--max-size", "256K", "--rotate", "3", "-c", probes+" exit 0", "u:"+probes+":tick"))
 	if r.code != exitUsage || !strings.Contains(r.stderr, "exists (a rotated capture): give --force") {
 		t.Errorf("--rotate over a rotated capture: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// With --force, the earlier recording's parts that this one does not
+	// replace go: left, they would read as its later parts.
+	earlier := 0
+	for _, n := range names {
+		if filepath.Base(n) != "c.000001.arrow" {
+			earlier++
+		}
+	}
+	r = runBin(t, exec.Command(bin, "record", "-o", out, "--force", "--max-size", "256K", "--rotate", "3", "-c", probes+" exit 0", "u:"+probes+":tick"))
+	after, _ := filepath.Glob(filepath.Join(rdir, "*"))
+	if r.code != exitOK || len(after) != 1 || filepath.Base(after[0]) != "c.000001.arrow" ||
+		!strings.Contains(r.stderr, fmt.Sprintf("--force: removed %d parts of an earlier recording", earlier)) {
+		t.Errorf("--force over a rotated capture of %q: exit %d, left %q, stderr %q", names, r.code, after, r.stderr)
 	}
 	if r := runBin(t, exec.Command(bin, "record", "-o", filepath.Join(dir, "x.arrow"), "--rotate", "2", "u:"+probes+":tick")); r.code != exitUsage || !strings.Contains(r.stderr, "--rotate needs --max-size") {
 		t.Errorf("--rotate alone: exit %d, stderr %q", r.code, r.stderr)

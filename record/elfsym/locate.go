@@ -29,6 +29,14 @@ type Location struct {
 	// Unverified says why Addr could not be checked to start an
 	// instruction ("" when it was, or when it is a function's entry).
 	Unverified string
+	// IFunc reports that Func is an indirect function (STT_GNU_IFUNC):
+	// its code is the resolver, which the dynamic linker calls once to
+	// pick the implementation that calls then run (glibc's strlen picks
+	// __strlen_avx2 or another: Impls).
+	IFunc bool
+	// Impls are the functions that an IFunc's resolver may pick, as glibc
+	// names them (__NAME_*), when the binary or its debug file lists them.
+	Impls []string
 }
 
 // Entry reports whether the location is a function's first instruction.
@@ -75,7 +83,7 @@ func Locate(path, target string, dirs []string) (*Location, error) {
 	if hasOff && sym.Size > 0 && off >= sym.Size {
 		return nil, fmt.Errorf("elfsym: %s: offset %#x is past the end of %s (%d bytes)", target, off, name, sym.Size)
 	}
-	loc := &Location{Addr: sym.Value + off, Func: name, FuncOff: off, DebugFile: debug}
+	loc := &Location{Addr: sym.Value + off, Func: name, FuncOff: off, DebugFile: debug, IFunc: elf.ST_TYPE(sym.Info) == sttGNUIFunc}
 	if loc.Offset, err = FileOffset(f, loc.Addr); err != nil {
 		return nil, fmt.Errorf("elfsym: %s: %s: %w", path, target, err)
 	}
@@ -84,7 +92,24 @@ func Locate(path, target string, dirs []string) (*Location, error) {
 			return nil, fmt.Errorf("elfsym: %s: %w", path, err)
 		}
 	}
+	if loc.IFunc {
+		loc.Impls = st.impls(baseName(name))
+	}
 	return loc, nil
+}
+
+// impls lists the functions named __NAME_* (glibc's implementations of
+// an indirect function NAME) in the binary's symbols or its debug file's.
+func (st *symtabs) impls(name string) []string {
+	st.loadDebug()
+	var out []string
+	for _, s := range append(slices.Clone(st.own), st.dbg...) {
+		if n := baseName(s.Name); isFunc(s) && elf.ST_TYPE(s.Info) == elf.STT_FUNC && strings.HasPrefix(n, "__"+name+"_") && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // locateAddr resolves a virtual address, naming the function around it.
@@ -100,6 +125,7 @@ func (st *symtabs) locateAddr(addr uint64, target string) (*Location, error) {
 		return loc, nil
 	}
 	loc.Func, loc.FuncOff, loc.DebugFile = baseName(sym.Name), addr-sym.Value, debug
+	loc.IFunc = elf.ST_TYPE(sym.Info) == sttGNUIFunc
 	if loc.FuncOff > 0 {
 		if err := checkBoundary(st.f, sym, loc); err != nil {
 			return nil, fmt.Errorf("elfsym: %s: %w", st.path, err)

@@ -283,6 +283,16 @@ func (r *Resolver) uprobe(p *Probe) error {
 		}
 		return fmt.Errorf("a uretprobe goes on a function's entry, and %s is not one (%s): the return address is only %s there", s.Symbol, where, returnAddress(arch))
 	}
+	if loc.IFunc && loc.Entry() {
+		impls := "the implementation it picks"
+		if len(loc.Impls) > 0 {
+			impls += " (" + strings.Join(loc.Impls, ", ") + ")"
+		} else {
+			impls += " (its debug symbols name them, such as __" + loc.Func + "_avx2 in glibc)"
+		}
+		r.Warn(fmt.Sprintf("%s: %s is an indirect function (IFUNC): its code is the resolver, which the dynamic linker calls once a process to choose the implementation that every call then runs; this probe sees the resolver, not the calls: probe %s",
+			s.Text, loc.Func, impls))
+	}
 	if loc.Unverified != "" {
 		r.Warn(fmt.Sprintf("%s: cannot check that %#x (file offset %#x) starts an instruction: %s; a breakpoint inside an instruction corrupts the traced program",
 			s.Text, loc.Addr, loc.Offset, loc.Unverified))

@@ -1,0 +1,49 @@
+package elfsym
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+const ifuncSrc = `
+#include <stddef.h>
+__attribute__((noinline)) size_t __tape_len_fast(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
+__attribute__((noinline)) size_t __tape_len_slow(const char *s) { size_t n = 0; while (*s++) n++; return n; }
+static size_t (*tape_len_resolver(void))(const char *) { return __tape_len_fast; }
+size_t tape_len(const char *s) __attribute__((ifunc("tape_len_resolver")));
+int main(int argc, char **argv) { return (int)tape_len(argv[0]) + argc + (int)__tape_len_slow("x"); }
+`
+
+// TestLocateIFunc: an indirect function's symbol is its resolver; Locate
+// says so and lists the implementations named after it, and an
+// implementation is an ordinary function. glibc's strlen is one too.
+func TestLocateIFunc(t *testing.T) {
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src, bin := filepath.Join(dir, "ifunc.c"), filepath.Join(dir, "ifunc")
+	if err := os.WriteFile(src, []byte(ifuncSrc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(gcc, "-O1", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	loc, err := Locate(bin, "tape_len", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !loc.IFunc || !slices.Equal(loc.Impls, []string{"__tape_len_fast", "__tape_len_slow"}) {
+		t.Errorf("tape_len: IFunc %v, implementations %q", loc.IFunc, loc.Impls)
+	}
+	if loc, err := Locate(bin, "__tape_len_fast", nil); err != nil || loc.IFunc {
+		t.Errorf("__tape_len_fast: %+v, %v", loc, err)
+	}
+	if loc, err := Locate(libcPath(t), "strlen", nil); err != nil || !loc.IFunc {
+		t.Errorf("libc's strlen: %+v, %v", loc, err)
+	}
+}

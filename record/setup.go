@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,12 +134,51 @@ func (r *recorder) preflight() (threadBases bool, err error) {
 	if natt > bpf.MaxSpecs {
 		return false, fmt.Errorf("%d attachments (USDT sites count one each): at most %d", natt, bpf.MaxSpecs)
 	}
+	r.checkMapped()
 	if o := &r.opts; o.Live != nil {
 		if err := o.Live.Check(liveProbes(r.probes)); err != nil {
 			return false, err
 		}
 	}
 	return threadBases, nil
+}
+
+// checkMapped warns about a uprobe or USDT probe on a binary that the -p
+// process does not map: it would record none of its events, unless the
+// process loads the binary later (or, with --follow, a process it starts
+// runs it).
+func (r *recorder) checkMapped() {
+	pid := r.opts.PID
+	if pid == 0 {
+		return
+	}
+	files, err := elfsym.MappedFiles(pid)
+	if err != nil {
+		return // the process is gone, or its maps unreadable: said elsewhere
+	}
+	var mapped []os.FileInfo
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			mapped = append(mapped, st)
+		}
+	}
+	warned := map[string]bool{}
+	for _, p := range r.probes {
+		target := p.Meta.Target
+		st, err := os.Stat(target)
+		if target == "" || warned[target] || err != nil {
+			continue
+		}
+		if slices.ContainsFunc(mapped, func(m os.FileInfo) bool { return os.SameFile(m, st) }) {
+			continue
+		}
+		warned[target] = true
+		later := "unless the process loads it later"
+		if r.opts.Follow {
+			later += ", or a process it starts runs it"
+		}
+		r.warn(fmt.Sprintf("process %d (-p) does not map %s: probe %s will record none of its events, %s", pid, target, p.Meta.Name, later))
+	}
 }
 
 // parseProbes parses the probe specs, expands their wildcards and names

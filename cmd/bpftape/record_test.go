@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -347,6 +348,20 @@ func TestRecordFlags(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("summary lacks %q", want)
 		}
+	}
+	if strings.Contains(r.stderr, "does not map") {
+		t.Errorf("a warning that the process does not map its own binary:\n%s", r.stderr)
+	}
+	// A process that does not map the probed binary: recorded, with a
+	// warning, as it would see none of its events.
+	sleep := exec.Command("sleep", "60")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	r2 := runBin(t, exec.Command(bin, "record", "u:"+probes+":tick(arg0)", "-p", strconv.Itoa(sleep.Process.Pid), "-o", filepath.Join(dir, "c2.arrow"), "-d", "0.2"))
+	if want := fmt.Sprintf("warning: process %d (-p) does not map %s: probe tick will record none of its events", sleep.Process.Pid, probes); r2.code != 0 || !strings.Contains(r2.stderr, want) {
+		t.Errorf("-p of a process without the binary: exit %d, stderr:\n%s\nwant %q", r2.code, r2.stderr, want)
 	}
 	if b, err := os.ReadFile(ready); err != nil || !strings.Contains(string(b), "target="+strconv.Itoa(spin.Process.Pid)) {
 		t.Errorf("ready file %q, %v", b, err)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow/go/v15/arrow"
 
@@ -131,7 +132,7 @@ func (f *flightRing) trim(end int64) {
 	n := 0
 	for n < len(f.units)-1 {
 		u := &f.units[n]
-		old := u.last < end-f.opts.Window
+		old := u.last < end-f.opts.Window-flightLag
 		if !old && f.bytes <= f.opts.MaxBytes {
 			break
 		}
@@ -148,6 +149,13 @@ func (f *flightRing) trim(end int64) {
 		f.units = slices.Delete(f.units, 0, n)
 	}
 }
+
+// flightLag is how much longer than its window the ring keeps batches: a
+// snapshot ends at its due time, which the recorder sees pass only once it
+// has read the events after it (by a drain interval, 100 ms at most when
+// idle, and the ring's staging), so that the snapshot reaches a whole
+// window back from there.
+const flightLag = int64(time.Second)
 
 // FlightStats returns the ring's totals; the zero value for a Writer that
 // is not a flight recorder.
@@ -168,9 +176,10 @@ func (w *Writer) FlightStats() FlightStats {
 // the recording goes on.
 type FlightSnapshot struct {
 	// Meta is a copy of the recording's metadata, Window set to what
-	// the batches cover: from just after the newest event the ring
-	// dropped (or the recording's start) to the latest event kept (or
-	// end, if later). The caller may change its start times and Extra.
+	// the batches cover: from just after the newest event left out (or
+	// the recording's start) to end, or the latest event kept if later
+	// (a batch that began by end and went on). The caller may change its
+	// start times and Extra.
 	Meta Meta
 	// Batches, Rows and Bytes are what the snapshot holds.
 	Batches int
@@ -184,8 +193,9 @@ type FlightSnapshot struct {
 }
 
 // FlightSnapshot writes the current batch and waits for the encoder, then
-// takes the ring's batches that reach past end less the window, and the
-// whole stack table. Like Append, it is called by the appending goroutine.
+// takes the ring's batches that reach past end less the window and begin
+// by end, and the whole stack table. Like Append, it is called by the
+// appending goroutine.
 func (w *Writer) FlightSnapshot(end int64) (*FlightSnapshot, error) {
 	f := w.flight
 	if f == nil {
@@ -199,8 +209,16 @@ func (w *Writer) FlightSnapshot(end int64) (*FlightSnapshot, error) {
 	}
 	f.mu.Lock()
 	f.trim(max(end, f.newest))
-	units := slices.Clone(f.units)
 	edge := f.edge
+	var units []flightUnit
+	for _, u := range f.units {
+		switch {
+		case u.last < end-f.opts.Window:
+			edge = max(edge, u.last) // older than the window
+		case u.first <= end:
+			units = append(units, u)
+		}
+	}
 	f.mu.Unlock()
 
 	s := &FlightSnapshot{Meta: *w.meta, schema: w.schema, codec: w.opts.Compression, units: units}

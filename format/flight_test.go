@@ -113,8 +113,44 @@ func TestFlightSnapshot(t *testing.T) {
 	if fs := s.Batches; fs != 21 {
 		t.Errorf("snapshot of %d batches, want 21", fs)
 	}
-	if st := w.FlightStats(); st.Dropped != 79 || st.BySize != 0 {
-		t.Errorf("stats %+v: want 79 dropped by time", st)
+	// The ring keeps flightLag (1 s, 10 batches) past the window.
+	if st := w.FlightStats(); st.Dropped != 69 || st.BySize != 0 {
+		t.Errorf("stats %+v: want 69 dropped by time", st)
+	}
+}
+
+// TestFlightSnapshotEnd: a snapshot due before the newest events (a
+// trigger's --after period over, seen by the recorder later) takes the
+// batches that begin by its end, reaching a whole window back from there:
+// the events after it, in batches of their own, are left out.
+func TestFlightSnapshotEnd(t *testing.T) {
+	m := &Meta{Tool: "t", StartBoot: 1, Window: &Window{Start: 1}, Probes: []Probe{{Name: "p", Kind: "uprobe", Fields: []Field{{Name: "arg0", Type: Uint64}}}}}
+	const ms = int64(1e6)
+	w, err := NewFlightWriter(m, WriterOptions{BatchRows: 100}, FlightOptions{Window: 2000 * ms, MaxBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Events 1 ms apart to 5 s; the batch is cut after 5,050 (the due
+	// time, as the recorder cuts it), then 300 ms more.
+	for i := int64(1); i <= 5350; i++ {
+		e := Event{Time: i * ms, PID: 1, TID: 1, Comm: []byte("p"), Ints: []uint64{uint64(i)}, Strs: make([][]byte, 1)}
+		if err := w.Append(&e); err != nil {
+			t.Fatal(err)
+		}
+		if i == 5050 {
+			if err := w.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s, err := w.FlightSnapshot(5050 * ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whole batches: 2901..3000 is older than the window [3.05 s, 5.05 s],
+	// 3001..3100 reaches into it; 5051.. begin after its end.
+	if win := s.Meta.Window; win.Start != 3000*ms+1 || win.End != 5050*ms || s.Rows != 5050-3000 {
+		t.Errorf("snapshot of %d rows, window [%d, %d]; want 2050 rows, [%d, %d]", s.Rows, win.Start, win.End, 3000*ms+1, 5050*ms)
 	}
 }
 

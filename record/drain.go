@@ -279,6 +279,11 @@ func (d *drainer) sample(raw []byte) error {
 		d.truncated++
 	}
 	d.events[h.ProbeID]++
+	if d.flight != nil {
+		if err := d.flight.cut(ev); err != nil {
+			return err
+		}
+	}
 	if err := d.w.Append(ev); err != nil {
 		return err
 	}

@@ -163,6 +163,7 @@ type pendingSnap struct {
 	due, at int64
 	why     string
 	latency int64
+	cut     bool // the batch ended before the first event after due
 }
 
 // takenSnap is a snapshot taken, to be written as file name.
@@ -222,6 +223,19 @@ func (o *Options) triggerProbes(names []string) (trigger, start, end int, err er
 		}
 	}
 	return trigger, start, end, err
+}
+
+// cut ends the current batch before the first event after a pending
+// snapshot's due time, so that the snapshot, which takes the batches that
+// begin by then, ends at its due time (--after) and not at the event the
+// recorder had read when it saw the time pass, up to a drain interval
+// later.
+func (f *flight) cut(ev *format.Event) error {
+	if p := f.pending; p != nil && !p.cut && ev.Time > p.due {
+		p.cut = true
+		return f.w.Flush()
+	}
+	return nil
 }
 
 // event looks at an event appended: a trigger's event asks for a

@@ -61,8 +61,9 @@
 // integer type: the value is cut to its width and, for a register, sign- or
 // zero-extended from it, as a C cast would.
 //
-// Without a field list a probe records its defaults: a uprobe arg0..arg5 as
-// u64; a uretprobe retval as s64; a USDT probe every argument of its note
+// Without a field list a probe records its defaults: a uprobe its
+// function's parameters by their DWARF names and types when the binary has
+// them, else arg0..arg5 as u64; a uretprobe retval as s64; a USDT probe every argument of its note
 // with the note's size and sign; a tracepoint every field of its format
 // (integers with their size and sign, pointers as u64, char arrays and
 // __data_loc strings as strings). A probe records at most 12 fields, at most

@@ -163,6 +163,43 @@ func TestProbeFilterTracepoint(t *testing.T) {
 	}
 }
 
+// TestProbeFilterArgN: a uprobe that records its function's parameters by
+// name (no field list, DWARF) takes argN in its filter for the N-th of
+// them, as the analyses do: /arg2 > 4000/ keeps exactly what /size > 4000/
+// keeps.
+func TestProbeFilterArgN(t *testing.T) {
+	testutil.RequireBPF(t, bpf.CheckFeatures)
+	exe := testutil.BuildC(t, "../testdata/demo/virtnet.c", "virtnet", "-g") // DWARF: parameters by name
+	s, _ := mustRecord(t, Options{
+		RingSize: 16 << 20,
+		Command:  []string{exe, "3000"},
+		Probes: []string{
+			"all=u:" + exe + ":virtio_net_receive_rcu",
+			"byname=u:" + exe + ":virtio_net_receive_rcu/size > 4000/",
+			"byarg=u:" + exe + ":virtio_net_receive_rcu/arg2 > 4000/",
+		},
+	})
+	c := readCapture(t, s.Output)
+	want := 0
+	for _, r := range c.rows["all"] {
+		if r.ints["size"] > 4000 {
+			want++
+		}
+	}
+	byname, byarg := c.rows["byname"], c.rows["byarg"]
+	t.Logf("%d calls, %d of more than 4000 bytes; by name %d, by arg2 %d", len(c.rows["all"]), want, len(byname), len(byarg))
+	if want == 0 || want == len(c.rows["all"]) || len(byname) != want || len(byarg) != want {
+		t.Errorf("%d calls of more than 4000 bytes: /size > 4000/ kept %d, /arg2 > 4000/ %d", want, len(byname), len(byarg))
+	}
+	if f := c.probe(t, "byarg").Filter; f != "arg2 > 4000" {
+		t.Errorf("filter %q", f)
+	}
+	_, err, _ := record(t, Options{Probes: []string{"u:" + exe + ":virtio_net_receive_rcu/arg3 > 3/"}, Duration: 1, Command: []string{"true"}})
+	if want := `the probe records no field "arg3"; a filter compares recorded fields (nc, buf, size, arg0..arg2 for them)`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("/arg3 > 3/ of three parameters: %v, want %q", err, want)
+	}
+}
+
 // TestProbeFilterErrors checks that a filter naming what the probe does not
 // record, or a constant its field cannot hold, is refused before anything
 // is attached.

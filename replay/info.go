@@ -12,6 +12,7 @@ import (
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/probespec"
 )
 
 // InfoResult is what info reports about a capture.
@@ -267,7 +268,7 @@ func info(c *Capture, res *InfoResult, counts []uint64, first, last int64, p *Pa
 		if len(fs) > 0 {
 			fmt.Fprintf(out, "%-*s fields %s\n", width, "", strings.Join(fs, ", "))
 		}
-		if params := Params(&p); params != nil {
+		if params := probespec.Params(&p); params != nil {
 			for i := range params {
 				params[i] = esc(params[i])
 			}

@@ -93,7 +93,7 @@ FILE it created. --owner USER gives FILE (and every rotated part) to USER
 as it is created, still mode 0600, so that USER analyses it without root;
 --owner USER:GROUP (or :GROUP) also gives it to GROUP with mode 0640.
 
-PROBE := [NAME=]TYPE:TARGET[(FIELD,...)]
+PROBE := [NAME=]TYPE:TARGET[(FIELD,...)][/FILTER/]
   uprobe:BINARY:SYMBOL              u:   function entry
   uretprobe:BINARY:SYMBOL           ur:  function return
   usdt:BINARY:[PROVIDER:]PROBE      U:   USDT (sys/sdt.h) probe; PROVIDER may be
@@ -132,8 +132,9 @@ TYPE  := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
            on x86-64 (rdi..r9), 0..7 on arm64 (x0..x7);
            a USDT probe's argN is the Nth argument of its note
   retval   a uretprobe's, kretprobe's or fexit's return value
-  NAME     a tracepoint field as its tracefs format names it, or a fentry
-           or fexit parameter as the kernel's BTF names it
+  NAME     a tracepoint field as its tracefs format names it, or a
+           function's parameter as its debug info names it: a uprobe's by
+           the binary's DWARF, a fentry's or fexit's by the kernel's BTF
   str(X)   the C string X points to (at most 63 bytes), kept under X's
            name; user memory for uprobes and USDT, user or kernel memory
            (by the address) for kernel functions
@@ -146,12 +147,20 @@ TYPE  := s8 | u8 | s16 | u16 | s32 | u32 | s64 | u64
            flamegraph' symbolize from it alone, anywhere, later.
 profile:hz:N samples every CPU N times a second (with -p or -c: only those
 processes), recording kstack and ustack, as BCC's profile -F N does.
-Without a list: uprobe and kprobe arg0..arg5 as u64, uretprobe and kretprobe
-retval as s64, fentry every parameter with its BTF type (fexit also retval),
-usdt every
-note argument with its size and sign, tracepoint every field (integers with
-their size and sign, pointers as u64, char arrays and __data_loc as strings).
-At most 12 fields per probe, 4 of them strings.
+Without a list: a uprobe its function's parameters by their DWARF names and
+types when the binary or its debug file has them, else (and a kprobe)
+arg0..arg5 as u64; uretprobe and kretprobe retval as s64; fentry every
+parameter with its BTF type (fexit also retval); usdt every note argument
+with its size and sign; tracepoint every field (integers with their size and
+sign, pointers as u64, char arrays and __data_loc as strings). Where the
+fields are a function's parameters, argN also names the N-th of them, in a
+filter as in the analyses. At most 12 fields per probe, 4 of them strings.
+
+FILTER := FIELD OP CONST, joined with && || and ! (OP: == != < <= > >=);
+also pid, tid, cpu and comm == "name". The BPF program drops the events it
+rejects before they take ring space, as bpftrace's /predicate/ does; info
+and every analysis say the capture is a subset.
+  bpftape record -c ./app 'big=u:./app:rx(size)/size >= 4096 && pid != 1/'
 
 NAME defaults to the symbol (uprobe, kprobe, fentry), the symbol + ":return"
 (uretprobe, kretprobe, fexit), the USDT probe or the tracepoint event; a repeated default gets

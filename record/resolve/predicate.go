@@ -94,7 +94,7 @@ func bpfCmp(c probespec.CmpOp) (uint8, bool) {
 // compilePredicate turns a predicate into the postfix operations of a
 // probe's spec, whose fields (nargs of them, in the capture's order) it
 // compares. It sets the spec's Pred, Npred and SpecFilterComm.
-func compilePredicate(f *probespec.Predicate, fields []format.Field, nargs int, spec *bpf.ProbeSpec) error {
+func compilePredicate(f *probespec.Predicate, fields []format.Field, nargs int, params []string, spec *bpf.ProbeSpec) error {
 	if f == nil {
 		return nil
 	}
@@ -134,7 +134,7 @@ func compilePredicate(f *probespec.Predicate, fields []format.Field, nargs int, 
 			}
 			return nil
 		}
-		op, err := compileCmp(f, fields, nargs)
+		op, err := compileCmp(f, fields, nargs, params)
 		if err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func compilePredicate(f *probespec.Predicate, fields []format.Field, nargs int, 
 // event's; a probe that records a field of one of those names must name
 // the field args.NAME, and the builtin alone is refused as ambiguous
 // (--pid and --comm, Builtin, always mean the event's).
-func compileCmp(f *probespec.Predicate, fields []format.Field, nargs int) (bpf.PredOp, error) {
+func compileCmp(f *probespec.Predicate, fields []format.Field, nargs int, params []string) (bpf.PredOp, error) {
 	var op bpf.PredOp
 	var ok bool
 	if op.Op, ok = bpfCmp(f.Cmp); !ok {
@@ -206,10 +206,16 @@ func compileCmp(f *probespec.Predicate, fields []format.Field, nargs int) (bpf.P
 		return op, nil
 	}
 	i := field(name)
+	if k, ok := probespec.ArgIndex(name); i < 0 && ok && k < len(params) {
+		i = field(params[k]) // argN: the N-th parameter, as the analyses take it
+	}
 	if i < 0 {
 		var names []string
 		for k := range nargs {
 			names = append(names, fields[k].Name)
+		}
+		if len(params) > 0 {
+			names = append(names, fmt.Sprintf("arg0..arg%d for them", len(params)-1))
 		}
 		return op, fmt.Errorf("%w: %s: the probe records no field %q; a filter compares recorded fields (%s), pid, tid, cpu or comm",
 			ErrFilter, f, name, strings.Join(names, ", "))

@@ -97,7 +97,7 @@ func TestProcessPredicateLimit(t *testing.T) {
 		t.Errorf("predicate text %q, want %q", got, want)
 	}
 	var spec bpf.ProbeSpec
-	if err := compilePredicate(f, nil, 0, &spec); err != nil {
+	if err := compilePredicate(f, nil, 0, nil, &spec); err != nil {
 		t.Fatal(err)
 	}
 	if int(spec.Npred) != bpf.MaxPred-1 {
@@ -122,7 +122,7 @@ func TestProcessPredicateLimit(t *testing.T) {
 		t.Errorf("predicate text %q, want %q", got, want)
 	}
 	spec = bpf.ProbeSpec{}
-	if err := compilePredicate(f, nil, 0, &spec); err != nil {
+	if err := compilePredicate(f, nil, 0, nil, &spec); err != nil {
 		t.Fatal(err)
 	}
 	if spec.Npred != 15 || spec.Flags&bpf.SpecFilterComm == 0 {
@@ -142,7 +142,7 @@ func TestProcessPredicateLimit(t *testing.T) {
 	}
 	// One more comparison overflows the program's predicate.
 	f, _ = ProcessPredicate([]int{7, 9, 11, 13, 15}, []string{"a", "bb", "ccc", "d"})
-	if err := compilePredicate(f, nil, 0, &bpf.ProbeSpec{}); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "17 operations") {
+	if err := compilePredicate(f, nil, 0, nil, &bpf.ProbeSpec{}); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "17 operations") {
 		t.Errorf("9 values: %v", err)
 	}
 }
@@ -169,7 +169,7 @@ func TestProcessPredicateErrors(t *testing.T) {
 	}
 	var spec bpf.ProbeSpec
 	fields := []format.Field{{Name: "arg2", Type: format.Uint64}}
-	if err := compilePredicate(both(f, f), fields, 1, &spec); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "31 operations") {
+	if err := compilePredicate(both(f, f), fields, 1, nil, &spec); !errors.Is(err, ErrFilter) || !strings.Contains(err.Error(), "31 operations") {
 		t.Errorf("too long a predicate: %v", err)
 	}
 }
@@ -195,7 +195,7 @@ func TestCompileCmpOps(t *testing.T) {
 				t.Fatal(err)
 			}
 			var spec bpf.ProbeSpec
-			if err := compilePredicate(f, fields, 1, &spec); err != nil {
+			if err := compilePredicate(f, fields, 1, nil, &spec); err != nil {
 				t.Fatalf("%s: %v", text, err)
 			}
 			if p := spec.Pred[0]; spec.Npred != 1 || p.Op != want || p.Operand != bpf.OperandField || p.Val != 5 {
@@ -205,7 +205,7 @@ func TestCompileCmpOps(t *testing.T) {
 	}
 	for _, op := range []probespec.CmpOp{0, probespec.CmpGe + 1} {
 		f := &probespec.Predicate{Kind: probespec.PredCmp, Operand: "arg2", Cmp: op, Int: 5}
-		if err := compilePredicate(f, fields, 1, &bpf.ProbeSpec{}); !errors.Is(err, ErrFilter) {
+		if err := compilePredicate(f, fields, 1, nil, &bpf.ProbeSpec{}); !errors.Is(err, ErrFilter) {
 			t.Errorf("operator %d: %v, want ErrFilter", op, err)
 		}
 	}

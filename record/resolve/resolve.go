@@ -158,7 +158,7 @@ func (p *Probe) addPredicate(f *probespec.Predicate) error {
 	}
 	for i := range p.Atts {
 		a := &p.Atts[i]
-		if err := compilePredicate(f, p.Meta.Fields, int(a.Spec.Nargs), &a.Spec); err != nil {
+		if err := compilePredicate(f, p.Meta.Fields, int(a.Spec.Nargs), probespec.Params(&p.Meta), &a.Spec); err != nil {
 			return err
 		}
 	}

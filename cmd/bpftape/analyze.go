@@ -549,7 +549,7 @@ Examples:
 }
 
 func runRepair(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("repair", "[--force] IN OUT", `
+	fs := newFlags("repair", "[--force] IN OUT | [--force] IN -o OUT", `
 Copies every complete batch of IN, for example the capture of a recorder
 that was killed, into OUT, a standard Arrow file any reader opens. OUT must
 not exist (--force replaces it) and may not be IN; it appears only once
@@ -559,14 +559,18 @@ with the events it held, by probe, when IN's footer counted them.
 
 Examples:
   bpftape repair killed.arrow fixed.arrow
-  bpftape repair --force killed.arrow fixed.arrow`, stdout)
+  bpftape repair killed.arrow -o fixed.arrow --force`, stdout)
 	force := fs.Bool("force", false, "replace OUT if it exists")
+	outPath := fs.String("o", "", "OUT, the file to write, as the other verbs take it")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "repair", err)
 	}
+	if *outPath != "" {
+		pos = append(pos, *outPath)
+	}
 	if len(pos) != 2 {
-		return fail(stderr, "repair", usage.Errorf("want IN OUT"))
+		return fail(stderr, "repair", usage.Errorf("want IN OUT, or IN -o OUT"))
 	}
 	warnCapture(pos[1], stderr)
 	repair := format.Repair

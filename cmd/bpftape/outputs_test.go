@@ -35,6 +35,7 @@ var writerVerbs = []struct {
 	{"heatmap", func(in, _, out string) []string { return []string{"heatmap", in, "rx", "arg2", "-o", out} }},
 	{"merge", func(in, in2, out string) []string { return []string{"merge", in, in2, "-o", out} }},
 	{"repair", func(in, _, out string) []string { return []string{"repair", in, out} }},
+	{"repair -o", func(in, _, out string) []string { return []string{"repair", in, "-o", out} }},
 }
 
 // outputDir makes a folder with two small captures in it.
@@ -240,8 +241,8 @@ func TestOutputSymlink(t *testing.T) {
 }
 
 // TestOutputMode: every new output is mode 0600 whatever the umask allows,
-// partitioned Parquet parts too, and a second partitioned export adds part
-// files beside the first's.
+// partitioned Parquet parts too, and a second partitioned export (of other
+// rows) adds part files beside the first's.
 func TestOutputMode(t *testing.T) {
 	dir, in, in2 := outputDir(t)
 	old := syscall.Umask(0)
@@ -256,8 +257,12 @@ func TestOutputMode(t *testing.T) {
 		}
 	}
 	fleet := filepath.Join(dir, "fleet")
-	for _, c := range []string{in, in2, in} {
-		if _, errOut, code := runCLI(t, "export", c, "--format", "parquet", "--partition", "-o", fleet); code != exitOK {
+	for k, c := range []string{in, in2, in} {
+		args := []string{"export", c, "--format", "parquet", "--partition", "-o", fleet}
+		if k == 2 {
+			args = append(args, "--from", "1ns") // other rows: the same again is refused
+		}
+		if _, errOut, code := runCLI(t, args...); code != exitOK {
 			t.Fatalf("partition: exit %d, %q", code, errOut)
 		}
 	}

@@ -281,6 +281,10 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "record", err)
 	}
+	if *output == "-" {
+		// Not a file named "-", which a perf user would not expect.
+		return fail(stderr, "record", usage.Errorf("-o -: record writes a capture file, not standard output: give -o FILE (--print shows analyses as it records)"))
+	}
 	live, err := newLiveFlags(prints, *interval, *output, stdout, stderr)
 	if err != nil {
 		return fail(stderr, "record", err)

@@ -308,6 +308,7 @@ func TestRecordUsage(t *testing.T) {
 		{[]string{"record", "-o", out, "--compress", "gzip", "t:syscalls:sys_exit_write"}, exitUsage, "unknown compression"},
 		{[]string{"record", "-o", out, "-c", "'unterminated", "t:syscalls:sys_exit_write"}, exitUsage, "unterminated"},
 		{[]string{"record", "-o", out, "-c", "", "t:syscalls:sys_exit_write"}, exitUsage, "-c: empty command"},
+		{[]string{"record", "-o", "-", "t:syscalls:sys_exit_write"}, exitUsage, "-o -: record writes a capture file, not standard output"},
 		{[]string{"record", "-o", out, "-c", "  ", "t:syscalls:sys_exit_write"}, exitUsage, "-c: empty command"},
 		{[]string{"record", "-o", out, "t:syscalls:sys_exit_wrte"}, exitFailure, `did you mean "syscalls:sys_exit_write"`},
 		{[]string{"record", "-o", out, "kprobe:vfs_read"}, exitFailure, "probe kprobe:vfs_read: this kernel has no kprobes (built without CONFIG_KPROBES"},

@@ -116,7 +116,7 @@ func (st *symtabs) impls(name string) []string {
 func (st *symtabs) locateAddr(addr uint64, target string) (*Location, error) {
 	off, err := FileOffset(st.f, addr)
 	if err != nil {
-		return nil, fmt.Errorf("elfsym: %s: address %s: %w (addresses are link-time virtual addresses, as nm and objdump print them)", st.path, target, err)
+		return nil, fmt.Errorf("elfsym: %s: %w (addresses are link-time virtual addresses, as nm and objdump print them)", st.path, err)
 	}
 	loc := &Location{Addr: addr, Offset: off}
 	sym, debug, ok := st.covering(addr)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/probespec"
 	"github.com/bpftape/bpftape/record/ctypes"
 	"github.com/bpftape/bpftape/record/elfsym"
@@ -502,7 +503,7 @@ func funcField(f *probespec.Field, kf *KernelFunc) (bpf.ArgSpec, format.Field, e
 func argReg(arch *bpf.Arch, f *probespec.Field) (uint8, error) {
 	if f.Arg < 0 || f.Arg >= len(arch.Args) {
 		last := len(arch.Args) - 1
-		return 0, fmt.Errorf("field %q: the %s calling convention passes %d integer arguments in registers, arg0..arg%d (%s to %s): name the parameter instead (with debug info bpftape finds it on the stack)",
+		return 0, usage.Errorf("field %q: the %s calling convention passes %d integer arguments in registers, arg0..arg%d (%s to %s): name the parameter instead (with debug info bpftape finds it on the stack)",
 			f.Text, arch.ABI, len(arch.Args), last, arch.RegName(arch.Args[0]), arch.RegName(arch.Args[last]))
 	}
 	return arch.Args[f.Arg], nil

@@ -309,6 +309,8 @@ func TestRecordUsage(t *testing.T) {
 		{[]string{"record", "-o", out, "-c", "'unterminated", "t:syscalls:sys_exit_write"}, exitUsage, "unterminated"},
 		{[]string{"record", "-o", out, "-c", "", "t:syscalls:sys_exit_write"}, exitUsage, "-c: empty command"},
 		{[]string{"record", "-o", "-", "t:syscalls:sys_exit_write"}, exitUsage, "-o -: record writes a capture file, not standard output"},
+		{[]string{"record", "-o", out, "u:" + probes + ":tick(arg6)"}, exitUsage, "calling convention passes 6 integer arguments in registers, arg0..arg5"},
+		{[]string{"record", "-o", out, "u:" + probes + ":0xffffffff"}, exitFailure, probes + ": address 0xffffffff is in no executable PT_LOAD segment (addresses"}, // the address said once
 		{[]string{"record", "-o", out, "-c", "  ", "t:syscalls:sys_exit_write"}, exitUsage, "-c: empty command"},
 		{[]string{"record", "-o", out, "t:syscalls:sys_exit_wrte"}, exitFailure, `did you mean "syscalls:sys_exit_write"`},
 		{[]string{"record", "-o", out, "kprobe:vfs_read"}, exitFailure, "probe kprobe:vfs_read: this kernel has no kprobes (built without CONFIG_KPROBES"},

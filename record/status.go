@@ -66,7 +66,7 @@ func (s *Summary) Print(w io.Writer) {
 		ratio = fmt.Sprintf(" (%.1fx smaller than the %s the events took as ring buffer samples)",
 			float64(s.RawBytes)/float64(s.Bytes), bytesStr(s.RawBytes))
 		if s.RawBytes < s.Bytes {
-			ratio = fmt.Sprintf(" (the events took %s as ring buffer samples; the rest is metadata)", bytesStr(s.RawBytes))
+			ratio = fmt.Sprintf(" (the events took %s as ring buffer samples; the metadata and the columns' layout take the rest)", bytesStr(s.RawBytes))
 		}
 	}
 	switch {

@@ -324,7 +324,7 @@ func mergeMeta(ins []*mergeIn, o MergeOptions) (*Meta, error) {
 				hostFI = hi
 			}
 			// A probe a merge renamed NAME@HOST is still NAME.
-			name, renameHost := p.Name, in.meta.Host
+			name, renameHost := p.Name, in.label
 			if i := strings.LastIndexByte(name, '@'); in.merged && i > 0 && slices.Contains(strings.Split(in.meta.Host, ","), name[i+1:]) {
 				name, renameHost = name[:i], name[i+1:]
 			}

@@ -164,6 +164,11 @@ func (r *recorder) checkMapped() {
 	}
 	warned := map[string]bool{}
 	for _, p := range r.probes {
+		switch p.Meta.Kind {
+		case "uprobe", "uretprobe", "usdt": // a kernel function's Target is vmlinux or a module
+		default:
+			continue
+		}
 		target := p.Meta.Target
 		st, err := os.Stat(target)
 		if target == "" || warned[target] || err != nil {

@@ -1,6 +1,7 @@
 package elfsym
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,10 @@ func TestLocateIFunc(t *testing.T) {
 	}
 	if !loc.IFunc || !slices.Equal(loc.Impls, []string{"__tape_len_fast", "__tape_len_slow"}) {
 		t.Errorf("tape_len: IFunc %v, implementations %q", loc.IFunc, loc.Impls)
+	}
+	// By its address too.
+	if byAddr, err := Locate(bin, fmt.Sprintf("%#x", loc.Addr), nil); err != nil || !byAddr.IFunc || !slices.Equal(byAddr.Impls, loc.Impls) {
+		t.Errorf("tape_len at %#x: %+v, %v", loc.Addr, byAddr, err)
 	}
 	if loc, err := Locate(bin, "__tape_len_fast", nil); err != nil || loc.IFunc {
 		t.Errorf("__tape_len_fast: %+v, %v", loc, err)

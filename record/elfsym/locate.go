@@ -125,7 +125,9 @@ func (st *symtabs) locateAddr(addr uint64, target string) (*Location, error) {
 		return loc, nil
 	}
 	loc.Func, loc.FuncOff, loc.DebugFile = baseName(sym.Name), addr-sym.Value, debug
-	loc.IFunc = elf.ST_TYPE(sym.Info) == sttGNUIFunc
+	if loc.IFunc = elf.ST_TYPE(sym.Info) == sttGNUIFunc; loc.IFunc {
+		loc.Impls = st.impls(loc.Func)
+	}
 	if loc.FuncOff > 0 {
 		if err := checkBoundary(st.f, sym, loc); err != nil {
 			return nil, fmt.Errorf("elfsym: %s: %w", st.path, err)

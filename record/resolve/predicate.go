@@ -214,7 +214,11 @@ func compileCmp(f *probespec.Predicate, fields []format.Field, nargs int, params
 		for k := range nargs {
 			names = append(names, fields[k].Name)
 		}
-		if len(params) > 0 {
+		switch len(params) {
+		case 0:
+		case 1:
+			names = append(names, "arg0 for it")
+		default:
 			names = append(names, fmt.Sprintf("arg0..arg%d for them", len(params)-1))
 		}
 		return op, fmt.Errorf("%w: %s: the probe records no field %q; a filter compares recorded fields (%s), pid, tid, cpu or comm",

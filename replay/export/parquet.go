@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -320,36 +322,72 @@ func createPart(dir, host, probe string) (*outfile.File, error) {
 var ErrExported = errors.New("these rows of this capture were exported into the folder before")
 
 // SelectionKey is the Parquet metadata key of a partitioned export's
-// part: a hash of the capture's metadata and of the row selection
-// (filters and loss records), which says which rows of which capture the
-// part holds without saying what the metadata holds.
+// part: which rows of which capture the part holds, without saying what
+// the metadata holds. Its value is "events:HASH losses:HASH", each HASH
+// of the capture's metadata and the selection of that kind of row (the
+// filters for events, the window for loss records, which have no
+// process), or "-" for a kind the export left out (--lost).
 const SelectionKey = "bpftape.selection"
 
 // selectionKey is the SelectionKey value of the rows o selects from c.
 func selectionKey(c *replay.Capture, o *Options) (string, error) {
 	md := c.Schema().Metadata()
-	sel, err := json.Marshal(struct {
-		Rows replay.RowFilter
-		Lost LostMode
-	}{o.Rows, o.Lost})
-	if err != nil {
-		return "", err
+	meta := md.Values()[md.FindKey(format.MetadataKey)]
+	hash := func(sel any) (string, error) {
+		b, err := json.Marshal(sel)
+		if err != nil {
+			return "", err
+		}
+		h := sha256.New()
+		h.Write([]byte(meta))
+		h.Write([]byte{0})
+		h.Write(b)
+		return hex.EncodeToString(h.Sum(nil)[:16]), nil
 	}
-	h := sha256.New()
-	h.Write([]byte(md.Values()[md.FindKey(format.MetadataKey)]))
-	h.Write([]byte{0})
-	h.Write(sel)
-	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+	f := o.Rows // one filter however its lists are given
+	f.PIDs, f.TIDs, f.Comms = sortedSet(f.PIDs), sortedSet(f.TIDs), sortedSet(f.Comms)
+	events, losses := "-", "-"
+	var err error
+	if o.Lost != LostOnly {
+		if events, err = hash(f); err != nil {
+			return "", err
+		}
+	}
+	if o.Lost != LostDrop {
+		if losses, err = hash([2]time.Duration{f.From, f.To}); err != nil {
+			return "", err
+		}
+	}
+	return "events:" + events + " losses:" + losses, nil
+}
+
+func sortedSet[T cmp.Ordered](list []T) []T {
+	return slices.Compact(slices.Sorted(slices.Values(list)))
+}
+
+// sameRows reports whether two SelectionKey values share a kind of row
+// of one selection: an export of both would hold those rows twice.
+func sameRows(a, b string) bool {
+	as, bs := strings.Fields(a), strings.Fields(b)
+	if len(as) != 2 || len(bs) != 2 {
+		return false
+	}
+	for k := range as {
+		if _, h, _ := strings.Cut(as[k], ":"); h != "-" && as[k] == bs[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // notExported refuses a folder of partitioned exports that has parts of
-// the same selection (dir/host=*/probe=*/part-*.parquet): a query of the
-// folder would count those rows twice. A part it cannot read is not one.
+// the same rows (dir/host=*/probe=*/part-*.parquet, sameRows): a query of
+// the folder would count them twice. A part it cannot read is not one.
 func notExported(dir, selection string) error {
 	parts, _ := filepath.Glob(filepath.Join(dir, "host=*", "probe=*", "part-*.parquet"))
 	var same []string
 	for _, path := range parts {
-		if partSelection(path) == selection {
+		if sameRows(partSelection(path), selection) {
 			same = append(same, path)
 		}
 	}

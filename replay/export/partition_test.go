@@ -371,3 +371,39 @@ func peakHeap() func() (heap, live uint64) {
 		return heap, live
 	}
 }
+
+// TestPartitionedSameRows: an export into a folder that holds some of the
+// same rows of the same capture is refused, whatever the --lost mode or
+// the order of a filter's lists; one of other rows is added.
+func TestPartitionedSameRows(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "vfs.arrow")
+	writeProbes(t, in, probesCapture{probes: 3, events: 3000, strLen: 8})
+	c := open(t, in)
+	pids := func(p ...uint32) replay.RowFilter { return replay.RowFilter{PIDs: p} }
+	for _, tc := range []struct {
+		name  string
+		steps []Options // exported in turn into one folder; the last refused or not
+		ok    bool
+	}{
+		{"drop then keep: the events twice", []Options{{Lost: LostDrop}, {Lost: LostKeep}}, false},
+		{"keep then only: the loss records twice", []Options{{Lost: LostKeep}, {Lost: LostOnly}}, false},
+		{"drop then only: events, then loss records", []Options{{Lost: LostDrop}, {Lost: LostOnly}}, true},
+		{"a pid list in another order", []Options{{Rows: pids(100, 101)}, {Rows: pids(101, 100, 101)}}, false},
+		{"another pid", []Options{{Rows: pids(100)}, {Rows: pids(101)}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			var err error
+			for _, o := range tc.steps {
+				o.Format = Parquet
+				if _, _, err = WritePartitioned(c, out, o); err != nil {
+					break
+				}
+			}
+			if tc.ok && err != nil || !tc.ok && !errors.Is(err, ErrExported) {
+				t.Errorf("error %v, want refused: %v", err, !tc.ok)
+			}
+		})
+	}
+}

@@ -60,12 +60,15 @@ type MergeResult struct {
 type mergeIn struct {
 	path   string
 	meta   *Meta
-	merged bool    // a merged capture: events carry their host
-	label  string  // the host its events carry (hostLabels); a merged input's Meta.Host
-	shift  int64   // ns added to its times
-	probes []int   // merged probe of each of its probes
-	fields [][]int // merged field of each field of each probe; -1 for its host field
-	hostFI []int   // index of each probe's host field, -1 if none
+	merged bool   // a merged capture: events carry their host
+	label  string // the host its events carry (hostLabels); a merged input's hosts
+	// relabel maps a merged input's host values to the hosts they carry
+	// in the merge (hostLabels).
+	relabel map[string]string
+	shift   int64   // ns added to its times
+	probes  []int   // merged probe of each of its probes
+	fields  [][]int // merged field of each field of each probe; -1 for its host field
+	hostFI  []int   // index of each probe's host field, -1 if none
 }
 
 // Merge writes the events and loss records of several captures (hosts, or
@@ -189,9 +192,11 @@ const extraMergeHost = "merge.host"
 // nothing across machines or boots, and the pairing verbs key threads by
 // host and thread, so each boot of a machine needs its own host: the first
 // boot of a host name keeps the name, another machine (or boot) of that
-// name is NAME#2, NAME#3... A boot already in a merged input keeps the
-// host it has there, so that the parts of one capture stay one host over
-// merges of merges. It returns a note for each input relabeled.
+// name is NAME#2, NAME#3... A merged input's boots (its Inputs, each with
+// the host its events carry) are labeled the same way, its host column
+// rewritten where a label changes (mergeIn.relabel), so that one boot is
+// one host over merges of merges, and two boots are two. It returns a note
+// for each input relabeled.
 func hostLabels(ins []*mergeIn) (notes []string) {
 	type boot struct {
 		meta  *Meta
@@ -200,60 +205,74 @@ func hostLabels(ins []*mergeIn) (notes []string) {
 	}
 	var boots []boot
 	taken := map[string]bool{}
-	var walk func(m *Meta, path string)
-	walk = func(m *Meta, path string) {
-		if len(m.Inputs) == 0 {
-			label, ok := m.Extra[extraMergeHost]
-			if !ok {
-				label = m.Host
-			}
-			boots = append(boots, boot{m, label, path})
-			taken[label] = true
-			return
-		}
-		for i := range m.Inputs {
-			walk(&m.Inputs[i], path)
-		}
-	}
-	for _, in := range ins {
-		in.label = in.meta.Host
-		if in.merged {
-			walk(in.meta, in.path)
-		}
-	}
-	for _, in := range ins {
-		if in.merged {
-			continue
-		}
-		var same *boot
-		for i := range boots {
-			if oneBoot(boots[i].meta, in.meta) {
-				same = &boots[i]
-				break
-			}
-		}
-		if same != nil {
-			in.label = same.label
-			continue
-		}
-		base, first := in.meta.Host, ""
+	// label returns the host of a boot of host name host, which carried
+	// old (its name, or its label in a merged input): that of the same
+	// boot met before, else old if free, else the next free NAME#N.
+	label := func(m *Meta, old, path string) string {
 		for _, b := range boots {
-			if b.meta.Host == base {
-				first = b.path
-				break
+			if oneBoot(b.meta, m) {
+				return b.label
 			}
 		}
-		for n := 2; taken[in.label]; n++ {
+		l := old
+		if taken[l] {
+			first := ""
+			for _, b := range boots {
+				if b.label == l {
+					first = b.path
+					break
+				}
+			}
+			base := m.Host
 			if base == "" {
 				base = "host"
 			}
-			in.label = base + "#" + strconv.Itoa(n)
+			for n := 2; taken[l]; n++ {
+				l = base + "#" + strconv.Itoa(n)
+			}
+			notes = append(notes, fmt.Sprintf("%s and %s were recorded on two machines named %q, or in two boots of one: the events from %s carry host %q, so that their threads are not paired", first, path, m.Host, path, l))
 		}
-		if first != "" {
-			notes = append(notes, fmt.Sprintf("%s and %s were recorded on two machines named %q, or in two boots of one: the events of %s carry host %q, so that their threads are not paired", first, in.path, in.meta.Host, in.path, in.label))
+		taken[l] = true
+		return l
+	}
+	for _, in := range ins {
+		if !in.merged {
+			in.label = label(in.meta, in.meta.Host, in.path)
+			boots = append(boots, boot{in.meta, in.label, in.path})
+			continue
 		}
-		boots = append(boots, boot{in.meta, in.label, in.path})
-		taken[in.label] = true
+		in.relabel = map[string]string{}
+		var walk func(m *Meta)
+		walk = func(m *Meta) {
+			if len(m.Inputs) > 0 {
+				for i := range m.Inputs {
+					walk(&m.Inputs[i])
+				}
+				return
+			}
+			old, ok := m.Extra[extraMergeHost]
+			if !ok {
+				old = m.Host
+			}
+			l, done := in.relabel[old] // another part of that boot
+			if !done {
+				l = label(m, old, in.path)
+				in.relabel[old] = l
+			}
+			if m.Extra == nil {
+				m.Extra = map[string]string{}
+			}
+			m.Extra[extraMergeHost] = l // for the next merge
+			boots = append(boots, boot{m, l, in.path})
+		}
+		walk(in.meta)
+		hosts := strings.Split(in.meta.Host, ",")
+		for i, h := range hosts {
+			if l, ok := in.relabel[h]; ok {
+				hosts[i] = l
+			}
+		}
+		in.label = strings.Join(hosts, ",")
 	}
 	return notes
 }
@@ -327,6 +346,9 @@ func mergeMeta(ins []*mergeIn, o MergeOptions) (*Meta, error) {
 			name, renameHost := p.Name, in.label
 			if i := strings.LastIndexByte(name, '@'); in.merged && i > 0 && slices.Contains(strings.Split(in.meta.Host, ","), name[i+1:]) {
 				name, renameHost = name[:i], name[i+1:]
+				if l, ok := in.relabel[renameHost]; ok {
+					renameHost = l
+				}
 			}
 			// Equal probes are one; a different probe whose name is taken
 			// becomes NAME@HOST (after the first host that has it), or NAME#N.
@@ -510,7 +532,11 @@ func mergeGroup(w *Writer, ins []*mergeIn, m *Meta, res *MergeResult) error {
 					to = nf - 1
 				}
 				if col.Type == String {
-					ev.Strs[to] = []byte(col.Str(i))
+					v := col.Str(i)
+					if l, ok := c.in.relabel[v]; ok && to == nf-1 && c.in.fields[pi][fi] < 0 {
+						v = l // a merged input's host, relabeled
+					}
+					ev.Strs[to] = []byte(v)
 				} else {
 					ev.Ints[to] = uint64(col.Int(i))
 				}

@@ -62,7 +62,7 @@ func TestMergeOneHostNameTwoBoots(t *testing.T) {
 	if res.Meta.Host != "(none),(none)#2,(none)#3" || res.Meta.Extra["merged"] != "5 captures from 3 hosts" {
 		t.Errorf("merged host %q, %q", res.Meta.Host, res.Meta.Extra["merged"])
 	}
-	if len(res.Relabeled) != 2 || !strings.Contains(res.Relabeled[0], `the events of `+b+` carry host "(none)#2"`) {
+	if len(res.Relabeled) != 2 || !strings.Contains(res.Relabeled[0], `the events from `+b+` carry host "(none)#2"`) {
 		t.Errorf("notes %q", res.Relabeled)
 	}
 	// a2's times stay on a's boot clock, stepped wall clock or not.
@@ -93,5 +93,41 @@ func TestMergeOneHostNameTwoBoots(t *testing.T) {
 	}
 	if len(res2.Relabeled) != 1 || !strings.Contains(res2.Relabeled[0], `carry host "(none)#4"`) {
 		t.Errorf("merge of merges: notes %q", res2.Relabeled)
+	}
+
+	// Two merges, each of its own: X of a and b, Y of a later part of b's
+	// boot and of c, another boot. Alone, Y calls b's boot "(none)" and
+	// c's "(none)#2"; merged with X, b's boot is X's "(none)#2" and c's a
+	// new "(none)#3", Y's host column rewritten.
+	c3 := write("c3.arrow", meta("id-c", 40*time.Second, 9e9), 8)
+	x, y := filepath.Join(dir, "x.arrow"), filepath.Join(dir, "y.arrow")
+	if _, err := Merge(x, []string{a, b}, MergeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Merge(y, []string{b2, c3}, MergeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hostsOf(y), map[string]int{"(none)": 196, "(none)#2": 196}; !sameMap(got, want) {
+		t.Errorf("y: events by host %v, want %v", got, want)
+	}
+	xy := filepath.Join(dir, "xy.arrow")
+	res3, err := Merge(xy, []string{x, y}, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hostsOf(xy), map[string]int{"(none)": 196, "(none)#2": 2 * 196, "(none)#3": 196}; !sameMap(got, want) {
+		t.Errorf("x and y: events by host %v, want %v", got, want)
+	}
+	if res3.Meta.Host != "(none),(none)#2,(none)#3" || len(res3.Relabeled) != 1 || !strings.Contains(res3.Relabeled[0], `the events from `+y+` carry host "(none)#3"`) {
+		t.Errorf("x and y: host %q, notes %q", res3.Meta.Host, res3.Relabeled)
+	}
+	// And merged again with a part of c's boot: one host with c3's.
+	c4 := write("c4.arrow", meta("id-c", 50*time.Second, 19e9), 9)
+	xyc := filepath.Join(dir, "xyc.arrow")
+	if _, err := Merge(xyc, []string{xy, c4}, MergeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hostsOf(xyc), map[string]int{"(none)": 196, "(none)#2": 2 * 196, "(none)#3": 2 * 196}; !sameMap(got, want) {
+		t.Errorf("then c's boot again: events by host %v, want %v", got, want)
 	}
 }

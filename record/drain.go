@@ -279,13 +279,20 @@ func (d *drainer) sample(raw []byte) error {
 		d.truncated++
 	}
 	d.events[h.ProbeID]++
+	var alone bool
 	if d.flight != nil {
-		if err := d.flight.cut(ev); err != nil {
+		var err error
+		if alone, err = d.flight.cut(ev); err != nil {
 			return err
 		}
 	}
 	if err := d.w.Append(ev); err != nil {
 		return err
+	}
+	if alone {
+		if err := d.w.Flush(); err != nil {
+			return err
+		}
 	}
 	if d.live != nil {
 		d.live.Event(ev)

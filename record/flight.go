@@ -229,13 +229,21 @@ func (o *Options) triggerProbes(names []string) (trigger, start, end int, err er
 // snapshot's due time, so that the snapshot, which takes the batches that
 // begin by then, ends at its due time (--after) and not at the event the
 // recorder had read when it saw the time pass, up to a drain interval
-// later.
-func (f *flight) cut(ev *format.Event) error {
-	if p := f.pending; p != nil && !p.cut && ev.Time > p.due {
+// later. An event of the snapshot's read after the cut (the rings are
+// read out of order by a little) goes in a batch of its own, which the
+// snapshot takes without the later events around it: alone says to end
+// the batch after it too.
+func (f *flight) cut(ev *format.Event) (alone bool, err error) {
+	p := f.pending
+	switch {
+	case p == nil:
+	case !p.cut && ev.Time > p.due:
 		p.cut = true
-		return f.w.Flush()
+		return false, f.w.Flush()
+	case p.cut && ev.Time <= p.due:
+		return true, f.w.Flush()
 	}
-	return nil
+	return false, nil
 }
 
 // event looks at an event appended: a trigger's event asks for a

@@ -92,7 +92,7 @@ func TestRecordExitStatusTable(t *testing.T) {
 					syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 				case byTwoSIGTERMs:
 					cmd.Process.Signal(syscall.SIGTERM)
-					time.Sleep(300 * time.Millisecond)
+					time.Sleep(repeatGrace + 200*time.Millisecond) // sooner is the same stop
 					cmd.Process.Signal(syscall.SIGTERM)
 				}
 			}

@@ -205,9 +205,10 @@ func hostLabels(ins []*mergeIn) (notes []string) {
 	}
 	var boots []boot
 	taken := map[string]bool{}
-	// label returns the host of a boot of host name host, which carried
-	// old (its name, or its label in a merged input): that of the same
-	// boot met before, else old if free, else the next free NAME#N.
+	// label returns the host that the events of m's boot carry, given
+	// old, the one they carried (m's name, or its label in a merged
+	// input): that of the same boot met before, else old if no other
+	// boot has it, else the next free NAME#N.
 	label := func(m *Meta, old, path string) string {
 		for _, b := range boots {
 			if oneBoot(b.meta, m) {
@@ -528,13 +529,14 @@ func mergeGroup(w *Writer, ins []*mergeIn, m *Meta, res *MergeResult) error {
 			for fi, ci := range c.cols[pi] {
 				col := b.Col(ci)
 				to := c.in.fields[pi][fi]
-				if to < 0 {
+				host := to < 0 // a merged input's host field
+				if host {
 					to = nf - 1
 				}
 				if col.Type == String {
 					v := col.Str(i)
-					if l, ok := c.in.relabel[v]; ok && to == nf-1 && c.in.fields[pi][fi] < 0 {
-						v = l // a merged input's host, relabeled
+					if l, ok := c.in.relabel[v]; ok && host {
+						v = l // relabeled (hostLabels)
 					}
 					ev.Strs[to] = []byte(v)
 				} else {

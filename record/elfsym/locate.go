@@ -83,7 +83,7 @@ func Locate(path, target string, dirs []string) (*Location, error) {
 	if hasOff && sym.Size > 0 && off >= sym.Size {
 		return nil, fmt.Errorf("elfsym: %s: offset %#x is past the end of %s (%d bytes)", target, off, name, sym.Size)
 	}
-	loc := &Location{Addr: sym.Value + off, Func: name, FuncOff: off, DebugFile: debug, IFunc: elf.ST_TYPE(sym.Info) == sttGNUIFunc}
+	loc := &Location{Addr: sym.Value + off, Func: name, FuncOff: off, DebugFile: debug}
 	if loc.Offset, err = FileOffset(f, loc.Addr); err != nil {
 		return nil, fmt.Errorf("elfsym: %s: %s: %w", path, target, err)
 	}
@@ -92,10 +92,15 @@ func Locate(path, target string, dirs []string) (*Location, error) {
 			return nil, fmt.Errorf("elfsym: %s: %w", path, err)
 		}
 	}
-	if loc.IFunc {
-		loc.Impls = st.impls(baseName(name))
-	}
+	st.ifunc(loc, sym)
 	return loc, nil
+}
+
+// ifunc sets loc's IFunc and Impls from sym, the function it is in.
+func (st *symtabs) ifunc(loc *Location, sym elf.Symbol) {
+	if loc.IFunc = elf.ST_TYPE(sym.Info) == sttGNUIFunc; loc.IFunc {
+		loc.Impls = st.impls(baseName(loc.Func))
+	}
 }
 
 // impls lists the functions named __NAME_* (glibc's implementations of
@@ -125,9 +130,7 @@ func (st *symtabs) locateAddr(addr uint64, target string) (*Location, error) {
 		return loc, nil
 	}
 	loc.Func, loc.FuncOff, loc.DebugFile = baseName(sym.Name), addr-sym.Value, debug
-	if loc.IFunc = elf.ST_TYPE(sym.Info) == sttGNUIFunc; loc.IFunc {
-		loc.Impls = st.impls(loc.Func)
-	}
+	st.ifunc(loc, sym)
 	if loc.FuncOff > 0 {
 		if err := checkBoundary(st.f, sym, loc); err != nil {
 			return nil, fmt.Errorf("elfsym: %s: %w", st.path, err)

@@ -50,6 +50,12 @@ func (w *Writer) Switch(out io.Writer, next func(*Meta)) (err error) {
 	}
 	// The new file's tally starts with its first batch (Meta.Counts).
 	w.meta.Counts = nil
+	if n := w.rowsWritten.Load(); n > 0 {
+		w.prevPerRow = float64(w.rowBytes.Load()) / float64(n)
+	}
+	w.handed = 0
+	w.rowsWritten.Store(0)
+	w.rowBytes.Store(0)
 	w.counts.reset(w.meta.Probes)
 	w.file = nil
 	if c, ok := out.(io.Closer); ok {
@@ -74,6 +80,7 @@ func (w *Writer) Switch(out io.Writer, next func(*Meta)) (err error) {
 	if err := w.encode(w.cur); err != nil {
 		return fmt.Errorf("write capture header: %w", err)
 	}
+	w.headerBytes = w.out.pos
 	return nil
 }
 

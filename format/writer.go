@@ -193,6 +193,16 @@ type Writer struct {
 	// widths it needs.
 	counts Counts
 	widths []int
+	// Projected's tallies of the current file: rows handed to the encoder
+	// (appending goroutine), rows and bytes of the batches of rows written
+	// (encoder), the bytes before the first batch, and the bytes per row
+	// of the file before Switch.
+	handed      uint64
+	rowsWritten atomic.Uint64
+	rowBytes    atomic.Int64
+	headerBytes int64
+	prevPerRow  float64
+
 	// forgeCounts, when set, changes the final counts before they go into
 	// the footer (FuzzSeeds' forged footers): after the encoder's last
 	// batch, which tallies them.
@@ -331,6 +341,7 @@ func newWriter(out io.Writer, meta *Meta, opts WriterOptions, flight *flightRing
 	if err := w.encode(w.cur); err != nil {
 		return nil, fmt.Errorf("write capture header: %w", err)
 	}
+	w.headerBytes = w.out.pos
 	w.work = make(chan *batch, 1)
 	w.free = make(chan *batch, 3)
 	w.free <- newBatch()
@@ -510,10 +521,33 @@ func (w *Writer) Flush() error {
 	}
 	w.cur.stacks = w.pending()
 	w.cur.forged, w.forged = w.forged, ""
+	w.handed += uint64(w.cur.n)
 	w.work <- w.cur
 	w.cur = <-w.free
 	return w.Err()
 }
+
+// Projected estimates the size the current file will have once the rows
+// appended to it so far, and more rows after them, are written and the
+// file is closed: the bytes written, the rows not written yet at the
+// bytes a row of this file's batches took (or, before its first batch,
+// of the file before Switch), and a footer as large as the file's header
+// (it repeats the schema and the metadata). Call it from the appending
+// goroutine.
+func (w *Writer) Projected(more uint64) int64 {
+	bytes := w.Stats.Bytes.Load()
+	written := w.rowsWritten.Load()
+	perRow := w.prevPerRow
+	if written > 0 {
+		perRow = float64(w.rowBytes.Load()) / float64(written)
+	}
+	pending := float64(w.FileRows() - min(written, w.FileRows()) + more)
+	return bytes + int64(perRow*pending) + w.headerBytes
+}
+
+// FileRows returns the rows appended to the current file (since Switch),
+// written or not. Call it from the appending goroutine.
+func (w *Writer) FileRows() uint64 { return w.handed + uint64(w.cur.n) }
 
 // Err returns the first error the encoder met, if any.
 func (w *Writer) Err() error {
@@ -599,6 +633,7 @@ func (w *Writer) write(part string, rows int, cols []arrowipc.ColumnData) error 
 	if part != "" {
 		w.aw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{part}))
 	}
+	before := w.out.pos
 	err := w.aw.WriteBatch(rows, cols)
 	if err == nil {
 		err = w.out.Flush()
@@ -616,6 +651,10 @@ func (w *Writer) write(part string, rows int, cols []arrowipc.ColumnData) error 
 	w.counts.addBatch(rows, cols, w.widths, part != "")
 	w.Stats.Batches.Add(1)
 	w.Stats.Bytes.Store(w.out.pos)
+	if rows > 0 { // after Bytes: Projected may count a batch twice, never not at all
+		w.rowBytes.Add(w.out.pos - before)
+		w.rowsWritten.Add(uint64(rows))
+	}
 	return nil
 }
 

@@ -220,6 +220,10 @@ func (d *drainer) cycle(now time.Time) error {
 	return d.limit()
 }
 
+// checkEvery is how many samples the drainer appends, at most, between
+// two cycles (Tick, the size limit).
+const checkEvery = 4096
+
 // sample decodes one ring record into the reused event and appends it.
 func (d *drainer) sample(raw []byte) error {
 	d.records++
@@ -302,7 +306,7 @@ func (d *drainer) sample(raw []byte) error {
 	}
 	// Under a load the reader never catches up with, Drain would not
 	// return for the ticker: check the clock every few thousand samples.
-	if d.sinceCheck++; d.sinceCheck >= 4096 {
+	if d.sinceCheck++; d.sinceCheck >= checkEvery {
 		d.sinceCheck = 0
 		return d.cycle(time.Now())
 	}

@@ -30,8 +30,9 @@ func PartName(path string, n int) string {
 
 // sizeLimit enforces Options.MaxSize between samples: it stops the
 // recording, or with Options.Rotate continues in the next part and deletes
-// the oldest beyond Rotate. A part may exceed MaxSize by the batches being
-// written when the limit is seen (rarely more than a few hundred KiB).
+// the oldest beyond Rotate. It goes by the part's projected size
+// (format.Writer.Projected), not the bytes on disk, which lag behind the
+// batches being compressed: by those, a 64 KiB part took 99 KiB.
 type sizeLimit struct {
 	w     *format.Writer
 	max   int64
@@ -162,8 +163,13 @@ func (l *sizeLimit) summarize(s *Summary) {
 	}
 }
 
+// check stops the recording or starts the next part when the current
+// part, closed once its rows and those that may come before the next
+// check (checkEvery) are written, would reach the limit: so a part stays
+// within it, but for a first batch larger than the limit. A part with no
+// rows yet stays, whatever its header takes.
 func (l *sizeLimit) check() error {
-	if l.w.Stats.Bytes.Load() < l.max {
+	if l.w.FileRows() == 0 || l.w.Projected(checkEvery) < l.max {
 		return nil
 	}
 	if l.keep == 0 {

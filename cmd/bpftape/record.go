@@ -247,7 +247,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	output := fs.String("o", DefaultOutput, "capture `FILE` to write (created with mode 0600; an existing one needs --force)")
 	force := fs.Bool("force", false, "replace the -o file if it exists (see above)")
 	ownerFlag := fs.String("owner", "", "give the capture file to `USER[:GROUP]` (names or ids) as it is created: mode 0600, 0640 with a GROUP")
-	maxSize := fs.String("max-size", "", "stop when the capture reaches `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file; the batches being written then still go in (tens of KiB, at most a few hundred)")
+	maxSize := fs.String("max-size", "", "stop before the capture passes `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file; the size is estimated from the batches written, so a file may end a little under it, or over it by a few KiB")
 	rotate := fs.Int("rotate", 0, "with --max-size, write FILE as `N` or fewer files, c.000001.arrow, c.000002.arrow..., deleting the oldest")
 	pid := fs.Int("p", 0, "record only process `PID` (tracepoints and kprobes filtered by it, uprobes attached to it); stop when it exits")
 	follow := fs.Bool("follow", false, "with -p, record the processes PID started and starts as well; -c does unless --follow=false")

@@ -204,6 +204,14 @@ func (p *listPrinter) function(f *resolve.ListedFunction) {
 	if f.Size > 0 {
 		comment += fmt.Sprintf(", %d bytes", f.Size)
 	}
+	if f.IFunc {
+		// Its address is the resolver's, which runs once as the
+		// library loads: say so before a prototype of the function.
+		comment += "; IFUNC: the probe traces the resolver"
+		if len(f.Impls) > 0 {
+			comment += ", probe " + strings.Join(f.Impls, " or ")
+		}
+	}
 	if f.Proto == nil {
 		p.add(f.Spec, comment)
 		return

@@ -366,3 +366,18 @@ func TestListBinaryAndCategory(t *testing.T) {
 		t.Errorf("exit %d, stdout:\n%s\nstderr: %s", code, out.String(), errb.String())
 	}
 }
+
+// TestListIFunc: an indirect function is listed with what its probe
+// traces (the resolver) and the implementations to probe instead: in
+// glibc, strlen's are __strlen_sse2 and others, not __strlen_ifunc.
+func TestListIFunc(t *testing.T) {
+	code, out, errs := listCmd(t, "--funcs", "libc", "strlen")
+	if code != 0 || !strings.Contains(out, "IFUNC: the probe traces the resolver, probe __strlen_") ||
+		!strings.Contains(out, "__strlen_sse2") || strings.Contains(out, "__strlen_ifunc") {
+		t.Errorf("list libc strlen: exit %d %s\n%s", code, errs, out)
+	}
+	code, out, errs = listCmd(t, "--funcs", "libc", "__strlen_sse2")
+	if code != 0 || strings.Contains(out, "IFUNC") || !strings.Contains(out, ":__strlen_sse2") {
+		t.Errorf("list libc __strlen_sse2: exit %d %s\n%s", code, errs, out)
+	}
+}

@@ -13,14 +13,20 @@ const ifuncSrc = `
 #include <stddef.h>
 __attribute__((noinline)) size_t __tape_len_fast(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
 __attribute__((noinline)) size_t __tape_len_slow(const char *s) { size_t n = 0; while (*s++) n++; return n; }
-static size_t (*tape_len_resolver(void))(const char *) { return __tape_len_fast; }
+__attribute__((noinline)) size_t __tape_len_l_fast(const char *s) { return __tape_len_fast(s) + 1; }
+__attribute__((noinline)) void *__tape_len_ifunc(void) { return __tape_len_fast; }
+static size_t (*tape_len_resolver(void))(const char *) { return __tape_len_ifunc(); }
+static size_t (*tape_len_l_resolver(void))(const char *) { return __tape_len_l_fast; }
 size_t tape_len(const char *s) __attribute__((ifunc("tape_len_resolver")));
-int main(int argc, char **argv) { return (int)tape_len(argv[0]) + argc + (int)__tape_len_slow("x"); }
+size_t tape_len_l(const char *s) __attribute__((ifunc("tape_len_l_resolver")));
+int main(int argc, char **argv) { return (int)tape_len(argv[0]) + (int)tape_len_l(argv[0]) + argc + (int)__tape_len_slow("x"); }
 `
 
 // TestLocateIFunc: an indirect function's symbol is its resolver; Locate
-// says so and lists the implementations named after it, and an
-// implementation is an ordinary function. glibc's strlen is one too.
+// and Functions say so and list the implementations named after it (not
+// those of another indirect function whose name extends it, tape_len_l,
+// nor the resolver's helper __tape_len_ifunc), and an implementation is
+// an ordinary function. glibc's strlen is one too.
 func TestLocateIFunc(t *testing.T) {
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
@@ -50,5 +56,19 @@ func TestLocateIFunc(t *testing.T) {
 	}
 	if loc, err := Locate(libcPath(t), "strlen", nil); err != nil || !loc.IFunc {
 		t.Errorf("libc's strlen: %+v, %v", loc, err)
+	}
+	fns, _, err := Functions(bin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"tape_len": loc.Impls, "tape_len_l": {"__tape_len_l_fast"}}
+	for _, f := range fns {
+		if impls, ok := want[f.Name]; f.IFunc != ok || !slices.Equal(f.Impls, impls) {
+			t.Errorf("Functions: %s: IFunc %v, implementations %q", f.Name, f.IFunc, f.Impls)
+		}
+		delete(want, f.Name)
+	}
+	if len(want) > 0 {
+		t.Errorf("Functions did not list %v", want)
 	}
 }

@@ -104,14 +104,30 @@ func (st *symtabs) ifunc(loc *Location, sym elf.Symbol) {
 }
 
 // impls lists the functions named __NAME_* (glibc's implementations of
-// an indirect function NAME) in the binary's symbols or its debug file's.
+// an indirect function NAME) in the binary's symbols or its debug file's,
+// but for helpers named __NAME_ifunc and the implementations of another
+// indirect function whose name extends NAME (__strcasecmp_l_avx2 is
+// strcasecmp_l's, not strcasecmp's).
 func (st *symtabs) impls(name string) []string {
 	st.loadDebug()
-	var out []string
-	for _, s := range append(slices.Clone(st.own), st.dbg...) {
-		if n := baseName(s.Name); isFunc(s) && elf.ST_TYPE(s.Info) == elf.STT_FUNC && strings.HasPrefix(n, "__"+name+"_") && !slices.Contains(out, n) {
-			out = append(out, n)
+	syms := append(slices.Clone(st.own), st.dbg...)
+	// Another indirect function's name that extends this one's, as
+	// strcasecmp_l does strcasecmp's, claims the names it prefixes.
+	var longer []string
+	for _, s := range syms {
+		if n := baseName(s.Name); elf.ST_TYPE(s.Info) == sttGNUIFunc && strings.HasPrefix(n, name+"_") {
+			longer = append(longer, "__"+n+"_")
 		}
+	}
+	var out []string
+	for _, s := range syms {
+		n := baseName(s.Name)
+		if !isFunc(s) || elf.ST_TYPE(s.Info) != elf.STT_FUNC || !strings.HasPrefix(n, "__"+name+"_") ||
+			strings.HasSuffix(n, "_ifunc") || slices.Contains(out, n) ||
+			slices.ContainsFunc(longer, func(p string) bool { return strings.HasPrefix(n, p) }) {
+			continue
+		}
+		out = append(out, n)
 	}
 	slices.Sort(out)
 	return out
@@ -437,6 +453,10 @@ type Func struct {
 	Name string
 	Addr uint64 // link-time virtual address
 	Size uint64
+	// IFunc and Impls are as in Location: the symbol is an indirect
+	// function, whose address is its resolver's.
+	IFunc bool
+	Impls []string
 }
 
 // Functions returns the functions defined in the ELF file at path, sorted
@@ -459,6 +479,7 @@ func Functions(path string, dirs []string) ([]Func, string, error) {
 		syms = append(slices.Clone(syms), st.dbg...)
 	}
 	byName := map[string]Func{}
+	ifuncs := map[string]bool{}
 	for _, s := range syms {
 		if !isFunc(s) {
 			continue
@@ -467,6 +488,9 @@ func Functions(path string, dirs []string) ([]Func, string, error) {
 		if n == "" {
 			continue // a nameless symbol cannot be probed by name
 		}
+		if elf.ST_TYPE(s.Info) == sttGNUIFunc {
+			ifuncs[n] = true
+		}
 		if old, ok := byName[n]; ok && (old.Size != 0 || s.Size == 0) {
 			continue
 		}
@@ -474,6 +498,9 @@ func Functions(path string, dirs []string) ([]Func, string, error) {
 	}
 	out := make([]Func, 0, len(byName))
 	for _, fn := range byName {
+		if fn.IFunc = ifuncs[fn.Name]; fn.IFunc {
+			fn.Impls = st.impls(fn.Name)
+		}
 		out = append(out, fn)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

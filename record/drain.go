@@ -8,6 +8,7 @@ import (
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/boottime"
+	"github.com/bpftape/bpftape/record/host"
 	"github.com/bpftape/bpftape/record/resolve"
 )
 
@@ -49,6 +50,11 @@ type drainer struct {
 	ustacks, kstacks map[uint32]*pendingStack
 	noStack          uint64 // samples of a probe with stacks whose stack record was missing
 	entryFixed       uint64 // user stacks given back the caller a uprobe at a function's entry misses
+	// entryCaller is, per probe, whether the kernel put the caller into
+	// its entry stacks itself (stack): 0 not known yet, 1 yes, -1 no;
+	// callerPrior is what the kernel's release says (host).
+	entryCaller []int8
+	callerPrior bool
 
 	comms                        *commTable
 	faults, truncated, malformed uint64
@@ -68,7 +74,8 @@ func newDrainer(rd *bpf.Ring, w *format.Writer, lost lostCounts, probes []*resol
 	d := &drainer{rd: rd, w: w, lost: lost, probes: probes, comms: newCommTable(forget),
 		events: make([]uint64, len(probes)), lostN: make([]uint64, len(probes)),
 		lostPrev: make([][]uint64, len(probes)),
-		ustacks:  map[uint32]*pendingStack{}, kstacks: map[uint32]*pendingStack{}}
+		ustacks:  map[uint32]*pendingStack{}, kstacks: map[uint32]*pendingStack{},
+		entryCaller: make([]int8, len(probes)), callerPrior: host.EntryStacksHaveCaller()}
 	d.ev.Ints = make([]uint64, bpf.MaxArgs+2)
 	d.ev.Strs = make([][]byte, bpf.MaxArgs+2)
 	return d
@@ -95,8 +102,13 @@ type pendingStack struct {
 // by a uprobe on a function's first instruction gets the caller back: the
 // function has not pushed its frame pointer yet, so a frame-pointer walk
 // goes from it straight to its caller's caller, unless the kernel (6.11 and
-// later) added the return address at the stack pointer itself, which the
-// record carries (bpf.StackRecRetaddr).
+// later, on x86-64) added the return address at the stack pointer itself,
+// which the record carries (bpf.StackRecRetaddr). Which it is, the stacks
+// tell, probe by probe: a second frame other than the return address says
+// the kernel did not add it. The same address there is that, or a call
+// from a recursive function, whose caller returns where it does: so a
+// recursive stack is not taken for the kernel's; a probe's first stacks,
+// until one tells, go by the kernel's release (callerPrior).
 func (d *drainer) stack(raw []byte) {
 	h := &d.h
 	kernel := h.Flags&bpf.StackRecKernel != 0
@@ -114,14 +126,33 @@ func (d *drainer) stack(raw []byte) {
 	for i := range int(h.Nargs) {
 		ps.frames = append(ps.frames, bpf.StackFrame(raw, i))
 	}
-	if !kernel && h.Flags&bpf.StackRecRetaddr != 0 && len(ps.frames) > 0 {
-		if ret := bpf.StackRetaddr(raw); len(ps.frames) < 2 || ps.frames[1] != ret {
-			ps.frames = append(ps.frames, 0)
-			copy(ps.frames[2:], ps.frames[1:])
-			ps.frames[1] = ret
-			d.entryFixed++
-		}
+	if !kernel && h.Flags&bpf.StackRecRetaddr != 0 && len(ps.frames) > 0 && d.missesCaller(ps.probe, ps.frames, bpf.StackRetaddr(raw)) {
+		ps.frames = append(ps.frames, 0)
+		copy(ps.frames[2:], ps.frames[1:])
+		ps.frames[1] = bpf.StackRetaddr(raw)
+		d.entryFixed++
 	}
+}
+
+// missesCaller reports whether an entry stack of probe, frames, lacks the
+// caller, whose return address is ret (see stack).
+func (d *drainer) missesCaller(probe uint16, frames []uint64, ret uint64) bool {
+	var known int8
+	if int(probe) < len(d.entryCaller) {
+		known = d.entryCaller[probe]
+	}
+	switch {
+	case len(frames) < 2 || frames[1] != ret:
+		known = -1
+	case known == 0 && d.callerPrior:
+		known = 1
+	case known == 0:
+		known = -1
+	}
+	if int(probe) < len(d.entryCaller) {
+		d.entryCaller[probe] = known
+	}
+	return known < 0
 }
 
 // stackID returns the id of the stack that the sample being decoded

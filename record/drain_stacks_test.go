@@ -52,7 +52,8 @@ func (f *fakeStacks) Sync() {}
 
 // TestDrainerStacks: a sample takes the stack records of its thread and
 // time that came before it; the caller a uprobe at a function's entry
-// misses goes back in unless the kernel put it there; a stack record
+// misses goes back in unless the kernel put it there, which a recursive
+// call's stack does not tell; a stack record
 // whose sample never came (the ring was full) is not given to the next
 // sample, which then has no stack.
 func TestDrainerStacks(t *testing.T) {
@@ -79,22 +80,45 @@ func TestDrainerStacks(t *testing.T) {
 		}
 	}
 	const leaf, mid, top, main = 0x1010, 0x1120, 0x1230, 0x1340
+	d.callerPrior = true // the kernel's release says 6.11: the stacks say otherwise
 	feed(commRecord(10, 11, "app"),
 		// Before 6.11: mid missing, the record has the return address.
 		stackRecord(0, 10, 100, bpf.StackRecKernel, 0, 0xffff1, 0xffff2),
 		stackRecord(0, 10, 100, bpf.StackRecRetaddr, mid, leaf, top, main),
 		sample(p.Class, 0, 0, 10, 100, 0, []uint64{7}, nil),
-		// 6.11 and later: the kernel put mid there itself.
-		stackRecord(0, 10, 200, bpf.StackRecRetaddr, mid, leaf, mid, top, main),
-		stackRecord(0, 10, 200, bpf.StackRecKernel, 0, 0xffff1, 0xffff2),
-		sample(p.Class, 0, 0, 10, 200, 0, []uint64{8}, nil),
+		// A recursive leaf called from leaf: the return address into
+		// leaf is the caller's too, and still missing.
+		stackRecord(0, 10, 150, bpf.StackRecRetaddr, leaf+4, leaf, leaf+4, mid, top, main),
+		sample(p.Class, 0, 0, 10, 150, 0, []uint64{7}, nil),
 		// A stack whose sample was lost, then a sample without stacks.
 		stackRecord(0, 10, 300, 0, 0, leaf),
 		sample(p.Class, 0, 0, 10, 400, 0, []uint64{9}, nil),
 	)
-	want := [][]uint64{{leaf, mid, top, main}, {0xffff1, 0xffff2}, {leaf, mid, top, main}, {0xffff1, 0xffff2}}
-	if !reflect.DeepEqual(fs.added, want) || !reflect.DeepEqual(fs.kinds, []bool{false, true, false, true}) {
+	want := [][]uint64{{leaf, mid, top, main}, {0xffff1, 0xffff2}, {leaf, leaf + 4, leaf + 4, mid, top, main}}
+	if !reflect.DeepEqual(fs.added, want) || !reflect.DeepEqual(fs.kinds, []bool{false, true, false}) {
 		t.Errorf("stacks handed on: %x %v, want %x", fs.added, fs.kinds, want)
+	}
+	// 6.11 and later: the kernel puts mid there itself, and in a
+	// recursive call leaf+4 twice; a first stack that cannot tell (the
+	// recursive one) goes by the release.
+	d2 := newDrainer(nil, w, fakeLost{}, []*resolve.Probe{p}, nil)
+	fs2 := &fakeStacks{}
+	d2.stacks, d2.callerPrior = fs2, true
+	for _, raw := range [][]byte{
+		commRecord(20, 21, "app"),
+		stackRecord(0, 20, 100, bpf.StackRecRetaddr, leaf+4, leaf, leaf+4, leaf+4, mid, top, main),
+		sample(p.Class, 0, 0, 20, 100, 0, []uint64{7}, nil),
+		stackRecord(0, 20, 200, bpf.StackRecRetaddr, mid, leaf, mid, top, main),
+		stackRecord(0, 20, 200, bpf.StackRecKernel, 0, 0xffff1, 0xffff2),
+		sample(p.Class, 0, 0, 20, 200, 0, []uint64{8}, nil),
+	} {
+		if err := d2.sample(raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want = [][]uint64{{leaf, leaf + 4, leaf + 4, mid, top, main}, {leaf, mid, top, main}, {0xffff1, 0xffff2}}
+	if !reflect.DeepEqual(fs2.added, want) {
+		t.Errorf("6.11: stacks handed on: %x, want %x", fs2.added, want)
 	}
 	// A thread (the first comm record, before the samples above): a
 	// snapshot; its comm again, or renamed: nothing. The leader's first
@@ -104,7 +128,7 @@ func TestDrainerStacks(t *testing.T) {
 	if want := []string{"snapshot", "exec", "exec"}; !reflect.DeepEqual(fs.calls, want) {
 		t.Errorf("mapping reads asked for: %v, want %v", fs.calls, want)
 	}
-	if d.entryFixed != 1 || d.noStack != 2 || d.malformed != 0 {
-		t.Errorf("entry fixed %d, samples without a stack %d (want 1, 2), malformed %d", d.entryFixed, d.noStack, d.malformed)
+	if d.entryFixed != 2 || d.noStack != 3 || d.malformed != 0 {
+		t.Errorf("entry fixed %d, samples without a stack %d (want 2, 3), malformed %d", d.entryFixed, d.noStack, d.malformed)
 	}
 }

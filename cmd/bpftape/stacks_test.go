@@ -106,6 +106,49 @@ func TestStacksChain(t *testing.T) {
 	}
 }
 
+// TestStacksRecursion: a recursive function's entry stacks have one
+// frame a call level (the caller the recorder gives back to an entry
+// stack returns where the caller's caller does, which once made it look
+// as if the kernel had put it there already: one level went missing).
+func TestStacksRecursion(t *testing.T) {
+	testutil.RequireBPF(t, bpf.CheckFeatures)
+	dir := t.TempDir()
+	src, exe := filepath.Join(dir, "rec.c"), filepath.Join(dir, "rec")
+	const code = `
+volatile long s;
+__attribute__((noinline)) int rec(int d) { s++; if (d <= 0) return 0; return rec(d - 1) + 1; }
+int main(void) { for (int i = 0; i < 100; i++) rec(3); return 0; }
+`
+	if err := os.WriteFile(src, []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cf := range []string{"-fcf-protection=none", "-fcf-protection=full"} { // push %rbp or endbr64 first
+		if err := testutil.CompileC(exe, "-O1", "-fno-omit-frame-pointer", cf, "-g", src); err != nil {
+			t.Fatal(err)
+		}
+		capPath := filepath.Join(dir, "rec"+cf+".arrow")
+		if out, errOut, code := runCLI(t, "record", "-o", capPath, "-c", exe, fmt.Sprintf("u:%s:rec(d,ustack)", exe)); code != 0 {
+			t.Fatalf("%s: record: exit %d\n%s%s", cf, code, out, errOut)
+		}
+		out, errOut, code := runCLI(t, "stacks", capPath)
+		if code != 0 {
+			t.Fatalf("%s: stacks: exit %d\n%s", cf, code, errOut)
+		}
+		got := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			stack, n, _ := strings.Cut(line, " ")
+			if i := strings.Index(";"+stack, ";main;"); i >= 0 {
+				stack = stack[i:]
+			}
+			got[stack] = n
+		}
+		want := map[string]string{"main;rec": "100", "main;rec;rec": "100", "main;rec;rec;rec": "100", "main;rec;rec;rec;rec": "100"}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: stacks:\n%s\nwant 100 at each depth, 1 to 4", cf, out)
+		}
+	}
+}
+
 // TestStacksErrors: clear one-line usage errors, exit 2.
 func TestStacksErrors(t *testing.T) {
 	up := filepath.Join(seedCaptures(t), replaytest.UprobesFile)

@@ -3,6 +3,8 @@ package format
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,7 +53,8 @@ type MergeResult struct {
 	Recovered []string
 	// Relabeled says, a line an input, which inputs' events carry a host
 	// other than their Meta.Host: the second and later machines (or
-	// boots) of one host name (see hostLabels).
+	// boots) of one host name (see hostLabels); and which process ids
+	// have stacks on more than one host (sharedPIDs).
 	Relabeled []string
 }
 
@@ -65,10 +68,11 @@ type mergeIn struct {
 	// relabel maps a merged input's host values to the hosts they carry
 	// in the merge (hostLabels).
 	relabel map[string]string
-	shift   int64   // ns added to its times
-	probes  []int   // merged probe of each of its probes
-	fields  [][]int // merged field of each field of each probe; -1 for its host field
-	hostFI  []int   // index of each probe's host field, -1 if none
+	shift   int64       // ns added to its times
+	stacks  *StackTable // its stack table, until merged into the merge's
+	probes  []int       // merged probe of each of its probes
+	fields  [][]int     // merged field of each field of each probe; -1 for its host field
+	hostFI  []int       // index of each probe's host field, -1 if none
 }
 
 // Merge writes the events and loss records of several captures (hosts, or
@@ -103,17 +107,34 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		had := stacks.lengths()
-		if stacks.Empty() {
-			stacks = t // the reader's, which Add would copy
-		} else {
-			stacks.Add(t)
-		}
-		if err := count.since(stacks, had); err != nil {
-			return nil, fmt.Errorf("%s: merged stack table: %w", path, err)
-		}
+		ins[i].stacks = t
 	}
 	relabeled := hostLabels(ins)
+	pidHosts := map[uint32]map[string]bool{} // hosts of each pid with mappings
+	var objects objectIDs
+	for _, in := range ins {
+		if !in.merged {
+			for _, m := range in.stacks.Maps {
+				if pidHosts[m.PID] == nil {
+					pidHosts[m.PID] = map[string]bool{}
+				}
+				pidHosts[m.PID][in.label] = true
+			}
+		}
+		had := stacks.lengths()
+		if stacks.Empty() {
+			stacks = in.stacks // the reader's, which Add would copy
+			objects.first(stacks, in.label)
+		} else {
+			objects.renumber(in.stacks, in.label)
+			stacks.Add(in.stacks)
+		}
+		in.stacks = nil
+		if err := count.since(stacks, had); err != nil {
+			return nil, fmt.Errorf("%s: merged stack table: %w", in.path, err)
+		}
+	}
+	relabeled = append(relabeled, sharedPIDs(pidHosts)...)
 	meta, err := mergeMeta(ins, o)
 	if err != nil {
 		return nil, err
@@ -560,4 +581,102 @@ func mergeGroup(w *Writer, ins []*mergeIn, m *Meta, res *MergeResult) error {
 		}
 	}
 	return nil
+}
+
+// objectIDs numbers the objects of a merge's stack table. Ids are each
+// capture's own (the recorder numbers the objects it meets from 1), so
+// two captures' object 1 may be two binaries: each input's objects get
+// the id the merge has for the same object, one with the same path, kind
+// and build id (or, without a build id, from the same host: rotated
+// parts of one recording), or a new one; its mappings and symbols follow.
+type objectIDs struct {
+	ids  map[objectKey]uint32
+	last uint32
+}
+
+type objectKey struct {
+	path, buildID, host string // host only without a build id
+	kernel              bool
+}
+
+func keyOf(o *Object, host string) objectKey {
+	k := objectKey{path: o.Path, buildID: o.BuildID, kernel: o.Kernel}
+	if o.BuildID == "" {
+		k.host = host
+	}
+	return k
+}
+
+// first takes the objects of the first input's table t as they are.
+func (n *objectIDs) first(t *StackTable, host string) {
+	n.ids = map[objectKey]uint32{}
+	for i := range t.Objects {
+		o := &t.Objects[i]
+		if _, ok := n.ids[keyOf(o, host)]; !ok {
+			n.ids[keyOf(o, host)] = o.ID
+		}
+		n.last = max(n.last, o.ID)
+	}
+}
+
+// renumber gives the objects of t, a later input's table from host, the
+// merge's ids.
+func (n *objectIDs) renumber(t *StackTable, host string) {
+	ids := make(map[uint32]uint32, len(t.Objects))
+	for i := range t.Objects {
+		o := &t.Objects[i]
+		id, ok := n.ids[keyOf(o, host)]
+		if !ok {
+			n.last++
+			id = n.last
+			n.ids[keyOf(o, host)] = id
+		}
+		ids[o.ID] = id
+		o.ID = id
+	}
+	// An entry of an object t does not list keeps no id of another's.
+	other := func(id uint32) uint32 {
+		if n, ok := ids[id]; ok {
+			return n
+		}
+		return math.MaxUint32
+	}
+	for i := range t.Maps {
+		t.Maps[i].Object = other(t.Maps[i].Object)
+	}
+	for i := range t.Symbols {
+		t.Symbols[i].Object = other(t.Symbols[i].Object)
+	}
+	t.index = nil
+}
+
+// sharedPIDs says which process ids have mappings in the stack tables of
+// inputs of more than one host (by the hosts of pidHosts): mappings are
+// found by pid, so where two such processes mapped one address, a frame
+// of either may be named after the other's object.
+func sharedPIDs(pidHosts map[uint32]map[string]bool) []string {
+	var pids []uint32
+	hosts := map[string]bool{}
+	for pid, hs := range pidHosts {
+		if len(hs) > 1 {
+			pids = append(pids, pid)
+			for h := range hs {
+				hosts[h] = true
+			}
+		}
+	}
+	if len(pids) == 0 {
+		return nil
+	}
+	slices.Sort(pids)
+	list := make([]string, 0, 5)
+	for _, pid := range pids[:min(len(pids), 5)] {
+		list = append(list, strconv.FormatUint(uint64(pid), 10))
+	}
+	if len(pids) > 5 {
+		list = append(list, fmt.Sprintf("and %d more", len(pids)-5))
+	}
+	names := slices.Sorted(maps.Keys(hosts))
+	return []string{fmt.Sprintf("stacks: process ids %s were taken on hosts %s; where two processes of one id mapped one address, a frame of either may be named after the other's binary",
+		strings.Join(list, ", "), strings.Join(names, ", "))}
 }

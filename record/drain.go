@@ -63,6 +63,7 @@ type drainer struct {
 	lastLost                     time.Time
 	sinceCheck                   int
 	stopping                     atomic.Bool
+	windowEnd                    atomic.Int64 // the capture window's end, once stop is called
 	limit                        func() error // checks Options.MaxSize between batches, if set
 	live                         Live         // Options.Live, if set
 	flight                       *flight      // with Options.Flight
@@ -218,8 +219,11 @@ func (d *drainer) run() error {
 	}
 }
 
-// stop asks run to finish; call it once no probe is attached any more.
-func (d *drainer) stop() error {
+// stop asks run to finish; call it once no probe is attached any more,
+// with the end of the capture window (0 if it never opened): the loss
+// counts read from then on are stamped with it, when they happened.
+func (d *drainer) stop(windowEnd int64) error {
+	d.windowEnd.Store(windowEnd)
 	d.stopping.Store(true)
 	return d.rd.Flush()
 }
@@ -372,6 +376,9 @@ func (d *drainer) comm(raw []byte) error {
 // the last look as a loss record.
 func (d *drainer) readLost() error {
 	now := boottime.Now()
+	if end := d.windowEnd.Load(); end > 0 && now > end {
+		now = end // read after the window closed: the losses came before
+	}
 	for id := range d.probes {
 		d.perCPU = d.lost.LostCounts(uint16(id), d.perCPU)
 		prev := d.lostPrev[id]

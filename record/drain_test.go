@@ -9,6 +9,7 @@ import (
 
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/boottime"
 	"github.com/bpftape/bpftape/record/resolve"
 )
 
@@ -217,5 +218,53 @@ func BenchmarkDrainerSample(b *testing.B) {
 		if err := d.sample(raw); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestLossStampAfterWindow: loss counts read after the capture window
+// closed are stamped with its end, when they happened at the latest (the
+// stop's last read stamped them later than every event, outside the
+// window that the time filters and `info` go by).
+func TestLossStampAfterWindow(t *testing.T) {
+	p := &resolve.Probe{Meta: format.Probe{Name: "f", Kind: "uprobe"}}
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	w, err := format.Create(path, &format.Meta{Probes: []format.Probe{p.Meta}}, format.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := fakeLost{0: {3, 0}}
+	d := newDrainer(nil, w, lost, []*resolve.Probe{p}, nil)
+	if err := d.readLost(); err != nil { // while the window is open: now
+		t.Fatal(err)
+	}
+	before := boottime.Now()
+	lost[0] = []uint64{3, 5}
+	end := before - 1e9
+	d.windowEnd.Store(end)
+	if err := d.readLost(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := format.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var times []int64
+	for r.Next() {
+		b := r.Batch()
+		for i := 0; i < b.Len; i++ {
+			if n, ok := b.Lost(i); ok {
+				times = append(times, b.Time[i])
+				if i == 1 && (n != 5 || b.Time[i] != end) {
+					t.Errorf("the loss read after the window: %d at %d, want 5 at its end %d", n, b.Time[i], end)
+				}
+			}
+		}
+	}
+	if len(times) != 2 || times[0] > before || times[0] < before-60e9 {
+		t.Errorf("loss records at %v (read at about %d)", times, before)
 	}
 }

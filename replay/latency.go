@@ -321,6 +321,7 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, *Pass
 	} else {
 		p, err = c.ScanColumns(l.Columns(), &o.Rows, l.Add)
 	}
+	p.Paired()
 	if err != nil {
 		return nil, p, err
 	}

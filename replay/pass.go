@@ -42,6 +42,16 @@ type Pass struct {
 	// unmatched says what a row filter that matched no event left out (Scan).
 	unmatched unmatched
 	spans     bool // read a stretch of events at a time (spans)
+	paired    bool // the analysis pairs entries with returns (Paired)
+}
+
+// Paired marks p as the pass of an analysis that pairs entry events with
+// return events (latency, requests), whose durations losses can lengthen:
+// Notes then says so.
+func (p *Pass) Paired() {
+	if p != nil {
+		p.paired = true
+	}
 }
 
 func (c *Capture) newPass() *Pass {
@@ -54,7 +64,9 @@ func (p *Pass) read(r *format.Reader) {
 }
 
 // Notes prints what the reader of an analysis must know about the pass:
-// recovery, losses, implausible times, and a row filter that matched nothing.
+// recovery, repair, losses, implausible times, and a row filter that
+// matched nothing; for an analysis that pairs entries with returns
+// (Paired), what losses and a repaired gap do to its durations.
 // A nil Pass (an analysis that failed before it read) prints nothing.
 func (p *Pass) Notes(w io.Writer) {
 	if p == nil {
@@ -67,7 +79,18 @@ func (p *Pass) Notes(w io.Writer) {
 		}
 		fmt.Fprintf(w, "; 'bpftape repair' writes a standard file.\n")
 	}
+	if left := p.meta.Extra[format.ExtraRepaired]; left != "" {
+		fmt.Fprintf(w, "NOTE: %s: %s: counts are low by those events", p.name, textsafe.Escape(left))
+		if p.paired {
+			fmt.Fprintf(w, ", and a call may pair an entry before the gap with a return after it")
+		}
+		fmt.Fprintf(w, ".\n")
+	}
 	p.Losses.Warn(w, p.name, p.meta)
+	if p.paired && p.Losses.Total > 0 {
+		fmt.Fprintf(w, "WARNING: %s: where a return's event was lost, its entry pairs with a later call's return: durations of calls that span the losses (up to %s) may be too long.\n",
+			p.name, offset(p.Losses.Last, p.meta))
+	}
 	warnRateLimited(w, p.name, p.meta)
 	p.Times.Warn(w, p.name)
 	p.unmatched.note(w, p.name)

@@ -170,8 +170,19 @@ func TestLatency(t *testing.T) {
 	}
 	var notes bytes.Buffer
 	pass.Notes(&notes)
-	if !strings.Contains(notes.String(), "WARNING") || !strings.Contains(notes.String(), "5 events were lost") {
-		t.Errorf("loss warning missing: %q", notes.String())
+	if !strings.Contains(notes.String(), "WARNING") || !strings.Contains(notes.String(), "5 events were lost") ||
+		!strings.Contains(notes.String(), "its entry pairs with a later call's return") {
+		t.Errorf("loss warnings missing: %q", notes.String())
+	}
+	// A count's pass says nothing of pairs.
+	_, hpass, err := Count(c, CountOptions{By: "comm"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes.Reset()
+	hpass.Notes(&notes)
+	if !strings.Contains(notes.String(), "5 events were lost") || strings.Contains(notes.String(), "pairs") {
+		t.Errorf("count's notes: %q", notes.String())
 	}
 }
 
@@ -315,5 +326,49 @@ func TestPairingKeysHost(t *testing.T) {
 	if rres.Requests != 1 || rres.TotalStats.Max() != 20 || rres.Incomplete != 1 || rres.IncompleteItems != 1 {
 		t.Errorf("requests %d (largest %d), incomplete %d with %d items; want 1 of 20, and host a's item incomplete",
 			rres.Requests, rres.TotalStats.Max(), rres.Incomplete, rres.IncompleteItems)
+	}
+}
+
+// TestRepairedNote: a capture `bpftape repair` left batches out of says
+// so in every analysis's notes, and for latency that a call may span the
+// gap.
+func TestRepairedNote(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	m := &format.Meta{Host: "h", StartBoot: 1000, StartWall: time.Unix(0, 0), Probes: []format.Probe{{Name: "f"}, {Name: "f_ret"}},
+		Extra: map[string]string{format.ExtraRepaired: "bpftape repair left out 1 corrupt batch of 10 events (f 5, f_ret 5)"}}
+	w, err := format.Create(path, m, format.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []uint16{0, 1} {
+		if err := w.Append(&format.Event{Time: int64(2000 + i), TID: 1, Probe: p, Comm: []byte("a")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, lp, err := Latency(c, LatencyOptions{Entry: "f", Return: "f_ret"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cp, err := Count(c, CountOptions{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ln, cn bytes.Buffer
+	lp.Notes(&ln)
+	cp.Notes(&cn)
+	const left = "left out 1 corrupt batch of 10 events (f 5, f_ret 5): counts are low by those events"
+	if !strings.Contains(ln.String(), left+", and a call may pair an entry before the gap with a return after it.") {
+		t.Errorf("latency's notes: %q", ln.String())
+	}
+	if !strings.Contains(cn.String(), left+".") {
+		t.Errorf("count's notes: %q", cn.String())
 	}
 }

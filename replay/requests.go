@@ -301,6 +301,7 @@ func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, *P
 	} else {
 		p, err = c.ScanColumns(r.Columns(), &o.Rows, r.Add)
 	}
+	p.Paired()
 	if err != nil {
 		return nil, p, err
 	}

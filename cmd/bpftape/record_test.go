@@ -396,4 +396,23 @@ func TestRecordLoss(t *testing.T) {
 	if events+lost != n || lost == 0 {
 		t.Errorf("%d recorded + %d lost != %d generated", events, lost, n)
 	}
+	// Loss records are stamped when the counts were read, and those read
+	// after the window closed with its end: the losses came before it.
+	rd, err := format.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	w := rd.Meta.Window
+	for rd.Next() {
+		b := rd.Batch()
+		for i := 0; i < b.Len; i++ {
+			if _, ok := b.Lost(i); ok && (w == nil || b.Time[i] < w.Start || b.Time[i] > w.End) {
+				t.Errorf("a loss record at %d, outside the window %+v", b.Time[i], w)
+			}
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
 }

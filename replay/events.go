@@ -331,20 +331,36 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 		}
 		w.buf = fmt.Appendf(w.buf, "%-7s %-7s %-15s %-16s %s\n", "PID", "TID", "COMM", "FUNC", "-")
 	}
+	// The pass stops once the listing has (--limit, or output that
+	// failed): its notes then tell of the losses it read up to there.
+	stopped := func() error {
+		if l.stop {
+			return errListed
+		}
+		return nil
+	}
 	var p *Pass
 	var err error
 	if o.JSONL {
 		p, err = c.Walk(&o.Rows, func(b *format.Batch, i int, lost bool) error {
 			l.jsonLine(b, i, lost)
-			return nil
+			return stopped()
 		})
 	} else if c.SpansWhere(&o.Rows) {
 		p, err = c.ScanSpansWhere(textColumns(c), &o.Rows, func(b *format.Batch, lo, hi int) error {
 			l.textLines(b, lo, hi)
-			return nil
+			return stopped()
 		})
 	} else {
-		p, err = c.ScanColumns(textColumns(c), &o.Rows, func(b *format.Batch, i int) { l.textLines(b, i, i+1) })
+		p, err = c.WalkColumns(textColumns(c), &o.Rows, func(b *format.Batch, i int, lost bool) error {
+			if !lost {
+				l.textLines(b, i, i+1)
+			}
+			return stopped()
+		})
+	}
+	if errors.Is(err, errListed) {
+		err = nil
 	}
 	// A write error (standard output closed, a full disk) is the writer's
 	// to report, as it was when every line was written on its own: a
@@ -352,6 +368,9 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 	w.close()
 	return p, err
 }
+
+// errListed stops the pass of a listing that has listed all it will.
+var errListed = errors.New("listed")
 
 // textColumns are the columns the text lines read: all but the cpu, which
 // is 6% of decoding every column (loss records, which are tallied by cpu,

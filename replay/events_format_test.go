@@ -109,3 +109,34 @@ func TestEventsProbePatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsLimitStops: a listing with a limit stops reading the capture
+// once it has listed that many events (it read all of it before), in each
+// of its passes: text by stretches, text row by row (a filter on the
+// comm), JSON lines.
+func TestEventsLimitStops(t *testing.T) {
+	probes := []format.Probe{{Name: "f", Fields: []format.Field{{Name: "x", Type: format.Int64}}}}
+	var rows []row
+	for i := 0; i < 300; i++ {
+		rows = append(rows, row{probe: 0, tid: 1, t: int64(2000 + i), ints: []uint64{uint64(i)}})
+	}
+	c := writeCapture(t, probes, rows) // batches of 3 rows
+	for _, o := range []EventsOptions{
+		{Limit: 4},
+		{Limit: 4, Rows: RowFilter{Comms: []string{"app"}}},
+		{Limit: 4, JSONL: true},
+	} {
+		var out bytes.Buffer
+		p, err := Events(c, o, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Count(out.String(), "\n")
+		if !o.JSONL {
+			lines-- // the header
+		}
+		if lines != 4 || p.Batches > 3 {
+			t.Errorf("%+v: %d lines, %d batches of 100 read", o, lines, p.Batches)
+		}
+	}
+}

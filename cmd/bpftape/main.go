@@ -4,15 +4,18 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
+	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/outfile"
 	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/internal/usage"
@@ -187,6 +190,9 @@ func fail(stderr io.Writer, verb string, err error) int {
 		exiting.Lock() // the signal's exit status is on its way
 	}
 	err = readHint(verb, err)
+	if verb != "repair" && errors.Is(err, format.ErrCorrupt) && !errors.Is(err, format.ErrLimit) && !strings.Contains(err.Error(), "bpftape repair") {
+		err = fmt.Errorf("%w ('bpftape repair' copies the batches that are intact into a new file)", err)
+	}
 	// One line, whatever names of the capture or of a traced process the
 	// error quotes (package textsafe).
 	fmt.Fprintf(stderr, "bpftape %s: %s\n", verb, textsafe.Escape(err.Error()))

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/bpftape/bpftape/internal/outfile"
+	"github.com/bpftape/bpftape/internal/usage"
 )
 
 // output is a verb's -o and --force, checked and written by the rules of
@@ -72,8 +73,8 @@ func writeFile(path string, opts outfile.Options, fn func(w io.Writer) error) er
 	if err != nil {
 		f.Discard()
 		var pe *os.PathError
-		if errors.As(err, &pe) {
-			return err // already names the file
+		if errors.As(err, &pe) || usage.Is(err) {
+			return err // names the file, or is about the arguments
 		}
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/bpftape/bpftape/internal/testutil"
+	"github.com/bpftape/bpftape/replay/replaytest"
 )
 
 // The output rules (package internal/outfile), verb by verb.
@@ -587,4 +588,24 @@ func abortRecording(t *testing.T, bin, probes, dir string, args ...string) resul
 	time.Sleep(repeatGrace + 200*time.Millisecond) // sooner is the same stop
 	cmd.Process.Signal(syscall.SIGINT)
 	return <-done
+}
+
+// TestOutputUsageErrors: an argument refused once the output is being
+// written is a usage error about the arguments (exit 2), not an error
+// writing the file, and leaves no file.
+func TestOutputUsageErrors(t *testing.T) {
+	up := filepath.Join(seedCaptures(t), replaytest.UprobesFile)
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"report", up, "--latency", "nosuch", "-o", filepath.Join(dir, "r.html")},
+		{"export", up, "--offcpu", "-o", filepath.Join(dir, "off.pb.gz")},
+	} {
+		_, stderr, code := runCLI(t, args...)
+		if code != exitUsage || strings.Contains(stderr, "write "+args[len(args)-1]) {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr)
+		}
+		if _, err := os.Stat(args[len(args)-1]); err == nil {
+			t.Errorf("%v: left %s", args, args[len(args)-1])
+		}
+	}
 }

@@ -71,7 +71,7 @@ Examples:
 	linear := fs.String("linear", "", "linear histogram MIN,MAX,STEP (lhist) instead of log2")
 	cast := fs.String("cast", "", "reinterpret values as s8|u8|s16|u16|s32|u32|s64|u64 first, like a C cast")
 	stats := fs.Bool("stats", false, "print count, sum, min, mean, p50, p90, p99 and max after the histogram")
-	asJSON := fs.Bool("json", false, "print JSON (BCC's print_json_hist shape for log2 histograms)")
+	asJSON := fs.Bool("json", false, "print JSON (BCC's print_json_hist shape for log2 histograms; with --by one object a key, each on its line, as BCC prints one a section)")
 	btVersion := fs.String("bpftrace-version", "", "mimic this bpftrace release's output (default: the newest)")
 	interval := fs.Duration("interval", 0, "one histogram per `DURATION` of the capture (e.g. 1s), each after its end time")
 	pos, err := parseArgs(fs, args)

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +174,19 @@ func TestLatencySwappedNote(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"requests", path, "rx", "arg2", "rx", "arg2"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "the item and end probes are both rx") {
 		t.Errorf("requests with one probe: exit %d, %q", code, errb.String())
+	}
+}
+
+// TestSplitShort: a one-letter flag takes its value run together with it,
+// as head -n1 and perf -F99 do, where no flag has the whole name.
+func TestSplitShort(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	fs.Uint64("n", 0, "")
+	fs.Bool("v", false, "")
+	fs.String("pid", "", "")
+	got := splitShort(fs, []string{"-n1", "-vx", "-pid=3", "-pid", "4", "-7", "--n", "2", "--", "-n5"})
+	want := []string{"-n", "1", "-vx", "-pid=3", "-pid", "4", "-7", "--n", "2", "--", "-n5"}
+	if !slices.Equal(got, want) {
+		t.Errorf("splitShort: %q, want %q", got, want)
 	}
 }

@@ -73,6 +73,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	delete(helps, fs)
 	helpsMu.Unlock()
 	var pos []string
+	args = splitShort(fs, args)
 	for {
 		if err := fs.Parse(args); err != nil {
 			if err == flag.ErrHelp {
@@ -101,6 +102,29 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// splitShort splits a one-letter flag run together with its value, as
+// getopt takes it (head -n1, perf -F99), into the flag and the value,
+// where no flag has the whole name: -n1 is -n 1. Arguments after "--"
+// stay as they are.
+func splitShort(fs *flag.FlagSet, args []string) []string {
+	var out []string
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && fs.Lookup(a[1:]) == nil && !strings.Contains(a, "=") {
+			if f := fs.Lookup(a[1:2]); f != nil {
+				if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+					out = append(out, a[:2], a[2:])
+					continue
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // invalidValue rewords flag's `invalid value "1" for flag -from: parse

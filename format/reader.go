@@ -114,6 +114,9 @@ func newReader(f *os.File) (_ *Reader, err error) {
 		return nil, err
 	}
 	r := &Reader{f: f, Size: st.Size(), good: 8}
+	if st.Size() == 0 {
+		return nil, fmt.Errorf("%w: the file is empty (0 bytes)", ErrNotCapture)
+	}
 	head := make([]byte, 8)
 	if _, err := f.ReadAt(head, 0); err != nil || !bytes.HasPrefix(head, arrowMagic) {
 		return nil, fmt.Errorf("%w: no Arrow file magic", ErrNotCapture)

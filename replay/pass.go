@@ -73,7 +73,7 @@ func (p *Pass) Notes(w io.Writer) {
 		return
 	}
 	if p.Recovered {
-		fmt.Fprintf(w, "NOTE: %s has no footer (was the recorder killed?): read its %d complete batches", p.name, p.Batches)
+		fmt.Fprintf(w, "NOTE: %s has no footer (was the recorder killed?): read its %s", p.name, humanfmt.Plural(uint64(p.Batches), "complete batch", "complete batches"))
 		if p.RecoverErr != nil {
 			fmt.Fprintf(w, ", dropped the %v", p.RecoverErr)
 		}

@@ -302,7 +302,11 @@ Examples:
 		if note := swapped(c.Meta(), o.Entry, o.Return); note != "" {
 			fmt.Fprintln(stderr, note)
 		}
-		_, p, err := replay.Latency(c, o, stdout)
+		res, p, err := replay.Latency(c, o, stdout)
+		if err == nil && res.Calls == 0 && o.Rows.Empty() { // a filter that matched nothing has its note
+			fmt.Fprintf(stderr, "NOTE: %s: no call of %s returned (%s): the histogram is empty.\n", textsafe.Escape(pos[0]),
+				textsafe.Escape(o.Entry), textsafe.Escape(o.Return))
+		}
 		return p, err
 	})
 	if err != nil {

@@ -190,3 +190,29 @@ func TestSplitShort(t *testing.T) {
 		t.Errorf("splitShort: %q, want %q", got, want)
 	}
 }
+
+// TestEmptyCaptureNotes: count and latency of a capture without events
+// say so, as hist does, rather than print a bare header.
+func TestEmptyCaptureNotes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "e.arrow")
+	w, err := format.Create(path, &format.Meta{Host: "h", Probes: []format.Probe{{Name: "f"}, {Name: "f:return"}}}, format.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"count", path}, ": no events."},
+		{[]string{"count", path, "f*"}, ": no events of the probes counted."},
+		{[]string{"latency", path, "f"}, ": no call of f returned (f:return): the histogram is empty."},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(tc.args, &out, &errb); code != exitOK || !strings.Contains(errb.String(), "NOTE: "+path+tc.want) {
+			t.Errorf("%v: exit %d\n%s", tc.args, code, errb.String())
+		}
+	}
+}

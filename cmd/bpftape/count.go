@@ -1,8 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
 
+	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/internal/usage"
 	"github.com/bpftape/bpftape/replay"
 )
@@ -43,7 +45,18 @@ Examples:
 	}
 	o := replay.CountOptions{Rows: f, Probes: pos[1:], By: *by, Zeros: *zeros, JSON: *asJSON}
 	err = withCapture(pos[0], stderr, func(c *replay.Capture) (*replay.Pass, error) {
-		_, p, err := replay.Count(c, o, stdout)
+		rows, p, err := replay.Count(c, o, stdout)
+		n := uint64(0)
+		for _, r := range rows {
+			n += r.Count
+		}
+		if err == nil && n == 0 && o.Rows.Empty() { // a filter that matched nothing has its note
+			what := "no events"
+			if len(o.Probes) > 0 {
+				what = "no events of the probes counted"
+			}
+			fmt.Fprintf(stderr, "NOTE: %s: %s.\n", textsafe.Escape(pos[0]), what)
+		}
 		return p, err
 	})
 	if err != nil {

@@ -73,7 +73,7 @@ Examples:
 	stats := fs.Bool("stats", false, "print count, sum, min, mean, p50, p90, p99 and max after the histogram")
 	asJSON := fs.Bool("json", false, "print JSON (BCC's print_json_hist shape for log2 histograms; with --by one object a key, each on its line, as BCC prints one a section)")
 	btVersion := fs.String("bpftrace-version", "", "mimic this bpftrace release's output (default: the newest)")
-	interval := fs.Duration("interval", 0, "one histogram per `DURATION` of the capture (e.g. 1s), each after its end time")
+	interval := durationFlag(fs, "interval", "one histogram per `DURATION` of the capture (e.g. 1s), each after its end time")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return helpOr(stderr, "hist", err)
@@ -251,7 +251,7 @@ Examples:
 	asJSON := fs.Bool("json", false, "print JSON")
 	key := fs.String("key", "", "pair starts and ends by the values of these `FIELD[,FIELD...]` of both probes, not by thread")
 	by := fs.String("by", "", "one histogram per key of the return event: comm, pid, tid or a field of RETURN_PROBE")
-	interval := fs.Duration("interval", 0, "one histogram per `DURATION` of the capture (e.g. 1s), by the return's time")
+	interval := durationFlag(fs, "interval", "one histogram per `DURATION` of the capture (e.g. 1s), by the return's time")
 	style := fs.String("style", "bcc", "output style: bcc or bpftrace")
 	btVersion := fs.String("bpftrace-version", "", "with --style bpftrace, mimic this bpftrace release's output (default: the newest)")
 	pos, err := parseArgs(fs, args)

@@ -108,8 +108,9 @@ func TestWindowFlags(t *testing.T) {
 			{[]string{"--to", "0s"}, "--to 0s leaves no time after the capture start"},
 			{[]string{"--to", "-1s"}, "--to -1s leaves no time after the capture start"},
 			{[]string{"--from", "-5s", "--to", "-1s"}, "--from -5s is before the capture start"},
-			{[]string{"--from", "1"}, `--from '1': not a duration: give a number and a unit, such as 1.5s`},
-			{[]string{"--to", "2"}, `--to '2': not a duration`},
+			{[]string{"--from", "1x"}, `--from '1x': not a duration: give a number and a unit, such as 1.5s, 200ms or 2m, or a number of seconds`},
+			{[]string{"--to", "2q"}, `--to '2q': not a duration`},
+			{[]string{"--from", "2", "--to", "1"}, "--to 1s is not after --from 2s"}, // seconds, as record -d takes
 			{[]string{"--from", "2s", "--to", "1s"}, "--to 1s is not after --from 2s"},
 		} {
 			args := append(append([]string{}, verb...), c.args...)

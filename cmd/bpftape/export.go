@@ -162,11 +162,9 @@ Examples:
 		if _, err := export.ParseFormat(s); err == nil {
 			return fmt.Errorf("--to is the end of the time window, as in every verb: give the format with --format %s", s)
 		}
-		d, err := time.ParseDuration(s)
-		if err != nil {
+		if err := (secondsValue{&end}).Set(s); err != nil {
 			return errors.New(notDuration)
 		}
-		end = d
 		return nil
 	})
 	rowFilter := idRowFlags(fs, "rows", func() time.Duration { return end })

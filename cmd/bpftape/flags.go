@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,12 +157,47 @@ func invalidValue(fs *flag.FlagSet, v string) string {
 }
 
 // notDuration says what a duration flag takes.
-const notDuration = "not a duration: give a number and a unit, such as 1.5s, 200ms or 2m"
+const notDuration = "not a duration: give a number and a unit, such as 1.5s, 200ms or 2m, or a number of seconds"
+
+// durationFlag registers a duration flag that also takes a bare number of
+// seconds, as record -d does (--from 0.1 is --from 100ms).
+func durationFlag(fs *flag.FlagSet, name, usage string) *time.Duration {
+	d := new(time.Duration)
+	fs.Var(secondsValue{d}, name, usage)
+	return d
+}
+
+// secondsValue is the flag.Value of durationFlag.
+type secondsValue struct{ d *time.Duration }
+
+func (v secondsValue) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return v.d.String()
+}
+
+func (v secondsValue) Set(s string) error {
+	if secs, err := strconv.ParseFloat(s, 64); err == nil && math.Abs(secs) < math.MaxInt64/1e9 {
+		*v.d = time.Duration(secs * 1e9)
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	*v.d = d
+	return nil
+}
+
+// Get makes the value a flag.Getter of a time.Duration, as invalidValue
+// recognizes a duration flag.
+func (v secondsValue) Get() any { return *v.d }
 
 // rowFlags registers the flags of the row filter every analysis verb
 // takes: --pid, --tid, --comm, --from and --to.
 func rowFlags(fs *flag.FlagSet) func() (replay.RowFilter, error) {
-	to := fs.Duration("to", 0, "only events less than this long after the capture start")
+	to := durationFlag(fs, "to", "only events less than this long after the capture start")
 	return idRowFlags(fs, "events", func() time.Duration { return *to })
 }
 
@@ -173,7 +209,7 @@ func idRowFlags(fs *flag.FlagSet, what string, to func() time.Duration) func() (
 	pids := fs.String("pid", "", "only "+what+" of these processes (comma-separated PIDs"+most)
 	tids := fs.String("tid", "", "only "+what+" of these threads (comma-separated TIDs"+most)
 	comms := fs.String("comm", "", "only "+what+" of these commands (comma-separated names"+most)
-	from := fs.Duration("from", 0, "only "+what+" at least this long after the capture start (e.g. 1.5s)")
+	from := durationFlag(fs, "from", "only "+what+" at least this long after the capture start (e.g. 1.5s, or 1.5)")
 	return func() (replay.RowFilter, error) {
 		var f replay.RowFilter
 		var err error

@@ -37,7 +37,7 @@ Examples:
 	rowFilter := rowFlags(fs)
 	out := outputFlags(fs, "write the SVG to this file (default: standard output)", true)
 	latency := fs.Bool("latency", false, "arguments are ENTRY_PROBE [RETURN_PROBE]: map the latencies between them")
-	step := fs.Duration("step", 0, "column width (default: a round step giving at most --cols columns)")
+	step := durationFlag(fs, "step", "column width (default: a round step giving at most --cols columns)")
 	cols := fs.Int("cols", heatmap.DefaultCols, "most columns an automatic --step gives")
 	rows := fs.Int("rows", 0, "linear rows instead of log2 ones (default 20 with --min or --max)")
 	minS := fs.String("min", "", "lowest value of the linear rows (default: the smallest value); a duration such as 10us with --latency")

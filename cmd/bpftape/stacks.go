@@ -39,8 +39,8 @@ func addStackFlags(fs *flag.FlagSet) *stackFlags {
 		offsets:   fs.Bool("offsets", false, "write function+0xOFFSET rather than the function alone"),
 		buildIDs:  fs.Bool("build-ids", false, "name a frame that did not resolve by its object's build id too: [OBJECT@BUILDID+0xOFFSET], as exports do"),
 		base:      fs.String("base", "", "compare with the stacks of `FILE` (may be FILE itself, with --base-from/--base-to)"),
-		baseFrom:  fs.Duration("base-from", 0, "the base's events from this long after its capture start"),
-		baseTo:    fs.Duration("base-to", 0, "the base's events until this long after its capture start"),
+		baseFrom:  durationFlag(fs, "base-from", "the base's events from this long after its capture start"),
+		baseTo:    durationFlag(fs, "base-to", "the base's events until this long after its capture start"),
 		normalize: fs.Bool("normalize", false, "scale the base's values to the total of FILE's (difffolded.pl -n)"),
 	}
 }

@@ -276,7 +276,8 @@ func printHist(out io.Writer, o *HistOptions, entries []keyedEntry, isKeyed bool
 
 // noteOutside says on o.Notes how many of the n values a linear histogram
 // in BCC's style has no row for: print_linear_hist has none below MIN or
-// at MAX and above, where bpftrace's lhist counts them.
+// at MAX and above, where bpftrace's lhist counts them; or, when its keys
+// are not the values (MIN not 0, or STEP not 1), what they count.
 func noteOutside(o *HistOptions, entries []keyedEntry, n uint64) {
 	if o.Linear == nil || o.Style == "bpftrace" || o.JSON || o.Notes == nil {
 		return
@@ -286,10 +287,15 @@ func noteOutside(o *HistOptions, entries []keyedEntry, n uint64) {
 		b := e.acc.lin.Buckets()
 		out += b[0] + b[len(b)-1]
 	}
-	if out > 0 {
-		l := o.Linear
+	l := o.Linear
+	switch {
+	case out > 0:
 		fmt.Fprintf(o.Notes, "NOTE: %d of %d values are outside --linear %d,%d,%d and have no row: BCC's linear histogram has key i count [%d+i*%d, %d+(i+1)*%d); --style bpftrace shows them.\n",
 			out, n, l.Min, l.Max, l.Step, l.Min, l.Step, l.Min, l.Step)
+	case n > 0 && (l.Min != 0 || l.Step != 1):
+		// The keys are not the values: say what they are.
+		fmt.Fprintf(o.Notes, "NOTE: BCC's linear histogram has key i count [%d+i*%d, %d+(i+1)*%d); --style bpftrace labels the ranges.\n",
+			l.Min, l.Step, l.Min, l.Step)
 	}
 }
 

@@ -260,8 +260,8 @@ func TestLatencyIntervalBy(t *testing.T) {
 
 // TestHistLinearOutsideNote: BCC's linear histogram has no row for the
 // values below MIN or at MAX and above, so hist notes how many it leaves
-// out; bpftrace's style, JSON and a histogram of none outside note
-// nothing.
+// out, or else, where the keys are not the values, what they count;
+// bpftrace's style, JSON and keys that are the values note nothing.
 func TestHistLinearOutsideNote(t *testing.T) {
 	probes := []format.Probe{{Name: "a", Fields: []format.Field{{Name: "v", Type: format.Int64}}}}
 	var rows []row
@@ -275,7 +275,8 @@ func TestHistLinearOutsideNote(t *testing.T) {
 	}{
 		{HistOptions{Linear: &Linear{0, 100, 10}}, "NOTE: 3 of 7 values are outside --linear 0,100,10 and have no row: BCC's linear histogram has key i count [0+i*10, 0+(i+1)*10); --style bpftrace shows them.\n"},
 		{HistOptions{Linear: &Linear{0, 300, 50}}, "NOTE: 1 of 7 values are outside --linear 0,300,50 and have no row: BCC's linear histogram has key i count [0+i*50, 0+(i+1)*50); --style bpftrace shows them.\n"},
-		{HistOptions{Linear: &Linear{0, 300, 50}, Rows: RowFilter{From: 1}}, ""}, // -5 is the first event
+		{HistOptions{Linear: &Linear{0, 300, 50}, Rows: RowFilter{From: 1}}, "NOTE: BCC's linear histogram has key i count [0+i*50, 0+(i+1)*50); --style bpftrace labels the ranges.\n"}, // -5 is the first event
+		{HistOptions{Linear: &Linear{0, 300, 1}, Rows: RowFilter{From: 1}}, ""}, // the keys are the values
 		{HistOptions{Linear: &Linear{0, 100, 10}, Style: "bpftrace"}, ""},
 		{HistOptions{Linear: &Linear{0, 100, 10}, JSON: true}, ""},
 	} {

@@ -467,6 +467,8 @@ func runEvents(args []string, stdout, stderr io.Writer) int {
 Lists events one per line like BCC's trace: TIME PID TID COMM FUNC, then the
 fields, or a printf-style message per probe given as BCC's trace takes it.
 PROBE-PATTERN picks the probes listed, as count takes them ('vfs_*').
+A stack field prints as its id: 'stacks --by tid' and 'export' (CSV, JSON
+lines, Parquet) name its frames.
 
 --jsonl lists them as JSON lines instead, streamed (one object per line, in
 file order, memory independent of the capture's size), for jq and the like:

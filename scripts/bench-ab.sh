@@ -20,7 +20,7 @@ git -C "$root" worktree add --detach -q "$work/base" "$base"
 for t in base new; do
 	src=$root
 	[ $t = base ] && src=$work/base
-	(cd "$src" && go build -o "$work/$t-bpftape" ./cmd/bpftape && go build -o "$work/$t-driver" ./bench/driver &&
+	(cd "$src" && CGO_ENABLED=0 go build -trimpath -o "$work/$t-bpftape" ./cmd/bpftape && go build -o "$work/$t-driver" ./bench/driver &&
 		go test -c -o "$work/$t-format.test" ./format/)
 	"$work/$t-driver" synth -o "$work/$t.arrow" -n "$events" >/dev/null
 done

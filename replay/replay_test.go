@@ -333,26 +333,9 @@ func TestPairingKeysHost(t *testing.T) {
 // so in every analysis's notes, and for latency that a call may span the
 // gap.
 func TestRepairedNote(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.arrow")
 	m := &format.Meta{Host: "h", StartBoot: 1000, StartWall: time.Unix(0, 0), Probes: []format.Probe{{Name: "f"}, {Name: "f_ret"}},
 		Extra: map[string]string{format.ExtraRepaired: "bpftape repair left out 1 corrupt batch of 10 events (f 5, f_ret 5)"}}
-	w, err := format.Create(path, m, format.WriterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range []uint16{0, 1} {
-		if err := w.Append(&format.Event{Time: int64(2000 + i), TID: 1, Probe: p, Comm: []byte("a")}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := writeCaptureMeta(t, m, []row{{probe: 0, tid: 1, t: 2000}, {probe: 1, tid: 1, t: 2001}}, 0)
 	_, lp, err := Latency(c, LatencyOptions{Entry: "f", Return: "f_ret"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -586,9 +587,14 @@ func mergeGroup(w *Writer, ins []*mergeIn, m *Meta, res *MergeResult) error {
 // objectIDs numbers the objects of a merge's stack table. Ids are each
 // capture's own (the recorder numbers the objects it meets from 1), so
 // two captures' object 1 may be two binaries: each input's objects get
-// the id the merge has for the same object, one with the same path, kind
-// and build id (or, without a build id, from the same host: rotated
-// parts of one recording), or a new one; its mappings and symbols follow.
+// the id the merge has for the same object, or a new one, and its
+// mappings and symbols follow. The same object is one with the same
+// path, kind and build id (without a build id, of the same host: rotated
+// parts of one recording) and the same place among those of its table
+// (in id order), for a table may hold two objects of one path and no
+// build id (two containers' /app, a binary rebuilt), which the recorder
+// told apart by their files, and a recording's parts list its objects in
+// the same order.
 type objectIDs struct {
 	ids  map[objectKey]uint32
 	last uint32
@@ -597,25 +603,40 @@ type objectIDs struct {
 type objectKey struct {
 	path, buildID, host string // host only without a build id
 	kernel              bool
+	nth                 int // among the table's objects of this key, by id
 }
 
-func keyOf(o *Object, host string) objectKey {
-	k := objectKey{path: o.Path, buildID: o.BuildID, kernel: o.Kernel}
-	if o.BuildID == "" {
-		k.host = host
+// keys returns the key of each object of t, an input's table from host.
+func keys(t *StackTable, host string) []objectKey {
+	order := make([]int, len(t.Objects))
+	for i := range order {
+		order[i] = i
 	}
-	return k
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(t.Objects[a].ID, t.Objects[b].ID) })
+	seen := map[objectKey]int{}
+	out := make([]objectKey, len(t.Objects))
+	for _, i := range order {
+		o := &t.Objects[i]
+		k := objectKey{path: o.Path, buildID: o.BuildID, kernel: o.Kernel}
+		if o.BuildID == "" {
+			k.host = host
+		}
+		n := seen[k]
+		seen[k] = n + 1
+		k.nth = n
+		out[i] = k
+	}
+	return out
 }
 
 // first takes the objects of the first input's table t as they are.
 func (n *objectIDs) first(t *StackTable, host string) {
 	n.ids = map[objectKey]uint32{}
-	for i := range t.Objects {
-		o := &t.Objects[i]
-		if _, ok := n.ids[keyOf(o, host)]; !ok {
-			n.ids[keyOf(o, host)] = o.ID
+	for i, k := range keys(t, host) {
+		if _, ok := n.ids[k]; !ok {
+			n.ids[k] = t.Objects[i].ID
 		}
-		n.last = max(n.last, o.ID)
+		n.last = max(n.last, t.Objects[i].ID)
 	}
 }
 
@@ -623,13 +644,13 @@ func (n *objectIDs) first(t *StackTable, host string) {
 // merge's ids.
 func (n *objectIDs) renumber(t *StackTable, host string) {
 	ids := make(map[uint32]uint32, len(t.Objects))
-	for i := range t.Objects {
+	for i, k := range keys(t, host) {
 		o := &t.Objects[i]
-		id, ok := n.ids[keyOf(o, host)]
+		id, ok := n.ids[k]
 		if !ok {
 			n.last++
 			id = n.last
-			n.ids[keyOf(o, host)] = id
+			n.ids[k] = id
 		}
 		ids[o.ID] = id
 		o.ID = id

@@ -111,3 +111,25 @@ func TestObjectIDs(t *testing.T) {
 		t.Errorf("another host: %+v %+v %+v", other.Objects, other.Maps, other.Symbols)
 	}
 }
+
+// TestObjectIDsSamePath: two objects of one path and no build id in one
+// table (two containers' /app) stay two in the merge, in every part of a
+// recording.
+func TestObjectIDsSamePath(t *testing.T) {
+	tab := func() *StackTable {
+		return &StackTable{Objects: []Object{{ID: 2, Path: "/app"}, {ID: 1, Path: "/app"}},
+			Maps: []Mapping{{PID: 1, Object: 1}, {PID: 2, Object: 2}}, Symbols: []Symbol{{Object: 1, Name: "one"}, {Object: 2, Name: "two"}}}
+	}
+	var n objectIDs
+	n.first(tab(), "h")
+	part := tab()
+	n.renumber(part, "h")
+	if part.Objects[0].ID != 2 || part.Objects[1].ID != 1 || part.Maps[0].Object != 1 || part.Symbols[1].Object != 2 {
+		t.Errorf("a part: %+v %+v %+v", part.Objects, part.Maps, part.Symbols)
+	}
+	other := tab()
+	n.renumber(other, "h2")
+	if other.Objects[0].ID == other.Objects[1].ID || other.Objects[0].ID <= 2 || other.Objects[1].ID <= 2 {
+		t.Errorf("another host's: %+v", other.Objects)
+	}
+}

@@ -18,6 +18,18 @@ var arrowMagic = []byte("ARROW1")
 // ErrNotCapture is returned by Open for a file that is not a bpftape capture.
 var ErrNotCapture = errors.New("not a bpftape capture")
 
+// BatchError is the error of one batch that a Reader could not read: the
+// batches before it read, and Repair leaves it out of its copy when it is
+// corrupt (ErrCorrupt).
+type BatchError struct {
+	Batch int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return fmt.Sprintf("batch %d: %v", e.Batch, e.Err) }
+
+func (e *BatchError) Unwrap() error { return e.Err }
+
 // Reader streams the batches of a capture, one at a time, so that memory
 // does not grow with the file. A file without its footer (a recorder that
 // was killed) is read as far as its last complete batch and Recovered says so.
@@ -280,7 +292,7 @@ func (r *Reader) Next() (ok bool) {
 		if err == nil {
 			break
 		}
-		err = fmt.Errorf("batch %d: %w", r.next, err)
+		err = &BatchError{Batch: r.next, Err: err}
 		switch {
 		case r.dictOK && r.Recovered && errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrLimit):
 			// The recovered stream ends before a batch whose bytes fail.

@@ -535,11 +535,15 @@ func (w *Writer) Flush() error {
 // (it repeats the schema and the metadata). Call it from the appending
 // goroutine.
 func (w *Writer) Projected(more uint64) int64 {
-	bytes := w.Stats.Bytes.Load()
+	// The rows before the bytes: the encoder adds a batch to the bytes
+	// first, so that a batch written between the two loads counts twice
+	// (an overestimate by a batch), never not at all.
 	written := w.rowsWritten.Load()
+	rowBytes := w.rowBytes.Load()
+	bytes := w.Stats.Bytes.Load()
 	perRow := w.prevPerRow
 	if written > 0 {
-		perRow = float64(w.rowBytes.Load()) / float64(written)
+		perRow = float64(rowBytes) / float64(written)
 	}
 	pending := float64(w.FileRows() - min(written, w.FileRows()) + more)
 	return bytes + int64(perRow*pending) + w.headerBytes

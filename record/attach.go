@@ -259,4 +259,7 @@ func (r *recorder) disarm() {
 	if m := r.w.Meta(); m.Window != nil {
 		m.Window.End = r.window.End
 	}
+	if r.d != nil {
+		r.d.windowEnd.Store(r.window.End) // for loss counts read from now on
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/bpftape/bpftape/bpf"
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/boottime"
-	"github.com/bpftape/bpftape/record/host"
 	"github.com/bpftape/bpftape/record/resolve"
 )
 
@@ -50,11 +49,9 @@ type drainer struct {
 	ustacks, kstacks map[uint32]*pendingStack
 	noStack          uint64 // samples of a probe with stacks whose stack record was missing
 	entryFixed       uint64 // user stacks given back the caller a uprobe at a function's entry misses
-	// entryCaller is, per probe, whether the kernel put the caller into
-	// its entry stacks itself (stack): 0 not known yet, 1 yes, -1 no;
-	// callerPrior is what the kernel's release says (host).
-	entryCaller []int8
-	callerPrior bool
+	// callerMissing is, per probe, whether a stack has shown that the
+	// kernel does not put the caller into its entry stacks (stack).
+	callerMissing []bool
 
 	comms                        *commTable
 	faults, truncated, malformed uint64
@@ -63,10 +60,13 @@ type drainer struct {
 	lastLost                     time.Time
 	sinceCheck                   int
 	stopping                     atomic.Bool
-	windowEnd                    atomic.Int64 // the capture window's end, once stop is called
-	limit                        func() error // checks Options.MaxSize between batches, if set
-	live                         Live         // Options.Live, if set
-	flight                       *flight      // with Options.Flight
+	// windowEnd is the capture window's end once it closed (the recorder's
+	// disarm): loss counts read after it are stamped with it, when they
+	// happened at the latest.
+	windowEnd atomic.Int64
+	limit     func() error // checks Options.MaxSize between batches, if set
+	live      Live         // Options.Live, if set
+	flight    *flight      // with Options.Flight
 }
 
 // newDrainer returns a drainer of rd into w; forget, if not nil, makes the
@@ -76,7 +76,7 @@ func newDrainer(rd *bpf.Ring, w *format.Writer, lost lostCounts, probes []*resol
 		events: make([]uint64, len(probes)), lostN: make([]uint64, len(probes)),
 		lostPrev: make([][]uint64, len(probes)),
 		ustacks:  map[uint32]*pendingStack{}, kstacks: map[uint32]*pendingStack{},
-		entryCaller: make([]int8, len(probes)), callerPrior: host.EntryStacksHaveCaller()}
+		callerMissing: make([]bool, len(probes))}
 	d.ev.Ints = make([]uint64, bpf.MaxArgs+2)
 	d.ev.Strs = make([][]byte, bpf.MaxArgs+2)
 	return d
@@ -103,13 +103,17 @@ type pendingStack struct {
 // by a uprobe on a function's first instruction gets the caller back: the
 // function has not pushed its frame pointer yet, so a frame-pointer walk
 // goes from it straight to its caller's caller, unless the kernel (6.11 and
-// later, on x86-64) added the return address at the stack pointer itself,
-// which the record carries (bpf.StackRecRetaddr). Which it is, the stacks
-// tell, probe by probe: a second frame other than the return address says
-// the kernel did not add it. The same address there is that, or a call
-// from a recursive function, whose caller returns where it does: so a
-// recursive stack is not taken for the kernel's; a probe's first stacks,
-// until one tells, go by the kernel's release (callerPrior).
+// later, on x86-64, or one with the change backported) added the return
+// address at the stack pointer itself, which the record carries
+// (bpf.StackRecRetaddr). Which it is, the stacks tell, probe by probe: a
+// second frame other than the return address says the kernel did not add
+// it, for this probe's stacks from then on. The same address there is the
+// kernel's, or a call from a recursive function, whose caller returns
+// where it does: so once a probe's stacks have shown that the kernel does
+// not add it, a recursive stack gets its caller too. (A recording that
+// begins inside a recursion, on a kernel that does not add the caller,
+// takes its first recursive stacks for the kernel's, a level short, until
+// a stack of the probe tells.)
 func (d *drainer) stack(raw []byte) {
 	h := &d.h
 	kernel := h.Flags&bpf.StackRecKernel != 0
@@ -138,22 +142,14 @@ func (d *drainer) stack(raw []byte) {
 // missesCaller reports whether an entry stack of probe, frames, lacks the
 // caller, whose return address is ret (see stack).
 func (d *drainer) missesCaller(probe uint16, frames []uint64, ret uint64) bool {
-	var known int8
-	if int(probe) < len(d.entryCaller) {
-		known = d.entryCaller[probe]
+	missing := len(frames) < 2 || frames[1] != ret
+	if int(probe) < len(d.callerMissing) {
+		if missing {
+			d.callerMissing[probe] = true
+		}
+		return d.callerMissing[probe]
 	}
-	switch {
-	case len(frames) < 2 || frames[1] != ret:
-		known = -1
-	case known == 0 && d.callerPrior:
-		known = 1
-	case known == 0:
-		known = -1
-	}
-	if int(probe) < len(d.entryCaller) {
-		d.entryCaller[probe] = known
-	}
-	return known < 0
+	return missing
 }
 
 // stackID returns the id of the stack that the sample being decoded
@@ -219,11 +215,8 @@ func (d *drainer) run() error {
 	}
 }
 
-// stop asks run to finish; call it once no probe is attached any more,
-// with the end of the capture window (0 if it never opened): the loss
-// counts read from then on are stamped with it, when they happened.
-func (d *drainer) stop(windowEnd int64) error {
-	d.windowEnd.Store(windowEnd)
+// stop asks run to finish; call it once no probe is attached any more.
+func (d *drainer) stop() error {
 	d.stopping.Store(true)
 	return d.rd.Flush()
 }

@@ -80,7 +80,6 @@ func TestDrainerStacks(t *testing.T) {
 		}
 	}
 	const leaf, mid, top, main = 0x1010, 0x1120, 0x1230, 0x1340
-	d.callerPrior = true // the kernel's release says 6.11: the stacks say otherwise
 	feed(commRecord(10, 11, "app"),
 		// Before 6.11: mid missing, the record has the return address.
 		stackRecord(0, 10, 100, bpf.StackRecKernel, 0, 0xffff1, 0xffff2),
@@ -99,11 +98,10 @@ func TestDrainerStacks(t *testing.T) {
 		t.Errorf("stacks handed on: %x %v, want %x", fs.added, fs.kinds, want)
 	}
 	// 6.11 and later: the kernel puts mid there itself, and in a
-	// recursive call leaf+4 twice; a first stack that cannot tell (the
-	// recursive one) goes by the release.
+	// recursive call leaf+4 twice, which no stack ever contradicts.
 	d2 := newDrainer(nil, w, fakeLost{}, []*resolve.Probe{p}, nil)
 	fs2 := &fakeStacks{}
-	d2.stacks, d2.callerPrior = fs2, true
+	d2.stacks = fs2
 	for _, raw := range [][]byte{
 		commRecord(20, 21, "app"),
 		stackRecord(0, 20, 100, bpf.StackRecRetaddr, leaf+4, leaf, leaf+4, leaf+4, mid, top, main),

@@ -57,7 +57,7 @@ func (r *recorder) run(ctx context.Context) (*Summary, error) {
 		r.stacks.Hurry(stacktable.EndBudget)
 	}
 	if !drainFinished {
-		if err := r.d.stop(r.window.End); err != nil && runErr == nil {
+		if err := r.d.stop(); err != nil && runErr == nil {
 			runErr = err
 		}
 		if err := <-drainDone; err != nil && runErr == nil {

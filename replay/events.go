@@ -360,7 +360,13 @@ func Events(c *Capture, o EventsOptions, out io.Writer) (*Pass, error) {
 		})
 	}
 	if errors.Is(err, errListed) {
+		// Stopped before the end: the notes tell of the whole capture
+		// where its footer counts it, and do not count its batches.
 		err = nil
+		p.stopped = true
+		if _, fp := footerCounts(c); fp != nil {
+			p.Losses = fp.Losses
+		}
 	}
 	// A write error (standard output closed, a full disk) is the writer's
 	// to report, as it was when every line was written on its own: a

@@ -113,14 +113,15 @@ func TestEventsProbePatterns(t *testing.T) {
 // TestEventsLimitStops: a listing with a limit stops reading the capture
 // once it has listed that many events (it read all of it before), in each
 // of its passes: text by stretches, text row by row (a filter on the
-// comm), JSON lines.
+// comm), JSON lines; its notes still tell of every loss, from the footer.
 func TestEventsLimitStops(t *testing.T) {
 	probes := []format.Probe{{Name: "f", Fields: []format.Field{{Name: "x", Type: format.Int64}}}}
 	var rows []row
 	for i := 0; i < 300; i++ {
 		rows = append(rows, row{probe: 0, tid: 1, t: int64(2000 + i), ints: []uint64{uint64(i)}})
 	}
-	c := writeCapture(t, probes, rows) // batches of 3 rows
+	rows = append(rows, row{probe: 0, t: 2400, lost: 9}) // after the rows listed
+	c := writeCapture(t, probes, rows)                   // batches of 3 rows
 	for _, o := range []EventsOptions{
 		{Limit: 4},
 		{Limit: 4, Rows: RowFilter{Comms: []string{"app"}}},
@@ -137,6 +138,12 @@ func TestEventsLimitStops(t *testing.T) {
 		}
 		if lines != 4 || p.Batches > 3 {
 			t.Errorf("%+v: %d lines, %d batches of 100 read", o, lines, p.Batches)
+		}
+		// The notes tell of the losses after them too: the footer's.
+		var notes bytes.Buffer
+		p.Notes(&notes)
+		if !strings.Contains(notes.String(), "9 events were lost") {
+			t.Errorf("%+v: notes %q", o, notes.String())
 		}
 	}
 }

@@ -43,6 +43,10 @@ type Pass struct {
 	unmatched unmatched
 	spans     bool // read a stretch of events at a time (spans)
 	paired    bool // the analysis pairs entries with returns (Paired)
+	// stopped: the analysis had all it wanted before the end (events -n);
+	// Losses are then the footer's, of the whole capture, where it has
+	// counts.
+	stopped bool
 }
 
 // Paired marks p as the pass of an analysis that pairs entry events with
@@ -72,7 +76,10 @@ func (p *Pass) Notes(w io.Writer) {
 	if p == nil {
 		return
 	}
-	if p.Recovered {
+	switch {
+	case p.Recovered && p.stopped:
+		fmt.Fprintf(w, "NOTE: %s has no footer (was the recorder killed?); 'bpftape repair' writes a standard file.\n", p.name)
+	case p.Recovered:
 		fmt.Fprintf(w, "NOTE: %s has no footer (was the recorder killed?): read its %s", p.name, humanfmt.Plural(uint64(p.Batches), "complete batch", "complete batches"))
 		if p.RecoverErr != nil {
 			fmt.Fprintf(w, ", dropped the %v", p.RecoverErr)

@@ -111,6 +111,8 @@ func TestWindowFlags(t *testing.T) {
 			{[]string{"--from", "1x"}, `--from '1x': not a duration: give a number and a unit, such as 1.5s, 200ms or 2m, or a number of seconds`},
 			{[]string{"--to", "2q"}, `--to '2q': not a duration`},
 			{[]string{"--from", "2", "--to", "1"}, "--to 1s is not after --from 2s"}, // seconds, as record -d takes
+			{[]string{"--from", "1.001", "--to", "1.001"}, "--to 1.001s is not after --from 1.001s"},
+			{[]string{"--from", "1_0"}, `--from '1_0': not a duration`},
 			{[]string{"--from", "2s", "--to", "1s"}, "--to 1s is not after --from 2s"},
 		} {
 			args := append(append([]string{}, verb...), c.args...)
@@ -185,8 +187,10 @@ func TestSplitShort(t *testing.T) {
 	fs.Uint64("n", 0, "")
 	fs.Bool("v", false, "")
 	fs.String("pid", "", "")
-	got := splitShort(fs, []string{"-n1", "-vx", "-pid=3", "-pid", "4", "-7", "--n", "2", "--", "-n5"})
-	want := []string{"-n", "1", "-vx", "-pid=3", "-pid", "4", "-7", "--n", "2", "--", "-n5"}
+	fs.String("title", "", "")
+	fs.String("o", "", "")
+	got := splitShort(fs, []string{"-n1", "-vx", "-pid=3", "-pid", "4", "-7", "--n", "2", "-offcpu", "--title", "-o5", "-n", "-n3", "--", "-n5"})
+	want := []string{"-n", "1", "-vx", "-pid=3", "-pid", "4", "-7", "--n", "2", "-offcpu", "--title", "-o5", "-n", "-n3", "--", "-n5"}
 	if !slices.Equal(got, want) {
 		t.Errorf("splitShort: %q, want %q", got, want)
 	}

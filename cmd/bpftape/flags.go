@@ -105,23 +105,39 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// splitShort splits a one-letter flag run together with its value, as
-// getopt takes it (head -n1, perf -F99), into the flag and the value,
-// where no flag has the whole name: -n1 is -n 1. Arguments after "--"
-// stay as they are.
+// splitShort splits a one-letter flag run together with a number, as
+// getopt takes it (head -n1, perf -F99), into the flag and the number,
+// where no flag has the whole name: -n1 is -n 1. Anything else stays as
+// it is (-offcpu is an unknown flag, not -o ffcpu), as do the value of a
+// flag that takes one and the arguments after "--".
 func splitShort(fs *flag.FlagSet, args []string) []string {
 	var out []string
-	for i, a := range args {
+	takesValue := func(name string) bool {
+		f := fs.Lookup(name)
+		if f == nil {
+			return false
+		}
+		b, ok := f.Value.(interface{ IsBoolFlag() bool })
+		return !ok || !b.IsBoolFlag()
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
-		if len(a) > 2 && a[0] == '-' && a[1] != '-' && fs.Lookup(a[1:]) == nil && !strings.Contains(a, "=") {
-			if f := fs.Lookup(a[1:2]); f != nil {
-				if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
-					out = append(out, a[:2], a[2:])
-					continue
-				}
+		if name, ok := strings.CutPrefix(strings.TrimPrefix(a, "-"), "-"); ok || strings.HasPrefix(a, "-") {
+			if !ok {
+				name = a[1:]
 			}
+			if !strings.Contains(name, "=") && takesValue(name) && i+1 < len(args) {
+				out = append(out, a, args[i+1]) // a flag and its value
+				i++
+				continue
+			}
+		}
+		if len(a) > 2 && a[0] == '-' && a[2] >= '0' && a[2] <= '9' && fs.Lookup(a[1:]) == nil && takesValue(a[1:2]) {
+			out = append(out, a[:2], a[2:])
+			continue
 		}
 		out = append(out, a)
 	}
@@ -178,8 +194,8 @@ func (v secondsValue) String() string {
 }
 
 func (v secondsValue) Set(s string) error {
-	if secs, err := strconv.ParseFloat(s, 64); err == nil && math.Abs(secs) < math.MaxInt64/1e9 {
-		*v.d = time.Duration(secs * 1e9)
+	if secs, err := strconv.ParseFloat(s, 64); err == nil && plainNumber(s) && math.Abs(secs) < math.MaxInt64/1e9 {
+		*v.d = time.Duration(math.Round(secs * 1e9)) // 1.001 is 1.001s, not 1.000999999s
 		return nil
 	}
 	d, err := time.ParseDuration(s)
@@ -188,6 +204,14 @@ func (v secondsValue) Set(s string) error {
 	}
 	*v.d = d
 	return nil
+}
+
+// plainNumber reports whether s is a decimal number as a user types
+// seconds (-1, 2.5): no exponent, hex or underscores, which ParseFloat
+// also takes.
+func plainNumber(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	return s != "" && strings.Trim(s, "0123456789.") == "" && strings.Count(s, ".") <= 1
 }
 
 // Get makes the value a flag.Getter of a time.Duration, as invalidValue

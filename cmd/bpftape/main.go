@@ -190,7 +190,8 @@ func fail(stderr io.Writer, verb string, err error) int {
 		exiting.Lock() // the signal's exit status is on its way
 	}
 	err = readHint(verb, err)
-	if verb != "repair" && errors.Is(err, format.ErrCorrupt) && !errors.Is(err, format.ErrLimit) && !strings.Contains(err.Error(), "bpftape repair") {
+	var be *format.BatchError
+	if verb != "repair" && errors.As(err, &be) && errors.Is(err, format.ErrCorrupt) && !errors.Is(err, format.ErrLimit) && !strings.Contains(err.Error(), "bpftape repair") {
 		err = fmt.Errorf("%w ('bpftape repair' copies the batches that are intact into a new file)", err)
 	}
 	// One line, whatever names of the capture or of a traced process the

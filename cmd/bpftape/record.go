@@ -247,7 +247,7 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 	output := fs.String("o", DefaultOutput, "capture `FILE` to write (created with mode 0600; an existing one needs --force)")
 	force := fs.Bool("force", false, "replace the -o file if it exists (see above)")
 	ownerFlag := fs.String("owner", "", "give the capture file to `USER[:GROUP]` (names or ids) as it is created: mode 0600, 0640 with a GROUP")
-	maxSize := fs.String("max-size", "", "stop before the capture passes `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file; the size is estimated from the batches written, so a file may end a little under it, or over it by a few KiB")
+	maxSize := fs.String("max-size", "", "stop before the capture passes `SIZE` bytes (K, M, G suffixes), or with --rotate go on in a new file; the size is estimated from the batches written, so a file may end a little under it, or over it by a few KiB (or by its first batch, which with stacks carries the stack table)")
 	rotate := fs.Int("rotate", 0, "with --max-size, write FILE as `N` or fewer files, c.000001.arrow, c.000002.arrow..., deleting the oldest")
 	pid := fs.Int("p", 0, "record only process `PID` (tracepoints and kprobes filtered by it, uprobes attached to it); stop when it exits")
 	follow := fs.Bool("follow", false, "with -p, record the processes PID started and starts as well; -c does unless --follow=false")
@@ -567,7 +567,7 @@ func parseDuration(s string) (time.Duration, error) {
 		if secs <= 0 {
 			return 0, fmt.Errorf("duration %q is not positive", s)
 		}
-		return time.Duration(secs * float64(time.Second)), nil
+		return time.Duration(math.Round(secs * float64(time.Second))), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {

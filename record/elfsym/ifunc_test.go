@@ -15,17 +15,20 @@ __attribute__((noinline)) size_t __tape_len_fast(const char *s) { size_t n = 0; 
 __attribute__((noinline)) size_t __tape_len_slow(const char *s) { size_t n = 0; while (*s++) n++; return n; }
 __attribute__((noinline)) size_t __tape_len_l_fast(const char *s) { return __tape_len_fast(s) + 1; }
 __attribute__((noinline)) void *__tape_len_ifunc(void) { return __tape_len_fast; }
+__attribute__((noinline)) size_t __tape_len_chk_fast(const char *s) { return __tape_len_fast(s) + 2; }
 static size_t (*tape_len_resolver(void))(const char *) { return __tape_len_ifunc(); }
 static size_t (*tape_len_l_resolver(void))(const char *) { return __tape_len_l_fast; }
+static size_t (*tape_len_chk_resolver(void))(const char *) { return __tape_len_chk_fast; }
 size_t tape_len(const char *s) __attribute__((ifunc("tape_len_resolver")));
 size_t tape_len_l(const char *s) __attribute__((ifunc("tape_len_l_resolver")));
-int main(int argc, char **argv) { return (int)tape_len(argv[0]) + (int)tape_len_l(argv[0]) + argc + (int)__tape_len_slow("x"); }
+size_t __tape_len_chk(const char *s) __attribute__((ifunc("tape_len_chk_resolver")));
+int main(int argc, char **argv) { return (int)tape_len(argv[0]) + (int)tape_len_l(argv[0]) + (int)__tape_len_chk(argv[0]) + argc + (int)__tape_len_slow("x"); }
 `
 
 // TestLocateIFunc: an indirect function's symbol is its resolver; Locate
 // and Functions say so and list the implementations named after it (not
-// those of another indirect function whose name extends it, tape_len_l,
-// nor the resolver's helper __tape_len_ifunc), and an implementation is
+// those of another indirect function whose name extends it, tape_len_l
+// and __tape_len_chk, nor the resolver's helper __tape_len_ifunc), and an implementation is
 // an ordinary function. glibc's strlen is one too.
 func TestLocateIFunc(t *testing.T) {
 	gcc, err := exec.LookPath("gcc")
@@ -61,7 +64,7 @@ func TestLocateIFunc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]string{"tape_len": loc.Impls, "tape_len_l": {"__tape_len_l_fast"}}
+	want := map[string][]string{"tape_len": loc.Impls, "tape_len_l": {"__tape_len_l_fast"}, "__tape_len_chk": {"__tape_len_chk_fast"}}
 	for _, f := range fns {
 		if impls, ok := want[f.Name]; f.IFunc != ok || !slices.Equal(f.Impls, impls) {
 			t.Errorf("Functions: %s: IFunc %v, implementations %q", f.Name, f.IFunc, f.Impls)

@@ -106,23 +106,25 @@ func (st *symtabs) ifunc(loc *Location, sym elf.Symbol) {
 // impls lists the functions named __NAME_* (glibc's implementations of
 // an indirect function NAME) in the binary's symbols or its debug file's,
 // but for helpers named __NAME_ifunc and the implementations of another
-// indirect function whose name extends NAME (__strcasecmp_l_avx2 is
-// strcasecmp_l's, not strcasecmp's).
+// indirect function whose name, leading underscores aside, extends NAME
+// (__strcasecmp_l_avx2 is strcasecmp_l's, __memmove_chk_erms
+// __memmove_chk's, not memmove's).
 func (st *symtabs) impls(name string) []string {
 	st.loadDebug()
 	syms := append(slices.Clone(st.own), st.dbg...)
+	base := strings.TrimPrefix(name, "__") // __memmove_chk's are __memmove_chk_*
 	// Another indirect function's name that extends this one's, as
 	// strcasecmp_l does strcasecmp's, claims the names it prefixes.
 	var longer []string
 	for _, s := range syms {
-		if n := baseName(s.Name); elf.ST_TYPE(s.Info) == sttGNUIFunc && strings.HasPrefix(n, name+"_") {
-			longer = append(longer, "__"+n+"_")
+		if n := strings.TrimPrefix(baseName(s.Name), "__"); elf.ST_TYPE(s.Info) == sttGNUIFunc && strings.HasPrefix(n, base+"_") {
+			longer = append(longer, "__"+n+"_") // memmove_chk's __memmove_chk_erms
 		}
 	}
 	var out []string
 	for _, s := range syms {
 		n := baseName(s.Name)
-		if !isFunc(s) || elf.ST_TYPE(s.Info) != elf.STT_FUNC || !strings.HasPrefix(n, "__"+name+"_") ||
+		if !isFunc(s) || elf.ST_TYPE(s.Info) != elf.STT_FUNC || !strings.HasPrefix(n, "__"+base+"_") ||
 			strings.HasSuffix(n, "_ifunc") || slices.Contains(out, n) ||
 			slices.ContainsFunc(longer, func(p string) bool { return strings.HasPrefix(n, p) }) {
 			continue

@@ -346,19 +346,6 @@ func unescapeMountinfo(s string) string {
 	return b.String()
 }
 
-// EntryStacksHaveCaller reports whether this kernel puts the return
-// address into a user stack taken at a uprobe on a function's first
-// instruction (Linux 6.11 and later, on x86-64, where that instruction is
-// push %rbp or endbr64): without it, a frame-pointer walk from there skips
-// the caller.
-func EntryStacksHaveCaller() bool {
-	var uts unix.Utsname
-	if err := unix.Uname(&uts); err != nil {
-		return false
-	}
-	return unix.ByteSliceToString(uts.Machine[:]) == "x86_64" && releaseAtLeast(unix.ByteSliceToString(uts.Release[:]), 6, 11)
-}
-
 // releaseAtLeast reports whether a kernel release ("5.10.0-28-amd64")
 // is major.minor or later.
 func releaseAtLeast(release string, major, minor int) bool {

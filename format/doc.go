@@ -157,13 +157,15 @@
 //     The parts are united by Add, which keeps its index of the table
 //     between calls: indexing the table anew for each part made the cost
 //     grow with parts × table size (same section).
-//   - Meta.Window is the interval in which every probe was recording. Its
-//     start is written with the schema (the recorder starts the capture
-//     once every probe is attached, and only then opens the window); its
-//     end is known only when the recording stops, so the footer's schema,
-//     which Arrow's file readers take the schema from, carries the
+//   - Meta.Window is the interval in which every probe was recording. The
+//     schema at the start has a start read before the capture began (the
+//     recorder starts it once every probe is attached, and only then opens
+//     the window); the recorder reads the exact start as it opens the
+//     window, and the end only when the recording stops, so the footer's
+//     schema, which Arrow's file readers take the schema from, carries the
 //     metadata as it is at Close. The schema at the start keeps the
-//     metadata as it was then: a footerless file recovers without the end.
+//     metadata as it was then: a footerless file recovers with the earlier
+//     start and without the end.
 //     Without the window, links closed one by one let the probes closed
 //     last record for longer, and a u:/ur: pair left returns without entry
 //     (bench/README.md, "Capture format: the recording window").

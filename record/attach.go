@@ -237,10 +237,18 @@ func (r *recorder) detach() {
 func (r *recorder) arm() error {
 	// The rate limits' first tokens are there when the window opens.
 	r.limiter = startRateLimiter(r.objs, r.rates)
+	// The window's start is read just before the programs see it open,
+	// not when the metadata was made (before the writer, kallsyms and the
+	// mappings were ready: under load, tens of ms in which no probe
+	// recorded): every event is inside the window, which holds as little
+	// time as it can in which none could be. The file's header keeps the
+	// earlier time; its footer has this one.
+	start := boottime.Now()
 	if err := r.objs.Arm(true); err != nil {
 		return err
 	}
-	r.window.Start = r.w.Meta().Window.Start
+	r.w.Meta().Window.Start = start
+	r.window.Start = start
 	return nil
 }
 
@@ -256,10 +264,12 @@ func (r *recorder) disarm() {
 		return
 	}
 	r.window.End = boottime.Now()
+	if r.d != nil {
+		// Loss counts read from now on carry the end: a read between
+		// the disarm and here came before it, when the window was open.
+		r.d.windowEnd.Store(r.window.End)
+	}
 	if m := r.w.Meta(); m.Window != nil {
 		m.Window.End = r.window.End
-	}
-	if r.d != nil {
-		r.d.windowEnd.Store(r.window.End) // for loss counts read from now on
 	}
 }

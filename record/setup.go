@@ -495,6 +495,6 @@ func (r *recorder) meta(ring uint32) *format.Meta {
 	m.StartWall = time.Now()
 	b2 := boottime.Now()
 	m.StartBoot = b1 + (b2-b1)/2
-	m.Window = &format.Window{Start: b2} // the window opens after this (arm)
+	m.Window = &format.Window{Start: b2} // the window opens after this (arm: its start then)
 	return m
 }

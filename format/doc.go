@@ -75,7 +75,10 @@
 //     (Reader.ReadAhead), each into memory of its own, and handed on in
 //     file order, so that an analysis that keeps state from batch to batch
 //     needs no merging; with Reader.Recycle a batch's integer buffers are
-//     reused once the next is asked for.
+//     reused once the next is asked for. An analysis whose result per
+//     batch merges into its whole may run on the goroutine that decoded
+//     the batch (Reader.Work) and hand on only its result, not the
+//     decoded columns, to another core.
 //   - A capture may come from anywhere, so reading trusts no length in it:
 //     every message is checked against the file size and fixed limits
 //     (arrowipc's, re-exported in limits.go: 16 MiB of metadata, 256 MiB

@@ -18,9 +18,10 @@ type readAhead struct {
 }
 
 type decoded struct {
-	b   *Batch
-	raw int64
-	err error
+	b      *Batch
+	raw    int64
+	worked any // what Reader.Work returned for b
+	err    error
 }
 
 type job struct {
@@ -58,7 +59,11 @@ func (r *Reader) startAhead(first, workers int) {
 			for j := range jobs {
 				b := new(Batch)
 				raw, err := r.decode(d, j.i, b)
-				j.ch <- decoded{b, raw, err}
+				var worked any
+				if err == nil {
+					worked, err = r.work(b)
+				}
+				j.ch <- decoded{b, raw, worked, err}
 			}
 		}(r.newDecoder())
 	}
@@ -89,6 +94,7 @@ func (r *Reader) readAhead() error {
 	if d.b != nil {
 		r.batch = *d.b
 	}
+	r.worked = d.worked
 	return d.err
 }
 

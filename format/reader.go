@@ -77,6 +77,18 @@ type Reader struct {
 	// before the pass's first Next (as Select, between passes).
 	RecycleStrings bool
 	pool           arrowipc.BufPool
+	// Work, when set, is called with each batch as soon as it is decoded,
+	// on the goroutine that decoded it: with ReadAhead, on the read-ahead
+	// goroutines, several batches at once, so it must keep no state of
+	// its own between calls. Worked returns its result after Next. It
+	// lets an analysis whose result per batch merges into its whole in
+	// file order analyse each batch on the core that decoded it, rather
+	// than hand every decoded byte to another core (bench/README.md,
+	// "Decoding on the analysis's own core"). A panic in it fails the
+	// batch as ErrCorrupt, as one in decoding does. Set it before the
+	// pass's first Next (as Select, between passes).
+	Work   func(b *Batch) any
+	worked any
 
 	// SkipCorrupt makes Next pass over a batch of a file with a footer
 	// whose bytes are corrupt (ErrCorrupt, such as a failed zstd checksum)
@@ -283,6 +295,7 @@ func (r *Reader) Next() (ok bool) {
 			return false
 		}
 		r.release(&r.batch)
+		r.worked = nil
 		var err error
 		if r.ReadAhead > 1 && r.dictOK {
 			err = r.readAhead()
@@ -322,7 +335,7 @@ func (r *Reader) Next() (ok bool) {
 func (r *Reader) Rewind() {
 	r.next, r.err, r.good = 0, nil, 8
 	r.RawBytes, r.Skipped, r.RecoverErr = 0, nil, nil
-	r.batch = Batch{}
+	r.batch, r.worked = Batch{}, nil
 	r.stopAhead()
 }
 
@@ -381,8 +394,27 @@ func (r *Reader) read(i int) error {
 	}
 	raw, err := r.decode(r.dec, i, &r.batch)
 	r.RawBytes += raw
+	if err == nil {
+		r.worked, err = r.work(&r.batch)
+	}
 	return err
 }
+
+// work calls Work with b, if it is set.
+func (r *Reader) work(b *Batch) (res any, err error) {
+	if r.Work == nil {
+		return nil, nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = corruptf("%v", p)
+		}
+	}()
+	return r.Work(b), nil
+}
+
+// Worked returns what Work returned for the batch Next read last.
+func (r *Reader) Worked() any { return r.worked }
 
 // checkDict checks the probe dictionaries once, before the first batch.
 func (r *Reader) checkDict() error {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
@@ -91,16 +92,17 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 		// keyCounter keeps no string of a batch: the comm columns'
 		// memory is reused from batch to batch, as ScanSpans reuses it.
 		r.RecycleStrings = true
-		p, err = c.spans(r, false, func(b *format.Batch, lo, hi int) error {
-			if o.By == "comm" {
-				kc.commSpan(b, lo, hi)
-				return nil
-			}
-			for i := lo; i < hi; i++ {
-				kc.add(b, i)
-			}
-			return nil
-		}, nil)
+		// Each batch is counted where it is decoded, by a counter of
+		// its own, and added up here.
+		parts := sync.Pool{New: func() any { return kc.fresh() }}
+		p, err = mergedSpans(c, r, false, func(b *format.Batch) *keyCounter {
+			part := parts.Get().(*keyCounter)
+			eachSpan(b, func(lo, hi int) { part.span(b, lo, hi) })
+			return part
+		}, func(part *keyCounter) {
+			kc.merge(part)
+			parts.Put(part)
+		})
 	} else {
 		cols := byColumns(o.By, nil)
 		if cols == nil && !o.Rows.Empty() {
@@ -142,6 +144,36 @@ type readKey struct {
 	probe uint16
 	s     string
 	n     uint32
+}
+
+// fresh returns an empty counter of kc's key and probes.
+func (kc *keyCounter) fresh() *keyCounter {
+	return &keyCounter{by: kc.by, want: kc.want, seen: map[readKey]*keyCount{},
+		last: make([]*keyCount, len(kc.last))}
+}
+
+// span counts rows [lo, hi) of b, rows of no filter.
+func (kc *keyCounter) span(b *format.Batch, lo, hi int) {
+	if kc.by == "comm" {
+		kc.commSpan(b, lo, hi)
+		return
+	}
+	for i := lo; i < hi; i++ {
+		kc.add(b, i)
+	}
+}
+
+// merge adds the counts of part to kc's, and empties part.
+func (kc *keyCounter) merge(part *keyCounter) {
+	for k, e := range part.seen {
+		kc.entry(k).n += e.n
+	}
+	clear(part.seen)
+	clear(part.last)
+	if part.runs != nil {
+		clear(part.runs)
+		part.views.reset()
+	}
 }
 
 // add counts row i of b, a row a filter selects.

@@ -192,7 +192,7 @@ func Hist(c *Capture, o HistOptions, out io.Writer) (*Pass, error) {
 	if o.By == "" {
 		all = groups.int(0)
 		if c.SpansWhere(&o.Rows) {
-			p, err := c.histRuns(r, &o, &ref, all)
+			p, err := c.histRuns(r, &o, &ref, all, groups.newAcc)
 			if err != nil {
 				return p, err
 			}

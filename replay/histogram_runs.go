@@ -6,11 +6,22 @@ import "github.com/bpftape/bpftape/format"
 // stretches of event rows between loss records (spansWhere, o's row
 // filter masking the rows it leaves out), decoding the probe column, the
 // field's and the filter's and nothing else: the fast path of the most
-// common question.
-func (c *Capture) histRuns(r *format.Reader, o *HistOptions, ref *Ref, all *accum) (*Pass, error) {
+// common question. Without a row filter each batch is counted into a
+// histogram of its own (newAcc) where it is decoded, and merged into all
+// (mergedSpans).
+func (c *Capture) histRuns(r *format.Reader, o *HistOptions, ref *Ref, all *accum, newAcc func() *accum) (*Pass, error) {
 	stats := statsNeeded(o)
-	run := NewFieldRuns(*ref, o.Cast, func(v int64, n uint64) { all.addN(v, n, o, stats) })
 	timed := c.selectColumns(r, []int{ref.col}, &o.Rows)
+	if o.Rows.Empty() {
+		return mergedSpans(c, r, timed, func(b *format.Batch) *accum {
+			a := newAcc()
+			run := NewFieldRuns(*ref, o.Cast, func(v int64, n uint64) { a.addN(v, n, o, stats) })
+			eachSpan(b, func(lo, hi int) { run.Span(b, lo, hi) })
+			run.Flush()
+			return a
+		}, all.merge)
+	}
+	run := NewFieldRuns(*ref, o.Cast, func(v int64, n uint64) { all.addN(v, n, o, stats) })
 	p, err := c.spansWhere(r, timed, &o.Rows, func(b *format.Batch, lo, hi int) error {
 		run.Span(b, lo, hi)
 		return nil
@@ -46,6 +57,18 @@ func (f *FieldRuns) Flush() { f.run.flush() }
 // cost more per value than the histogram.
 func statsNeeded(o *HistOptions) bool {
 	return o.Stats || (o.JSON && (o.Linear != nil || o.Style == "bpftrace"))
+}
+
+// merge adds what o counted to a.
+func (a *accum) merge(o *accum) {
+	switch {
+	case a.lin != nil:
+		a.lin.Merge(o.lin) // of one shape: newKeyed makes both
+	default:
+		a.log2.Merge(&o.log2)
+		a.pow2.Merge(&o.pow2)
+	}
+	a.stats.Merge(&o.stats)
 }
 
 // addN records n occurrences of v, exactly as n calls of add would

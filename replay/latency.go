@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
@@ -199,17 +200,58 @@ func (l *Latencies) spans() bool {
 // paired without a branch on whether a row starts or ends a call, and
 // the calls' durations counted.
 func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
-	probes := b.Probe[lo:hi]
-	times, tids := b.Time[lo:hi][:len(probes)], b.TID[lo:hi][:len(probes)]
-	start, end := l.pair.start, l.pair.end
-	stacks, res := &l.pair.stacks, &l.res
-	var rows, ends [PickMax]int32
-	var durs [PickMax]int64
 	if l.grid != nil {
 		if t, ok := lastTime(b, lo, hi); ok {
 			l.grid.see(t)
 		}
 	}
+	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &l.pair.stacks}
+	pr.span(b, lo, hi, func(durs []int64, ends []int32) {
+		l.calls(durs)
+		if l.slices != nil {
+			// By interval and key: each call at its return's row.
+			for j, i := range ends {
+				l.keys.find(l.slices, b, lo+int(i)).add(durs[j], &l.ho)
+			}
+		}
+	})
+	l.res.UnmatchedReturns += pr.unmatched
+	l.res.Overflows += pr.overflows
+}
+
+// callPairer pairs the start and end rows of stretches of events on the
+// stacks of open calls of their threads (Latencies.addSpan).
+type callPairer struct {
+	start, end uint16
+	stacks     *openCalls
+	// leads, if set, takes the ends that find their thread's stack empty
+	// (unmatched counts them either way): in a batch paired on its own
+	// (Latencies.part), they end calls of the batches before it.
+	leads *[]leadEnd
+	// What span counted: ends with no open start, starts dropped past
+	// MaxDepth, and the deepest a thread's stack went.
+	unmatched, overflows uint64
+	depth                int
+}
+
+// leadEnd is the end row of a thread's call that a batch paired on its own
+// found no start for: its thread key and time.
+type leadEnd struct {
+	thread uint64
+	time   int64
+}
+
+// span pairs the rows of rows [lo, hi) of b and hands calls each PickMax
+// rows' durations and their end rows (offsets from lo).
+func (pr *callPairer) span(b *format.Batch, lo, hi int, calls func(durs []int64, ends []int32)) {
+	probes := b.Probe[lo:hi]
+	times, tids := b.Time[lo:hi][:len(probes)], b.TID[lo:hi][:len(probes)]
+	start, end := pr.start, pr.end
+	stacks := pr.stacks
+	var rows, ends [PickMax]int32
+	var durs [PickMax]int64
+	var leads [PickMax]leadEnd
+	depth := pr.depth
 	for first := 0; first < len(probes); first += PickMax {
 		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, start, end)
 		// The thread's open calls stay at hand while its rows run on,
@@ -240,8 +282,10 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 			st = st[:n+1]
 			top := st[max(n-1, 0)]
 			st[n] = times[i]
+			depth = max(depth, n+1-isEnd)
 			empty := b2i(n == 0)
 			ended := isEnd &^ empty
+			leads[unmatched] = leadEnd{uint64(curTID), times[i]}
 			unmatched += isEnd & empty
 			durs[nd], ends[nd] = times[i]-top, i
 			nd += ended
@@ -250,16 +294,103 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 		if cur != nil {
 			*cur = st
 		}
-		res.UnmatchedReturns += uint64(unmatched)
-		res.Overflows += uint64(overflows)
-		l.calls(durs[:nd])
-		if l.slices != nil {
-			// By interval and key: each call at its return's row.
-			for j, i := range ends[:nd] {
-				l.keys.find(l.slices, b, lo+int(i)).add(durs[j], &l.ho)
-			}
+		pr.unmatched += uint64(unmatched)
+		pr.overflows += uint64(overflows)
+		if pr.leads != nil {
+			*pr.leads = append(*pr.leads, leads[:unmatched]...)
+		}
+		calls(durs[:nd], ends[:nd])
+	}
+	pr.depth = depth
+}
+
+// latencyPart is what the rows of one batch pair among themselves, in a
+// pass that pairs each batch where it is decoded (Latencies.scanMerged).
+type latencyPart struct {
+	res    LatencyResult // the calls the batch begins and ends
+	leads  []leadEnd     // the ends that end calls begun before it, in order
+	open   openCalls     // the calls it leaves open, by thread
+	depth  int           // the deepest a thread's stack went in the batch
+	excess bool          // a start was dropped past MaxDepth in the batch alone
+}
+
+// part pairs the event rows of b among themselves.
+func (l *Latencies) part(b *format.Batch, pt *latencyPart) {
+	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &pt.open, leads: &pt.leads}
+	eachSpan(b, func(lo, hi int) {
+		pr.span(b, lo, hi, func(durs []int64, _ []int32) { l.count(&pt.res, durs) })
+	})
+	pt.depth, pt.excess = pr.depth, pr.overflows > 0
+}
+
+// merge adds part pt of batch b to the calls: its leading ends pop the
+// calls left open before it, in order, then the calls it leaves open are
+// pushed. Where a thread could have passed MaxDepth with the calls open
+// before the batch (which the part did not know), b is paired again here
+// as addSpan pairs it, so that the starts dropped are the same.
+func (l *Latencies) merge(b *format.Batch, pt *latencyPart) {
+	stacks := &l.pair.stacks
+	redo := pt.excess
+	for k := range pt.open.m {
+		if redo {
+			break
+		}
+		redo = len(*stacks.of(k))+pt.depth >= MaxDepth
+	}
+	if redo {
+		eachSpan(b, func(lo, hi int) { l.addSpan(b, lo, hi) })
+		return
+	}
+	l.res.Calls += pt.res.Calls
+	l.res.Hist.Merge(&pt.res.Hist)
+	l.res.Stats.Merge(&pt.res.Stats)
+	var durs []int64
+	for _, e := range pt.leads {
+		s := stacks.of(e.thread)
+		if len(*s) == 0 {
+			l.res.UnmatchedReturns++
+			continue
+		}
+		durs = append(durs, e.time-(*s)[len(*s)-1])
+		*s = (*s)[:len(*s)-1]
+	}
+	l.calls(durs)
+	for k, open := range pt.open.m {
+		if len(*open) > 0 {
+			s := stacks.of(k)
+			*s = append(*s, *open...)
 		}
 	}
+}
+
+// reset empties pt for another batch.
+func (pt *latencyPart) reset() {
+	pt.res, pt.leads = LatencyResult{}, pt.leads[:0]
+	clear(pt.open.m)
+	pt.open.slots = [len(pt.open.slots)]threadSlot[[]int64]{}
+	pt.depth, pt.excess = 0, false
+}
+
+// scanMerged is Latency's pass without row filter, each batch paired
+// where it is decoded (mergedSpans) and merged here in file order: for
+// calls by thread, counted in one histogram (mergeable).
+func (l *Latencies) scanMerged(c *Capture) (*Pass, error) {
+	r, timed := c.readerFor(l.Columns(), nil)
+	parts := sync.Pool{New: func() any { return new(latencyPart) }}
+	return mergedSpans(c, r, timed, func(b *format.Batch) *latencyPart {
+		pt := parts.Get().(*latencyPart)
+		l.part(b, pt)
+		return pt
+	}, func(pt *latencyPart) {
+		l.merge(r.Batch(), pt)
+		pt.reset()
+		parts.Put(pt)
+	})
+}
+
+// mergeable reports whether scanMerged may take a pass with row filter f.
+func (l *Latencies) mergeable(f *RowFilter) bool {
+	return l.spans() && f.Empty() && l.grid == nil && l.slices == nil
 }
 
 // record counts the call that return row i of b ends, begun at start: its
@@ -285,15 +416,18 @@ func (l *Latencies) call(ns int64) {
 }
 
 // calls counts the calls of ns nanoseconds each, as call does one by one.
-func (l *Latencies) calls(ns []int64) {
-	l.res.Calls += uint64(len(ns))
-	l.res.Stats.AddAll(ns)
+func (l *Latencies) calls(ns []int64) { l.count(&l.res, ns) }
+
+// count counts the calls of ns nanoseconds each into res.
+func (l *Latencies) count(res *LatencyResult, ns []int64) {
+	res.Calls += uint64(len(ns))
+	res.Stats.AddAll(ns)
 	if l.u.div == 1 {
-		l.res.Hist.AddInt64s(ns)
+		res.Hist.AddInt64s(ns)
 		return
 	}
 	for _, v := range ns {
-		l.res.Hist.Add(uint64(v / l.u.div))
+		res.Hist.Add(uint64(v / l.u.div))
 	}
 }
 
@@ -313,12 +447,15 @@ func Latency(c *Capture, o LatencyOptions, out io.Writer) (*LatencyResult, *Pass
 		return nil, nil, err
 	}
 	var p *Pass
-	if l.spans() && c.SpansWhere(&o.Rows) {
+	switch {
+	case l.mergeable(&o.Rows) && c.Spans(&o.Rows):
+		p, err = l.scanMerged(c)
+	case l.spans() && c.SpansWhere(&o.Rows):
 		p, err = c.ScanSpansWhere(l.Columns(), &o.Rows, func(b *format.Batch, lo, hi int) error {
 			l.addSpan(b, lo, hi)
 			return nil
 		})
-	} else {
+	default:
 		p, err = c.ScanColumns(l.Columns(), &o.Rows, l.Add)
 	}
 	p.Paired()

@@ -337,18 +337,30 @@ func (c *Capture) spansWhere(r *format.Reader, timed bool, f *RowFilter, fn func
 // byte to another core, it took 0.7 times the CPU and wall time of hist
 // (bench/README.md, "Decoding on the analysis's own core").
 func mergedSpans[T any](c *Capture, r *format.Reader, timed bool, part func(b *format.Batch) T, merge func(T)) (*Pass, error) {
-	r.Work = func(b *format.Batch) any { return part(b) }
+	// With the times, whether each stretch's are in order is found where
+	// they were decoded too: here only a stretch's first and last are read,
+	// but for one out of order.
+	r.Work = func(b *format.Batch) any {
+		w := worked[T]{part: part(b)}
+		if timed {
+			eachSpan(b, func(lo, hi int) { w.disorder = append(w.disorder, !sorted(b.Time[lo:hi])) })
+		}
+		return w
+	}
 	defer func() { r.Work = nil }()
 	p := c.newPass()
 	p.spans = true
 	m := c.Meta()
 	for r.Next() {
 		b := r.Batch()
+		w := r.Worked().(worked[T])
+		k := 0
 		for i := 0; i < b.Len; {
 			j := b.NextLoss(i)
 			p.Events += uint64(j - i)
 			if timed && j > i {
-				p.Times.CheckRun(b.Time[i:j], m)
+				p.Times.CheckRunOrdered(b.Time[i:j], !w.disorder[k], m)
+				k++
 			}
 			if j == b.Len {
 				break
@@ -356,13 +368,30 @@ func mergedSpans[T any](c *Capture, r *format.Reader, timed bool, part func(b *f
 			p.lossRow(b, j)
 			i = j + 1
 		}
-		merge(r.Worked().(T))
+		merge(w.part)
 	}
 	p.read(r)
 	if err := r.Err(); err != nil {
 		return p, fmt.Errorf("%s: %w", c.Name, err)
 	}
 	return p, nil
+}
+
+// worked is what mergedSpans computes for a batch where it is decoded:
+// the analysis's part, and with the times which stretches have theirs out
+// of order.
+type worked[T any] struct {
+	part     T
+	disorder []bool
+}
+
+// sorted reports whether ts never decreases.
+func sorted(ts []int64) bool {
+	bad := 0
+	for i := 1; i < len(ts); i++ {
+		bad |= b2i(ts[i] < ts[i-1])
+	}
+	return bad == 0
 }
 
 // eachSpan calls fn with each stretch [lo, hi) of event rows of b between

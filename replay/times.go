@@ -34,21 +34,23 @@ func (a *TimeAnomalies) CheckRun(ts []int64, m *format.Meta) {
 	if len(ts) == 0 {
 		return
 	}
+	a.CheckRunOrdered(ts, sorted(ts), m)
+}
+
+// CheckRunOrdered is CheckRun for times ts of which ordered says whether
+// they never decrease: times in order from a first one that passes are
+// all good, and only the latest moves, so that only the first and last
+// are read.
+func (a *TimeAnomalies) CheckRunOrdered(ts []int64, ordered bool, m *format.Meta) {
+	if len(ts) == 0 {
+		return
+	}
 	start := timesStart(m)
-	// Times in order from a first one that passes are all good: only
-	// the latest moves. Told in a loop without a branch.
-	if first := ts[0]; a.good(first, start) {
-		bad, prev := 0, first
-		for _, t := range ts[1:] {
-			bad |= b2i(t < prev)
-			prev = t
+	if ordered && a.good(ts[0], start) {
+		if last := ts[len(ts)-1]; !a.seen || last > a.latest {
+			a.latest, a.seen = last, true
 		}
-		if bad == 0 {
-			if !a.seen || prev > a.latest {
-				a.latest, a.seen = prev, true
-			}
-			return
-		}
+		return
 	}
 	for _, t := range ts {
 		a.check(t, start)

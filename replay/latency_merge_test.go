@@ -1,0 +1,97 @@
+package replay
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/bpftape/bpftape/format"
+)
+
+// TestLatencyMerged pairs calls whose batches are paired apart and merged
+// (the pass without a filter) and wants what pairing the rows in order
+// finds: one row at a time, and a stretch at a time on one goroutine (a
+// filter that keeps every row). The capture's batches are 3 rows, so that
+// nearly every call spans batches; threads interleave, nest, return
+// without entry and enter without return, a loss record falls between
+// them, and one thread nests past MaxDepth in some batches and not in
+// others (where a batch alone could not tell).
+func TestLatencyMerged(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	var rows []row
+	ts := int64(2000)
+	add := func(probe uint16, tid uint32) {
+		ts += 1 + rng.Int63n(5000)
+		rows = append(rows, row{probe: probe, tid: tid, t: ts, ints: []uint64{1}})
+	}
+	for i := range 20000 {
+		add(uint16(rng.Intn(2)), uint32(1+rng.Intn(4)))
+		if i%5000 == 17 {
+			ts++
+			rows = append(rows, row{probe: 0, t: ts, lost: 3})
+		}
+	}
+	// Deep: MaxDepth-2 entries, then runs of 3 entries and 2 returns
+	// (past MaxDepth in the middle of a batch), then returns.
+	for range MaxDepth - 2 {
+		add(0, 9)
+	}
+	for range 5 {
+		add(0, 9)
+		add(0, 9)
+		add(0, 9)
+		add(1, 9)
+		add(1, 9)
+	}
+	for range MaxDepth + 10 {
+		add(1, 9)
+	}
+	for range 1000 {
+		add(uint16(rng.Intn(2)), uint32(1+rng.Intn(4)))
+	}
+	probes := []format.Probe{
+		{Name: "f", Fields: []format.Field{{Name: "arg0", Type: format.Int64}}},
+		{Name: "f_ret", Fields: []format.Field{{Name: "retval", Type: format.Int64}}},
+	}
+	c := writeCapture(t, probes, rows)
+	run := func(how string, o LatencyOptions) (string, *LatencyResult) {
+		c.perRow = how == "rows"
+		c.r.ReadAhead = 3
+		if how == "merged, one goroutine" {
+			c.r.ReadAhead = 0
+		}
+		o.Entry, o.Return = "f", "f_ret"
+		var out bytes.Buffer
+		res, p, err := Latency(c, o, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if merged := how != "rows" && o.Rows.Empty(); p.spans != !c.perRow || (merged && p.Times.Early+p.Times.Backward != 0) {
+			t.Errorf("%s: spans %v, times %+v", how, p.spans, p.Times)
+		}
+		p.Notes(&out)
+		fmt.Fprintf(&out, "events %d losses %+v\n", p.Events, p.Losses)
+		return out.String(), res
+	}
+	for _, o := range []LatencyOptions{{}, {Unit: "us", JSON: true}, {Style: "bpftrace"}} {
+		want, wres := run("rows", o)
+		if wres.Overflows == 0 || wres.UnmatchedReturns == 0 || wres.UnmatchedEntries == 0 || wres.Calls < 5000 {
+			t.Fatalf("the capture does not test what it should: %+v", *wres)
+		}
+		filtered := o
+		filtered.Rows.PIDs = []uint32{7}
+		gotF, _ := run("stretches", filtered)
+		if gotF != want {
+			t.Errorf("%+v: a stretch at a time on one goroutine:\n%s\nrow by row:\n%s", o, gotF, want)
+		}
+		for _, how := range []string{"merged", "merged, one goroutine"} {
+			got, res := run(how, o)
+			if got != want || res.Calls != wres.Calls || res.Overflows != wres.Overflows ||
+				res.UnmatchedReturns != wres.UnmatchedReturns || res.UnmatchedEntries != wres.UnmatchedEntries ||
+				res.Hist.Slots() != wres.Hist.Slots() || res.Stats.Sum().Cmp(wres.Stats.Sum()) != 0 {
+				t.Errorf("%+v %s:\n%s%+v\nrow by row:\n%s%+v", o, how, got, *res, want, *wres)
+			}
+		}
+	}
+}

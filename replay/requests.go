@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
@@ -54,6 +55,14 @@ type RequestsResult struct {
 type pending struct {
 	sum   int64
 	items uint64
+	// In a batch summed on its own (requestsPart): whether the thread's
+	// request ended in it, and what its first end found: the end's value
+	// and the sum and items of the batch before it, to which the items
+	// of the batches before are added (RequestTotals.merge).
+	ended     bool
+	leadEnd   int64
+	leadSum   int64
+	leadItems uint64
 }
 
 // RequestTotals sums items into requests. It is fed the events of a pass
@@ -197,11 +206,18 @@ func (r *RequestTotals) spans() bool {
 // rather than a call per event, which was most of requests' time after
 // decoding.
 func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
+	r.sumSpan(b, lo, hi, &r.open, &r.res, false)
+}
+
+// sumSpan is addSpan into open and res; with part, a thread's first end in
+// the batch is kept in its pending (pending.ended), for the batches before
+// it to complete (merge).
+func (r *RequestTotals) sumSpan(b *format.Batch, lo, hi int, open *perThread[pending], res *RequestsResult, part bool) {
 	probes := b.Probe[lo:hi]
 	tids := b.TID[lo:hi][:len(probes)]
 	item, end := r.item.probe, r.end.probe
 	items, ends := b.Col(r.item.col).Ints(), b.Col(r.end.col).Ints()
-	global, res, cast := r.o.Global, &r.res, r.o.EndCast
+	global, cast := r.o.Global, r.o.EndCast
 	var rows [PickMax]int32
 	var iv, ev [PickMax]int64          // the rows' item and end values, as Int reads them
 	var endVals, totals [PickMax]int64 // each ended request's end value and sum
@@ -218,8 +234,14 @@ func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
 			if !global {
 				key = uint64(tids[i])
 			}
-			p := r.open.of(key)
+			p := open.of(key)
 			isItem := b2i(probes[i] == item)
+			if part && !p.ended && isItem == 0 {
+				// Its thread's first end in the batch: the sum
+				// may have begun before it.
+				*p = pending{ended: true, leadEnd: cast.Apply(ev[j]), leadSum: p.sum, leadItems: p.items}
+				continue
+			}
 			isEnd, none := 1-isItem, b2i(p.items == 0)
 			res.EndsWithoutItems += uint64(isEnd & none)
 			endVals[n], totals[n] = cast.Apply(ev[j]), p.sum
@@ -234,6 +256,63 @@ func (r *RequestTotals) addSpan(b *format.Batch, lo, hi int) {
 		res.EndStats.AddAll(endVals[:n])
 		res.TotalStats.AddAll(totals[:n])
 	}
+}
+
+// requestsPart is what the rows of one batch sum among themselves, in a
+// pass that sums each batch where it is decoded (RequestTotals.scanMerged).
+type requestsPart struct {
+	res  RequestsResult     // the requests the batch begins and ends
+	open perThread[pending] // each thread's first end and last sum
+}
+
+// merge adds part pt of a batch to the requests, in file order: each
+// thread's first end in the batch ends the request begun before it, with
+// the items of the batch before that end; the thread's items after its
+// last end are its request's so far.
+func (r *RequestTotals) merge(pt *requestsPart) {
+	res, o := &r.res, &pt.res
+	res.Requests += o.Requests
+	res.EndsWithoutItems += o.EndsWithoutItems
+	res.End.Merge(&o.End)
+	res.Total.Merge(&o.Total)
+	res.EndStats.Merge(&o.EndStats)
+	res.TotalStats.Merge(&o.TotalStats)
+	for k, p := range pt.open.m {
+		g := r.open.of(k)
+		if !p.ended {
+			g.sum += p.sum
+			g.items += p.items
+			continue
+		}
+		if items, sum := g.items+p.leadItems, g.sum+p.leadSum; items == 0 {
+			res.EndsWithoutItems++
+		} else {
+			res.Requests++
+			res.End.Add(uint64(p.leadEnd))
+			res.Total.Add(uint64(sum))
+			res.EndStats.Add(p.leadEnd)
+			res.TotalStats.Add(sum)
+		}
+		*g = pending{sum: p.sum, items: p.items}
+	}
+	pt.res = RequestsResult{}
+	clear(pt.open.m)
+	pt.open.slots = [len(pt.open.slots)]threadSlot[pending]{}
+}
+
+// scanMerged is Requests' pass without row filter, each batch summed where
+// it is decoded (mergedSpans) and merged here in file order.
+func (r *RequestTotals) scanMerged(c *Capture) (*Pass, error) {
+	rd, timed := c.readerFor(r.Columns(), nil)
+	parts := sync.Pool{New: func() any { return new(requestsPart) }}
+	return mergedSpans(c, rd, timed, func(b *format.Batch) *requestsPart {
+		pt := parts.Get().(*requestsPart)
+		eachSpan(b, func(lo, hi int) { r.sumSpan(b, lo, hi, &pt.open, &pt.res, true) })
+		return pt
+	}, func(pt *requestsPart) {
+		r.merge(pt)
+		parts.Put(pt)
+	})
 }
 
 // Result is what the events added so far count, the items of requests
@@ -293,12 +372,15 @@ func Requests(c *Capture, o RequestsOptions, out io.Writer) (*RequestsResult, *P
 		return nil, nil, err
 	}
 	var p *Pass
-	if r.spans() && c.SpansWhere(&o.Rows) {
+	switch {
+	case r.spans() && c.Spans(&o.Rows):
+		p, err = r.scanMerged(c)
+	case r.spans() && c.SpansWhere(&o.Rows):
 		p, err = c.ScanSpansWhere(r.Columns(), &o.Rows, func(b *format.Batch, lo, hi int) error {
 			r.addSpan(b, lo, hi)
 			return nil
 		})
-	} else {
+	default:
 		p, err = c.ScanColumns(r.Columns(), &o.Rows, r.Add)
 	}
 	p.Paired()

@@ -103,6 +103,8 @@ func TestColumnSelection(t *testing.T) {
 		[]string{"requests", merged, "tx_len", "arg0", "tx_ret", "retval", "--json"},
 		[]string{"export", "-f", "parquet", "-o", "-", merged},
 		[]string{"compare", a, cut, "rx", "arg2", "--tid", "4243"},
+		[]string{"compare", a, cut, "rx", "arg2"},
+		[]string{"compare", a, "rx", "arg2", merged, "rx_ret", "retval", "--json"},
 		[]string{"compare", a, "rx", "arg2", merged, "rx", "arg2", "--from", "10ms", "--identical"},
 	)
 	for _, name := range []string{"uprobes", "tracepoints", "usdt"} {

@@ -334,8 +334,10 @@ func (c *Capture) spansWhere(r *format.Reader, timed bool, f *RowFilter, fn func
 // pass tallies events and losses as spans does, and with timed (r decodes
 // every event's time) checks the times in file order. Against decoding
 // ahead and analysing on one more goroutine, which hands every decoded
-// byte to another core, it took 0.7 times the CPU and wall time of hist
-// (bench/README.md, "Decoding on the analysis's own core").
+// byte to another core and does the analysis's work on one, it saved hist
+// 11% of its CPU and wall time on 2 CPUs, and left the goroutine that
+// merges a tenth of latency's work (bench/README.md, "Decoding on the
+// analysis's own core").
 func mergedSpans[T any](c *Capture, r *format.Reader, timed bool, part func(b *format.Batch) T, merge func(T)) (*Pass, error) {
 	// With the times, whether each stretch's are in order is found where
 	// they were decoded too: here only a stretch's first and last are read,

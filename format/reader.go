@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"runtime/debug"
 
 	"github.com/apache/arrow/go/v15/arrow"
 
@@ -84,8 +85,8 @@ type Reader struct {
 	// lets an analysis whose result per batch merges into its whole in
 	// file order analyse each batch on the core that decoded it, rather
 	// than hand every decoded byte to another core (bench/README.md,
-	// "Decoding on the analysis's own core"). A panic in it fails the
-	// batch as ErrCorrupt, as one in decoding does. Set it before the
+	// "Decoding on the analysis's own core"). A panic in it is raised
+	// again by Next, as a *WorkPanic. Set it before the
 	// pass's first Next (as Select, between passes).
 	Work   func(b *Batch) any
 	worked any
@@ -282,6 +283,10 @@ func (r *Reader) Next() (ok bool) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
+			if wp, isWork := p.(*WorkPanic); isWork {
+				r.stopAhead()
+				panic(wp)
+			}
 			r.err = corruptf("%v", p)
 			ok = false
 		}
@@ -304,6 +309,9 @@ func (r *Reader) Next() (ok bool) {
 		}
 		if err == nil {
 			break
+		}
+		if wp, isWork := err.(*WorkPanic); isWork {
+			panic(wp)
 		}
 		err = &BatchError{Batch: r.next, Err: err}
 		switch {
@@ -400,17 +408,33 @@ func (r *Reader) read(i int) error {
 	return err
 }
 
-// work calls Work with b, if it is set.
+// work calls Work with b, if it is set. A panic in it is returned as a
+// *WorkPanic, which Next raises again.
 func (r *Reader) work(b *Batch) (res any, err error) {
 	if r.Work == nil {
 		return nil, nil
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = corruptf("%v", p)
+			err = &WorkPanic{Batch: b.Index, Value: p, Stack: debug.Stack()}
 		}
 	}()
 	return r.Work(b), nil
+}
+
+// WorkPanic is what Next panics with when Reader.Work panicked: the
+// analysis's bug, raised on the goroutine that called Next as it would
+// have been had the analysis run there, and not taken for damage to the
+// file (which a footerless capture's pass would have ended at quietly).
+// Stack is the stack of the goroutine Work ran on.
+type WorkPanic struct {
+	Batch int
+	Value any
+	Stack []byte
+}
+
+func (p *WorkPanic) Error() string {
+	return fmt.Sprintf("format: Reader.Work panicked on batch %d: %v\n\n%s", p.Batch, p.Value, p.Stack)
 }
 
 // Worked returns what Work returned for the batch Next read last.

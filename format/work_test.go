@@ -1,29 +1,82 @@
 package format_test
 
 import (
-	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
 )
 
-// TestWork checks that Reader.Work sees every batch, selected columns
-// decoded, and that Worked hands its result on with the batch it was
-// computed from, in file order, with and without reading ahead and with
-// recycled memory; that Worked is nil without Work; and that a panic in
-// Work fails the pass as a corrupt batch, named, not the process.
-func TestWork(t *testing.T) {
+// checkWorkPanic reads r from its first batch with a Work that panics at
+// batch 3, and wants Next to panic with a *format.WorkPanic for it.
+func checkWorkPanic(t *testing.T, r *format.Reader) {
+	t.Helper()
+	r.Work = func(b *format.Batch) any {
+		if b.Index == 3 {
+			panic("boom")
+		}
+		return nil
+	}
+	r.Rewind()
+	read := 0
+	func() {
+		defer func() {
+			p := recover()
+			wp, ok := p.(*format.WorkPanic)
+			if !ok || wp.Batch != 3 || wp.Value != "boom" || !strings.Contains(wp.Error(), "work_test.go") || read != 3 {
+				t.Errorf("after %d batches, Next panicked with %v; want a *WorkPanic of batch 3 after 3", read, p)
+			}
+		}()
+		for r.Next() {
+			read++
+		}
+		t.Errorf("read %d batches and stopped (Err %v, RecoverErr %v): want a panic", read, r.Err(), r.RecoverErr)
+	}()
+	r.Work = nil
+}
+
+// TestWorkPanicFooterless checks that a panic in Work on a capture
+// without its footer is raised too, not taken for the cut the file ends
+// at (the pass would end there with no error).
+func TestWorkPanicFooterless(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.arrow")
+	writeWorkCapture(t, path, 5000)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(t.TempDir(), "cut.arrow")
+	if err := os.WriteFile(cut, data[:len(data)*2/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ahead := range []int{0, 2} {
+		r, err := format.Open(cut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Recovered {
+			t.Fatal("the cut capture is not read as footerless")
+		}
+		r.ReadAhead = ahead
+		checkWorkPanic(t, r)
+		r.Close()
+	}
+}
+
+// writeWorkCapture writes n events of one probe with a field n, in
+// batches of 97 rows.
+func writeWorkCapture(t *testing.T, path string, n int) {
+	t.Helper()
 	m := &format.Meta{Host: "h", StartBoot: 1, StartWall: time.Unix(1700000000, 0), Probes: []format.Probe{
 		{Name: "p", Kind: "usdt", Spec: "p=U:/bin/x:p:n", Fields: []format.Field{{Name: "n", Type: format.Uint64}}}}}
 	w, err := format.Create(path, m, format.WriterOptions{BatchRows: 97})
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 5000
 	for i := range n {
 		e := format.Event{Time: int64(10 + i), PID: 1, TID: uint32(i % 5), Comm: []byte("c"), Ints: []uint64{uint64(i)}}
 		if err := w.Append(&e); err != nil {
@@ -33,6 +86,17 @@ func TestWork(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestWork checks that Reader.Work sees every batch, selected columns
+// decoded, and that Worked hands its result on with the batch it was
+// computed from, in file order, with and without reading ahead and with
+// recycled memory; that Worked is nil without Work; and that a panic in
+// Work is raised again by Next (checkWorkPanic).
+func TestWork(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.arrow")
+	const n = 5000
+	writeWorkCapture(t, path, n)
 	type sum struct{ index, rows, total int }
 	for _, ahead := range []int{0, 1, 2, 4} {
 		for _, recycle := range []bool{false, true} {
@@ -77,22 +141,9 @@ func TestWork(t *testing.T) {
 					}
 				}
 
-				// A panic fails the pass at its batch.
-				r.Work = func(b *format.Batch) any {
-					if b.Index == 3 {
-						panic("boom")
-					}
-					return nil
-				}
-				r.Rewind()
-				read := 0
-				for r.Next() {
-					read++
-				}
-				var be *format.BatchError
-				if err := r.Err(); !errors.Is(err, format.ErrCorrupt) || !errors.As(err, &be) || be.Batch != 3 || read != 3 {
-					t.Errorf("after a panic in Work: %d batches read, error %v; want 3, ErrCorrupt at batch 3", read, err)
-				}
+				// A panic is the analysis's: Next raises it again, with
+				// the batch, on the goroutine that called it.
+				checkWorkPanic(t, r)
 			})
 		}
 	}

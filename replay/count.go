@@ -82,7 +82,7 @@ func Count(c *Capture, o CountOptions, out io.Writer) ([]CountRow, *Pass, error)
 		last: make([]*keyCount, len(m.Probes))}
 	var p *Pass
 	var err error
-	if o.Rows.Empty() && o.By != "" {
+	if o.Rows.Empty() && o.By != "" && c.Spans(&o.Rows) {
 		// No filter: each stretch of events between loss records in one
 		// loop, without a call per row through the pass. (Counts by probe
 		// alone read every column and check the times, as the footer's

@@ -241,7 +241,7 @@ type leadEnd struct {
 	time   int64
 }
 
-// span pairs the rows of rows [lo, hi) of b and hands calls each PickMax
+// span pairs the start and end rows among rows [lo, hi) of b and hands calls each PickMax
 // rows' durations and their end rows (offsets from lo).
 func (pr *callPairer) span(b *format.Batch, lo, hi int, calls func(durs []int64, ends []int32)) {
 	probes := b.Probe[lo:hi]
@@ -335,7 +335,9 @@ func (l *Latencies) merge(b *format.Batch, pt *latencyPart) {
 		if redo {
 			break
 		}
-		redo = len(*stacks.of(k))+pt.depth >= MaxDepth
+		// A start overflows where its thread holds MaxDepth calls:
+		// at most those open before and the batch's depth less one.
+		redo = len(*stacks.of(k))+pt.depth > MaxDepth
 	}
 	if redo {
 		eachSpan(b, func(lo, hi int) { l.addSpan(b, lo, hi) })

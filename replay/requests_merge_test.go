@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+	"time"
+
+	"github.com/bpftape/bpftape/format"
 )
 
 // TestRequestsMerged sums requests whose batches are summed apart and
@@ -33,7 +36,24 @@ func TestRequestsMerged(t *testing.T) {
 			rows = append(rows, row{probe: 0, t: ts, lost: 2})
 		}
 	}
-	c := writeCapture(t, reqProbes, rows)
+	// Batches of 3 rows with a loss record, and of 7 rows without, where
+	// a thread's items after its last end in a batch are often several.
+	var events []row
+	for _, r := range rows {
+		if r.lost == 0 {
+			events = append(events, r)
+		}
+	}
+	m := &format.Meta{Host: "h", StartBoot: 1000, StartWall: time.Unix(0, 0), Probes: reqProbes}
+	for _, c := range []*Capture{writeCapture(t, reqProbes, rows), writeCaptureMeta(t, m, events, 0)} {
+		checkRequestsMerged(t, c)
+	}
+}
+
+// checkRequestsMerged runs Requests on c merged, a stretch at a time and
+// row by row, and wants the same output and counts.
+func checkRequestsMerged(t *testing.T, c *Capture) {
+	t.Helper()
 	run := func(how string, o RequestsOptions) (string, *RequestsResult) {
 		c.perRow = how == "rows"
 		c.r.ReadAhead = 3

@@ -241,8 +241,8 @@ type leadEnd struct {
 	time   int64
 }
 
-// span pairs the start and end rows among rows [lo, hi) of b and hands calls each PickMax
-// rows' durations and their end rows (offsets from lo).
+// span pairs the start and end rows among rows [lo, hi) of b and hands
+// calls each PickMax rows' durations and their end rows (offsets from lo).
 func (pr *callPairer) span(b *format.Batch, lo, hi int, calls func(durs []int64, ends []int32)) {
 	probes := b.Probe[lo:hi]
 	times, tids := b.Time[lo:hi][:len(probes)], b.TID[lo:hi][:len(probes)]

@@ -31,9 +31,6 @@ func (a *TimeAnomalies) Check(t int64, m *format.Meta) {
 
 // CheckRun tallies the times ts of the next events, as Check does each.
 func (a *TimeAnomalies) CheckRun(ts []int64, m *format.Meta) {
-	if len(ts) == 0 {
-		return
-	}
 	a.CheckRunOrdered(ts, sorted(ts), m)
 }
 

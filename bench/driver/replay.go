@@ -172,7 +172,7 @@ func (d *driver) replayBench() *replayResult {
 	// A recorded capture with user stacks: bench_func's argument and user
 	// stack at every call, its return value at every return.
 	vc := &verbCap{short: count(d.cfg.stackEvents) + " recorded, ustack",
-		names: capNames{entry: "bench_func", field: "arg0", ret: "bench_func:return", retField: "retval"}}
+		names: capNames{entry: "bench_func", field: "arg0", ret: "bench_func:return", retField: "retval", stack: "ustack"}}
 	d.logf("  recording %d events with user stacks with bpftape", d.cfg.stackEvents)
 	bin := d.copyOf(bpftape)
 	st, cleanStacks := record(bpftape, d.cfg.stackEvents, 1, &vc.info,

@@ -211,6 +211,12 @@ func (p *listPrinter) function(f *resolve.ListedFunction) {
 		if len(f.Impls) > 0 {
 			comment += ", probe " + strings.Join(f.Impls, " or ")
 		}
+	} else if f.Resolves != "" {
+		// A resolver under a name of its own (glibc's memchr_ifunc).
+		comment += "; the resolver of IFUNC " + f.Resolves + ": runs once a process"
+		if len(f.Impls) > 0 {
+			comment += ", probe " + strings.Join(f.Impls, " or ")
+		}
 	}
 	if f.Proto == nil {
 		p.add(f.Spec, comment)

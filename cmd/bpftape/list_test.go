@@ -380,4 +380,10 @@ func TestListIFunc(t *testing.T) {
 	if code != 0 || strings.Contains(out, "IFUNC") || !strings.Contains(out, ":__strlen_sse2") {
 		t.Errorf("list libc __strlen_sse2: exit %d %s\n%s", code, errs, out)
 	}
+	// glibc's resolver under a name of its own, from the debug file.
+	code, out, errs = listCmd(t, "--funcs", "libc", "strlen_ifunc")
+	if code != 0 || !strings.Contains(out, ":strlen_ifunc ") ||
+		!strings.Contains(out, "the resolver of IFUNC strlen: runs once a process, probe __strlen_") {
+		t.Errorf("list libc strlen_ifunc: exit %d %s\n%s", code, errs, out)
+	}
 }

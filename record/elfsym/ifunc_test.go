@@ -65,13 +65,53 @@ func TestLocateIFunc(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{"tape_len": loc.Impls, "tape_len_l": {"__tape_len_l_fast"}, "__tape_len_chk": {"__tape_len_chk_fast"}}
+	// The resolvers, ordinary functions at the indirect functions'
+	// addresses, name them and their implementations.
+	resolvers := map[string]string{"tape_len_resolver": "tape_len", "tape_len_l_resolver": "tape_len_l", "tape_len_chk_resolver": "__tape_len_chk"}
 	for _, f := range fns {
-		if impls, ok := want[f.Name]; f.IFunc != ok || !slices.Equal(f.Impls, impls) {
+		if impls, ok := want[f.Name]; f.IFunc != ok || !slices.Equal(f.Impls, impls) && ok {
 			t.Errorf("Functions: %s: IFunc %v, implementations %q", f.Name, f.IFunc, f.Impls)
 		}
 		delete(want, f.Name)
+		ifn, ok := resolvers[f.Name]
+		if f.Resolves != ifn {
+			t.Errorf("Functions: %s: resolves %q, want %q", f.Name, f.Resolves, ifn)
+		}
+		if !ok && !f.IFunc && len(f.Impls) > 0 {
+			t.Errorf("Functions: %s, an ordinary function, has implementations %q", f.Name, f.Impls)
+		}
+		delete(resolvers, f.Name)
 	}
-	if len(want) > 0 {
-		t.Errorf("Functions did not list %v", want)
+	if len(want) > 0 || len(resolvers) > 0 {
+		t.Errorf("Functions did not list %v %v", want, resolvers)
+	}
+	for _, f := range fns {
+		if f.Name == "tape_len_resolver" && !slices.Equal(f.Impls, loc.Impls) {
+			t.Errorf("Functions: tape_len_resolver: implementations %q, want tape_len's %q", f.Impls, loc.Impls)
+		}
+	}
+	// Locate says so too; the resolver's own helper is no resolver.
+	if r, err := Locate(bin, "tape_len_resolver", nil); err != nil || r.IFunc || r.Resolves != "tape_len" || !slices.Equal(r.Impls, loc.Impls) {
+		t.Errorf("tape_len_resolver: %+v, %v", r, err)
+	}
+	if r, err := Locate(bin, "__tape_len_ifunc", nil); err != nil || r.Resolves != "" || len(r.Impls) > 0 {
+		t.Errorf("__tape_len_ifunc: %+v, %v", r, err)
+	}
+}
+
+func TestPublicName(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"memchr", "__memchr", true},
+		{"__memchr", "__GI_memchr", true},
+		{"__GI_memchr", "memchr", false},
+		{"strcasecmp", "strcasecmp_l", true},
+		{"a", "b", true},
+	} {
+		if got := publicName(c.a, c.b); got != c.want {
+			t.Errorf("publicName(%q, %q) = %v", c.a, c.b, got)
+		}
 	}
 }

@@ -37,6 +37,11 @@ type Location struct {
 	// Impls are the functions that an IFunc's resolver may pick, as glibc
 	// names them (__NAME_*), when the binary or its debug file lists them.
 	Impls []string
+	// Resolves names the indirect function whose resolver Func is, when
+	// Func is an ordinary function at an indirect function's address
+	// (glibc's memchr_ifunc, a C resolver named in ifunc("...")): Impls
+	// are then that function's.
+	Resolves string
 }
 
 // Entry reports whether the location is a function's first instruction.
@@ -96,11 +101,53 @@ func Locate(path, target string, dirs []string) (*Location, error) {
 	return loc, nil
 }
 
-// ifunc sets loc's IFunc and Impls from sym, the function it is in.
+// ifunc sets loc's IFunc, Resolves and Impls from sym, the function it is
+// in.
 func (st *symtabs) ifunc(loc *Location, sym elf.Symbol) {
 	if loc.IFunc = elf.ST_TYPE(sym.Info) == sttGNUIFunc; loc.IFunc {
 		loc.Impls = st.impls(baseName(loc.Func))
+		return
 	}
+	if loc.Resolves = st.resolves(sym.Value); loc.Resolves != "" {
+		loc.Impls = st.impls(loc.Resolves)
+	}
+}
+
+// resolves returns the indirect function whose address is addr, the
+// address of an ordinary function, which is then its resolver; "" if
+// none. Of its names (glibc's memchr, __memchr, __GI_memchr), the one
+// with the fewest leading underscores, then the shortest.
+func (st *symtabs) resolves(addr uint64) string {
+	st.loadDebug()
+	best := ""
+	for _, syms := range [][]elf.Symbol{st.own, st.dbg} {
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) != sttGNUIFunc || s.Value != addr || s.Section == elf.SHN_UNDEF {
+				continue
+			}
+			n := baseName(s.Name)
+			if n == "" {
+				continue
+			}
+			if best == "" || publicName(n, best) {
+				best = n
+			}
+		}
+	}
+	return best
+}
+
+// publicName reports whether name a reads as more public than b: fewer
+// leading underscores, then shorter, then first in order.
+func publicName(a, b string) bool {
+	ua, ub := len(a)-len(strings.TrimLeft(a, "_")), len(b)-len(strings.TrimLeft(b, "_"))
+	if ua != ub {
+		return ua < ub
+	}
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
 }
 
 // impls lists the functions named __NAME_* (glibc's implementations of
@@ -112,7 +159,9 @@ func (st *symtabs) ifunc(loc *Location, sym elf.Symbol) {
 func (st *symtabs) impls(name string) []string {
 	st.loadDebug()
 	syms := append(slices.Clone(st.own), st.dbg...)
-	base := strings.TrimPrefix(name, "__") // __memmove_chk's are __memmove_chk_*
+	// __memmove_chk's are __memmove_chk_*; glibc's internal alias
+	// __GI_memchr is memchr.
+	base := strings.TrimPrefix(strings.TrimPrefix(name, "__GI_"), "__")
 	// Another indirect function's name that extends this one's, as
 	// strcasecmp_l does strcasecmp's, claims the names it prefixes.
 	var longer []string
@@ -455,10 +504,12 @@ type Func struct {
 	Name string
 	Addr uint64 // link-time virtual address
 	Size uint64
-	// IFunc and Impls are as in Location: the symbol is an indirect
-	// function, whose address is its resolver's.
-	IFunc bool
-	Impls []string
+	// IFunc, Resolves and Impls are as in Location: the symbol is an
+	// indirect function, whose address is its resolver's, or the
+	// resolver of the indirect function Resolves.
+	IFunc    bool
+	Resolves string
+	Impls    []string
 }
 
 // Functions returns the functions defined in the ELF file at path, sorted
@@ -482,6 +533,7 @@ func Functions(path string, dirs []string) ([]Func, string, error) {
 	}
 	byName := map[string]Func{}
 	ifuncs := map[string]bool{}
+	ifuncAt := map[uint64]bool{}
 	for _, s := range syms {
 		if !isFunc(s) {
 			continue
@@ -491,7 +543,7 @@ func Functions(path string, dirs []string) ([]Func, string, error) {
 			continue // a nameless symbol cannot be probed by name
 		}
 		if elf.ST_TYPE(s.Info) == sttGNUIFunc {
-			ifuncs[n] = true
+			ifuncs[n], ifuncAt[s.Value] = true, true
 		}
 		if old, ok := byName[n]; ok && (old.Size != 0 || s.Size == 0) {
 			continue
@@ -502,6 +554,10 @@ func Functions(path string, dirs []string) ([]Func, string, error) {
 	for _, fn := range byName {
 		if fn.IFunc = ifuncs[fn.Name]; fn.IFunc {
 			fn.Impls = st.impls(fn.Name)
+		} else if ifuncAt[fn.Addr] {
+			if fn.Resolves = st.resolves(fn.Addr); fn.Resolves != "" {
+				fn.Impls = st.impls(fn.Resolves)
+			}
 		}
 		out = append(out, fn)
 	}

@@ -292,6 +292,13 @@ func (r *Resolver) uprobe(p *Probe) error {
 		}
 		r.Warn(fmt.Sprintf("%s: %s is an indirect function (IFUNC): its code is the resolver, which the dynamic linker calls once a process to choose the implementation that every call then runs; this probe sees the resolver, not the calls: probe %s",
 			s.Text, loc.Func, impls))
+	} else if loc.Resolves != "" && loc.Entry() {
+		impls := "the implementation it picks"
+		if len(loc.Impls) > 0 {
+			impls += " (" + strings.Join(loc.Impls, ", ") + ")"
+		}
+		r.Warn(fmt.Sprintf("%s: %s is the resolver of the indirect function (IFUNC) %s, which the dynamic linker calls once a process to choose the implementation that every call then runs; this probe sees that choice, not the calls: probe %s",
+			s.Text, loc.Func, loc.Resolves, impls))
 	}
 	if loc.Unverified != "" {
 		r.Warn(fmt.Sprintf("%s: cannot check that %#x (file offset %#x) starts an instruction: %s; a breakpoint inside an instruction corrupts the traced program",

@@ -509,7 +509,8 @@ func printVerbs(w io.Writer, vcs []*verbCap, errs *[]string) {
 	fmt.Fprintf(w, "\nReplay verbs (output to /dev/null, parquet to a scratch file; the verbs interleaved round by round; median [min–max] over\n")
 	fmt.Fprintf(w, "rounds; M events/s = events in the capture / wall time, per core = / user+sys time; × hist = per core, hist on the same\n")
 	fmt.Fprintf(w, "capture in the same rounds; GOMAXPROCS unset: bpftape may use every core; decoding × = hist's CPU over the CPU that\n")
-	fmt.Fprintf(w, "decoding the columns the verb reads takes alone, on one goroutine, with no analysis: the most × hist it could reach)\n")
+	fmt.Fprintf(w, "decoding the columns the verb reads takes alone, read ahead as the verbs read, with no analysis: the most × hist\n")
+	fmt.Fprintf(w, "it could reach)\n")
 	t := &table{head: []string{"capture", "verb", "events", "wall s", "M events/s", "M events/s/core", "× hist", "decoding ×", "peak RSS MiB",
 		"DuckDB wall s", "DuckDB CPU s", "bpftape/DuckDB wall", "CPU"},
 		left: map[int]bool{0: true, 1: true}}

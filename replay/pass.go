@@ -449,6 +449,23 @@ func (c *Capture) ScanSpansWhere(cols []int, f *RowFilter, fn func(b *format.Bat
 	return c.spansWhere(r, timed, f, fn, nil)
 }
 
+// ScanMerged is ScanSpans for an analysis whose result for a batch merges
+// into its whole (when Spans says a pass may go by stretches): part
+// analyses each batch, a stretch at a time as eachSpan hands them, on the
+// goroutine that decoded it, several batches at once, so it must keep no
+// state between calls; merge takes the parts on this goroutine in file
+// order. The whole is then what one goroutine reading every batch would
+// have made (mergedSpans).
+func ScanMerged[T any](c *Capture, cols []int, part func(b *format.Batch) T, merge func(T)) (*Pass, error) {
+	r, timed := c.readerFor(cols, nil)
+	r.RecycleStrings = true
+	return mergedSpans(c, r, timed, part, merge)
+}
+
+// EachSpan calls fn with each stretch [lo, hi) of event rows of b between
+// its loss records, in order: the stretches a pass by stretches hands on.
+func EachSpan(b *format.Batch, fn func(lo, hi int)) { eachSpan(b, fn) }
+
 // WalkSpans is Walk without a row filter for the analyses that take the
 // event rows a stretch at a time (when Spans says they may): it hands fn
 // each stretch [lo, hi) of event rows between loss records and lost each

@@ -3,6 +3,7 @@ package heatmap
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
@@ -268,15 +269,16 @@ func (b *Builder) FillSpan(bt *format.Batch, lo, hi int) {
 			}
 			continue
 		}
-		l.fieldSpan(bt, lo, hi)
+		l.fieldSpan(l.m, bt, lo, hi)
 	}
 }
 
-// fieldSpan adds the samples of field layer l in rows [lo, hi) of bt.
-func (l *layer) fieldSpan(bt *format.Batch, lo, hi int) {
+// fieldSpan adds the samples of field layer l in rows [lo, hi) of bt to m,
+// its map or a part of it.
+func (l *layer) fieldSpan(m *Map, bt *format.Batch, lo, hi int) {
 	var rows [replay.PickMax]int32
 	var vals [replay.PickMax]int64
-	times, m := bt.Time[lo:hi], l.m
+	times := bt.Time[lo:hi]
 	for start := lo; start < hi; start += replay.PickMax {
 		k := l.pick(bt, lo, start, hi, &rows, &vals)
 		if !m.Rows.log2() {
@@ -325,6 +327,7 @@ func (b *Builder) Maps() []*Map {
 				l.m.Notes = []string{"not drawn: " + strings.Join(notes, ", ")}
 			}
 		}
+		l.m.done()
 		ms = append(ms, l.m)
 	}
 	return ms
@@ -361,8 +364,52 @@ func Build(c *replay.Capture, f *replay.RowFilter, specs []Spec, o Options) ([]*
 	if err := b.Plan(nil); err != nil {
 		return nil, p, err
 	}
-	if p, err = pass(b.FillSpan, b.Fill); err != nil {
+	if b.fieldsOnly() && c.Spans(f) {
+		p, err = b.fillMerged(c)
+	} else {
+		p, err = pass(b.FillSpan, b.Fill)
+	}
+	if err != nil {
 		return nil, p, err
 	}
 	return b.Maps(), p, nil
+}
+
+// fieldsOnly reports whether every map is a field's, whose counts per batch
+// add up: a latency map pairs calls across batches.
+func (b *Builder) fieldsOnly() bool {
+	for _, l := range b.layers {
+		if l.spec.Latency() {
+			return false
+		}
+	}
+	return true
+}
+
+// fillMerged is the Fill pass of field maps without a row filter: each
+// batch is counted where it is decoded, into parts of the maps, which are
+// added to them in file order (replay.ScanMerged).
+func (b *Builder) fillMerged(c *replay.Capture) (*replay.Pass, error) {
+	type part struct{ maps []*Map }
+	parts := sync.Pool{New: func() any {
+		pt := &part{}
+		for _, l := range b.layers {
+			pt.maps = append(pt.maps, l.m.part())
+		}
+		return pt
+	}}
+	return replay.ScanMerged(c, b.Columns(), func(bt *format.Batch) *part {
+		pt := parts.Get().(*part)
+		replay.EachSpan(bt, func(lo, hi int) {
+			for i, l := range b.layers {
+				l.fieldSpan(pt.maps[i], bt, lo, hi)
+			}
+		})
+		return pt
+	}, func(pt *part) {
+		for i, l := range b.layers {
+			l.m.merge(pt.maps[i])
+		}
+		parts.Put(pt)
+	})
 }

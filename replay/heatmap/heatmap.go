@@ -201,6 +201,10 @@ type Map struct {
 	// comparisons rather than a division (a third of a heat map's time).
 	colLo, colHi int64
 	col          int
+	// The columns counted into since the map was made or last merged
+	// from (a part of a batch): [usedLo, usedHi], when used.
+	usedLo, usedHi int
+	used           bool
 }
 
 // New makes an empty map on the given axes.
@@ -266,10 +270,43 @@ func (m *Map) column(t int64) (int, bool) {
 	// that (a time there finds its column by division).
 	lo := int64(uint64(m.Start) + c*uint64(m.Step))
 	m.colLo, m.col, m.colHi = lo, int(c), math.MaxInt64
+	if !m.used {
+		m.usedLo, m.usedHi, m.used = int(c), int(c), true
+	}
+	m.usedLo, m.usedHi = min(m.usedLo, int(c)), max(m.usedHi, int(c))
 	if lo <= math.MaxInt64-m.Step {
 		m.colHi = lo + m.Step
 	}
 	return int(c), true
+}
+
+// part returns an empty map of m's axes, to count a batch's samples into
+// for merge.
+func (m *Map) part() *Map { return New(m.Axis, m.Rows) }
+
+// merge adds the counts of p, a part of m's axes, to m's, and empties p:
+// only the columns p counted into are read.
+func (m *Map) merge(p *Map) {
+	m.Below += p.Below
+	m.Above += p.Above
+	m.Outside += p.Outside
+	if p.used {
+		n := m.Rows.N
+		lo, hi := p.usedLo*n, (p.usedHi+1)*n
+		for i, v := range p.counts[lo:hi] {
+			m.counts[lo+i] += v
+		}
+		clear(p.counts[lo:hi])
+	}
+	p.Below, p.Above, p.Outside = 0, 0, 0
+	p.used, p.colLo, p.colHi, p.col = false, 0, 0, 0
+}
+
+// done forgets which column m counted into last and since when, once it is
+// filled: the same counts make the same map however they were counted.
+func (m *Map) done() {
+	m.used, m.usedLo, m.usedHi = false, 0, 0
+	m.colLo, m.colHi, m.col = 0, 0, 0
 }
 
 // Count returns the count of column c, row r.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/textsafe"
@@ -116,6 +117,9 @@ func Compare(a, b *Side, o CompareOptions, out io.Writer) (*CompareResult, error
 // once.
 func (c *Comparison) runs(f *RowFilter) error {
 	a, b := c.a, c.b
+	if a.Capture == b.Capture && a.Capture.Spans(f) {
+		return c.merged()
+	}
 	ra, rb := c.sideRuns(a), c.sideRuns(b)
 	var err error
 	if a.Capture == b.Capture {
@@ -144,6 +148,48 @@ func (c *Comparison) runs(f *RowFilter) error {
 		}
 	}
 	return nil
+}
+
+// comparePart is what one batch adds to the two sides of a comparison of
+// one capture's fields, in a pass that counts each batch where it is
+// decoded (Comparison.merged).
+type comparePart struct {
+	a, b   Side
+	ra, rb *runAcc
+}
+
+// merged fills both sides from one capture without a row filter, each
+// batch counted run by run into a part of its own where it is decoded
+// (mergedSpans) and the parts added to the sides in file order.
+func (c *Comparison) merged() error {
+	a, b := c.a, c.b
+	parts := sync.Pool{New: func() any {
+		pt := &comparePart{a: Side{Cast: a.Cast}, b: Side{Cast: b.Cast}}
+		pt.ra, pt.rb = c.sideRuns(&pt.a), c.sideRuns(&pt.b)
+		return pt
+	}}
+	r, timed := a.Capture.readerFor([]int{c.ra.col, c.rb.col}, nil)
+	r.RecycleStrings = true
+	var err error
+	a.Pass, err = mergedSpans(a.Capture, r, timed, func(bt *format.Batch) *comparePart {
+		pt := parts.Get().(*comparePart)
+		eachSpan(bt, func(lo, hi int) {
+			pt.ra.rangeOf(bt.Col(c.ra.col).Ints(), bt.Probe, c.ra.probe, lo, hi)
+			pt.rb.rangeOf(bt.Col(c.rb.col).Ints(), bt.Probe, c.rb.probe, lo, hi)
+		})
+		pt.ra.flush()
+		pt.rb.flush()
+		return pt
+	}, func(pt *comparePart) {
+		for _, s := range []struct{ side, part *Side }{{a, &pt.a}, {b, &pt.b}} {
+			s.side.Log2.Merge(&s.part.Log2)
+			s.side.Stats.Merge(&s.part.Stats)
+			s.part.Log2, s.part.Stats = hist.Log2{}, hist.Stats{}
+		}
+		parts.Put(pt)
+	})
+	b.Pass = a.Pass
+	return err
 }
 
 // sideRuns returns the run accumulator of side s.

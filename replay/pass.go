@@ -339,6 +339,13 @@ func (c *Capture) spansWhere(r *format.Reader, timed bool, f *RowFilter, fn func
 // merges a tenth of latency's work (bench/README.md, "Decoding on the
 // analysis's own core").
 func mergedSpans[T any](c *Capture, r *format.Reader, timed bool, part func(b *format.Batch) T, merge func(T)) (*Pass, error) {
+	return mergedBatches(c, r, timed, part, func(_ *format.Batch, pt T) { merge(pt) })
+}
+
+// mergedBatches is mergedSpans whose merge also takes the batch of each
+// part, to read it in file order there (what does not merge: a thread's
+// open calls).
+func mergedBatches[T any](c *Capture, r *format.Reader, timed bool, part func(b *format.Batch) T, merge func(b *format.Batch, pt T)) (*Pass, error) {
 	// With the times, whether each stretch's are in order is found where
 	// they were decoded too: here only a stretch's first and last are read,
 	// but for one out of order.
@@ -370,7 +377,7 @@ func mergedSpans[T any](c *Capture, r *format.Reader, timed bool, part func(b *f
 			p.lossRow(b, j)
 			i = j + 1
 		}
-		merge(w.part)
+		merge(b, w.part)
 	}
 	p.read(r)
 	if err := r.Err(); err != nil {
@@ -460,6 +467,16 @@ func ScanMerged[T any](c *Capture, cols []int, part func(b *format.Batch) T, mer
 	r, timed := c.readerFor(cols, nil)
 	r.RecycleStrings = true
 	return mergedSpans(c, r, timed, part, merge)
+}
+
+// WalkMerged is WalkSpans for an analysis of which some parts merge: part
+// analyses each batch on the goroutine that decoded it, as ScanMerged's,
+// and merge takes each part with its batch, on this goroutine in file
+// order, to add the part and to read the batch for what does not merge.
+// The batch's strings stay valid as Walk's do.
+func WalkMerged[T any](c *Capture, cols []int, part func(b *format.Batch) T, merge func(b *format.Batch, pt T)) (*Pass, error) {
+	r, timed := c.readerFor(cols, nil)
+	return mergedBatches(c, r, timed, part, merge)
 }
 
 // EachSpan calls fn with each stretch [lo, hi) of event rows of b between

@@ -390,26 +390,62 @@ func (b *Builder) fieldsOnly() bool {
 // batch is counted where it is decoded, into parts of the maps, which are
 // added to them in file order (replay.ScanMerged).
 func (b *Builder) fillMerged(c *replay.Capture) (*replay.Pass, error) {
-	type part struct{ maps []*Map }
-	parts := sync.Pool{New: func() any {
-		pt := &part{}
-		for _, l := range b.layers {
-			pt.maps = append(pt.maps, l.m.part())
-		}
-		return pt
-	}}
-	return replay.ScanMerged(c, b.Columns(), func(bt *format.Batch) *part {
-		pt := parts.Get().(*part)
-		replay.EachSpan(bt, func(lo, hi int) {
-			for i, l := range b.layers {
-				l.fieldSpan(pt.maps[i], bt, lo, hi)
-			}
-		})
-		return pt
-	}, func(pt *part) {
-		for i, l := range b.layers {
-			l.m.merge(pt.maps[i])
-		}
-		parts.Put(pt)
+	parts := sync.Pool{New: func() any { return b.NewFillPart() }}
+	return replay.ScanMerged(c, b.Columns(), func(bt *format.Batch) *FillPart {
+		p := parts.Get().(*FillPart)
+		replay.EachSpan(bt, func(lo, hi int) { b.FillFieldSpan(p, bt, lo, hi) })
+		return p
+	}, func(p *FillPart) {
+		b.MergeFillPart(p)
+		parts.Put(p)
 	})
+}
+
+// FillPart holds what one batch adds to the field maps of a Builder, filled
+// on a goroutine of its own (FillFieldSpan) and added in file order
+// (MergeFillPart); the latency maps, which pair calls across batches, are
+// filled in order (FillLatencySpan).
+type FillPart struct {
+	maps []*Map // by layer; nil for a latency layer
+}
+
+// NewFillPart returns an empty part of b's field maps, after Plan.
+func (b *Builder) NewFillPart() *FillPart {
+	p := &FillPart{maps: make([]*Map, len(b.layers))}
+	for i, l := range b.layers {
+		if !l.spec.Latency() {
+			p.maps[i] = l.m.Part()
+		}
+	}
+	return p
+}
+
+// FillFieldSpan is FillSpan of the field maps into p: it keeps no state of
+// its own, so that parts may be filled on several goroutines at once.
+func (b *Builder) FillFieldSpan(p *FillPart, bt *format.Batch, lo, hi int) {
+	for i, l := range b.layers {
+		if !l.spec.Latency() {
+			l.fieldSpan(p.maps[i], bt, lo, hi)
+		}
+	}
+}
+
+// FillLatencySpan is FillSpan of the latency maps, in file order.
+func (b *Builder) FillLatencySpan(bt *format.Batch, lo, hi int) {
+	for _, l := range b.layers {
+		if l.spec.Latency() {
+			for i := lo; i < hi; i++ {
+				l.sample(bt, i, l.m.Add)
+			}
+		}
+	}
+}
+
+// MergeFillPart adds part p to the field maps and empties it.
+func (b *Builder) MergeFillPart(p *FillPart) {
+	for i, l := range b.layers {
+		if m := p.maps[i]; m != nil {
+			l.m.MergePart(m)
+		}
+	}
 }

@@ -280,13 +280,13 @@ func (m *Map) column(t int64) (int, bool) {
 	return int(c), true
 }
 
-// part returns an empty map of m's axes, to count a batch's samples into
-// for merge.
-func (m *Map) part() *Map { return New(m.Axis, m.Rows) }
+// Part returns an empty map of m's axes, to count a batch's samples into
+// on a goroutine of its own, for MergePart.
+func (m *Map) Part() *Map { return New(m.Axis, m.Rows) }
 
-// merge adds the counts of p, a part of m's axes, to m's, and empties p:
-// only the columns p counted into are read.
-func (m *Map) merge(p *Map) {
+// MergePart adds the counts of p, a Part of m, to m's, and empties p for
+// the next batch: only the columns p counted into are read.
+func (m *Map) MergePart(p *Map) {
 	m.Below += p.Below
 	m.Above += p.Above
 	m.Outside += p.Outside

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bpftape/bpftape/format"
@@ -251,6 +252,61 @@ type fieldAcc struct {
 func (a *fieldAcc) addN(v int64, n uint64) {
 	a.log2.AddN(uint64(v), n)
 	a.stats.AddN(v, n)
+}
+
+// batchPart is what one batch adds to a report's counts, field
+// histograms, time line and field heat maps, made on the goroutine that
+// decoded it (replay.WalkMerged).
+type batchPart struct {
+	counts      []uint64 // by probe
+	first, last int64
+	seen        uint64
+	accs        []fieldAcc // the report's, their histograms the batch's
+	runs        []*replay.FieldRuns
+	tl          *heatmap.Map
+	heat        *heatmap.FillPart
+}
+
+func newBatchPart(probes int, accs []*fieldAcc, tl *heatmap.Map, hb *heatmap.Builder) *batchPart {
+	pt := &batchPart{counts: make([]uint64, probes), accs: make([]fieldAcc, len(accs)), tl: tl.Part(), heat: hb.NewFillPart()}
+	for k, a := range accs {
+		pa := &pt.accs[k]
+		pa.ref = a.ref
+		pt.runs = append(pt.runs, replay.NewFieldRuns(a.ref, replay.Cast{}, pa.addN))
+	}
+	return pt
+}
+
+// span adds event rows [lo, hi) of b.
+func (pt *batchPart) span(b *format.Batch, lo, hi int, hb *heatmap.Builder) {
+	probes, times := b.Probe[lo:hi], b.Time[lo:hi]
+	for _, p := range probes {
+		pt.counts[p]++
+	}
+	if pt.seen == 0 {
+		pt.first, pt.last = times[0], times[0]
+	}
+	pt.seen += uint64(hi - lo)
+	for _, t := range times {
+		pt.first, pt.last = min(pt.first, t), max(pt.last, t)
+	}
+	for _, r := range pt.runs {
+		r.Span(b, lo, hi)
+	}
+	for i, t := range times {
+		pt.tl.Add(t, int64(probes[i]))
+	}
+	hb.FillFieldSpan(pt.heat, b, lo, hi)
+}
+
+// reset empties pt for the next batch, but for the time line and heat
+// maps, which MergePart and MergeFillPart empty.
+func (pt *batchPart) reset() {
+	clear(pt.counts)
+	pt.first, pt.last, pt.seen = 0, 0, 0
+	for k := range pt.accs {
+		pt.accs[k].log2, pt.accs[k].stats = hist.Log2{}, hist.Stats{}
+	}
 }
 
 // analyses are the latency, request and comparison analyses a report
@@ -525,39 +581,51 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 		// The counts and spans are tallied again, as they read.
 		first, last, seen, lossSeen = 0, 0, 0, false
 		if c.Spans(&o.Rows) {
-			// Without a row filter, a stretch of events at a time.
-			runs := make([]*replay.FieldRuns, len(accs))
-			for k, a := range accs {
-				runs[k] = replay.NewFieldRuns(a.ref, replay.Cast{}, a.addN)
-			}
-			pass, err = c.WalkSpans(need, func(b *format.Batch, lo, hi int) error {
-				probes, times := b.Probe[lo:hi], b.Time[lo:hi]
-				for _, p := range probes {
-					counts[p]++
+			// Without a row filter, each batch's counts, field
+			// histograms, time line and field heat maps where it is
+			// decoded, added up here in file order, where the batch's
+			// calls are paired and its loss records read.
+			parts := sync.Pool{New: func() any { return newBatchPart(len(m.Probes), accs, tl, hb) }}
+			pass, err = replay.WalkMerged(c, need, func(b *format.Batch) *batchPart {
+				pt := parts.Get().(*batchPart)
+				replay.EachSpan(b, func(lo, hi int) { pt.span(b, lo, hi, hb) })
+				for _, r := range pt.runs {
+					r.Flush()
 				}
-				if seen == 0 {
-					first, last = times[0], times[0]
+				return pt
+			}, func(b *format.Batch, pt *batchPart) {
+				for p, n := range pt.counts {
+					counts[p] += n
 				}
-				seen += uint64(hi - lo)
-				for _, t := range times {
-					first, last = min(first, t), max(last, t)
+				if pt.seen > 0 {
+					if seen == 0 {
+						first, last = pt.first, pt.last
+					}
+					first, last = min(first, pt.first), max(last, pt.last)
+					seen += pt.seen
 				}
-				for _, r := range runs {
-					r.Span(b, lo, hi)
+				for k, a := range accs {
+					a.log2.Merge(&pt.accs[k].log2)
+					a.stats.Merge(&pt.accs[k].stats)
 				}
-				as.addSpan(b, lo, hi)
-				for i, t := range times {
-					tl.Add(t, int64(probes[i]))
+				tl.MergePart(pt.tl)
+				hb.MergeFillPart(pt.heat)
+				pt.reset()
+				parts.Put(pt)
+				for i := 0; i < b.Len; {
+					j := b.NextLoss(i)
+					if j > i {
+						as.addSpan(b, i, j)
+						hb.FillLatencySpan(b, i, j)
+					}
+					if j == b.Len {
+						break
+					}
+					tally(b, j, true)
+					fill(b, j, true)
+					i = j + 1
 				}
-				hb.FillSpan(b, lo, hi)
-				return nil
-			}, func(b *format.Batch, i int) error {
-				tally(b, i, true)
-				return fill(b, i, true)
 			})
-			for _, r := range runs {
-				r.Flush()
-			}
 		} else {
 			pass, err = c.WalkColumns(need, &o.Rows, func(b *format.Batch, i int, lost bool) error {
 				tally(b, i, lost)

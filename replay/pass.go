@@ -458,22 +458,24 @@ func (c *Capture) ScanSpansWhere(cols []int, f *RowFilter, fn func(b *format.Bat
 
 // ScanMerged is ScanSpans for an analysis whose result for a batch merges
 // into its whole (when Spans says a pass may go by stretches): part
-// analyses each batch, a stretch at a time as eachSpan hands them, on the
-// goroutine that decoded it, several batches at once, so it must keep no
-// state between calls; merge takes the parts on this goroutine in file
-// order. The whole is then what one goroutine reading every batch would
-// have made (mergedSpans).
+// analyses a whole batch, loss records and all (EachSpan hands it the
+// stretches of events), on the goroutine that decoded it, several batches
+// at once, so it must keep no state between calls; merge takes the parts
+// on this goroutine in file order. The whole is then what one goroutine
+// reading every batch would have made. The batches' strings are valid only
+// until part returns, as ScanSpans's are until fn returns.
 func ScanMerged[T any](c *Capture, cols []int, part func(b *format.Batch) T, merge func(T)) (*Pass, error) {
 	r, timed := c.readerFor(cols, nil)
 	r.RecycleStrings = true
 	return mergedSpans(c, r, timed, part, merge)
 }
 
-// WalkMerged is WalkSpans for an analysis of which some parts merge: part
-// analyses each batch on the goroutine that decoded it, as ScanMerged's,
-// and merge takes each part with its batch, on this goroutine in file
-// order, to add the part and to read the batch for what does not merge.
-// The batch's strings stay valid as Walk's do.
+// WalkMerged is ScanMerged for an analysis of which some parts merge: merge
+// takes each part with its batch, on this goroutine in file order, to add
+// the part and to read in order what does not merge (a thread's open
+// calls, the loss records: it walks them itself, with Batch.NextLoss; the
+// Pass has counted them already). The batch's strings stay valid as
+// Walk's do.
 func WalkMerged[T any](c *Capture, cols []int, part func(b *format.Batch) T, merge func(b *format.Batch, pt T)) (*Pass, error) {
 	r, timed := c.readerFor(cols, nil)
 	return mergedBatches(c, r, timed, part, merge)

@@ -13,7 +13,8 @@ import (
 // loss records at batch edges and inside batches, runs of equal values and
 // calls that span batches, two threads, and an entry probe whose return
 // the report pairs by name. Each must print what it prints with every
-// column decoded row by row (checkEveryColumn).
+// column decoded row by row (checkEveryColumn), and so must the passes in
+// file order of maps too large for a part per batch.
 func TestMergedSmallBatches(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "small.arrow")
@@ -63,6 +64,10 @@ func TestMergedSmallBatches(t *testing.T) {
 		{"compare", path, "work", "arg0", "work:return", "retval"},
 		{"compare", path, "work", "arg0", "tick", "arg0", "--json"},
 		{"report", path, "-o", "-"},
+		// Maps of more cells than a part per batch may have
+		// (heatmap.MaxPartCells): filled in file order.
+		{"heatmap", path, "work", "arg0", "--rows", "4096", "-o", "-"},
+		{"report", path, "--cols", "2000", "-o", "-"},
 		{"hist", path, "work", "arg0"},
 		{"latency", path, "work", "work:return"},
 		{"requests", path, "tick", "arg0", "work:return", "retval"},

@@ -108,33 +108,50 @@ func (st *symtabs) ifunc(loc *Location, sym elf.Symbol) {
 		loc.Impls = st.impls(baseName(loc.Func))
 		return
 	}
-	if loc.Resolves = st.resolves(sym.Value); loc.Resolves != "" {
+	if loc.Resolves = st.resolves(sym.Value, loc.DebugFile != ""); loc.Resolves != "" {
 		loc.Impls = st.impls(loc.Resolves)
 	}
 }
 
 // resolves returns the indirect function whose address is addr, the
 // address of an ordinary function, which is then its resolver; "" if
-// none. Of its names (glibc's memchr, __memchr, __GI_memchr), the one
-// with the fewest leading underscores, then the shortest.
-func (st *symtabs) resolves(addr uint64) string {
-	st.loadDebug()
-	best := ""
-	for _, syms := range [][]elf.Symbol{st.own, st.dbg} {
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) != sttGNUIFunc || s.Value != addr || s.Section == elf.SHN_UNDEF {
-				continue
-			}
-			n := baseName(s.Name)
-			if n == "" {
-				continue
-			}
-			if best == "" || publicName(n, best) {
-				best = n
-			}
-		}
+// none. The binary's own symbols name it (glibc's IFUNCs are in .dynsym);
+// the debug file's too when debug is set (the function was found there)
+// or they are read already, so that locating an ordinary function does
+// not read the debug file. Of its names (glibc's memchr, __memchr,
+// __GI_memchr), the one with the fewest leading underscores, then the
+// shortest.
+func (st *symtabs) resolves(addr uint64, debug bool) string {
+	if debug {
+		st.loadDebug()
+	}
+	if st.ifuncAt == nil {
+		st.ifuncAt = ifuncNames(st.own)
+	}
+	if st.dbg != nil && st.dbgIfuncAt == nil {
+		st.dbgIfuncAt = ifuncNames(st.dbg)
+	}
+	best := st.ifuncAt[addr]
+	if n := st.dbgIfuncAt[addr]; n != "" && (best == "" || publicName(n, best)) {
+		best = n
 	}
 	return best
+}
+
+// ifuncNames maps the address of each indirect function of syms to its
+// most public name (publicName).
+func ifuncNames(syms []elf.Symbol) map[uint64]string {
+	at := map[uint64]string{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != sttGNUIFunc || s.Section == elf.SHN_UNDEF {
+			continue
+		}
+		n := baseName(s.Name)
+		if best, ok := at[s.Value]; n != "" && (!ok || publicName(n, best)) {
+			at[s.Value] = n
+		}
+	}
+	return at
 }
 
 // publicName reports whether name a reads as more public than b: fewer
@@ -157,6 +174,19 @@ func publicName(a, b string) bool {
 // (__strcasecmp_l_avx2 is strcasecmp_l's, __memmove_chk_erms
 // __memmove_chk's, not memmove's).
 func (st *symtabs) impls(name string) []string {
+	if out, ok := st.implsOf[name]; ok {
+		return out
+	}
+	out := st.findImpls(name)
+	if st.implsOf == nil {
+		st.implsOf = map[string][]string{}
+	}
+	st.implsOf[name] = out
+	return out
+}
+
+// findImpls is impls, not remembered.
+func (st *symtabs) findImpls(name string) []string {
 	st.loadDebug()
 	syms := append(slices.Clone(st.own), st.dbg...)
 	// __memmove_chk's are __memmove_chk_*; glibc's internal alias
@@ -212,11 +242,15 @@ type symtabs struct {
 	f    *elf.File
 	dirs []string
 
-	own, dbg   []elf.Symbol
-	loaded     bool
-	debugPath  string
-	debugErr   error
-	debugTried bool
+	own, dbg []elf.Symbol
+	loaded   bool
+	// The most public name of the indirect function at each address, of
+	// own and of dbg (resolves), and impls' answers by name.
+	ifuncAt, dbgIfuncAt map[uint64]string
+	implsOf             map[string][]string
+	debugPath           string
+	debugErr            error
+	debugTried          bool
 }
 
 func (st *symtabs) load() error {
@@ -533,7 +567,7 @@ func Functions(path string, dirs []string) ([]Func, string, error) {
 	}
 	byName := map[string]Func{}
 	ifuncs := map[string]bool{}
-	ifuncAt := map[uint64]bool{}
+	ifuncAddrs := map[uint64]bool{}
 	for _, s := range syms {
 		if !isFunc(s) {
 			continue
@@ -543,7 +577,7 @@ func Functions(path string, dirs []string) ([]Func, string, error) {
 			continue // a nameless symbol cannot be probed by name
 		}
 		if elf.ST_TYPE(s.Info) == sttGNUIFunc {
-			ifuncs[n], ifuncAt[s.Value] = true, true
+			ifuncs[n], ifuncAddrs[s.Value] = true, true
 		}
 		if old, ok := byName[n]; ok && (old.Size != 0 || s.Size == 0) {
 			continue
@@ -554,8 +588,8 @@ func Functions(path string, dirs []string) ([]Func, string, error) {
 	for _, fn := range byName {
 		if fn.IFunc = ifuncs[fn.Name]; fn.IFunc {
 			fn.Impls = st.impls(fn.Name)
-		} else if ifuncAt[fn.Addr] {
-			if fn.Resolves = st.resolves(fn.Addr); fn.Resolves != "" {
+		} else if ifuncAddrs[fn.Addr] {
+			if fn.Resolves = st.resolves(fn.Addr, st.dbg != nil); fn.Resolves != "" {
 				fn.Impls = st.impls(fn.Resolves)
 			}
 		}

@@ -327,7 +327,7 @@ func (b *Builder) Maps() []*Map {
 				l.m.Notes = []string{"not drawn: " + strings.Join(notes, ", ")}
 			}
 		}
-		l.m.done()
+		l.m.forgetCache()
 		ms = append(ms, l.m)
 	}
 	return ms
@@ -364,7 +364,7 @@ func Build(c *replay.Capture, f *replay.RowFilter, specs []Spec, o Options) ([]*
 	if err := b.Plan(nil); err != nil {
 		return nil, p, err
 	}
-	if b.fieldsOnly() && c.Spans(f) {
+	if b.fieldsOnly() && c.Spans(f) && b.PartCells() <= MaxPartCells {
 		p, err = b.fillMerged(c)
 	} else {
 		p, err = pass(b.FillSpan, b.Fill)
@@ -396,14 +396,14 @@ func (b *Builder) fillMerged(c *replay.Capture) (*replay.Pass, error) {
 		replay.EachSpan(bt, func(lo, hi int) { b.FillFieldSpan(p, bt, lo, hi) })
 		return p
 	}, func(p *FillPart) {
-		b.MergeFillPart(p)
+		b.AddFillPart(p)
 		parts.Put(p)
 	})
 }
 
 // FillPart holds what one batch adds to the field maps of a Builder, filled
 // on a goroutine of its own (FillFieldSpan) and added in file order
-// (MergeFillPart); the latency maps, which pair calls across batches, are
+// (AddFillPart); the latency maps, which pair calls across batches, are
 // filled in order (FillLatencySpan).
 type FillPart struct {
 	maps []*Map // by layer; nil for a latency layer
@@ -418,6 +418,31 @@ func (b *Builder) NewFillPart() *FillPart {
 		}
 	}
 	return p
+}
+
+// OwnFillPart returns a FillPart whose maps are b's field maps themselves,
+// for a pass in file order that fills them as FillFieldSpan fills a part
+// (there is nothing to add).
+func (b *Builder) OwnFillPart() *FillPart {
+	p := &FillPart{maps: make([]*Map, len(b.layers))}
+	for i, l := range b.layers {
+		if !l.spec.Latency() {
+			p.maps[i] = l.m
+		}
+	}
+	return p
+}
+
+// PartCells returns how many cells a FillPart of b has, after Plan: the
+// cells of its field maps.
+func (b *Builder) PartCells() int {
+	n := 0
+	for _, l := range b.layers {
+		if !l.spec.Latency() {
+			n += l.m.Cells()
+		}
+	}
+	return n
 }
 
 // FillFieldSpan is FillSpan of the field maps into p: it keeps no state of
@@ -441,11 +466,11 @@ func (b *Builder) FillLatencySpan(bt *format.Batch, lo, hi int) {
 	}
 }
 
-// MergeFillPart adds part p to the field maps and empties it.
-func (b *Builder) MergeFillPart(p *FillPart) {
+// AddFillPart adds part p to the field maps and empties it.
+func (b *Builder) AddFillPart(p *FillPart) {
 	for i, l := range b.layers {
 		if m := p.maps[i]; m != nil {
-			l.m.MergePart(m)
+			l.m.AddPart(m)
 		}
 	}
 }

@@ -280,13 +280,24 @@ func (m *Map) column(t int64) (int, bool) {
 	return int(c), true
 }
 
+// MaxPartCells bounds the cells of the parts of maps filled a batch at a
+// time (Part, Builder.NewFillPart): a part is a whole map's grid, and as
+// many parts are in flight as batches decoded ahead (about twice the
+// CPUs), so maps of more cells are filled in file order instead. 1<<18
+// cells is 2 MiB a part; a map of the default 100 columns of log2 rows has
+// 6,400.
+const MaxPartCells = 1 << 18
+
+// Cells returns how many cells m has.
+func (m *Map) Cells() int { return m.Cols * m.Rows.N }
+
 // Part returns an empty map of m's axes, to count a batch's samples into
-// on a goroutine of its own, for MergePart.
+// on a goroutine of its own, for AddPart.
 func (m *Map) Part() *Map { return New(m.Axis, m.Rows) }
 
-// MergePart adds the counts of p, a Part of m, to m's, and empties p for
+// AddPart adds the counts of p, a Part of m, to m's, and empties p for
 // the next batch: only the columns p counted into are read.
-func (m *Map) MergePart(p *Map) {
+func (m *Map) AddPart(p *Map) {
 	m.Below += p.Below
 	m.Above += p.Above
 	m.Outside += p.Outside
@@ -302,9 +313,10 @@ func (m *Map) MergePart(p *Map) {
 	p.used, p.colLo, p.colHi, p.col = false, 0, 0, 0
 }
 
-// done forgets which column m counted into last and since when, once it is
-// filled: the same counts make the same map however they were counted.
-func (m *Map) done() {
+// forgetCache forgets which column m counted into last and since when,
+// once it is filled: the same counts make the same map however they were
+// counted.
+func (m *Map) forgetCache() {
 	m.used, m.usedLo, m.usedHi = false, 0, 0
 	m.colLo, m.colHi, m.col = 0, 0, 0
 }

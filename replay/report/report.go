@@ -267,8 +267,10 @@ type batchPart struct {
 	heat        *heatmap.FillPart
 }
 
-func newBatchPart(probes int, accs []*fieldAcc, tl *heatmap.Map, hb *heatmap.Builder) *batchPart {
-	pt := &batchPart{counts: make([]uint64, probes), accs: make([]fieldAcc, len(accs)), tl: tl.Part(), heat: hb.NewFillPart()}
+// newBatchPart returns an empty part that counts the time line into tl and
+// the field heat maps into heat.
+func newBatchPart(probes int, accs []*fieldAcc, tl *heatmap.Map, heat *heatmap.FillPart) *batchPart {
+	pt := &batchPart{counts: make([]uint64, probes), accs: make([]fieldAcc, len(accs)), tl: tl, heat: heat}
 	for k, a := range accs {
 		pa := &pt.accs[k]
 		pa.ref = a.ref
@@ -300,7 +302,7 @@ func (pt *batchPart) span(b *format.Batch, lo, hi int, hb *heatmap.Builder) {
 }
 
 // reset empties pt for the next batch, but for the time line and heat
-// maps, which MergePart and MergeFillPart empty.
+// maps, which AddPart and AddFillPart empty.
 func (pt *batchPart) reset() {
 	clear(pt.counts)
 	pt.first, pt.last, pt.seen = 0, 0, 0
@@ -580,12 +582,31 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 		}
 		// The counts and spans are tallied again, as they read.
 		first, last, seen, lossSeen = 0, 0, 0, false
-		if c.Spans(&o.Rows) {
+		// addCounts adds a part's counts, time span and field
+		// histograms to the report's.
+		addCounts := func(pt *batchPart) {
+			for p, n := range pt.counts {
+				counts[p] += n
+			}
+			if pt.seen > 0 {
+				if seen == 0 {
+					first, last = pt.first, pt.last
+				}
+				first, last = min(first, pt.first), max(last, pt.last)
+				seen += pt.seen
+			}
+			for k, a := range accs {
+				a.log2.Merge(&pt.accs[k].log2)
+				a.stats.Merge(&pt.accs[k].stats)
+			}
+		}
+		switch {
+		case c.Spans(&o.Rows) && tl.Cells()+hb.PartCells() <= heatmap.MaxPartCells:
 			// Without a row filter, each batch's counts, field
 			// histograms, time line and field heat maps where it is
 			// decoded, added up here in file order, where the batch's
 			// calls are paired and its loss records read.
-			parts := sync.Pool{New: func() any { return newBatchPart(len(m.Probes), accs, tl, hb) }}
+			parts := sync.Pool{New: func() any { return newBatchPart(len(m.Probes), accs, tl.Part(), hb.NewFillPart()) }}
 			pass, err = replay.WalkMerged(c, need, func(b *format.Batch) *batchPart {
 				pt := parts.Get().(*batchPart)
 				replay.EachSpan(b, func(lo, hi int) { pt.span(b, lo, hi, hb) })
@@ -594,22 +615,9 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 				}
 				return pt
 			}, func(b *format.Batch, pt *batchPart) {
-				for p, n := range pt.counts {
-					counts[p] += n
-				}
-				if pt.seen > 0 {
-					if seen == 0 {
-						first, last = pt.first, pt.last
-					}
-					first, last = min(first, pt.first), max(last, pt.last)
-					seen += pt.seen
-				}
-				for k, a := range accs {
-					a.log2.Merge(&pt.accs[k].log2)
-					a.stats.Merge(&pt.accs[k].stats)
-				}
-				tl.MergePart(pt.tl)
-				hb.MergeFillPart(pt.heat)
+				addCounts(pt)
+				tl.AddPart(pt.tl)
+				hb.AddFillPart(pt.heat)
 				pt.reset()
 				parts.Put(pt)
 				for i := 0; i < b.Len; {
@@ -622,11 +630,29 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 						break
 					}
 					tally(b, j, true)
-					fill(b, j, true)
+					fill(b, j, true) // fails never: it counts
 					i = j + 1
 				}
 			})
-		} else {
+		case c.Spans(&o.Rows):
+			// Maps too large to have a part per batch in flight: a
+			// stretch of events at a time, in file order, into one part
+			// whose time line and heat maps are the report's own.
+			pt := newBatchPart(len(m.Probes), accs, tl, hb.OwnFillPart())
+			pass, err = c.WalkSpans(need, func(b *format.Batch, lo, hi int) error {
+				pt.span(b, lo, hi, hb)
+				as.addSpan(b, lo, hi)
+				hb.FillLatencySpan(b, lo, hi)
+				return nil
+			}, func(b *format.Batch, i int) error {
+				tally(b, i, true)
+				return fill(b, i, true)
+			})
+			for _, r := range pt.runs {
+				r.Flush()
+			}
+			addCounts(pt)
+		default:
 			pass, err = c.WalkColumns(need, &o.Rows, func(b *format.Batch, i int, lost bool) error {
 				tally(b, i, lost)
 				return fill(b, i, lost)

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"io"
+	"math/rand"
 	"path/filepath"
 	"testing"
 
@@ -60,5 +61,52 @@ func BenchmarkHist(b *testing.B) {
 				b.ReportMetric(1e3/cpu, "Mevents/s/core")
 			})
 		}
+	}
+}
+
+// spanBatch is a batch of 32Ki calls' start (probe 0) and end (probe 1)
+// rows: alternating on one thread, or in runs of about 32 rows of one of
+// four threads, starts and ends at random (a third of the rows a third
+// probe), as the synthesized capture of bench/ has them.
+func spanBatch(shape string) *format.Batch {
+	const n = 32768
+	b := &format.Batch{Len: n, Time: make([]int64, n), TID: make([]uint32, n), Probe: make([]uint16, n)}
+	r := rand.New(rand.NewSource(1))
+	t, tid := int64(1e9), uint32(7)
+	for i := range n {
+		t += 500 + r.Int63n(3000)
+		b.Time[i] = t
+		switch shape {
+		case "alternate":
+			b.TID[i], b.Probe[i] = 7, uint16(i%2)
+		case "runs":
+			if r.Intn(32) == 0 {
+				tid = uint32(4242 + r.Intn(4))
+			}
+			b.TID[i], b.Probe[i] = tid, uint16(r.Intn(3))
+		}
+	}
+	return b
+}
+
+// BenchmarkLatencySpan pairs a batch's rows by thread (callPairer.span,
+// latency's inner loop, without decoding): ns a row.
+//
+//	go test -run '^$' -bench LatencySpan -count 3 ./replay/
+func BenchmarkLatencySpan(b *testing.B) {
+	for _, shape := range []string{"alternate", "runs"} {
+		bt := spanBatch(shape)
+		b.Run(shape, func(b *testing.B) {
+			var calls int
+			for range b.N {
+				var st openCalls
+				pr := callPairer{start: 0, end: 1, stacks: &st}
+				pr.span(bt, 0, bt.Len, func(d []int64, _ []int32) { calls += len(d) })
+			}
+			if calls == 0 {
+				b.Fatal("no calls paired")
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(bt.Len), "ns/row")
+		})
 	}
 }

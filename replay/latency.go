@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -229,7 +230,8 @@ type callPairer struct {
 	// (Latencies.part), they end calls of the batches before it.
 	leads *[]leadEnd
 	// What span counted: ends with no open start, starts dropped past
-	// MaxDepth, and the deepest a thread's stack went.
+	// MaxDepth, and a bound no lower than the deepest a thread's stack
+	// went (the stack it began with plus the rows of a run).
 	unmatched, overflows uint64
 	depth                int
 }
@@ -246,62 +248,101 @@ type leadEnd struct {
 func (pr *callPairer) span(b *format.Batch, lo, hi int, calls func(durs []int64, ends []int32)) {
 	probes := b.Probe[lo:hi]
 	times, tids := b.Time[lo:hi][:len(probes)], b.TID[lo:hi][:len(probes)]
-	start, end := pr.start, pr.end
-	stacks := pr.stacks
-	var rows, ends [PickMax]int32
-	var durs [PickMax]int64
-	var leads [PickMax]leadEnd
-	depth := pr.depth
+	var rows [PickMax]int32
+	var out pairedRows
 	for first := 0; first < len(probes); first += PickMax {
-		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, start, end)
-		// The thread's open calls stay at hand while its rows run on,
-		// and the counts in registers.
-		nd, unmatched, overflows := 0, 0, 0
-		var cur *[]int64
-		var st []int64
-		var curTID uint32
-		for _, i := range rows[:k] {
-			if tid := tids[i]; cur == nil || tid != curTID {
-				if cur != nil {
-					*cur = st
-				}
-				cur, curTID = stacks.of(uint64(tid)), tid
-				st = *cur
+		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, pr.start, pr.end)
+		out.calls, out.leads = 0, 0
+		// The rows come in runs of one thread, or interleave with a
+		// few other threads' (one on each CPU): each run is paired on
+		// its thread's stack.
+		for j := 0; j < k; {
+			tid := tids[rows[j]]
+			e := j + 1
+			for e < k && tids[rows[e]] == tid {
+				e++
 			}
-			isEnd := b2i(probes[i] == end)
-			n := len(st)
-			if n >= MaxDepth && isEnd == 0 {
-				overflows++
+			st := pr.stacks.of(uint64(tid))
+			leads := out.leads
+			if n := len(*st); n+e-j <= MaxDepth {
+				// A bound on the depth the run reaches, which
+				// run does not track.
+				pr.depth = max(pr.depth, n+e-j)
+				*st = out.run(*st, rows[j:e], probes, times, pr.end)
+			} else {
+				*st = pr.runDeep(&out, *st, rows[j:e], probes, times)
+			}
+			if pr.leads != nil {
+				for _, i := range out.leadRows[leads:out.leads] {
+					*pr.leads = append(*pr.leads, leadEnd{uint64(tid), times[i]})
+				}
+			}
+			j = e
+		}
+		pr.unmatched += uint64(out.leads)
+		calls(out.durs[:out.calls], out.ends[:out.calls])
+	}
+}
+
+// pairedRows is what a run of rows of one thread paired: the durations
+// and end rows of the calls they ended, and the end rows that found the
+// thread's stack empty (leadRows), up to PickMax rows' worth.
+type pairedRows struct {
+	durs         [PickMax]int64
+	ends         [PickMax]int32
+	leadRows     [PickMax]int32
+	calls, leads int
+}
+
+// run pairs rows, all of one thread, on the thread's stack s, which they
+// cannot push past MaxDepth, adds what they pair to o and returns the
+// stack. Its loop has no branch on the rows: a start is pushed; an end
+// pops the innermost start, if any, into the durations.
+func (o *pairedRows) run(s []int64, rows []int32, probes []uint16, times []int64, end uint16) []int64 {
+	n := len(s)
+	s = slices.Grow(s, len(rows)+1)[:n+len(rows)+1]
+	nd, nl := o.calls, o.leads
+	for _, i := range rows {
+		t := times[i]
+		isEnd := b2i(probes[i] == end)
+		top := s[max(n-1, 0)]
+		s[n] = t
+		empty := b2i(n == 0)
+		ended := isEnd &^ empty
+		o.leadRows[nl&(PickMax-1)] = i
+		nl += isEnd & empty
+		o.durs[nd&(PickMax-1)], o.ends[nd&(PickMax-1)] = t-top, i
+		nd += ended
+		n += 1 - isEnd - ended
+	}
+	o.calls, o.leads = nd, nl
+	return s[:n]
+}
+
+// runDeep is run for rows that could push their thread's stack past
+// MaxDepth: a start that would is dropped (counted in overflows).
+func (pr *callPairer) runDeep(o *pairedRows, s []int64, rows []int32, probes []uint16, times []int64) []int64 {
+	for _, i := range rows {
+		t := times[i]
+		n := len(s)
+		switch {
+		case probes[i] != pr.end:
+			if n >= MaxDepth {
+				pr.overflows++
 				continue
 			}
-			if n == cap(st) {
-				st = append(st, 0)[:n]
-			}
-			// A start is pushed; an end pops the innermost start, if
-			// any, into the durations.
-			st = st[:n+1]
-			top := st[max(n-1, 0)]
-			st[n] = times[i]
-			depth = max(depth, n+1-isEnd)
-			empty := b2i(n == 0)
-			ended := isEnd &^ empty
-			leads[unmatched] = leadEnd{uint64(curTID), times[i]}
-			unmatched += isEnd & empty
-			durs[nd], ends[nd] = times[i]-top, i
-			nd += ended
-			st = st[:n+1-isEnd-ended]
+			s = append(s, t)
+			pr.depth = max(pr.depth, n+1)
+		case n == 0:
+			o.leadRows[o.leads] = i
+			o.leads++
+		default:
+			o.durs[o.calls], o.ends[o.calls] = t-s[n-1], i
+			o.calls++
+			s = s[:n-1]
 		}
-		if cur != nil {
-			*cur = st
-		}
-		pr.unmatched += uint64(unmatched)
-		pr.overflows += uint64(overflows)
-		if pr.leads != nil {
-			*pr.leads = append(*pr.leads, leads[:unmatched]...)
-		}
-		calls(durs[:nd], ends[:nd])
 	}
-	pr.depth = depth
+	return s
 }
 
 // latencyPart is what the rows of one batch pair among themselves, in a
@@ -310,7 +351,7 @@ type latencyPart struct {
 	res    LatencyResult // the calls the batch begins and ends
 	leads  []leadEnd     // the ends that end calls begun before it, in order
 	open   openCalls     // the calls it leaves open, by thread
-	depth  int           // the deepest a thread's stack went in the batch
+	depth  int           // no lower than the deepest a thread's stack went in the batch
 	excess bool          // a start was dropped past MaxDepth in the batch alone
 }
 

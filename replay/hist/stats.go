@@ -67,33 +67,48 @@ func (s *Stats) AddN(v int64, n uint64) {
 	s.sum.addInt64N(v, n)
 }
 
-// AddAll records each of vs, as Add would one by one: the buckets of the
-// values that are not negative in a loop of their own, with the count,
-// sum, minimum and maximum kept over the slice (latency's durations, a
-// stretch of rows at a time); a negative value goes through Add.
+// AddAll records each of vs, as Add would one by one: the values that are
+// not negative and fall in buckets already made in a loop of their own
+// (addMade), with the count, sum, minimum and maximum kept over the slice
+// (latency's durations, a stretch of rows at a time); another value goes
+// through Add.
 func (s *Stats) AddAll(vs []int64) {
+	for len(vs) > 0 {
+		vs = vs[s.addMade(vs):]
+		if len(vs) > 0 {
+			s.Add(vs[0])
+			vs = vs[1:]
+		}
+	}
+}
+
+// addMade records vs's values up to the first that is negative or falls in
+// a chunk not yet made, and returns how many it recorded. Its loop calls
+// nothing, so the compiler keeps its sums in registers, where a chunk made
+// in the loop sent them to the stack and back every value
+// (BenchmarkStatsAddAll: 2.6-3.2 ns a value before, 1.9-2.5 after).
+func (s *Stats) addMade(vs []int64) int {
 	var lo, hi int64 = math.MaxInt64, 0
-	var n, sumLo, sumHi, c uint64
+	var sumLo, sumHi, c uint64
+	chunks := &s.chunks[0]
+	n := 0
 	for _, v := range vs {
 		if v < 0 {
-			s.Add(v)
-			continue
+			break
 		}
-		m := uint64(v)
-		ch, i := statsBucket(m)
-		p := s.chunks[0][ch]
+		ch, i := statsBucket(uint64(v))
+		p := chunks[ch]
 		if p == nil {
-			p = new([statsSub]uint64)
-			s.chunks[0][ch] = p
+			break
 		}
 		p[i]++
 		lo, hi = min(lo, v), max(hi, v)
-		sumLo, c = bits.Add64(sumLo, m, 0)
+		sumLo, c = bits.Add64(sumLo, uint64(v), 0)
 		sumHi += c
 		n++
 	}
 	if n == 0 {
-		return
+		return 0
 	}
 	if s.count == 0 || lo < s.min {
 		s.min = lo
@@ -101,8 +116,9 @@ func (s *Stats) AddAll(vs []int64) {
 	if s.count == 0 || hi > s.max {
 		s.max = hi
 	}
-	s.count += n
+	s.count += uint64(n)
 	s.sum.add(int128{hi: sumHi, lo: sumLo})
+	return n
 }
 
 // tally counts n occurrences of v in its bucket, the minimum, the

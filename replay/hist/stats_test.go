@@ -251,3 +251,36 @@ func TestStatsAddAll(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkStatsAddAll records 1Ki values at a time, as latency and
+// requests hand them over: seed-like sizes (66, 1514 or 9014 bytes, in
+// bursts) and durations spread over four powers of two.
+//
+//	go test -run '^$' -bench StatsAddAll -count 3 ./replay/hist/
+func BenchmarkStatsAddAll(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	sizes, durs := make([]int64, 1024), make([]int64, 1024)
+	for i := range sizes {
+		if i%16 == 0 || rng.IntN(8) == 0 {
+			sizes[i] = []int64{66, 1514, 9014}[rng.IntN(3)]
+		} else {
+			sizes[i] = sizes[max(i-1, 0)]
+		}
+		durs[i] = 1000 + rng.Int64N(15000)
+	}
+	for _, c := range []struct {
+		name string
+		vs   []int64
+	}{{"sizes", sizes}, {"durations", durs}} {
+		b.Run(c.name, func(b *testing.B) {
+			var s Stats
+			for range b.N {
+				s.AddAll(c.vs)
+			}
+			if s.Count() != uint64(b.N)*uint64(len(c.vs)) {
+				b.Fatalf("count %d, want %d", s.Count(), b.N*len(c.vs))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(c.vs)), "ns/value")
+		})
+	}
+}

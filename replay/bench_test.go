@@ -110,3 +110,62 @@ func BenchmarkLatencySpan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRequestsSpan sums a batch's item and end rows into requests by
+// thread (RequestTotals.sumSpan, requests' inner loop, without decoding),
+// the batch decoded once: ns a row. The rows are those of spanBatch, probe
+// 0 an item, probe 1 an end, with seed-like sizes.
+//
+//	go test -run '^$' -bench RequestsSpan -count 3 ./replay/
+func BenchmarkRequestsSpan(b *testing.B) {
+	for _, shape := range []string{"alternate", "runs"} {
+		sb := spanBatch(shape)
+		path := filepath.Join(b.TempDir(), "c.arrow")
+		m := &format.Meta{Host: "h", StartBoot: 1, Probes: reqProbes}
+		w, err := format.Create(path, m, format.WriterOptions{BatchRows: sb.Len})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range sb.Len {
+			p := min(sb.Probe[i], 1)
+			size := []uint64{66, 1514, 9014}[i/16%3]
+			e := format.Event{Time: sb.Time[i], PID: 7, TID: sb.TID[i], Probe: p, Comm: []byte("app"), Ints: []uint64{size}, Strs: make([][]byte, 1)}
+			if err := w.Append(&e); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		c, err := Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		r, err := NewRequestTotals(c, RequestsOptions{ItemProbe: "item", ItemField: "len", EndProbe: "end", EndField: "retval"}, io.Discard)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rd, err := format.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rd.Close()
+		var bt *format.Batch
+		for bt == nil || bt.Len == 0 {
+			if !rd.Next() {
+				b.Fatal("no rows", rd.Err())
+			}
+			bt = rd.Batch()
+		}
+		b.Run(shape, func(b *testing.B) {
+			for range b.N {
+				r.sumSpan(bt, 0, bt.Len, &r.open, &r.res, false)
+			}
+			if r.res.Requests == 0 {
+				b.Fatal("no requests")
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(bt.Len), "ns/row")
+		})
+	}
+}

@@ -157,6 +157,9 @@ type Cast struct {
 	signed bool
 }
 
+// none reports whether c leaves every value as it is.
+func (c Cast) none() bool { return c.size == 0 || c.size == 64 }
+
 // ParseCast parses s8, u8, s16, u16, s32, u32, s64 or u64, the names
 // probespec.ParseType takes; "" is no cast.
 func ParseCast(s string) (Cast, error) {
@@ -172,7 +175,7 @@ func ParseCast(s string) (Cast, error) {
 
 // Apply casts v.
 func (c Cast) Apply(v int64) int64 {
-	if c.size == 0 || c.size == 64 {
+	if c.none() {
 		return v
 	}
 	shift := 64 - c.size

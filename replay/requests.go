@@ -219,43 +219,83 @@ func (r *RequestTotals) sumSpan(b *format.Batch, lo, hi int, open *perThread[pen
 	items, ends := b.Col(r.item.col).Ints(), b.Col(r.end.col).Ints()
 	global, cast := r.o.Global, r.o.EndCast
 	var rows [PickMax]int32
-	var iv, ev [PickMax]int64          // the rows' item and end values, as Int reads them
-	var endVals, totals [PickMax]int64 // each ended request's end value and sum
+	var iv, ev [PickMax]int64 // the rows' item and end values, as Int reads them
+	var out endedRequests
 	for first := 0; first < len(probes); first += PickMax {
 		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, item, end)
-		// Summed and ended without a branch on which probe a row is
-		// from: an item adds to its thread's sum, an end takes the sum
-		// (if it has items) into ended and empties it.
 		items.Gather(iv[:k], lo, rows[:k])
 		ends.Gather(ev[:k], lo, rows[:k])
-		n := 0
-		for j, i := range rows[:k] {
+		out.n = 0
+		// The rows come in runs of one thread (all one run when
+		// global), each summed on its thread's pending.
+		for j := 0; j < k; {
 			var key uint64
+			e := k
 			if !global {
-				key = uint64(tids[i])
+				tid := tids[rows[j]]
+				key, e = uint64(tid), j+1
+				for e < k && tids[rows[e]] == tid {
+					e++
+				}
 			}
 			p := open.of(key)
-			isItem := b2i(probes[i] == item)
-			if part && !p.ended && isItem == 0 {
-				// Its thread's first end in the batch: the sum
-				// may have begun before it.
-				*p = pending{ended: true, leadEnd: cast.Apply(ev[j]), leadSum: p.sum, leadItems: p.items}
-				continue
+			if part && !p.ended {
+				// Up to its thread's first end in the batch, to
+				// which the sum may have come from before it.
+				for ; j < e && probes[rows[j]] == item; j++ {
+					p.sum += iv[j]
+					p.items++
+				}
+				if j < e {
+					*p = pending{ended: true, leadEnd: cast.Apply(ev[j]), leadSum: p.sum, leadItems: p.items}
+					j++
+				}
 			}
-			isEnd, none := 1-isItem, b2i(p.items == 0)
-			res.EndsWithoutItems += uint64(isEnd & none)
-			endVals[n], totals[n] = cast.Apply(ev[j]), p.sum
-			n += isEnd &^ none
-			p.sum = int64(isItem) * (p.sum + iv[j])
-			p.items = uint64(isItem) * (p.items + 1)
+			res.EndsWithoutItems += out.run(p, rows[j:e], iv[j:e], ev[j:e], probes, item)
+			j = e
 		}
-		res.Requests += uint64(n)
+		vals := out.endVals[:out.n]
+		if !cast.none() {
+			for x, v := range vals {
+				vals[x] = cast.Apply(v)
+			}
+		}
+		res.Requests += uint64(out.n)
 		// Counted a slice at a time, as latency counts its durations.
-		res.End.AddInt64s(endVals[:n])
-		res.Total.AddInt64s(totals[:n])
-		res.EndStats.AddAll(endVals[:n])
-		res.TotalStats.AddAll(totals[:n])
+		res.End.AddInt64s(vals)
+		res.Total.AddInt64s(out.totals[:out.n])
+		res.EndStats.AddAll(vals)
+		res.TotalStats.AddAll(out.totals[:out.n])
 	}
+}
+
+// endedRequests is what runs of rows ended, up to PickMax rows' worth:
+// each request's end value and sum.
+type endedRequests struct {
+	endVals, totals [PickMax]int64
+	n               int
+}
+
+// run sums rows, all of one thread, on its pending p, their item values iv
+// and end values ev, adds the requests they end to o and returns the ends
+// that found no items. Its loop has no branch on the rows, and keeps the
+// sum in a register: an item adds to the sum; an end takes it, if it has
+// items, and empties it.
+func (o *endedRequests) run(p *pending, rows []int32, iv, ev []int64, probes []uint16, item uint16) (without uint64) {
+	sum, n, m := p.sum, p.items, o.n
+	iv, ev = iv[:len(rows)], ev[:len(rows)]
+	for j, i := range rows {
+		isItem := b2i(probes[i] == item)
+		keep := -int64(isItem) // all ones for an item, zero for an end
+		none := b2i(n == 0)
+		without += uint64((1 - isItem) & none)
+		o.endVals[m&(PickMax-1)], o.totals[m&(PickMax-1)] = ev[j], sum
+		m += (1 - isItem) &^ none
+		sum = (sum + iv[j]) & keep
+		n = (n + 1) & uint64(keep)
+	}
+	p.sum, p.items, o.n = sum, n, m
+	return without
 }
 
 // requestsPart is what the rows of one batch sum among themselves, in a

@@ -15,7 +15,8 @@ import (
 // order finds: one row at a time, and a stretch at a time on one
 // goroutine (a filter that keeps every row). The batches are 3 rows, so
 // that most requests span batches; threads interleave, end without items,
-// and leave requests open at the end, and a loss record falls between.
+// and leave requests open at the end, and a loss record falls between;
+// the ends' values are also cast to u8.
 func TestRequestsMerged(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	var rows []row
@@ -73,7 +74,7 @@ func checkRequestsMerged(t *testing.T, c *Capture) {
 		fmt.Fprintf(&out, "events %d losses %+v\n", p.Events, p.Losses)
 		return out.String(), res
 	}
-	for _, o := range []RequestsOptions{{}, {Global: true, JSON: true}} {
+	for _, o := range []RequestsOptions{{}, {Global: true, JSON: true}, {EndCast: Cast{size: 8}}} {
 		want, wres := run("rows", o)
 		if wres.EndsWithoutItems == 0 || wres.Incomplete == 0 || wres.Requests < 1000 {
 			t.Fatalf("the capture does not test what it should: %+v", *wres)

@@ -120,28 +120,14 @@ func BenchmarkLatencySpan(b *testing.B) {
 func BenchmarkRequestsSpan(b *testing.B) {
 	for _, shape := range []string{"alternate", "runs"} {
 		sb := spanBatch(shape)
-		path := filepath.Join(b.TempDir(), "c.arrow")
-		m := &format.Meta{Host: "h", StartBoot: 1, Probes: reqProbes}
-		w, err := format.Create(path, m, format.WriterOptions{BatchRows: sb.Len})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i := range sb.Len {
-			p := min(sb.Probe[i], 1)
+		rows := make([]row, sb.Len)
+		for i := range rows {
 			size := []uint64{66, 1514, 9014}[i/16%3]
-			e := format.Event{Time: sb.Time[i], PID: 7, TID: sb.TID[i], Probe: p, Comm: []byte("app"), Ints: []uint64{size}, Strs: make([][]byte, 1)}
-			if err := w.Append(&e); err != nil {
-				b.Fatal(err)
-			}
+			rows[i] = row{probe: min(sb.Probe[i], 1), tid: sb.TID[i], t: sb.Time[i], ints: []uint64{size}}
 		}
-		if err := w.Close(); err != nil {
-			b.Fatal(err)
-		}
-		c, err := Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
+		m := &format.Meta{Host: "h", StartBoot: 1, Probes: reqProbes}
+		path := writeRows(b, m, rows, sb.Len, 0)
+		c := openCapture(b, path)
 		r, err := NewRequestTotals(c, RequestsOptions{ItemProbe: "item", ItemField: "len", EndProbe: "end", EndField: "retval"}, io.Discard)
 		if err != nil {
 			b.Fatal(err)

@@ -29,10 +29,18 @@ var bioProbes = []format.Probe{
 // closes the window at windowEnd (if not 0) as the recorder does.
 func writeCaptureMeta(t *testing.T, m *format.Meta, rows []row, windowEnd int64) *Capture {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "c.arrow")
-	w, err := format.Create(path, m, format.WriterOptions{BatchRows: 7})
+	return openCapture(t, writeRows(t, m, rows, 7, windowEnd))
+}
+
+// writeRows writes the events rows (comm "app" where they have none) in
+// batches of batchRows to a capture of m in a temporary folder, its
+// window ending at windowEnd if not 0, and returns its path.
+func writeRows(tb testing.TB, m *format.Meta, rows []row, batchRows int, windowEnd int64) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "c.arrow")
+	w, err := format.Create(path, m, format.WriterOptions{BatchRows: batchRows})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	for _, r := range rows {
 		comm := r.comm
@@ -46,20 +54,26 @@ func writeCaptureMeta(t *testing.T, m *format.Meta, rows []row, windowEnd int64)
 			e.Strs[i] = []byte(s)
 		}
 		if err := w.Append(&e); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	if windowEnd != 0 {
 		w.Meta().Window.End = windowEnd
 	}
 	if err := w.Close(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return path
+}
+
+// openCapture opens the capture at path, to be closed when tb ends.
+func openCapture(tb testing.TB, path string) *Capture {
+	tb.Helper()
 	c, err := Open(path)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	tb.Cleanup(func() { c.Close() })
 	return c
 }
 
@@ -279,28 +293,8 @@ func TestRequestsKey(t *testing.T) {
 // benchKeyCapture is a capture of n block requests for the pairing benchmarks.
 func benchKeyCapture(b *testing.B, n int) *Capture {
 	rows, _ := bioRequests(n, 2)
-	path := filepath.Join(b.TempDir(), "c.arrow")
 	m := &format.Meta{Host: "h", StartBoot: 1000, StartWall: time.Unix(0, 0), Probes: bioProbes}
-	w, err := format.Create(path, m, format.WriterOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, r := range rows {
-		e := format.Event{Time: r.t, PID: 7, TID: r.tid, Probe: r.probe, Comm: []byte("app"), Ints: make([]uint64, 3), Strs: make([][]byte, 3)}
-		copy(e.Ints, r.ints)
-		if err := w.Append(&e); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
-	}
-	c, err := Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	return c
+	return openCapture(b, writeRows(b, m, rows, 0, 0))
 }
 
 // BenchmarkLatencyPairing compares pairing by thread with pairing by a

@@ -139,13 +139,7 @@ func runs[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](r *
 	buf := &r.buf
 	for len(probes) > 0 {
 		m := min(len(probes), len(buf))
-		// Gather the rows of the probe without a branch: which probe a
-		// row is from is as good as random.
-		k := 0
-		for i, pr := range probes[:m] {
-			buf[k&(len(buf)-1)] = int64(vals[i])
-			k += b2i(pr == want)
-		}
+		k := pickValues(buf, vals[:m], probes[:m], want)
 		probes, vals = probes[m:], vals[m:]
 		for _, v := range buf[:k] {
 			v = cast.Apply(v)
@@ -160,4 +154,21 @@ func runs[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](r *
 		}
 	}
 	r.prev, r.n = prev, n
+}
+
+// pickValues puts the values of the rows whose probe is want in buf, in
+// order, and returns how many. It picks without a branch, as which probe a
+// row is from is as good as random, and calls nothing, so that its count
+// stays in a register: in runs' loop, which calls add, the count went to
+// the stack and back every row (so it is not inlined there).
+//
+//go:noinline
+func pickValues[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](buf *[1024]int64, vals []T, probes []uint16, want uint16) int {
+	vals = vals[:len(probes)]
+	k := 0
+	for i, pr := range probes {
+		buf[k&(len(buf)-1)] = int64(vals[i])
+		k += b2i(pr == want)
+	}
+	return k
 }

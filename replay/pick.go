@@ -9,7 +9,10 @@ const PickMax = 1024
 // probe a row is from, which in a capture of many threads is as good as
 // random: a branch there was mispredicted at every other row, and the
 // analyses that take a stretch of rows at a time pick their probes' rows
-// first, then work on those.
+// first, then work on those. It is not inlined: in a caller's loop that
+// calls other functions, its count went to the stack and back every row.
+//
+//go:noinline
 func PickRows(rows *[PickMax]int32, probes []uint16, base int, a, b uint16) int {
 	k := 0
 	for i, p := range probes {

@@ -98,9 +98,10 @@ func BenchmarkLatencySpan(b *testing.B) {
 		bt := spanBatch(shape)
 		b.Run(shape, func(b *testing.B) {
 			var calls int
+			var scratch []int64
 			for range b.N {
 				var st openCalls
-				pr := callPairer{start: 0, end: 1, stacks: &st}
+				pr := callPairer{start: 0, end: 1, stacks: &st, scratch: &scratch}
 				pr.span(bt, 0, bt.Len, func(d []int64, _ []int32) { calls += len(d) })
 			}
 			if calls == 0 {

@@ -96,6 +96,8 @@ type Latencies struct {
 	grid   *intervalGrid
 	slices *histSlices
 	keys   rowKeys // addSpan's
+	// scratch is where addSpan pairs a thread's run of rows (callPairer).
+	scratch []int64
 }
 
 // NewLatencies resolves o's probes against c. o.Rows is the pass's to apply.
@@ -206,7 +208,7 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 			l.grid.see(t)
 		}
 	}
-	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &l.pair.stacks}
+	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &l.pair.stacks, scratch: &l.scratch}
 	pr.span(b, lo, hi, func(durs []int64, ends []int32) {
 		l.calls(durs)
 		if l.slices != nil {
@@ -229,9 +231,14 @@ type callPairer struct {
 	// (unmatched counts them either way): in a batch paired on its own
 	// (Latencies.part), they end calls of the batches before it.
 	leads *[]leadEnd
+	// scratch, if set, is kept from span to span: a run of rows is
+	// paired on a copy of its thread's stack there, which must have room
+	// for a push at every row, so that each thread's own stack holds only
+	// as many calls as it has open.
+	scratch *[]int64
 	// What span counted: ends with no open start, starts dropped past
 	// MaxDepth, and a bound no lower than the deepest a thread's stack
-	// went (the stack it began with plus the rows of a run).
+	// went in the rows span paired.
 	unmatched, overflows uint64
 	depth                int
 }
@@ -250,6 +257,10 @@ func (pr *callPairer) span(b *format.Batch, lo, hi int, calls func(durs []int64,
 	times, tids := b.Time[lo:hi][:len(probes)], b.TID[lo:hi][:len(probes)]
 	var rows [PickMax]int32
 	var out pairedRows
+	var scratch []int64
+	if pr.scratch != nil {
+		scratch = *pr.scratch
+	}
 	for first := 0; first < len(probes); first += PickMax {
 		k := PickRows(&rows, probes[first:min(first+PickMax, len(probes))], first, pr.start, pr.end)
 		out.calls, out.leads = 0, 0
@@ -268,7 +279,15 @@ func (pr *callPairer) span(b *format.Batch, lo, hi int, calls func(durs []int64,
 				// A bound on the depth the run reaches, which
 				// run does not track.
 				pr.depth = max(pr.depth, n+e-j)
-				*st = out.run(*st, rows[j:e], probes, times, pr.end)
+				if cap(*st) > n+e-j {
+					*st = out.run(*st, rows[j:e], probes, times, pr.end)
+				} else {
+					// On a copy in scratch, which run grows
+					// to a push a row; the thread's stack
+					// takes back only the calls left open.
+					scratch = out.run(append(scratch[:0], *st...), rows[j:e], probes, times, pr.end)
+					*st = append((*st)[:0], scratch...)
+				}
 			} else {
 				*st = pr.runDeep(&out, *st, rows[j:e], probes, times)
 			}
@@ -281,6 +300,9 @@ func (pr *callPairer) span(b *format.Batch, lo, hi int, calls func(durs []int64,
 		}
 		pr.unmatched += uint64(out.leads)
 		calls(out.durs[:out.calls], out.ends[:out.calls])
+	}
+	if pr.scratch != nil {
+		*pr.scratch = scratch
 	}
 }
 
@@ -353,11 +375,13 @@ type latencyPart struct {
 	open   openCalls     // the calls it leaves open, by thread
 	depth  int           // no lower than the deepest a thread's stack went in the batch
 	excess bool          // a start was dropped past MaxDepth in the batch alone
+	// scratch is where part pairs a thread's run of rows (callPairer).
+	scratch []int64
 }
 
 // part pairs the event rows of b among themselves.
 func (l *Latencies) part(b *format.Batch, pt *latencyPart) {
-	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &pt.open, leads: &pt.leads}
+	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &pt.open, leads: &pt.leads, scratch: &pt.scratch}
 	eachSpan(b, func(lo, hi int) {
 		pr.span(b, lo, hi, func(durs []int64, _ []int32) { l.count(&pt.res, durs) })
 	})

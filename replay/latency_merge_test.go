@@ -106,3 +106,34 @@ func TestLatencyMerged(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyStackRoom: pairing a thread's long run of rows leaves the
+// thread's stack with room for about the calls it has open, not for a
+// push at every row of the run: many threads with long runs of calls one
+// deep would otherwise hold a run's worth of room each.
+func TestLatencyStackRoom(t *testing.T) {
+	const threads, run = 64, 1000
+	n := threads * run
+	b := &format.Batch{Len: n, Time: make([]int64, n), TID: make([]uint32, n), Probe: make([]uint16, n)}
+	for i := range n {
+		b.Time[i] = int64(1000 + i)
+		b.TID[i] = uint32(1 + i/run)
+		b.Probe[i] = uint16(i % 2) // a start, then its end
+	}
+	var st openCalls
+	var scratch []int64
+	pr := callPairer{start: 0, end: 1, stacks: &st, scratch: &scratch}
+	calls := 0
+	pr.span(b, 0, n, func(durs []int64, _ []int32) { calls += len(durs) })
+	if calls != n/2 || pr.unmatched != 0 {
+		t.Fatalf("%d calls, %d unmatched; want %d, 0", calls, pr.unmatched, n/2)
+	}
+	for k, s := range st.m {
+		if len(*s) != 0 || cap(*s) > 8 {
+			t.Errorf("thread %d: stack of %d calls with room for %d", k, len(*s), cap(*s))
+		}
+	}
+	if len(st.m) != threads {
+		t.Errorf("%d threads' stacks, want %d", len(st.m), threads)
+	}
+}

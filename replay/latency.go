@@ -231,10 +231,10 @@ type callPairer struct {
 	// (unmatched counts them either way): in a batch paired on its own
 	// (Latencies.part), they end calls of the batches before it.
 	leads *[]leadEnd
-	// scratch, if set, is kept from span to span: a run of rows is
-	// paired on a copy of its thread's stack there, which must have room
-	// for a push at every row, so that each thread's own stack holds only
-	// as many calls as it has open.
+	// scratch, if set, is kept from span to span: a run of rows whose
+	// thread's stack has not the room for a push at every row is paired
+	// on a copy of the stack there, so that each thread's own stack holds
+	// about as many calls as it has open.
 	scratch *[]int64
 	// What span counted: ends with no open start, starts dropped past
 	// MaxDepth, and a bound no lower than the deepest a thread's stack
@@ -344,6 +344,7 @@ func (o *pairedRows) run(s []int64, rows []int32, probes []uint16, times []int64
 // runDeep is run for rows that could push their thread's stack past
 // MaxDepth: a start that would is dropped (counted in overflows).
 func (pr *callPairer) runDeep(o *pairedRows, s []int64, rows []int32, probes []uint16, times []int64) []int64 {
+	pr.depth = max(pr.depth, len(s))
 	for _, i := range rows {
 		t := times[i]
 		n := len(s)

@@ -189,6 +189,31 @@ type textField struct {
 	// the column's type, which varies from line to line with the probe.
 	bits []uint64
 	sign int64
+	// The text of the last value of five digits or more, and its length
+	// (0 for none): a field that holds a stack's id repeats it from line
+	// to line, and its 19 digits took a fifth of a recorded capture's
+	// listing with stacks (appendBits).
+	last uint64
+	memo uint8
+	text [24]byte
+}
+
+// appendBits appends row i's value of a textBits field, as
+// decimal.AppendBits does.
+func (f *textField) appendBits(line []byte, i int) []byte {
+	v := f.bits[i]
+	n := len(line)
+	if v == f.last && f.memo > 0 {
+		line = slices.Grow(line, len(f.text))
+		*(*[24]byte)(line[n : n+24]) = f.text
+		return line[:n+int(f.memo)]
+	}
+	line = decimal.AppendBits(line, v, f.sign)
+	if d := len(line) - n; d > 4 {
+		copy(f.text[:], line[n:])
+		f.last, f.memo = v, uint8(d)
+	}
+	return line
 }
 
 const (
@@ -537,7 +562,7 @@ func (l *eventLister) textLines(b *format.Batch, lo, hi int) {
 				}
 				switch f.kind {
 				case textBits:
-					line = decimal.AppendBits(line, f.bits[i], f.sign)
+					line = f.appendBits(line, i)
 				case textString:
 					line = strconv.AppendQuote(line, b.Col(f.col).Str(i))
 				case textPointer:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/decimal"
 	"github.com/bpftape/bpftape/internal/usage"
 )
 
@@ -144,6 +145,27 @@ func TestEventsLimitStops(t *testing.T) {
 		p.Notes(&notes)
 		if !strings.Contains(notes.String(), "9 events were lost") {
 			t.Errorf("%+v: notes %q", o, notes.String())
+		}
+	}
+}
+
+// TestEventsRepeatedValue checks a field's remembered text of its last
+// long value against decimal.AppendBits, row by row, as values repeat,
+// change, shrink below the length remembered and turn negative.
+func TestEventsRepeatedValue(t *testing.T) {
+	vals := []int64{
+		math.MaxInt64, math.MaxInt64, 12345, 12345, 7, 12345, math.MinInt64,
+		math.MinInt64, -99999, -99999, 1234, -1, 10000, 10000, 9999,
+	}
+	for _, sign := range []int64{0, -1} {
+		f := textField{kind: textBits, bits: bits64(vals), sign: sign}
+		var got, want []byte
+		for i := range vals {
+			got = append(f.appendBits(got, i), ' ')
+			want = append(decimal.AppendBits(want, f.bits[i], sign), ' ')
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("sign %d:\n got %s\nwant %s", sign, got, want)
 		}
 	}
 }

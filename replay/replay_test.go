@@ -319,7 +319,7 @@ func TestPairingKeysHost(t *testing.T) {
 		{probe: 0, tid: 5, t: 1100, ints: []uint64{20}, strs: []string{"", "b"}},
 		{probe: 1, tid: 5, t: 1200, ints: []uint64{1}, strs: []string{"", "b"}},
 	})
-	rres, _, err := Requests(c, RequestsOptions{ItemProbe: "item", ItemField: "len", EndProbe: "end", EndField: "retval"}, &bytes.Buffer{})
+	rres, _, err := Requests(c, RequestsOptions{ItemProbe: "item", ItemField: "len", EndProbe: "end", EndField: "retval", Stats: true}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,10 +74,14 @@ func checkRequestsMerged(t *testing.T, c *Capture) {
 		fmt.Fprintf(&out, "events %d losses %+v\n", p.Events, p.Losses)
 		return out.String(), res
 	}
-	for _, o := range []RequestsOptions{{}, {Global: true, JSON: true}, {EndCast: Cast{size: 8}}} {
+	for _, o := range []RequestsOptions{{}, {Global: true, JSON: true}, {EndCast: Cast{size: 8}, Stats: true}} {
 		want, wres := run("rows", o)
 		if wres.EndsWithoutItems == 0 || wres.Incomplete == 0 || wres.Requests < 1000 {
 			t.Fatalf("the capture does not test what it should: %+v", *wres)
+		}
+		// The statistics are kept with Stats or JSON only.
+		if kept := wres.EndStats.Count() + wres.TotalStats.Count(); kept != 2*wres.Requests && (o.Stats || o.JSON) || kept != 0 && !o.Stats && !o.JSON {
+			t.Errorf("%+v: statistics of %d values for %d requests", o, kept, wres.Requests)
 		}
 		filtered := o
 		filtered.Rows.PIDs = []uint32{7}
@@ -88,7 +92,8 @@ func checkRequestsMerged(t *testing.T, c *Capture) {
 			got, res := run(how, o)
 			if got != want || res.Requests != wres.Requests || res.EndsWithoutItems != wres.EndsWithoutItems ||
 				res.Incomplete != wres.Incomplete || res.IncompleteItems != wres.IncompleteItems ||
-				res.Total.Slots() != wres.Total.Slots() || res.TotalStats.Sum().Cmp(wres.TotalStats.Sum()) != 0 {
+				res.Total.Slots() != wres.Total.Slots() || res.TotalStats.Sum().Cmp(wres.TotalStats.Sum()) != 0 ||
+				res.EndStats.Sum().Cmp(wres.EndStats.Sum()) != 0 || res.EndStats.Percentile(50) != wres.EndStats.Percentile(50) {
 				t.Errorf("%+v %s:\n%s%+v\nrow by row:\n%s%+v", o, how, got, *res, want, *wres)
 			}
 		}

@@ -341,7 +341,7 @@ func newAnalyses(c *replay.Capture, o *Options) (*analyses, error) {
 	}
 	for _, r := range o.Requests {
 		ra, err := replay.NewRequestTotals(c, replay.RequestsOptions{Rows: o.Rows, ItemProbe: r.ItemProbe, ItemField: r.ItemField,
-			EndProbe: r.EndProbe, EndField: r.EndField, Now: o.Now}, nil)
+			EndProbe: r.EndProbe, EndField: r.EndField, Now: o.Now, Stats: true}, nil)
 		if err != nil {
 			return as, fmt.Errorf("--requests %s %s %s %s: %w", r.ItemProbe, r.ItemField, r.EndProbe, r.EndField, err)
 		}

@@ -104,7 +104,7 @@
 //     there and makes them smaller than the fastest level (bench/README.md,
 //     "Capture format: zstd levels"). Time, the low bytes of increasing
 //     timestamps, is literals at any level; its frames come from an
-//     encoder that knows the layout (format/internal/zstdtime: k literals
+//     encoder that knows the layout (format/internal/zstdframe: k literals
 //     and a match at offset 8 per value). They are ordinary zstd frames:
 //     polars reads them. See "The time column's encoder" below.
 //   - Null rows of a field column hold the previous row's value, not zero:
@@ -187,8 +187,8 @@
 //     written from another's Meta (export, merge, redact) never carries
 //     counts of other rows; Repair writes those of the rows it copied.
 //
-// The time column's encoder, format/internal/zstdtime, stays: judged by
-// the recorder's total CPU per event (user+sys of bpftape record / events
+// The time column's encoder, format/internal/zstdframe's TimeEncoder,
+// stays: judged by the recorder's total CPU per event (user+sys of bpftape record / events
 // recorded), it saves 22-24% of it against klauspost's fastest level (1T:
 // 63.4 against 83.9 ns an event, 2T: 65.2 against 84.3; medians of 12
 // alternating rounds, per-round ratios 1.28× and 1.29×, none under

@@ -18,7 +18,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/bpftape/bpftape/format/arrowipc"
-	"github.com/bpftape/bpftape/format/internal/zstdtime"
+	"github.com/bpftape/bpftape/format/internal/zstdframe"
 )
 
 // Compression is the body compression of a capture's record batches.
@@ -65,7 +65,7 @@ var zstdLevels = []arrowipc.Option{
 
 // ipcCodec returns the body compression of a capture compressed with c, and
 // its options: zstd at zstdLevels, and the time column's frames written by
-// zstdtime, which knows that a time shares its high bytes with the one
+// zstdframe.TimeEncoder, which knows that a time shares its high bytes with the one
 // before (format/doc.go has the decision, bench/README.md the numbers).
 func ipcCodec(c Compression) (arrowipc.Codec, []arrowipc.Option) {
 	switch c {
@@ -77,14 +77,14 @@ func ipcCodec(c Compression) (arrowipc.Codec, []arrowipc.Option) {
 	return arrowipc.None, nil
 }
 
-// timeColumnZstd writes the time column with zstdtime, or, when the
+// timeColumnZstd writes the time column with zstdframe.TimeEncoder, or, when the
 // environment has BPFTAPE_BENCH_TIME_ZSTD=fastest (bench/driver's reccpu
 // part, which compares the two), with klauspost's fastest level.
 func timeColumnZstd() arrowipc.Option {
 	if os.Getenv("BPFTAPE_BENCH_TIME_ZSTD") == "fastest" {
 		return arrowipc.WithColumnZstdLevel(ColTime, zstd.SpeedFastest)
 	}
-	return arrowipc.WithColumnZstdEncoder(ColTime, new(zstdtime.Encoder).Encode)
+	return arrowipc.WithColumnZstdEncoder(ColTime, new(zstdframe.TimeEncoder).Encode)
 }
 
 // maxBatchColumnBytes bounds the rows of a batch by the fixed-width bytes

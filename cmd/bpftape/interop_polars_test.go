@@ -18,7 +18,7 @@ import (
 // Arrow reader that shares no code with bpftape, and checks that its event
 // counts, its per-bucket log2 histogram (computed in polars expressions)
 // and the sum of its times (the time column's zstd frames come from
-// bpftape's own encoder, format/internal/zstdtime) equal bpftape's.
+// bpftape's own encoder, format/internal/zstdframe) equal bpftape's.
 func TestPolarsReadsCapture(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/array"
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
-	"github.com/bpftape/bpftape/format/internal/zstdtime"
+	"github.com/bpftape/bpftape/format/internal/zstdframe"
 	"github.com/bpftape/bpftape/internal/testutil"
 	"github.com/klauspost/compress/zstd"
 )
@@ -286,8 +286,8 @@ func BenchmarkWrite(b *testing.B) {
 		{"arrowipc/zstd-fastest-fullmem", Zstd, []Option{withZstdOptions(zstd.WithLowerEncoderMem(false))}, false},
 		{"arrowipc/zstd-default", Zstd, []Option{WithZstdLevel(zstd.SpeedDefault)}, false},
 		{"arrowipc/zstd-default-time-fastest", Zstd, []Option{WithZstdLevel(zstd.SpeedDefault), WithColumnZstdLevel(0, zstd.SpeedFastest)}, false},
-		// what format writes: the time column's frames by zstdtime
-		{"arrowipc/zstd-default-time-zstdtime", Zstd, []Option{WithZstdLevel(zstd.SpeedDefault), WithColumnZstdEncoder(0, new(zstdtime.Encoder).Encode)}, false},
+		// what format writes: the time column's frames by zstdframe.TimeEncoder
+		{"arrowipc/zstd-default-time-zstdtime", Zstd, []Option{WithZstdLevel(zstd.SpeedDefault), WithColumnZstdEncoder(0, new(zstdframe.TimeEncoder).Encode)}, false},
 		{"arrowipc/zstd-better", Zstd, []Option{WithZstdLevel(zstd.SpeedBetterCompression)}, false},
 		{"arrowipc/zstd-best", Zstd, []Option{WithZstdLevel(zstd.SpeedBestCompression)}, false},
 		{"arrow-go/none", None, nil, true},

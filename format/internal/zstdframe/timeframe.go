@@ -1,4 +1,4 @@
-package zstdtime
+package zstdframe
 
 import (
 	"encoding/binary"
@@ -8,11 +8,11 @@ import (
 	"github.com/klauspost/compress/huff0"
 )
 
-// Encoder writes zstd frames of a column of 64-bit little-endian values
+// TimeEncoder writes zstd frames of a column of 64-bit little-endian values
 // that mostly differ from the previous one in their low bytes (boot-clock
 // timestamps in time order). It may be reused, not shared between
 // goroutines.
-type Encoder struct {
+type TimeEncoder struct {
 	lits []byte
 	seqs []sequence
 	huff huff0.Scratch
@@ -41,26 +41,8 @@ const (
 // literals. Literals are Huffman-coded (klauspost's huff0), the sequences'
 // codes FSE-coded with tables made for each block. Any src is valid: a
 // length that is not a multiple of 8 leaves its tail as literals.
-func (e *Encoder) Encode(dst, src []byte) []byte {
-	dst = binary.LittleEndian.AppendUint32(dst, frameMagic)
-	// Frame_Header_Descriptor: Single_Segment_flag (bit 5: no window
-	// descriptor, the window is the content), Content_Checksum_flag
-	// (bit 2), Frame_Content_Size_flag (bits 6-7) by the size's width.
-	const single, checksum = 1 << 5, 1 << 2
-	n := uint64(len(src))
-	switch {
-	case n < 256:
-		dst = append(dst, single|checksum, byte(n))
-	case n < 256+1<<16:
-		dst = append(dst, 1<<6|single|checksum)
-		dst = binary.LittleEndian.AppendUint16(dst, uint16(n-256))
-	case n <= 1<<32-1:
-		dst = append(dst, 2<<6|single|checksum)
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
-	default:
-		dst = append(dst, 3<<6|single|checksum)
-		dst = binary.LittleEndian.AppendUint64(dst, n)
-	}
+func (e *TimeEncoder) Encode(dst, src []byte) []byte {
+	dst = appendFrameHeader(dst, len(src))
 	if len(src) == 0 {
 		dst = appendBlockHeader(dst, true, blockRaw, 0)
 	}
@@ -70,6 +52,29 @@ func (e *Encoder) Encode(dst, src []byte) []byte {
 		dst = e.appendBlock(dst, src, start, end, &rep8)
 	}
 	return binary.LittleEndian.AppendUint32(dst, uint32(xxh64(src)))
+}
+
+// appendFrameHeader appends the magic number and the header of a frame of
+// n bytes with its content size and checksum.
+func appendFrameHeader(dst []byte, n int) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, frameMagic)
+	// Frame_Header_Descriptor: Single_Segment_flag (bit 5: no window
+	// descriptor, the window is the content), Content_Checksum_flag
+	// (bit 2), Frame_Content_Size_flag (bits 6-7) by the size's width.
+	const single, checksum = 1 << 5, 1 << 2
+	switch u := uint64(n); {
+	case u < 256:
+		return append(dst, single|checksum, byte(u))
+	case u < 256+1<<16:
+		dst = append(dst, 1<<6|single|checksum)
+		return binary.LittleEndian.AppendUint16(dst, uint16(u-256))
+	case u <= 1<<32-1:
+		dst = append(dst, 2<<6|single|checksum)
+		return binary.LittleEndian.AppendUint32(dst, uint32(u))
+	default:
+		dst = append(dst, 3<<6|single|checksum)
+		return binary.LittleEndian.AppendUint64(dst, u)
+	}
 }
 
 // Block types (RFC 8878 3.1.1.2.2).
@@ -88,7 +93,7 @@ func appendBlockHeader(dst []byte, last bool, typ int, size int) []byte {
 
 // appendBlock appends src[start:end] as one block: compressed, or raw if
 // that is not smaller.
-func (e *Encoder) appendBlock(dst, src []byte, start, end int, rep8 *bool) []byte {
+func (e *TimeEncoder) appendBlock(dst, src []byte, start, end int, rep8 *bool) []byte {
 	last := end == len(src)
 	repBefore := *rep8
 	e.parse(src, start, end, rep8)
@@ -107,7 +112,7 @@ func (e *Encoder) appendBlock(dst, src []byte, start, end int, rep8 *bool) []byt
 }
 
 // parse splits src[start:end] into literals and sequences.
-func (e *Encoder) parse(src []byte, start, end int, rep8 *bool) {
+func (e *TimeEncoder) parse(src []byte, start, end int, rep8 *bool) {
 	// Each value stores 8 bytes at lits[nl:] and keeps k of them.
 	if cap(e.lits) < end-start+8 {
 		e.lits = make([]byte, end-start+8)
@@ -158,7 +163,7 @@ const (
 	litCompressed = 2
 )
 
-func (e *Encoder) appendLiterals(dst []byte) []byte {
+func (e *TimeEncoder) appendLiterals(dst []byte) []byte {
 	n := len(e.lits)
 	var (
 		out []byte
@@ -259,7 +264,7 @@ func mlCode(v uint32) uint8 {
 	return code(mlBase[:], v)
 }
 
-func (e *Encoder) appendSequences(dst []byte) []byte {
+func (e *TimeEncoder) appendSequences(dst []byte) []byte {
 	nb := len(e.seqs)
 	switch {
 	case nb < 128:
@@ -342,7 +347,7 @@ func (e *Encoder) appendSequences(dst []byte) []byte {
 // runs each, with the loop as it was (a method call per code writing
 // through e.bw, bounds-checked tables) against this: 14.0-14.6 / 14.2-15.1
 // / 13.8-15.1 ns a value against 11.8-11.9 / 11.7-12.4 / 11.9-12.0.
-func (e *Encoder) encodeStates(n int, ofOn, mlOn, llOn bool, ofv, mlv, llv *uint32) {
+func (e *TimeEncoder) encodeStates(n int, ofOn, mlOn, llOn bool, ofv, mlv, llv *uint32) {
 	out, acc, nbits := e.bw.out, e.bw.acc, e.bw.nbits
 	oft, mlt, llt := &e.of, &e.ml, &e.ll
 	ofs, mls, lls := *ofv, *mlv, *llv
@@ -390,7 +395,7 @@ func hasExtraBits(l, m, o uint8) bool { return l >= 16 || m >= 32 || o != 0 }
 
 // extraBits writes sequence n's literal length, match length and offset
 // bits beyond their codes' bases, and leaves at most 31 bits pending.
-func (e *Encoder) extraBits(n int) {
+func (e *TimeEncoder) extraBits(n int) {
 	s := e.seqs[n]
 	l, m, o := e.llCodes[n], e.mlCodes[n], e.ofCodes[n]
 	if !hasExtraBits(l, m, o) {

@@ -1,4 +1,4 @@
-package zstdtime
+package zstdframe
 
 import "math/bits"
 

@@ -1,12 +1,16 @@
-// Package zstdtime writes the zstd frames of a capture's time column: a
-// column of 64-bit little-endian boot-clock times in time order, where a
-// time shares its high bytes with the one before. Any zstd decoder reads
+// Package zstdframe writes the zstd frames that the capture writer makes
+// itself rather than with klauspost's encoder, where knowing the data's
+// shape makes them cheaper to write or to read. Any zstd decoder reads
 // them; that is the point: the capture stays a standard Arrow IPC file
-// with zstd body compression, and polars and DuckDB decode this column as
-// they decode the others.
+// with zstd body compression, and polars and DuckDB decode these buffers
+// as they decode the others.
 //
-// Why not klauspost's encoder, which writes the other columns: on the
-// time column it searches for matches that the layout already gives. A
+// TimeEncoder writes the frames of a capture's time column: a
+// column of 64-bit little-endian boot-clock times in time order, where a
+// time shares its high bytes with the one before.
+//
+// Why not klauspost's encoder, which writes the other columns, for the
+// times: it searches for matches that the layout already gives. A
 // time differs from the previous one in its low k bytes (k is 2 or 3 at
 // 0.3-7 µs between events), so each value is k literals and a match of
 // 8-k bytes at offset 8. Encode writes exactly that: the first sequence
@@ -24,7 +28,8 @@
 // fifth lower: format/doc.go has the decision, bench/README.md ("The time
 // column's encoder") the measurements.
 //
-// Every frame is checked by decoding: TestRoundTrip and FuzzRoundTrip with
-// klauspost's decoder, and cmd/bpftape's TestPolarsReadsCapture with
-// nodejs-polars, whose sum of a capture's times must equal bpftape's.
-package zstdtime
+// Every frame is checked by decoding: TestRoundTrip and FuzzRoundTrip
+// with klauspost's decoder, and cmd/bpftape's
+// TestPolarsReadsCapture with nodejs-polars, whose sum of a capture's
+// times must equal bpftape's.
+package zstdframe

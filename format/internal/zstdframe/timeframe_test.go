@@ -1,4 +1,4 @@
-package zstdtime
+package zstdframe
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e Encoder
+	var e TimeEncoder
 	cases := map[string][]byte{
 		"empty":    nil,
 		"one":      timeColumn(r, 1, 12_345_678_901_234, 300),
@@ -89,7 +89,7 @@ func TestRoundTrip(t *testing.T) {
 func FuzzRoundTrip(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, int64(1e13))
 	f.Add(bytes.Repeat([]byte{0}, 64), int64(0))
-	var e Encoder
+	var e TimeEncoder
 	d, err := zstd.NewReader(nil)
 	if err != nil {
 		f.Fatal(err)
@@ -117,14 +117,14 @@ func FuzzRoundTrip(f *testing.F) {
 // BenchmarkEncode sets Encode against klauspost's fastest level (what the
 // time column had before) on a batch's time column, 32Ki values:
 //
-//	go test -run '^$' -bench Encode ./format/internal/zstdtime/
+//	go test -run '^$' -bench Encode ./format/internal/zstdframe/
 func BenchmarkEncode(b *testing.B) {
 	fast, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
 		zstd.WithEncoderCRC(true), zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		b.Fatal(err)
 	}
-	var e Encoder
+	var e TimeEncoder
 	for _, mean := range []float64{300, 2000, 7000} {
 		src := timeColumn(rand.New(rand.NewSource(2)), 32<<10, 1e13, mean)
 		for _, enc := range []struct {

@@ -133,7 +133,7 @@ FUZZTIME ?= 60s
 FUZZ := format:FuzzOpen format:FuzzRepair format:FuzzStackTable record/usdt:FuzzRead record/usdt:FuzzParseNote \
 	record/usdt:FuzzParseArgs probespec:FuzzParse record/tracefs:FuzzParseFormat record/elfsym:FuzzELF \
 	cmd/bpftape:FuzzVerbs internal/textsafe:FuzzEscape record/stacktable:FuzzAdd replay:FuzzKeyFields \
-	record/ctypes:FuzzBinary format/internal/zstdframe:FuzzRoundTrip
+	record/ctypes:FuzzBinary format/internal/zstdframe:FuzzRoundTrip format/internal/zstdframe:FuzzRepeat
 
 # fuzz runs each fuzz target for FUZZTIME (go test -fuzz takes one target at a
 # time). A crasher lands in the package's testdata/fuzz/FuzzXxx/; `make test`

@@ -20,6 +20,8 @@ import (
 	"github.com/apache/arrow/go/v15/arrow/ipc"
 	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/bpftape/bpftape/format/internal/zstdframe"
 )
 
 var probeType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.BinaryTypes.String}
@@ -318,7 +320,68 @@ func testBatches(seed int64) []*testBatch {
 		bs = append(bs, genBatch(rng, schema, rows, false))
 	}
 	bs = append(bs, genBatch(rng, schema, 5000, true), genBatch(rng, schema, 0, true))
-	return bs
+	return append(bs, repeatingBatch(rng, schema, 20000), repeatingBatch(rng, schema, 300))
+}
+
+// repeatingBatch is a batch whose columns repeat, as one thread's calls
+// and returns make them: each integer column constant (even columns) or
+// alternating between two values (odd ones: the probe's), a nullable
+// one valid every other row, every string one word. The writer stores
+// what repeats every 64 bytes in zstdframe's frames (TestRepeatFrames).
+func repeatingBatch(rng *rand.Rand, schema *arrow.Schema, rows int) *testBatch {
+	b := genBatch(rng, schema, rows, false)
+	for ci := range b.cols {
+		m := &b.cols[ci]
+		for i := range m.valid {
+			m.valid[i] = i%2 == 0
+		}
+		for i := range m.ints {
+			m.ints[i] = m.ints[i%(1+ci%2)]
+		}
+		for i := range m.strs {
+			m.strs[i] = m.strs[0]
+		}
+	}
+	b.encode(rng, schema)
+	return b
+}
+
+// TestRepeatFrames checks that a zstd file holds the buffers of a
+// repeating batch that repeat every 64 bytes as zstdframe writes them
+// (klauspost's decoder reads them six times faster than klauspost's
+// encoder's); TestRoundTrip and TestPolars read them back.
+func TestRepeatFrames(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	schema := testSchema()
+	b := repeatingBatch(rng, schema, 20000)
+	file, _ := writeFile(t, schema, []*testBatch{b}, Zstd)
+	found := 0
+	for ci, f := range schema.Fields() {
+		d := &b.data[ci]
+		var bufs [][]byte
+		if d.NullCount > 0 {
+			bufs = append(bufs, d.Buffers[0][:(b.rows+7)/8])
+		}
+		if !isView(f.Type) {
+			bufs = append(bufs, d.Buffers[1][:b.rows*width(f.Type)])
+		}
+		for _, buf := range bufs {
+			frame, ok := zstdframe.AppendRepeat(nil, buf)
+			if !ok {
+				continue
+			}
+			if !bytes.Contains(file, frame) {
+				t.Errorf("column %s: a buffer that repeats, not written as zstdframe's frame", f.Name)
+			}
+			found++
+		}
+	}
+	// time, cpu, pid, tid and probe, the validity of each nullable
+	// column, and the values of those without garbage under their nulls.
+	if found < 15 {
+		t.Errorf("%d buffers repeat: the batch does not test what it should", found)
+	}
+	readAll(t, "repeating", file, []*testBatch{b})
 }
 
 var codecs = []Codec{None, Zstd, LZ4}

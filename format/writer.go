@@ -65,8 +65,9 @@ var zstdLevels = []arrowipc.Option{
 
 // ipcCodec returns the body compression of a capture compressed with c, and
 // its options: zstd at zstdLevels, and the time column's frames written by
-// zstdframe.TimeEncoder, which knows that a time shares its high bytes with the one
-// before (format/doc.go has the decision, bench/README.md the numbers).
+// zstdframe.TimeEncoder, which knows that a time shares its high bytes
+// with the one before (format/doc.go has the decision, bench/README.md
+// the numbers).
 func ipcCodec(c Compression) (arrowipc.Codec, []arrowipc.Option) {
 	switch c {
 	case Zstd:
@@ -77,9 +78,9 @@ func ipcCodec(c Compression) (arrowipc.Codec, []arrowipc.Option) {
 	return arrowipc.None, nil
 }
 
-// timeColumnZstd writes the time column with zstdframe.TimeEncoder, or, when the
-// environment has BPFTAPE_BENCH_TIME_ZSTD=fastest (bench/driver's reccpu
-// part, which compares the two), with klauspost's fastest level.
+// timeColumnZstd writes the time column with zstdframe.TimeEncoder, or,
+// when the environment has BPFTAPE_BENCH_TIME_ZSTD=fastest (bench/driver's
+// reccpu part, which compares the two), with klauspost's fastest level.
 func timeColumnZstd() arrowipc.Option {
 	if os.Getenv("BPFTAPE_BENCH_TIME_ZSTD") == "fastest" {
 		return arrowipc.WithColumnZstdLevel(ColTime, zstd.SpeedFastest)

@@ -20,9 +20,9 @@
 // times: it searches for matches that the layout already gives. A
 // time differs from the previous one in its low k bytes (k is 2 or 3 at
 // 0.3-7 µs between events), so each value is k literals and a match of
-// 8-k bytes at offset 8. TimeEncoder.Encode writes exactly that: the first sequence
-// takes offset 8 as repeat offset 3 (initially 8), every later one repeat
-// offset 1; equal times lengthen the previous match; a value that differs
+// 8-k bytes at offset 8. TimeEncoder.Encode writes exactly that: the
+// first sequence takes offset 8 as repeat offset 3 (initially 8), every
+// later one repeat offset 1; equal times lengthen the previous match; a value that differs
 // in 6 or more bytes is all literals. Literals go through klauspost's huff0
 // (random low bytes: usually stored raw, as klauspost's encoder stores
 // them), and the literal length, match length and offset codes of each

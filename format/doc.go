@@ -200,7 +200,8 @@
 // bpftape record / events recorded), it saves 22-24% of it against
 // klauspost's fastest level (1T: 63.4 against 83.9 ns an event, 2T: 65.2
 // against 84.3; medians of 12 alternating rounds, per-round ratios 1.28×
-// and 1.29×, none under 1.18×), above the 10% that keeping its ~900 lines needed, at the same
-// file size. Reproduce, as root: bash bench/bench.sh --only reccpu
-// --reccpu-rounds 12 (bench/README.md, "The time column's encoder").
+// and 1.29×, none under 1.18×), above the 10% that keeping its ~900
+// lines needed, at the same file size. Reproduce, as root: bash
+// bench/bench.sh --only reccpu --reccpu-rounds 12 (bench/README.md, "The
+// time column's encoder").
 package format

@@ -2,7 +2,6 @@ package export
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -15,9 +14,7 @@ import (
 
 	"github.com/apache/arrow/go/v15/arrow"
 	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/apache/arrow/go/v15/parquet/file"
-	"github.com/apache/arrow/go/v15/parquet/pqarrow"
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/testutil/hostile"
@@ -245,16 +242,7 @@ func readParquet(t *testing.T, path string) arrow.Table {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pf.Close() })
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tbl.Release)
-	return tbl
+	return readPQTable(t, pf)
 }
 
 func TestParquet(t *testing.T) {

@@ -19,8 +19,6 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow/go/v15/arrow"
-	"github.com/apache/arrow/go/v15/arrow/array"
-	"github.com/apache/arrow/go/v15/arrow/memory"
 	"github.com/apache/arrow/go/v15/parquet"
 	"github.com/apache/arrow/go/v15/parquet/compress"
 	"github.com/apache/arrow/go/v15/parquet/file"
@@ -200,7 +198,7 @@ func WritePartitioned(c *replay.Capture, dir string, o Options) (res *Result, pa
 				return err
 			}
 			p.f = f
-			// The column writers write in small pieces: give them a buffer.
+			// The page writer writes in small pieces: give it a buffer.
 			bw := bufio.NewWriterSize(f, 1<<16)
 			pw, err := newPQWriter(bw, probeCols[b.Probe[i]], c, &o)
 			if err != nil {
@@ -442,7 +440,7 @@ func hiveEscape(s string) string {
 }
 
 // pqWriter gathers rows in column buffers and writes them as Parquet row
-// groups with parquet/file's column writers. Not pqarrow: it imports
+// groups (pqFile). Not pqarrow: it imports
 // Arrow's compute and flight packages, and through them gRPC and
 // protobuf, whose package inits every bpftape command paid at start
 // (bpftape --version 39.5 ms against 25.2 without them, binary 50 MB
@@ -450,8 +448,8 @@ func hiveEscape(s string) string {
 // written here too (arrowipc.SchemaStream), so that Arrow readers (polars,
 // pyarrow) see the same types: probe a dictionary, comm utf8.
 type pqWriter struct {
-	fw *file.Writer
-	// create makes fw, at the first row group or at close, with the
+	pf *pqFile
+	// create makes pf, at the first row group or at close, with the
 	// compression chosen (see smallPart).
 	create func(codec compress.Compression) error
 	codec  compress.Compression
@@ -509,10 +507,11 @@ type pqColumn struct {
 	lastSet bool
 	// A dictionary column (probe, comm, stack frames) gathers each
 	// non-null row's index into dict, the row group's distinct values
-	// in order of first use, which flush gives the column writer as its
-	// dictionary (writeDict): Arrow's dictionary encoder hashed each
-	// row's value again and boxed it in an interface, an allocation a
-	// row, which took a third of an export's time.
+	// in order of first use, which pqFile writes as its dictionary page:
+	// Arrow's dictionary encoder hashed each row's value again and
+	// boxed it in an interface, an allocation a row, which took a third
+	// of an export's time. A string field makes its dictionary when its
+	// row group is written (dictOf).
 	idx      []int32
 	dict     []parquet.ByteArray
 	dictSize int              // the bytes of dict's values
@@ -567,8 +566,13 @@ func (c *pqColumn) str(s string) int {
 	return len(s)
 }
 
-// copyStr returns a copy of s in the arena, made valid UTF-8.
+// copyStr returns a copy of s in the arena, made valid UTF-8. An empty
+// string is an empty slice, not nil, which the statistics would take for
+// no value.
 func (c *pqColumn) copyStr(s string) parquet.ByteArray {
+	if s == "" {
+		return parquet.ByteArray{}
+	}
 	if !utf8.ValidString(s) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 	}
@@ -676,89 +680,6 @@ func (c *pqColumn) dictKind() bool {
 	return c.kind == pqProbe || c.kind == pqComm || c.kind == pqStack
 }
 
-// dictPutter is what writeDict needs of a column writer's dictionary
-// encoder (Arrow's, whose type is in an internal package).
-type dictPutter interface {
-	Encoding() parquet.Encoding
-	PutDictionary(arrow.Array) error
-	NumEntries() int
-}
-
-// writeDict writes the row group's rows of a dictionary column: its
-// dictionary put into the column writer's encoder, then each row's index,
-// with the page statistics of the values the dictionary holds, which are
-// exactly those of the rows (as Arrow's pqarrow writes a dictionary
-// array, but for its empty-string minimum). A column writer that does not
-// encode by dictionary, or a dictionary that approaches the size past
-// which the writer falls back to plain values, gets the values themselves.
-func (c *pqColumn) writeDict(w *file.ByteArrayColumnChunkWriter, defs []int16) error {
-	enc, ok := w.CurrentEncoder().(dictPutter)
-	if !ok || enc.Encoding() != parquet.Encodings.PlainDict || enc.NumEntries() > 0 || c.dictSize > dictPageLimit/2 {
-		vals := make([]parquet.ByteArray, len(c.idx))
-		for j, k := range c.idx {
-			vals[j] = c.dict[k]
-		}
-		_, err := w.WriteBatch(vals, defs, nil)
-		return err
-	}
-	bld := array.NewStringBuilder(memory.DefaultAllocator)
-	defer bld.Release()
-	bld.Reserve(len(c.dict))
-	bld.ReserveData(c.dictSize)
-	for _, v := range c.dict {
-		bld.BinaryBuilder.Append(v)
-	}
-	dict := bld.NewArray()
-	defer dict.Release()
-	if err := enc.PutDictionary(dict); err != nil {
-		return err
-	}
-	if enc.NumEntries() != len(c.dict) {
-		return fmt.Errorf("column %s: a dictionary of %d values took %d entries", w.Descr().Name(), len(c.dict), enc.NumEntries())
-	}
-	levels := len(c.idx)
-	if defs != nil {
-		levels = len(defs)
-	}
-	if ps := w.PageStatistics(); ps != nil {
-		// From the values themselves: UpdateFromArrow leaves an empty
-		// string out of the minimum.
-		bs, ok := ps.(*metadata.ByteArrayStatistics)
-		if !ok {
-			return fmt.Errorf("column %s: statistics %T", w.Descr().Name(), ps)
-		}
-		bs.Update(c.dict, int64(levels-len(c.idx)))
-		bs.IncNumValues(int64(len(c.idx) - len(c.dict)))
-	}
-	// The indices spaced out over the levels, a null where a row has none.
-	vals := make([]int32, levels)
-	var valid []byte
-	nulls := levels - len(c.idx)
-	if nulls > 0 {
-		valid = make([]byte, (levels+7)/8)
-		j := 0
-		for r, d := range defs {
-			if d > 0 {
-				vals[r] = c.idx[j]
-				valid[r>>3] |= 1 << (r & 7)
-				j++
-			}
-		}
-	} else {
-		copy(vals, c.idx)
-	}
-	var validBuf *memory.Buffer
-	if valid != nil {
-		validBuf = memory.NewBufferBytes(valid)
-	}
-	data := array.NewData(arrow.PrimitiveTypes.Int32, levels,
-		[]*memory.Buffer{validBuf, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(vals))}, nil, nulls, 0)
-	defer data.Release()
-	indices := array.NewInt32Data(data)
-	defer indices.Release()
-	return w.WriteDictIndices(indices, defs, nil)
-}
-
 // dictPageLimit is the most a column chunk's dictionary takes before the
 // writer falls back to plain values.
 const dictPageLimit = 16 << 20
@@ -791,10 +712,10 @@ func (s *sink) Write(b []byte) (int, error) {
 }
 
 // call runs a Parquet writer call that writes. After a write error (a full
-// disk) Arrow Go v15's column writers dereference released page buffers on
-// the next write or at Close (a segfault): its panic is taken back here,
-// every later call is skipped, and the output's own error is the one
-// returned.
+// disk) every later call is skipped, and the output's own error is the
+// one returned; a panic of Arrow Go's page or metadata writers is taken
+// back here too (its column writers, used before pqFile, dereferenced
+// released page buffers after a write error).
 func (p *pqWriter) call(what string, f func() error) (err error) {
 	if p.failed != nil {
 		return p.failed
@@ -915,8 +836,7 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 			f = arrow.Field{Name: col.name, Type: arrow.BinaryTypes.String}
 			pc.kind = pqComm
 		case format.ColProbe:
-			// The dictionary's values written out: the column writer
-			// dictionary-encodes them again.
+			// Written as a dictionary of the probes' names.
 			f = arrow.Field{Name: col.name, Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Uint16, ValueType: arrow.BinaryTypes.String}}
 			pc.kind, pc.probes = pqProbe, probeBytes
 		case format.ColLost:
@@ -989,44 +909,20 @@ func newPQWriter(w io.Writer, cols []column, c *replay.Capture, o *Options) (*pq
 			return nil, err
 		}
 	}
-	// Integer columns are written as plain values, which zstd packs
-	// (Arrow Go's dictionary encoder boxes every value it looks up, an
-	// allocation per value above 255, and for values that are nearly all
-	// different builds a dictionary it then gives up); text columns as
-	// a dictionary.
-	var dictProps []parquet.WriterProperty
-	for _, f := range fields {
-		if f.Type.ID() == arrow.STRING || f.Type.ID() == arrow.DICTIONARY {
-			dictProps = append(dictProps, parquet.WithDictionaryFor(f.Name, true))
-		}
-	}
 	p.sink = &sink{w: w}
 	p.codec = codec
 	p.create = func(codec compress.Compression) error {
-		props := parquet.NewWriterProperties(append([]parquet.WriterProperty{
+		// What the metadata says of the pages pqFile writes: the
+		// codec, the writer, and the encoding of the time column's
+		// values (the others are plain or by dictionary).
+		props := parquet.NewWriterProperties(
 			parquet.WithCompression(codec),
-			parquet.WithMaxRowGroupLength(RowGroupRows),
 			parquet.WithCreatedBy("bpftape"),
-			// A row group's dictionaries may take as much as its rows:
-			// a stack field's few long folded stacks stay a dictionary
-			// (past the default 1 MiB limit the writer falls back to
-			// plain values, every row's frames in full).
-			parquet.WithDictionaryPageSizeLimit(dictPageLimit),
-			parquet.WithDictionaryDefault(false),
-			// Version 2 data pages: Arrow Go v15 writes the definition
-			// levels of a version 1 page (after a 4-byte length) into a
-			// buffer that it reallocates, one cache line larger, at
-			// every literal run of levels, copying the page's levels so
-			// far each time: quadratic in the rows of a page, and most
-			// of an export's time for a field column that a third of
-			// the rows have. DuckDB, polars, pyarrow and Spark read both.
-			parquet.WithDataPageVersion(parquet.DataPageV2),
-			// Times grow by small steps: deltas.
 			parquet.WithEncodingFor("time", parquet.Encodings.DeltaBinaryPacked),
-		}, dictProps...)...)
-		return p.call("write parquet header", func() error {
-			p.fw = file.NewParquetWriter(p.sink, root, file.WithWriterProps(props), file.WithWriteMetadata(kv))
-			return nil
+		)
+		return p.call("write parquet header", func() (err error) {
+			p.pf, err = newPQFile(p.sink, root, props, kv, codec)
+			return err
 		})
 	}
 	return p, nil
@@ -1251,7 +1147,7 @@ func (p *pqWriter) flush() error {
 	if p.n == 0 {
 		return nil
 	}
-	if p.fw == nil {
+	if p.pf == nil {
 		codec := p.codec
 		if p.closed && p.n < smallPart {
 			codec = compress.Codecs.Uncompressed
@@ -1260,41 +1156,9 @@ func (p *pqWriter) flush() error {
 			return err
 		}
 	}
+	n := p.n
 	p.n, p.size = 0, 0
-	err := p.call("write parquet", func() error {
-		rg := p.fw.AppendRowGroup()
-		for _, c := range p.cols {
-			cw, err := rg.NextColumn()
-			if err != nil {
-				return err
-			}
-			var defs []int16
-			if c.nullable {
-				defs = c.defs
-			}
-			switch w := cw.(type) {
-			case *file.Int32ColumnChunkWriter:
-				_, err = w.WriteBatch(c.i32, defs, nil)
-			case *file.Int64ColumnChunkWriter:
-				_, err = w.WriteBatch(c.i64, defs, nil)
-			case *file.ByteArrayColumnChunkWriter:
-				if c.dictKind() {
-					err = c.writeDict(w, defs)
-				} else {
-					_, err = w.WriteBatch(c.bytes, defs, nil)
-				}
-			default:
-				err = fmt.Errorf("column %s: writer %T", cw.Descr().Name(), cw)
-			}
-			if err != nil {
-				return err
-			}
-			if err := cw.Close(); err != nil {
-				return err
-			}
-		}
-		return rg.Close()
-	})
+	err := p.call("write parquet", func() error { return p.pf.writeRowGroup(p.cols, n) })
 	for _, c := range p.cols {
 		c.reset()
 	}
@@ -1308,12 +1172,12 @@ func (p *pqWriter) close() error {
 	}
 	p.closed = true
 	err := p.flush()
-	if p.fw == nil && err == nil {
+	if p.pf == nil && err == nil {
 		err = p.create(compress.Codecs.Uncompressed) // no rows
 	}
-	if p.fw == nil {
+	if p.pf == nil {
 		// The header was never written: there is nothing to end.
-	} else if cerr := p.call("write parquet footer", p.fw.Close); err == nil && cerr != nil {
+	} else if cerr := p.call("write parquet footer", p.pf.close); err == nil && cerr != nil {
 		err = cerr
 	}
 	if p.buf != nil {

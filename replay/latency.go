@@ -96,8 +96,10 @@ type Latencies struct {
 	grid   *intervalGrid
 	slices *histSlices
 	keys   rowKeys // addSpan's
-	// scratch is where addSpan pairs a thread's run of rows (callPairer).
+	// scratch and paired are where addSpan pairs a thread's run of rows
+	// (callPairer).
 	scratch []int64
+	paired  pairedRows
 }
 
 // NewLatencies resolves o's probes against c. o.Rows is the pass's to apply.
@@ -208,7 +210,7 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 			l.grid.see(t)
 		}
 	}
-	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &l.pair.stacks, scratch: &l.scratch}
+	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &l.pair.stacks, scratch: &l.scratch, out: &l.paired}
 	pr.span(b, lo, hi, func(durs []int64, ends []int32) {
 		l.calls(durs)
 		if l.slices != nil {
@@ -236,6 +238,11 @@ type callPairer struct {
 	// on a copy of the stack there, so that each thread's own stack holds
 	// about as many calls as it has open.
 	scratch *[]int64
+	// out, if set, is where span gathers what each PickMax rows pair,
+	// kept from span to span: 20 KiB, which span allocated at every
+	// call otherwise (the calls func takes slices of it), a collection
+	// every few batches.
+	out *pairedRows
 	// What span counted: ends with no open start, starts dropped past
 	// MaxDepth, and a bound no lower than the deepest a thread's stack
 	// went in the rows span paired.
@@ -256,7 +263,10 @@ func (pr *callPairer) span(b *format.Batch, lo, hi int, calls func(durs []int64,
 	probes := b.Probe[lo:hi]
 	times, tids := b.Time[lo:hi][:len(probes)], b.TID[lo:hi][:len(probes)]
 	var rows [PickMax]int32
-	var out pairedRows
+	out := pr.out
+	if out == nil {
+		out = new(pairedRows)
+	}
 	var scratch []int64
 	if pr.scratch != nil {
 		scratch = *pr.scratch
@@ -289,7 +299,7 @@ func (pr *callPairer) span(b *format.Batch, lo, hi int, calls func(durs []int64,
 					*st = append((*st)[:0], scratch...)
 				}
 			} else {
-				*st = pr.runDeep(&out, *st, rows[j:e], probes, times)
+				*st = pr.runDeep(out, *st, rows[j:e], probes, times)
 			}
 			if pr.leads != nil {
 				for _, i := range out.leadRows[leads:out.leads] {
@@ -376,13 +386,15 @@ type latencyPart struct {
 	open   openCalls     // the calls it leaves open, by thread
 	depth  int           // no lower than the deepest a thread's stack went in the batch
 	excess bool          // a start was dropped past MaxDepth in the batch alone
-	// scratch is where part pairs a thread's run of rows (callPairer).
+	// scratch and paired are where part pairs a thread's run of rows
+	// (callPairer).
 	scratch []int64
+	paired  pairedRows
 }
 
 // part pairs the event rows of b among themselves.
 func (l *Latencies) part(b *format.Batch, pt *latencyPart) {
-	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &pt.open, leads: &pt.leads, scratch: &pt.scratch}
+	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &pt.open, leads: &pt.leads, scratch: &pt.scratch, out: &pt.paired}
 	eachSpan(b, func(lo, hi int) {
 		pr.span(b, lo, hi, func(durs []int64, _ []int32) { l.count(&pt.res, durs) })
 	})
@@ -433,7 +445,11 @@ func (l *Latencies) merge(b *format.Batch, pt *latencyPart) {
 
 // reset empties pt for another batch.
 func (pt *latencyPart) reset() {
-	pt.res, pt.leads = LatencyResult{}, pt.leads[:0]
+	// The statistics keep their buckets' memory: a batch's calls
+	// allocated them anew for every batch.
+	stats := pt.res.Stats
+	stats.Reset()
+	pt.res, pt.leads = LatencyResult{Stats: stats}, pt.leads[:0]
 	clear(pt.open.m)
 	pt.open.slots = [len(pt.open.slots)]threadSlot[[]int64]{}
 	pt.depth, pt.excess = 0, false

@@ -144,6 +144,18 @@ func (s *Stats) tally(v int64, n uint64) {
 	s.count += n
 }
 
+// Reset empties s, keeping the memory of the buckets it has counted in.
+func (s *Stats) Reset() {
+	for neg := range s.chunks {
+		for _, p := range s.chunks[neg] {
+			if p != nil {
+				clear(p[:])
+			}
+		}
+	}
+	s.count, s.sum, s.min, s.max = 0, int128{}, 0, 0
+}
+
 // Merge adds all values recorded in o to s.
 func (s *Stats) Merge(o *Stats) {
 	if o.count == 0 {

@@ -156,6 +156,44 @@ func TestStatsMerge(t *testing.T) {
 	}
 }
 
+// TestStatsReset: a Stats reset and filled again summarizes and merges as
+// a new one, without allocating for the buckets it had.
+func TestStatsReset(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var used Stats
+	for range 1000 {
+		used.Add(int64(rng.NormFloat64() * 1e9))
+	}
+	used.Reset()
+	if used.Count() != 0 || used.Min() != 0 || used.Max() != 0 || used.Sum().Sign() != 0 {
+		t.Fatalf("reset: count %d, min %d, max %d, sum %v", used.Count(), used.Min(), used.Max(), used.Sum())
+	}
+	var fresh, mu, mf Stats
+	vs := make([]int64, 500)
+	for i := range vs {
+		vs[i] = int64(rng.NormFloat64() * 1e6)
+	}
+	// Reset and filled again, the same values: no allocation after the
+	// first fill.
+	if n := testing.AllocsPerRun(3, func() { used.Reset(); used.AddAll(vs) }); n != 0 {
+		t.Errorf("%v allocations filling the buckets made before the reset", n)
+	}
+	fresh.AddAll(vs)
+	mu.Merge(&used)
+	mf.Merge(&fresh)
+	for _, pair := range [][2]*Stats{{&used, &fresh}, {&mu, &mf}} {
+		a, b := pair[0], pair[1]
+		if a.Count() != b.Count() || a.Min() != b.Min() || a.Max() != b.Max() || a.Sum().Cmp(b.Sum()) != 0 {
+			t.Fatalf("after reset: count %d min %d max %d sum %v, want %d %d %d %v", a.Count(), a.Min(), a.Max(), a.Sum(), b.Count(), b.Min(), b.Max(), b.Sum())
+		}
+		for p := 0.0; p <= 100; p += 0.5 {
+			if a.Percentile(p) != b.Percentile(p) {
+				t.Errorf("after reset: p%v = %d, want %d", p, a.Percentile(p), b.Percentile(p))
+			}
+		}
+	}
+}
+
 func TestStatsAddAllocs(t *testing.T) {
 	var s Stats
 	vals := []int64{-5, 0, 3, 1000, 123456789, -987654321}

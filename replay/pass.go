@@ -446,6 +446,15 @@ func (c *Capture) ScanSpans(cols []int, fn func(b *format.Batch, lo, hi int) err
 	return c.ScanSpansWhere(cols, nil, fn)
 }
 
+// ScanSpansLost is ScanSpans that also hands lost each loss record in
+// file order, as WalkSpans does, for an export that writes them among the
+// events; the strings of b are valid only until fn or lost returns.
+func (c *Capture) ScanSpansLost(cols []int, fn func(b *format.Batch, lo, hi int) error, lost func(b *format.Batch, i int) error) (*Pass, error) {
+	r, timed := c.readerFor(cols, nil)
+	r.RecycleStrings = true
+	return c.spans(r, timed, fn, lost)
+}
+
 // ScanSpansWhere is ScanSpans with row filter f (when SpansWhere says it
 // may), for the analyses that pick their probes' rows from a stretch, as
 // PickRows does: a row f leaves out is handed on as a row of no probe of

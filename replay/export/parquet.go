@@ -62,8 +62,11 @@ func WriteParquet(c *replay.Capture, w io.Writer, o Options) (*Result, *replay.P
 	var pass *replay.Pass
 	if c.Spans(&o.Rows) && o.Lost != LostOnly {
 		// No row filter: a stretch of events at a time, and the loss
-		// records one by one where they are kept.
-		pass, err = c.WalkSpans(nil, func(b *format.Batch, lo, hi int) error {
+		// records one by one where they are kept. The writer copies the
+		// strings it keeps, so that the batches' string memory is
+		// reused: 235 of the 317 MB an export of the 20M-event
+		// synthesized capture allocated were new comm columns.
+		pass, err = c.ScanSpansLost(nil, func(b *format.Batch, lo, hi int) error {
 			res.Events += uint64(hi - lo)
 			return pw.addSpan(b, lo, hi)
 		}, func(b *format.Batch, i int) error {

@@ -26,6 +26,16 @@ type StackNamer struct {
 	sym        *symbolize.Symbolizer
 	names      map[stackKey]foldedName
 	unresolved map[string]uint64
+	// The last stack named, by process and id: a probe's events repeat
+	// a stack, whose key the map hashed again on every event.
+	last    foldedLast
+	lastSet bool
+}
+
+type foldedLast struct {
+	pid  uint32
+	id   uint64
+	name foldedName
 }
 
 type foldedName struct {
@@ -50,6 +60,16 @@ func (s *StackNamer) Folded(pid uint32, t int64, id uint64) (line string, ok boo
 	if id == 0 {
 		return "", false
 	}
+	if s.lastSet && s.last.pid == pid && s.last.id == id {
+		return s.last.name.line, s.last.name.ok
+	}
+	line, ok = s.folded(pid, t, id)
+	s.last, s.lastSet = foldedLast{pid, id, foldedName{line, ok}}, true
+	return line, ok
+}
+
+// folded is Folded for a stack other than the last one named.
+func (s *StackNamer) folded(pid uint32, t int64, id uint64) (line string, ok bool) {
 	_, kernel, found := s.sym.Stack(id)
 	if !found {
 		return "", false

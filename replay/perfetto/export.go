@@ -47,8 +47,14 @@ type exporter struct {
 	argBuf        []arg                   // its arguments
 	descBuf       []byte                  // a TrackDescriptor's bytes
 	split         map[stackLines][]string // folded lines -> frames, root first
-	first, last   int64                   // event and loss record times, for want of a window
-	seen          bool
+	// The last stack frames returned, and the last thread: a probe's
+	// events repeat a stack, and a thread's events come in runs, which
+	// the maps hashed again on every event.
+	lastLines   stackLines
+	lastFrames  []string
+	lastThread  threadMemo
+	first, last int64 // event and loss record times, for want of a window
+	seen        bool
 }
 
 // probeCols are a probe's columns: the fields written as arguments, its
@@ -65,6 +71,18 @@ type fieldCol struct {
 	col     int
 	typ     format.Type
 	pointer bool
+	// args are its argument's names, valid UTF-8: on an entry or
+	// instant, and on a return ("return." before it).
+	args [2]string
+}
+
+// threadMemo is the thread that exporter.thread returned last, and what
+// it was asked for.
+type threadMemo struct {
+	th       *thread
+	host     string
+	tid, pid uint32
+	comm     string
 }
 
 func newProbeCols(c *replay.Capture, pi int) (probeCols, error) {
@@ -86,7 +104,8 @@ func newProbeCols(c *replay.Capture, pi int) (probeCols, error) {
 			if fi == hf && f.Type == format.String {
 				pc.host = col
 			}
-			pc.fields = append(pc.fields, fieldCol{name: f.Name, col: col, typ: f.Type, pointer: f.Pointer})
+			pc.fields = append(pc.fields, fieldCol{name: f.Name, col: col, typ: f.Type, pointer: f.Pointer,
+				args: [2]string{validUTF8(f.Name), validUTF8(returnPrefix + f.Name)}})
 		}
 	}
 	return pc, nil
@@ -180,6 +199,8 @@ func (x *exporter) firstPass() (*replay.Pass, error) {
 	}
 	cols = append(cols, format.ColTID)
 	open := map[threadKey]*[]openStart{}
+	var lastKey threadKey
+	var lastOpen *[]openStart
 	x.crossing = make([]bool, len(x.pairs))
 	var n int64
 	p, err := x.c.WalkColumns(cols, &x.o.Rows, func(b *format.Batch, i int, lost bool) error {
@@ -196,10 +217,13 @@ func (x *exporter) firstPass() (*replay.Pass, error) {
 			return nil
 		}
 		k := threadKey{x.host(b, i), b.TID[i]}
-		s := open[k]
-		if s == nil {
-			s = new([]openStart)
-			open[k] = s
+		s := lastOpen
+		if s == nil || k != lastKey {
+			if s = open[k]; s == nil {
+				s = new([]openStart)
+				open[k] = s
+			}
+			lastKey, lastOpen = k, s // a thread's events come in runs
 		}
 		if step == replay.PairStarted {
 			*s = append(*s, openStart{n, pi})
@@ -330,7 +354,7 @@ func (x *exporter) event(b *format.Batch, i int, n int64) {
 		x.instant(th.uuid, b, i, fmt.Sprintf("entry beyond %d calls open on its thread", replay.MaxDepth))
 	case replay.PairEnded:
 		stack, frames := x.frames(b, i)
-		x.end(x.pairTrack(th, pi), ts(t), x.args(x.argBuf[:0], b, i, "return."), stack, frames)
+		x.end(x.pairTrack(th, pi), ts(t), x.args(x.argBuf[:0], b, i, returnPrefix), stack, frames)
 	case replay.PairUnmatched:
 		x.instant(th.uuid, b, i, "return without entry")
 	}
@@ -356,7 +380,7 @@ func (x *exporter) keyed(pi int, th *thread, b *format.Batch, i int, n int64) {
 		lane := x.lane(pi, begin)
 		x.begin(lane, begin, s.name, s.args, s.stack, s.frames)
 		stack, frames := x.frames(b, i)
-		x.end(lane, end, x.args(x.argBuf[:0], b, i, "return."), stack, frames)
+		x.end(lane, end, x.args(x.argBuf[:0], b, i, returnPrefix), stack, frames)
 		x.release(prev)
 	case replay.PairUnmatched:
 		x.instant(th.uuid, b, i, "end without start")
@@ -566,7 +590,19 @@ func (x *exporter) describe(at uint64, d *trackDescriptor) {
 // its process) when first seen and when its comm or pid changes.
 func (x *exporter) thread(b *format.Batch, i int) *thread {
 	host, tid, pid, comm := x.host(b, i), b.TID[i], b.PID[i], b.Comm(i)
-	at := ts(b.Time[i])
+	if m := &x.lastThread; m.th != nil && m.tid == tid && m.pid == pid && m.comm == comm && m.host == host {
+		// As the last event's: process would describe nothing, and the
+		// thread is the one found then.
+		return m.th
+	}
+	th := x.lookThread(host, tid, pid, comm, ts(b.Time[i]))
+	x.lastThread = threadMemo{th: th, host: host, tid: tid, pid: pid, comm: comm}
+	return th
+}
+
+// lookThread is thread for an event of thread tid of process pid, named
+// comm, at time at.
+func (x *exporter) lookThread(host string, tid, pid uint32, comm string, at uint64) *thread {
 	x.process(host, pid, tid, comm, at)
 	k := threadKey{host, tid}
 	th := x.threads[k]
@@ -619,26 +655,38 @@ func (x *exporter) process(host string, pid, tid uint32, comm string, at uint64)
 // arguments, their names prefixed.
 func (x *exporter) args(args []arg, b *format.Batch, i int, prefix string) []arg {
 	pc := &x.probes[b.Probe[i]]
-	args = append(args, intArg(prefix+"cpu", int64(b.CPU[i])))
+	k := 0 // the names made when the probe's columns were
+	switch prefix {
+	case "":
+	case returnPrefix:
+		k = 1
+	default:
+		panic("perfetto: argument prefix " + prefix)
+	}
+	args = append(args, arg{name: [2]string{"cpu", returnPrefix + "cpu"}[k], kind: argInt, n: uint64(b.CPU[i])})
 	for _, f := range pc.fields {
 		col := b.Col(f.col)
 		if !col.Valid(i) {
 			continue
 		}
-		name := prefix + f.name
+		name := f.args[k]
 		switch {
 		case f.typ == format.String:
-			args = append(args, strArg(name, col.Str(i)))
+			args = append(args, arg{name: name, kind: argString, s: validUTF8(col.Str(i))})
 		case f.pointer:
-			args = append(args, arg{name: validUTF8(name), kind: argPointer, n: uint64(col.Int(i))})
+			args = append(args, arg{name: name, kind: argPointer, n: uint64(col.Int(i))})
 		case f.typ == format.Uint64:
-			args = append(args, uintArg(name, uint64(col.Int(i))))
+			args = append(args, arg{name: name, kind: argUint, n: uint64(col.Int(i))})
 		default:
-			args = append(args, intArg(name, col.Int(i)))
+			args = append(args, arg{name: name, kind: argInt, n: uint64(col.Int(i))})
 		}
 	}
 	return args
 }
+
+// returnPrefix is what the arguments of a return event have before their
+// names.
+const returnPrefix = "return."
 
 // frames returns the callstack of event row i of b, root first: its user
 // stack's frames, then its kernel stack's; nil if it has none. stack is
@@ -663,6 +711,10 @@ func (x *exporter) frames(b *format.Batch, i int) (stack stackLines, frames []st
 	if stack == (stackLines{}) {
 		return stack, nil
 	}
+	if x.lastFrames != nil && stack == x.lastLines {
+		return stack, x.lastFrames
+	}
+	defer func() { x.lastLines, x.lastFrames = stack, frames }()
 	frames, ok := x.split[stack]
 	if !ok {
 		if stack.hasUser {

@@ -3,6 +3,7 @@ package perfetto
 import (
 	"bufio"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -33,7 +34,8 @@ type packetWriter struct {
 	interned internedData
 	dataBuf  []byte // the interned data's bytes
 	open     []*sequence
-	seqs     uint32 // sequences begun; the last one's id
+	seqs     uint32   // sequences begun; the last one's id
+	hdr      [16]byte // a packet's tag and length (emit): on the stack it escaped, an allocation a packet
 }
 
 // sequence is one packet sequence and its interning tables.
@@ -47,6 +49,10 @@ type sequence struct {
 	args    map[string]uint64     // argument (debug annotation) name -> iid
 	lines   map[stackLines]uint64 // a callstack's folded lines -> callstack iid
 	key     []byte
+	// The last callstack interned, its lines and iid: a probe's events
+	// repeat a stack, whose lines the map hashed on every event.
+	lastLines stackLines
+	lastIid   uint64
 }
 
 // clear empties s's interning tables, as a sequence whose incremental
@@ -55,6 +61,7 @@ func (s *sequence) clear() {
 	s.funcs, s.stacks = map[string]uint64{}, map[string]uint64{}
 	s.names, s.args = map[string]uint64{}, map[string]uint64{}
 	s.lines = map[stackLines]uint64{}
+	s.lastLines, s.lastIid = stackLines{}, 0
 }
 
 // interned is the number of entries of s's interning tables.
@@ -162,7 +169,11 @@ func (pw *packetWriter) writeEvent(ts uint64, ev *trackEvent) {
 // lines are stack) on s, adding to d what s lacks. A frame is its
 // function's name alone: its iid is the name's.
 func (s *sequence) intern(d *internedData, stack stackLines, frames []string) uint64 {
+	if s.lastIid != 0 && stack == s.lastLines {
+		return s.lastIid
+	}
 	if iid, ok := s.lines[stack]; ok {
+		s.lastLines, s.lastIid = stack, iid
 		return iid
 	}
 	if len(frames) > MaxFrames {
@@ -188,6 +199,7 @@ func (s *sequence) intern(d *internedData, stack stackLines, frames []string) ui
 		d.addCallstack(iid, ids)
 	}
 	s.lines[stack] = iid
+	s.lastLines, s.lastIid = stack, iid
 	return iid
 }
 
@@ -204,8 +216,7 @@ func internName(table map[string]uint64, name string) (iid uint64, added bool) {
 
 // emit writes b, a marshalled packet, as one element of Trace.packet.
 func (pw *packetWriter) emit(b []byte) {
-	var hdr [16]byte
-	h := protowire.AppendTag(hdr[:0], 1, protowire.BytesType)
+	h := protowire.AppendTag(pw.hdr[:0], 1, protowire.BytesType)
 	h = protowire.AppendVarint(h, uint64(len(b)))
 	if _, err := pw.w.Write(h); err != nil {
 		pw.err = err
@@ -225,4 +236,9 @@ func (pw *packetWriter) flush() error {
 }
 
 // validUTF8 makes s valid UTF-8 for a protobuf string.
-func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s // the common case, checked 8 ASCII bytes at a time
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}

@@ -190,7 +190,7 @@ func (s *sequence) intern(d *internedData, stack stackLines, frames []string) ui
 			d.addFrame(iid)
 		}
 		ids[i] = iid
-		s.key = protowire.AppendVarint(s.key, iid)
+		s.key = appendVarint(s.key, iid)
 	}
 	iid, ok := s.stacks[string(s.key)]
 	if !ok {
@@ -216,8 +216,8 @@ func internName(table map[string]uint64, name string) (iid uint64, added bool) {
 
 // emit writes b, a marshalled packet, as one element of Trace.packet.
 func (pw *packetWriter) emit(b []byte) {
-	h := protowire.AppendTag(pw.hdr[:0], 1, protowire.BytesType)
-	h = protowire.AppendVarint(h, uint64(len(b)))
+	h := appendTag(pw.hdr[:0], 1, protowire.BytesType)
+	h = appendVarint(h, uint64(len(b)))
 	if _, err := pw.w.Write(h); err != nil {
 		pw.err = err
 		return

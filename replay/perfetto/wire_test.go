@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -53,6 +54,23 @@ func TestWireConstants(t *testing.T) {
 // track descriptors of each shape, the clock snapshot and interned data of
 // every table. Whole traces are checked packet by packet wherever a test
 // reads one (read, checkLibraryBytes).
+// TestVarints holds appendVarint and appendTag to protowire's, at the
+// edges of their lengths.
+func TestVarints(t *testing.T) {
+	for _, v := range []uint64{0, 1, 127, 128, 255, 16383, 16384, 1<<21 - 1, 1 << 21, math.MaxInt64, math.MaxUint64} {
+		if got, want := appendVarint([]byte{9}, v), protowire.AppendVarint([]byte{9}, v); !bytes.Equal(got, want) {
+			t.Errorf("appendVarint(%d) = %x, want %x", v, got, want)
+		}
+	}
+	for num := protowire.Number(1); num < 300; num++ {
+		for typ := protowire.VarintType; typ <= protowire.Fixed32Type; typ++ {
+			if got, want := appendTag(nil, num, typ), protowire.AppendTag(nil, num, typ); !bytes.Equal(got, want) {
+				t.Errorf("appendTag(%d, %d) = %x, want %x", num, typ, got, want)
+			}
+		}
+	}
+}
+
 func TestWireBytes(t *testing.T) {
 	args := []arg{intArg("cpu", -5), uintArg("n", math.MaxUint64), strArg("s", "héllo"),
 		{name: "p", kind: argPointer, n: 0xffff8880_00001000}, strArg("empty", "")}

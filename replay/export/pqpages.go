@@ -21,10 +21,11 @@ import (
 // encoding each column chunk's pages itself: one version 2 data page a
 // chunk (after its dictionary page, for a dictionary column), definition
 // levels and dictionary indices in the RLE/bit-packed hybrid, integers
-// plain or (time) as DELTA_BINARY_PACKED, strings plain. Arrow Go's
-// parquet/file and metadata write the rest: the page headers, the column
-// chunks' and the file's metadata, with statistics made by its own
-// TypedStatistics, so that the footer is the one its writer made.
+// plain or (time) as DELTA_BINARY_PACKED, strings by the row group's
+// dictionary or, past dictPageLimit/2, plain. Arrow Go's parquet/file
+// and metadata write the rest: the page headers, the column chunks' and
+// the file's metadata, with statistics made by its own TypedStatistics,
+// so that the footer is the one its writer made.
 //
 // Why not Arrow Go's column writers, which wrote the pages before: they
 // take the definition levels and dictionary indices one value at a time
@@ -37,7 +38,6 @@ import (
 type pqFile struct {
 	sink   *tellSink
 	meta   *metadata.FileMetaDataBuilder
-	schema *schema.Schema
 	props  *parquet.WriterProperties
 	codec  compress.Compression
 	pager  file.PageWriter
@@ -67,7 +67,7 @@ var pqMagic = []byte("PAR1")
 // newPQFile starts a Parquet file of schema root on w: its magic number.
 func newPQFile(w io.Writer, root *schema.GroupNode, props *parquet.WriterProperties, kv metadata.KeyValueMetadata, codec compress.Compression) (*pqFile, error) {
 	sc := schema.NewSchema(root)
-	f := &pqFile{sink: &tellSink{w: w}, schema: sc, props: props, codec: codec,
+	f := &pqFile{sink: &tellSink{w: w}, props: props, codec: codec,
 		meta: metadata.NewFileMetadataBuilder(sc, props, kv)}
 	if _, err := f.sink.Write(pqMagic); err != nil {
 		return nil, err

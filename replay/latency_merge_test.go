@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/bpftape/bpftape/format"
@@ -135,5 +137,84 @@ func TestLatencyStackRoom(t *testing.T) {
 	}
 	if len(st.m) != threads {
 		t.Errorf("%d threads' stacks, want %d", len(st.m), threads)
+	}
+}
+
+// TestPairingAddSpan: Pairing.AddSpan pairs a stretch as Add pairs each of
+// its rows with its time as the token (the heat maps' latency layers go
+// by stretches through it): the same calls at the same end rows, the same
+// ends without a start and starts past MaxDepth, in spans of every size,
+// on threads that interleave, nest, overflow and end what they never
+// started; and the same starts left open.
+func TestPairingAddSpan(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	const n = 40000
+	b := &format.Batch{Len: n, Time: make([]int64, n), TID: make([]uint32, n), Probe: make([]uint16, n)}
+	tid := uint32(1)
+	for i := range n {
+		b.Time[i] = int64(1000 + 3*i + r.Intn(3))
+		if r.Intn(20) == 0 {
+			tid = uint32(1 + r.Intn(5))
+		}
+		b.TID[i] = tid
+		switch {
+		case i >= 10000 && i < 10000+MaxDepth+200:
+			b.TID[i], b.Probe[i] = 99, 0 // a thread that nests past MaxDepth
+		default:
+			b.Probe[i] = uint16(r.Intn(3)) // a start, an end or another probe
+		}
+	}
+	type call struct {
+		end int
+		dur int64
+	}
+	var want []call
+	var wantUnmatched, wantOverflows uint64
+	row := &Pairing{start: 0, end: 1, threads: &threadKeys{}}
+	for i := range n {
+		switch step, prev := row.Add(b, i, b.Time[i]); step {
+		case PairEnded:
+			want = append(want, call{i, b.Time[i] - prev})
+		case PairUnmatched:
+			wantUnmatched++
+		case PairOverflow:
+			wantOverflows++
+		}
+	}
+	if wantOverflows == 0 || wantUnmatched == 0 || len(want) == 0 {
+		t.Fatalf("the rows pair %d calls, %d unmatched ends, %d overflows: want some of each", len(want), wantUnmatched, wantOverflows)
+	}
+	for _, size := range []int{1, 7, PickMax - 1, PickMax + 1, 5000, n} {
+		span := &Pairing{start: 0, end: 1, threads: &threadKeys{}}
+		var got []call
+		var unmatched, overflows uint64
+		for lo := 0; lo < n; lo += size {
+			hi := min(n, lo+size)
+			u, o, ok := span.AddSpan(b, lo, hi, func(durs []int64, ends []int32) {
+				for j, e := range ends {
+					got = append(got, call{lo + int(e), durs[j]})
+				}
+			})
+			if !ok {
+				t.Fatal("AddSpan refused a pairing by thread")
+			}
+			unmatched, overflows = unmatched+u, overflows+o
+		}
+		if !reflect.DeepEqual(got, want) || unmatched != wantUnmatched || overflows != wantOverflows {
+			t.Errorf("spans of %d: %d calls, %d unmatched, %d overflows; want %d, %d, %d (calls equal: %v)",
+				size, len(got), unmatched, overflows, len(want), wantUnmatched, wantOverflows, reflect.DeepEqual(got, want))
+		}
+		var open, wantOpen []int64
+		span.Open(func(tok int64) { open = append(open, tok) })
+		row.Open(func(tok int64) { wantOpen = append(wantOpen, tok) })
+		slices.Sort(open)
+		slices.Sort(wantOpen)
+		if !slices.Equal(open, wantOpen) {
+			t.Errorf("spans of %d: %d starts left open, want %d", size, len(open), len(wantOpen))
+		}
+	}
+	keyed := &Pairing{start: 0, end: 1, threads: &threadKeys{}, keys: &pairKeys{}}
+	if _, _, ok := keyed.AddSpan(b, 0, n, func([]int64, []int32) {}); ok {
+		t.Error("AddSpan took a keyed pairing")
 	}
 }

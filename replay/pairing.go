@@ -17,6 +17,9 @@ type Pairing struct {
 	stacks     openCalls
 	keys       *pairKeys
 	open       map[pairKey]int64
+	// AddSpan's buffers, kept from span to span (callPairer).
+	scratch []int64
+	paired  *pairedRows
 }
 
 // PairStep is what one event did to a Pairing.
@@ -102,6 +105,26 @@ func (p *Pairing) Add(b *format.Batch, i int, token int64) (step PairStep, prev 
 	prev = (*s)[len(*s)-1]
 	*s = (*s)[:len(*s)-1]
 	return PairEnded, prev
+}
+
+// AddSpan is Add for each of rows [lo, hi) of b, each start's token its
+// time, in the loop that latency pairs a stretch of events with
+// (callPairer) rather than a call a row: when the pairing goes by thread
+// in a capture of one host, else it does nothing and reports false, and
+// the caller goes row by row. It hands ended the durations of each
+// PickMax rows' calls (the end's time less the start's) and their end
+// rows, offsets from lo, and returns the ends that had no start and the
+// starts dropped past MaxDepth.
+func (p *Pairing) AddSpan(b *format.Batch, lo, hi int, ended func(durs []int64, ends []int32)) (unmatched, overflows uint64, ok bool) {
+	if p.keys != nil || p.threads.cols != nil {
+		return 0, 0, false
+	}
+	if p.paired == nil {
+		p.paired = new(pairedRows)
+	}
+	pr := callPairer{start: p.start, end: p.end, stacks: &p.stacks, scratch: &p.scratch, out: p.paired}
+	pr.span(b, lo, hi, ended)
+	return pr.unmatched, pr.overflows, true
 }
 
 // Reset forgets every open start, for another pass over the events.

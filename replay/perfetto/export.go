@@ -349,12 +349,12 @@ func (x *exporter) event(b *format.Batch, i int, n int64) {
 			return
 		}
 		stack, frames := x.frames(b, i)
-		x.begin(x.pairTrack(th, pi), ts(t), ps.name, x.args(x.argBuf[:0], b, i, ""), stack, frames)
+		x.begin(x.pairTrack(th, pi), ts(t), ps.name, x.args(x.argBuf[:0], b, i, false), stack, frames)
 	case replay.PairOverflow:
 		x.instant(th.uuid, b, i, fmt.Sprintf("entry beyond %d calls open on its thread", replay.MaxDepth))
 	case replay.PairEnded:
 		stack, frames := x.frames(b, i)
-		x.end(x.pairTrack(th, pi), ts(t), x.args(x.argBuf[:0], b, i, returnPrefix), stack, frames)
+		x.end(x.pairTrack(th, pi), ts(t), x.args(x.argBuf[:0], b, i, true), stack, frames)
 	case replay.PairUnmatched:
 		x.instant(th.uuid, b, i, "return without entry")
 	}
@@ -368,7 +368,7 @@ func (x *exporter) keyed(pi int, th *thread, b *format.Batch, i int, n int64) {
 		slot = x.alloc()
 		stack, frames := x.frames(b, i)
 		x.slots[slot] = keyedStart{live: true, ordinal: n, t: b.Time[i], thread: th.uuid, name: ps.name,
-			args: x.args(nil, b, i, ""), stack: stack, frames: frames}
+			args: x.args(nil, b, i, false), stack: stack, frames: frames}
 	}
 	step, prev := ps.p.Add(b, i, slot)
 	switch step {
@@ -380,7 +380,7 @@ func (x *exporter) keyed(pi int, th *thread, b *format.Batch, i int, n int64) {
 		lane := x.lane(pi, begin)
 		x.begin(lane, begin, s.name, s.args, s.stack, s.frames)
 		stack, frames := x.frames(b, i)
-		x.end(lane, end, x.args(x.argBuf[:0], b, i, returnPrefix), stack, frames)
+		x.end(lane, end, x.args(x.argBuf[:0], b, i, true), stack, frames)
 		x.release(prev)
 	case replay.PairUnmatched:
 		x.instant(th.uuid, b, i, "end without start")
@@ -491,7 +491,7 @@ func (x *exporter) write(at uint64, ev trackEvent) {
 // after its probe; why, if not "", says why it is an unmatched event of a
 // pair.
 func (x *exporter) instant(uuid uint64, b *format.Batch, i int, why string) {
-	args := x.args(x.argBuf[:0], b, i, "")
+	args := x.args(x.argBuf[:0], b, i, false)
 	if why != "" {
 		args = append(args, strArg("unmatched", why))
 		x.res.Unmatched++
@@ -652,18 +652,14 @@ func (x *exporter) process(host string, pid, tid uint32, comm string, at uint64)
 }
 
 // args appends to args the cpu and fields of event row i of b as
-// arguments, their names prefixed.
-func (x *exporter) args(args []arg, b *format.Batch, i int, prefix string) []arg {
+// arguments, their names after returnPrefix on a return (ret).
+func (x *exporter) args(args []arg, b *format.Batch, i int, ret bool) []arg {
 	pc := &x.probes[b.Probe[i]]
-	k := 0 // the names made when the probe's columns were
-	switch prefix {
-	case "":
-	case returnPrefix:
+	k := 0 // which of the names made with the probe's columns
+	if ret {
 		k = 1
-	default:
-		panic("perfetto: argument prefix " + prefix)
 	}
-	args = append(args, arg{name: [2]string{"cpu", returnPrefix + "cpu"}[k], kind: argInt, n: uint64(b.CPU[i])})
+	args = append(args, arg{name: cpuArgs[k], kind: argInt, n: uint64(b.CPU[i])})
 	for _, f := range pc.fields {
 		col := b.Col(f.col)
 		if !col.Valid(i) {
@@ -687,6 +683,9 @@ func (x *exporter) args(args []arg, b *format.Batch, i int, prefix string) []arg
 // returnPrefix is what the arguments of a return event have before their
 // names.
 const returnPrefix = "return."
+
+// cpuArgs are the cpu argument's names (fieldCol.args).
+var cpuArgs = [2]string{"cpu", returnPrefix + "cpu"}
 
 // frames returns the callstack of event row i of b, root first: its user
 // stack's frames, then its kernel stack's; nil if it has none. stack is

@@ -96,10 +96,6 @@ type Latencies struct {
 	grid   *intervalGrid
 	slices *histSlices
 	keys   rowKeys // addSpan's
-	// scratch and paired are where addSpan pairs a thread's run of rows
-	// (callPairer).
-	scratch []int64
-	paired  pairedRows
 }
 
 // NewLatencies resolves o's probes against c. o.Rows is the pass's to apply.
@@ -201,17 +197,16 @@ func (l *Latencies) spans() bool {
 
 // addSpan is Add for rows [lo, hi) of b (when spans says so), in loops of
 // its own rather than a call per event, which was most of latency's time
-// after decoding: the rows of the two probes are picked (PickRows),
-// paired without a branch on whether a row starts or ends a call, and
-// the calls' durations counted.
+// after decoding: the rows of the two probes are picked and paired
+// without a branch on whether a row starts or ends a call
+// (Pairing.AddSpan), and the calls' durations counted.
 func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 	if l.grid != nil {
 		if t, ok := lastTime(b, lo, hi); ok {
 			l.grid.see(t)
 		}
 	}
-	pr := callPairer{start: l.pair.start, end: l.pair.end, stacks: &l.pair.stacks, scratch: &l.scratch, out: &l.paired}
-	pr.span(b, lo, hi, func(durs []int64, ends []int32) {
+	unmatched, overflows, _ := l.pair.AddSpan(b, lo, hi, func(durs []int64, ends []int32) {
 		l.calls(durs)
 		if l.slices != nil {
 			// By interval and key: each call at its return's row.
@@ -220,12 +215,12 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 			}
 		}
 	})
-	l.res.UnmatchedReturns += pr.unmatched
-	l.res.Overflows += pr.overflows
+	l.res.UnmatchedReturns += unmatched
+	l.res.Overflows += overflows
 }
 
 // callPairer pairs the start and end rows of stretches of events on the
-// stacks of open calls of their threads (Latencies.addSpan).
+// stacks of open calls of their threads (Pairing.AddSpan, Latencies.part).
 type callPairer struct {
 	start, end uint16
 	stacks     *openCalls

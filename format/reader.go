@@ -164,8 +164,7 @@ func newReader(f *os.File) (_ *Reader, err error) {
 	if err := r.columnTypes(); err != nil {
 		return nil, err
 	}
-	r.dec = r.ipc.NewDecoder(false)
-	r.dec.Pool = &r.pool
+	r.dec = r.newDecoder()
 	return r, nil
 }
 

@@ -58,10 +58,27 @@ type colSlots struct {
 
 // bufSlot holds one decoded buffer of one column.
 type bufSlot struct {
-	gen  uint64
-	data []byte // the buffer of batch gen
-	in   []byte // compressed bytes as read
-	out  []byte // decompressed bytes
+	gen    uint64
+	data   []byte // the buffer of batch gen
+	in     []byte // compressed bytes as read
+	out    []byte // decompressed bytes
+	frames FrameDecoder
+}
+
+// FrameDecoder appends to dst the content of src, a zstd frame of want
+// bytes, when it knows how: the frames a dedicated encoder wrote
+// (WithColumnZstdEncoder). dst has want+16 bytes of room. When ok is
+// false, the Decoder decodes src with klauspost's decoder instead, which
+// also finds what is wrong with a corrupt frame: a FrameDecoder answers
+// only with a frame's exact content.
+type FrameDecoder func(dst, src []byte, want int) (out []byte, ok bool)
+
+// SetValuesDecoder has fd try first to decode the zstd frames of the
+// values of integer column ci.
+func (d *Decoder) SetValuesDecoder(ci int, fd FrameDecoder) {
+	if ci >= 0 && ci < len(d.cols) {
+		d.cols[ci].vals.frames = fd
+	}
 }
 
 // NewDecoder returns a Decoder of f's batches. With reuse, each column's
@@ -284,6 +301,12 @@ func (d *Decoder) load(sh *batchShape, j int, s *bufSlot, need int) ([]byte, err
 		// end (its "safe" variant, for a buffer without, is slower); a
 		// frame that fills it is longer than declared, and refused.
 		s.out = d.room(s.out, int(n)+zstdSlack)
+		if s.frames != nil && sh.codec == 1 {
+			var ok bool
+			if data, ok = s.frames(s.out[:0:int(n)+zstdSlack], in[8:], int(n)); ok {
+				break
+			}
+		}
 		var err error
 		if data, err = d.decompress(sh.codec, in[8:], s.out[:0:int(n)+zstdSlack], int(n)); err != nil {
 			return nil, fmt.Errorf("buffer %d: %w", j, err)

@@ -35,6 +35,18 @@
 // fifth lower: format/doc.go has the decision, bench/README.md ("The time
 // column's encoder") the measurements.
 //
+// TimeDecoder reads TimeEncoder's frames back, faster than klauspost's
+// decoder (which the capture reader uses for every other column): a
+// sequence loop that knows each sequence is one time writes it as one
+// 8-byte store, the time before kept in a register. It takes only frames
+// of the shape TimeEncoder writes (and those of klauspost's encoder that
+// happen to have it); for any other, or a corrupt one, it says no, and
+// the reader decodes the frame with klauspost's decoder, which reports
+// what is wrong. It never answers with anything but a frame's exact
+// content, its checksum verified: TestTimeDecodeCorrupt and
+// FuzzTimeDecode hold whatever it takes to what klauspost's decoder makes
+// of it.
+//
 // Every frame is checked by decoding: TestRoundTrip, FuzzRoundTrip,
 // TestRepeat and FuzzRepeat with klauspost's decoder, and cmd/bpftape's
 // TestPolarsReadsCapture with nodejs-polars, whose sum of a capture's

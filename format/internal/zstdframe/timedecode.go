@@ -280,6 +280,11 @@ func (d *TimeDecoder) block(o []byte, pos, want int, b []byte, reps *[3]int) (in
 				break
 			}
 		}
+		// A sequence reads at most 89 bits: from floor or above, its
+		// loads stay in bs.
+		if base+top < floor {
+			return 0, false
+		}
 		le, oe, me := llt[lls&(1<<llMaxLog-1)], oft[ofs&(1<<ofMaxLog-1)], mlt[mls&(1<<mlMaxLog-1)]
 		// A sequence's reads take at most 26 bits but for the codes'
 		// extra bits (a new offset, long lengths): w has them once top
@@ -424,7 +429,11 @@ func (d *TimeDecoder) timeRun(st *timeState, i, nb int, o []byte, want int, lits
 			break
 		}
 		if top < 32 {
+			// A corrupt stream runs out: block finds it.
 			bp := base + top
+			if bp < 8*bitsPad {
+				break
+			}
 			e := (bp + 7) >> 3
 			w, base, top = binary.LittleEndian.Uint64(bs[e-8:]), 8*(e-8), bp-8*(e-8)
 		}

@@ -220,3 +220,33 @@ func BenchmarkTimeDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestTimeDecodeBitstream garbles the sequence bitstream of one-block
+// frames (the bytes before the checksum), whose states then read codes
+// with extra bits and run the stream out before its sequences: refused,
+// or decoded as klauspost's decoder decodes them, never read past.
+func TestTimeDecodeBitstream(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	var e TimeEncoder
+	var d TimeDecoder
+	kd, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kd.Close()
+	for _, n := range []int{40, 1000, 10000} {
+		src := timeColumn(r, n, 1e13, 2000)
+		frame := e.Encode(nil, src)
+		tail := min(len(frame)-4-20, n/3)
+		for range 2000 {
+			bad := bytes.Clone(frame)
+			for range 1 + r.Intn(8) {
+				bad[len(bad)-5-r.Intn(tail)] = byte(r.Intn(256))
+			}
+			if r.Intn(4) == 0 {
+				bad[len(bad)-5] |= 0x80 // a longer stream
+			}
+			checkAgainstKlauspost(t, &d, kd, bad, len(src))
+		}
+	}
+}

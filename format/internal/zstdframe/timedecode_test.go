@@ -29,26 +29,14 @@ func TestTimeDecode(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
 	var e TimeEncoder
 	var d TimeDecoder
-	cases := map[string][]byte{
-		"empty":    nil,
-		"one":      timeColumn(r, 1, 12_345_678_901_234, 300),
-		"odd tail": append(timeColumn(r, 100, 1e13, 300), 1, 2, 3),
-		"equal":    bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 70000),
-		"random":   func() []byte { b := make([]byte, 8*5000); r.Read(b); return b }(),
-		"short":    []byte{9, 8, 7},
-		"jumps": func() []byte {
-			var b []byte
-			for i := range 5000 {
-				b = binary.LittleEndian.AppendUint64(b, uint64(i)<<uint(8*(i%7)))
-			}
-			return b
-		}(),
-	}
-	for _, n := range []int{2, 100, 16383, 16384, 16385, 32768, 70000} {
-		for _, mean := range []float64{1, 50, 2000, 7000, 1e6, 1e9} {
-			cases[fmt.Sprintf("%d times %gns apart", n, mean)] = timeColumn(r, n, 8e12+r.Int63n(1e13), mean)
+	cases := timeCases(r, 1, 50, 2000, 7000, 1e6, 1e9)
+	cases["jumps"] = func() []byte {
+		var b []byte
+		for i := range 5000 {
+			b = binary.LittleEndian.AppendUint64(b, uint64(i)<<uint(8*(i%7)))
 		}
-	}
+		return b
+	}()
 	for name, src := range cases {
 		frame := e.Encode(nil, src)
 		got, ok := decodeTime(&d, frame, len(src))
@@ -108,11 +96,7 @@ func TestTimeDecodeCorrupt(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	var e TimeEncoder
 	var d TimeDecoder
-	kd, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kd.Close()
+	kd := klauspostDecoder(t)
 	took, tries := 0, 0
 	for _, mean := range []float64{50, 2000, 1e6} {
 		src := timeColumn(r, 3000, 1e13, mean)
@@ -134,6 +118,16 @@ func TestTimeDecodeCorrupt(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d corrupted frames decoded (their checksums held)", took, tries)
+}
+
+// klauspostDecoder is klauspost's decoder, closed at the end of the test.
+func klauspostDecoder(t testing.TB) *zstd.Decoder {
+	kd, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kd.Close)
+	return kd
 }
 
 // checkAgainstKlauspost decodes frame with d and, when d takes it, with
@@ -229,11 +223,7 @@ func TestTimeDecodeBitstream(t *testing.T) {
 	r := rand.New(rand.NewSource(7))
 	var e TimeEncoder
 	var d TimeDecoder
-	kd, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kd.Close()
+	kd := klauspostDecoder(t)
 	for _, n := range []int{40, 1000, 10000} {
 		src := timeColumn(r, n, 1e13, 2000)
 		frame := e.Encode(nil, src)

@@ -29,6 +29,25 @@ func timeColumn(r *rand.Rand, n int, start int64, mean float64) []byte {
 	return b
 }
 
+// timeCases are time columns of many shapes and sizes, by name: edge
+// cases, then times the given mean gaps apart, at sizes around a block's.
+func timeCases(r *rand.Rand, means ...float64) map[string][]byte {
+	cases := map[string][]byte{
+		"empty":    nil,
+		"one":      timeColumn(r, 1, 12_345_678_901_234, 300),
+		"odd tail": append(timeColumn(r, 100, 1e13, 300), 1, 2, 3),
+		"equal":    bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 70000),
+		"random":   func() []byte { b := make([]byte, 8*5000); r.Read(b); return b }(),
+		"short":    []byte{9, 8, 7},
+	}
+	for _, n := range []int{2, 100, 16383, 16384, 16385, 32768, 70000} {
+		for _, mean := range means {
+			cases[fmt.Sprintf("%d times %gns apart", n, mean)] = timeColumn(r, n, 8e12+r.Int63n(1e13), mean)
+		}
+	}
+	return cases
+}
+
 func decode(t testing.TB, frame []byte) []byte {
 	t.Helper()
 	d, err := zstd.NewReader(nil)
@@ -54,20 +73,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var e TimeEncoder
-	cases := map[string][]byte{
-		"empty":    nil,
-		"one":      timeColumn(r, 1, 12_345_678_901_234, 300),
-		"odd tail": append(timeColumn(r, 100, 1e13, 300), 1, 2, 3),
-		"equal":    bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 70000),
-		"random":   func() []byte { b := make([]byte, 8*5000); r.Read(b); return b }(),
-		"short":    []byte{9, 8, 7},
-	}
-	for _, n := range []int{2, 100, 16383, 16384, 16385, 32768, 70000} {
-		for _, mean := range []float64{50, 2000, 7000, 1e6} {
-			cases[fmt.Sprintf("%d times %gns apart", n, mean)] = timeColumn(r, n, 8e12+r.Int63n(1e13), mean)
-		}
-	}
-	for name, src := range cases {
+	for name, src := range timeCases(r, 50, 2000, 7000, 1e6) {
 		frame := e.Encode([]byte("prefix"), src)
 		if !bytes.HasPrefix(frame, []byte("prefix")) {
 			t.Fatalf("%s: dst's prefix lost", name)

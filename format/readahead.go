@@ -73,8 +73,8 @@ func (r *Reader) startAhead(first, workers int) {
 
 // newDecoder returns a decoder into new memory, or memory of the pool,
 // which decodes the time column's frames with zstdframe.TimeDecoder where
-// it can (about a fifth faster than klauspost's decoder, which decodes the
-// others).
+// it can (12% faster than klauspost's decoder in BenchmarkTimeDecode,
+// which saved latency a fifth of its CPU) and klauspost's decoder the rest.
 func (r *Reader) newDecoder() *arrowipc.Decoder {
 	d := r.ipc.NewDecoder(false)
 	d.Pool = &r.pool

@@ -24,7 +24,8 @@
 # machine's dpkg); with "vmbench", the x86-64 ones and bpftrace, which
 # `make vmbench` copies into its guest.
 # With "bench HEADERS_DIR", what `make bench` (bench/bench.sh) runs: perf,
-# bpftrace, BCC and its tools (profile), gcc, sys/sdt.h, objdump, and
+# bpftrace, BCC and its tools (profile), gcc, sys/sdt.h, objdump, node
+# with DuckDB's npm module (the replay verbs' SQL comparison), and
 # Debian's kernel headers for BCC, merged from the -amd64 and -common
 # packages into HEADERS_DIR (bench.sh points BCC_KERNEL_SOURCE there: this
 # kernel has no /lib/modules/$(uname -r)/build).
@@ -42,7 +43,7 @@ vmtest) pkgs="qemu-system-x86 qemu-system-arm busybox-static gcc libc6-dev gcc-a
 vmbench) pkgs="qemu-system-x86 busybox-static gcc libc6-dev xz-utils zstd bpftrace" ;;
 bench)
 	headers=${2:?usage: deps.sh bench HEADERS_DIR}
-	pkgs="linux-perf bpftrace python3-bpfcc bpfcc-tools gcc systemtap-sdt-dev binutils linux-headers-$hver-amd64 linux-headers-$hver-common"
+	pkgs="linux-perf bpftrace python3-bpfcc bpfcc-tools gcc systemtap-sdt-dev binutils nodejs npm linux-headers-$hver-amd64 linux-headers-$hver-common"
 	;;
 esac
 
@@ -79,6 +80,7 @@ case "$target" in
 	sh testdata/interop/install.sh
 	;;
 bench)
+	sh testdata/interop/install.sh >&2
 	# The -amd64 package holds the generated headers and the config,
 	# -common the sources' include trees; BCC wants one tree. Rebuilt when
 	# the packages' versions change.

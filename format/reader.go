@@ -164,7 +164,7 @@ func newReader(f *os.File) (_ *Reader, err error) {
 	if err := r.columnTypes(); err != nil {
 		return nil, err
 	}
-	r.dec = r.newDecoder()
+	r.dec = r.newDecoder(&r.pool)
 	return r, nil
 }
 
@@ -464,7 +464,7 @@ func (r *Reader) decode(d *arrowipc.Decoder, i int, b *Batch) (raw int64, err er
 		return 0, err
 	}
 	n := d.Rows()
-	b.Index, b.Len = i, n
+	b.Index, b.Len, b.pool = i, n, d.Pool
 	if cap(b.data) < len(r.types) {
 		b.data = make([]arrowipc.ColumnData, len(r.types))
 		b.cols = make([]Column, len(r.types)-numFixed)
@@ -654,14 +654,16 @@ type Batch struct {
 	cols  []Column
 	data  []arrowipc.ColumnData // every column's buffers, as a writer takes them
 	sel   []bool                // the columns decoded (Reader.Select); nil: every one
-	// recycle lists the buffers Next gives back to the pool (Recycle).
+	// recycle lists the buffers Next gives back to pool, that of the
+	// decoder that filled them (Recycle).
 	recycle [][]byte
+	pool    *arrowipc.BufPool
 }
 
 // release gives back the buffers of b that Recycle lets Next reuse.
 func (r *Reader) release(b *Batch) {
 	for _, buf := range b.recycle {
-		r.pool.Put(buf)
+		b.pool.Put(buf)
 	}
 	clear(b.recycle)
 	b.recycle = b.recycle[:0]

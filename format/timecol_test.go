@@ -62,7 +62,6 @@ func TestTimeColumnDecoder(t *testing.T) {
 			fast.dec.SetValuesDecoder(ColTime, func(dst, src []byte, want int) ([]byte, bool) {
 				out, ok := td.Decode(dst, src, want)
 				if !ok {
-					os.WriteFile("/tmp/refused.zst", src, 0o644)
 					t.Logf("refused: %d bytes, want %d, cap %d", len(src), want, cap(dst)-len(dst))
 				}
 				if ok {

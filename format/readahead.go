@@ -16,7 +16,7 @@ import (
 // batches it decoded (Recycle): a buffer is filled again on the core
 // that filled it, where one pool for all handed each decoder memory last
 // written on another core (requests 19% less CPU, heatmap 8%; bench/README.md,
-// "Reading the time column").
+// "A pool of buffers per decoding goroutine").
 type readAhead struct {
 	order chan chan decoded
 	done  chan struct{}

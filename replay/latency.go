@@ -96,6 +96,15 @@ type Latencies struct {
 	grid   *intervalGrid
 	slices *histSlices
 	keys   rowKeys // addSpan's
+	// Calls, when set, is handed the calls Add and AddSpan count, as
+	// they count them: durations in nanoseconds and their return rows,
+	// offsets from lo in b. A pass that also draws the calls (the
+	// report's latency heat maps) takes them here rather than pair the
+	// events a second time. Latency's own pass, which pairs batches
+	// apart, does not take it (mergeable).
+	Calls func(b *format.Batch, lo int, durs []int64, ends []int32)
+	one   [1]int64 // record's call, for Calls
+	end0  [1]int32
 }
 
 // NewLatencies resolves o's probes against c. o.Rows is the pass's to apply.
@@ -208,6 +217,9 @@ func (l *Latencies) addSpan(b *format.Batch, lo, hi int) {
 	}
 	unmatched, overflows, _ := l.pair.AddSpan(b, lo, hi, func(durs []int64, ends []int32) {
 		l.calls(durs)
+		if l.Calls != nil {
+			l.Calls(b, lo, durs, ends)
+		}
 		if l.slices != nil {
 			// By interval and key: each call at its return's row.
 			for j, i := range ends {
@@ -469,7 +481,7 @@ func (l *Latencies) scanMerged(c *Capture) (*Pass, error) {
 
 // mergeable reports whether scanMerged may take a pass with row filter f.
 func (l *Latencies) mergeable(f *RowFilter) bool {
-	return l.spans() && f.Empty() && l.grid == nil && l.slices == nil
+	return l.spans() && f.Empty() && l.grid == nil && l.slices == nil && l.Calls == nil
 }
 
 // record counts the call that return row i of b ends, begun at start: its
@@ -477,6 +489,10 @@ func (l *Latencies) mergeable(f *RowFilter) bool {
 func (l *Latencies) record(b *format.Batch, i int, start int64) {
 	ns := b.Time[i] - start
 	l.call(ns)
+	if l.Calls != nil {
+		l.one[0] = ns
+		l.Calls(b, i, l.one[:], l.end0[:])
+	}
 	if l.slices != nil {
 		l.slices.at(b.Time[i]).pick(l.o.By, l.byRef, b, i).add(ns, &l.ho)
 	}

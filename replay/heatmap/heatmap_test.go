@@ -455,3 +455,86 @@ func TestColumnCache(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedLatency checks that a latency map fed the calls a
+// replay.Latencies pairs (FeedLatency, as the report feeds its maps) is
+// the map Build draws pairing them itself: its cells and its notes
+// (returns without entry, entries without return, entries past
+// replay.MaxDepth), over several batches, fed row by row and by stretches.
+func TestFeedLatency(t *testing.T) {
+	us := int64(time.Microsecond)
+	var evs []ev
+	tm := int64(0)
+	for i := range 3000 {
+		tid := uint32(1 + i%3)
+		tm += us
+		evs = append(evs, ev{probe: 1, tid: tid, t: tm})
+		if i%7 == 0 { // nested
+			tm += us
+			evs = append(evs, ev{probe: 1, tid: tid, t: tm}, ev{probe: 2, tid: tid, t: tm + us})
+		}
+		tm += int64(1+i%13) * us
+		evs = append(evs, ev{probe: 2, tid: tid, t: tm})
+		if i%500 == 0 {
+			evs = append(evs, ev{probe: 2, tid: 9, t: tm}) // a return without entry
+		}
+		if i%1000 == 999 {
+			// A thread that never returns, past the depth pairing keeps.
+			for range replay.MaxDepth/2 + 3 {
+				evs = append(evs, ev{probe: 1, tid: 4, t: tm})
+			}
+		}
+	}
+	path := write(t, evs)
+	s := Spec{Entry: "entry", Return: "ret"}
+	o := Options{Step: time.Millisecond}
+	want := build(t, path, nil, s, o)
+	if len(want.Notes) != 1 || !strings.Contains(want.Notes[0], "6 returns without entry") ||
+		!strings.Contains(want.Notes[0], "entries beyond depth") {
+		t.Fatalf("notes %q: the capture does not test them all", want.Notes)
+	}
+	for _, spans := range []bool{false, true} {
+		c, err := replay.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		b, err := NewBuilder(c, []Spec{s}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ScanColumns(b.Columns(), nil, b.Measure); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Plan(nil); err != nil {
+			t.Fatal(err)
+		}
+		la, err := replay.NewLatencies(c, replay.LatencyOptions{Entry: s.Entry, Return: s.Return})
+		if err != nil {
+			t.Fatal(err)
+		}
+		la.Calls = b.FeedLatency(0, func() (unmatched, open, overflows uint64) {
+			res := la.Result()
+			return res.UnmatchedReturns, res.UnmatchedEntries, res.Overflows
+		})
+		cols := append(b.Columns(), la.Columns()...)
+		if spans {
+			_, err = c.ScanSpansWhere(cols, nil, func(bt *format.Batch, lo, hi int) error {
+				la.AddSpan(bt, lo, hi)
+				b.FillSpan(bt, lo, hi)
+				return nil
+			})
+		} else {
+			_, err = c.ScanColumns(cols, nil, func(bt *format.Batch, i int) {
+				la.Add(bt, i)
+				b.Fill(bt, i)
+			})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Maps()[0]; !reflect.DeepEqual(got, want) {
+			t.Errorf("by stretches %v: the map fed the calls:\n%+v\nthe map that paired them:\n%+v", spans, got, want)
+		}
+	}
+}

@@ -580,6 +580,14 @@ func build(c *replay.Capture, o *Options) (*view, *replay.Pass, error) {
 		if err := plan(); err != nil {
 			return nil, nil, err
 		}
+		// The latency heat maps take the calls the latencies pair,
+		// rather than pair them again.
+		for k, la := range as.latencies {
+			la.Calls = hb.FeedLatency(nField+k, func() (unmatched, open, overflows uint64) {
+				res := la.Result()
+				return res.UnmatchedReturns, res.UnmatchedEntries, res.Overflows
+			})
+		}
 		// The counts and spans are tallied again, as they read.
 		first, last, seen, lossSeen = 0, 0, 0, false
 		// addCounts adds a part's counts, time span and field

@@ -236,6 +236,38 @@ func (m *Map) AddN(t, v int64, n uint64) {
 	}
 }
 
+// AddCategories counts category cats[i] at boot-clock time times[i], for
+// each i, as AddN(t, v, 1) does on category rows (CategoryRows), in a loop
+// of its own with the column at hand in registers: the report's time line
+// of events by probe, where a call of AddN per event was 6% of the
+// report's CPU in a profile (10M-event recorded capture); the report
+// took 2-4% less CPU.
+func (m *Map) AddCategories(times []int64, cats []uint16) {
+	cats = cats[:len(times)]
+	if m.Rows.Labels == nil {
+		for i, t := range times {
+			m.AddN(t, int64(cats[i]), 1)
+		}
+		return
+	}
+	from, to, c, n := m.colLo, m.colHi, m.col, m.Rows.N
+	for i, t := range times {
+		if t < from || t >= to {
+			tc, ok := m.column(t)
+			if !ok {
+				m.Outside++
+				continue
+			}
+			from, to, c = m.colLo, m.colHi, tc
+		}
+		if v := int(cats[i]); v < n {
+			m.counts[c*n+v]++
+		} else {
+			m.Above++
+		}
+	}
+}
+
 // addLog2 counts, for each j, value vals[j] at time times[rows[j]], as
 // AddN(t, v, 1) does, on log2 rows (Rows.log2): in a loop of its own, the
 // column at hand in registers.

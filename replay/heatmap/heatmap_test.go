@@ -538,3 +538,36 @@ func TestFeedLatency(t *testing.T) {
 		}
 	}
 }
+
+// TestAddCategories checks AddCategories against AddN on category rows
+// and on log2 rows: times before, in and after the axis, categories of
+// every row and past the last.
+func TestAddCategories(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	axis, err := NewAxis(base, base+1000, base+99_999, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	times := make([]int64, 5000)
+	cats := make([]uint16, len(times))
+	for i := range times {
+		times[i] = base + r.Int63n(120_000)
+		cats[i] = uint16(r.Intn(6)) // rows 0-4, and one past them
+	}
+	for _, rows := range []Rows{CategoryRows([]string{"a", "b", "c", "d", "e"}), Log2Rows()} {
+		want, got := New(axis, rows), New(axis, rows)
+		for i, tm := range times {
+			want.AddN(tm, int64(cats[i]), 1)
+		}
+		for lo := 0; lo < len(times); lo += 777 {
+			hi := min(lo+777, len(times))
+			got.AddCategories(times[lo:hi], cats[lo:hi])
+		}
+		if got.Outside == 0 || (rows.Labels != nil && got.Above == 0) {
+			t.Fatalf("outside %d, above %d: the samples do not test them", got.Outside, got.Above)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("rows %+v: AddCategories:\n%+v\nAddN:\n%+v", rows, got, want)
+		}
+	}
+}

@@ -295,9 +295,7 @@ func (pt *batchPart) span(b *format.Batch, lo, hi int, hb *heatmap.Builder) {
 	for _, r := range pt.runs {
 		r.Span(b, lo, hi)
 	}
-	for i, t := range times {
-		pt.tl.Add(t, int64(probes[i]))
-	}
+	pt.tl.AddCategories(times, probes)
 	hb.FillFieldSpan(pt.heat, b, lo, hi)
 }
 

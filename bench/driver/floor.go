@@ -132,50 +132,76 @@ func cpuSeconds() float64 {
 // rounds times (each pass once a round, a pass shared by verbs measured
 // once), and sets each verb's floor to the median of its passes' sums.
 func (d *driver) floorBench(vc *verbCap, path string, rounds int) {
-	passes := map[string]floorPass{}
-	per := make([][]floorPass, len(vc.runs))
+	f := newFloorRun(vc)
+	for range rounds {
+		d.floorRound(f, path)
+	}
+	f.finish(vc)
+}
+
+// floorRun is the decoding floors of a capture's verbs being measured: a
+// round at a time (floorRound), between the verbs' rounds, so that a
+// host that slows down or speeds up during the bench moves the verbs'
+// CPU, hist's and the floors alike, where floors measured after every
+// verb's rounds put hist's CPU over a floor of another time (one run's
+// latency floor came out at 0.49× hist, the runs before and after at
+// 0.94× and 0.89×).
+type floorRun struct {
+	passes map[string]floorPass
+	keys   []string      // passes', in order
+	per    [][]floorPass // by verb
+	cpu    map[string][]float64
+	errs   map[string]string
+}
+
+func newFloorRun(vc *verbCap) *floorRun {
+	f := &floorRun{passes: map[string]floorPass{}, per: make([][]floorPass, len(vc.runs)),
+		cpu: map[string][]float64{}, errs: map[string]string{}}
 	for j := range vc.runs {
 		if reads := vc.runs[j].def.reads; reads != nil {
-			per[j] = reads(vc.names)
+			f.per[j] = reads(vc.names)
 		}
-		ps := per[j]
-		for _, p := range ps {
-			passes[p.key()] = p
-		}
-	}
-	keys := make([]string, 0, len(passes))
-	for k := range passes {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	cpu := map[string][]float64{}
-	errs := map[string]string{}
-	for i := 0; i < rounds; i++ {
-		for _, k := range keys {
-			if errs[k] != "" {
-				continue
-			}
-			s, err := decodeCPU(path, passes[k])
-			if err != nil {
-				errs[k] = err.Error()
-				continue
-			}
-			cpu[k] = append(cpu[k], s)
-			d.logf("  decoding %s alone: %.3fs CPU", k, s)
+		for _, p := range f.per[j] {
+			f.passes[p.key()] = p
 		}
 	}
-	for j, ps := range per {
+	for k := range f.passes {
+		f.keys = append(f.keys, k)
+	}
+	slices.Sort(f.keys)
+	return f
+}
+
+// floorRound decodes each pass of f once.
+func (d *driver) floorRound(f *floorRun, path string) {
+	for _, k := range f.keys {
+		if f.errs[k] != "" {
+			continue
+		}
+		s, err := decodeCPU(path, f.passes[k])
+		if err != nil {
+			f.errs[k] = err.Error()
+			continue
+		}
+		f.cpu[k] = append(f.cpu[k], s)
+		d.logf("  decoding %s alone: %.3fs CPU", k, s)
+	}
+}
+
+// finish sets each verb's floor to the sum of its passes' medians.
+func (f *floorRun) finish(vc *verbCap) {
+	for j, ps := range f.per {
 		v := &vc.runs[j]
 		if len(ps) == 0 {
 			continue
 		}
 		total := 0.0
 		for _, p := range ps {
-			if e := errs[p.key()]; e != "" {
+			if e := f.errs[p.key()]; e != "" {
 				v.floorErr = e
 				break
 			}
-			total += median(cpu[p.key()])
+			total += median(f.cpu[p.key()])
 		}
 		if v.floorErr == "" {
 			v.floor = total

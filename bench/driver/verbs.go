@@ -265,9 +265,9 @@ func duckRatio(v *verbRun, dq *duckQuery) (wall, cpu float64, ok bool) {
 }
 
 // verbsBench times every verb on path (events events) cfg.replayRepeats
-// times, the verbs interleaved round by round so that drift on a shared
-// machine falls alike on each and on hist, then asks DuckDB the same
-// questions of the Parquet export.
+// times, the verbs and their decoding floors interleaved round by round so
+// that drift on a shared machine falls alike on each and on hist, then
+// asks DuckDB the same questions of the Parquet export.
 func (d *driver) verbsBench(vc *verbCap, path string, stacks bool) {
 	events := vc.info.recorded
 	dir, err := os.MkdirTemp(d.work, "verbs-")
@@ -289,6 +289,7 @@ func (d *driver) verbsBench(vc *verbCap, path string, stacks bool) {
 		return
 	}
 	defer null.Close()
+	floors := newFloorRun(vc)
 	for i := 0; i < d.cfg.replayRepeats; i++ {
 		for j := range vc.runs {
 			vr := &vc.runs[j]
@@ -297,7 +298,9 @@ func (d *driver) verbsBench(vc *verbCap, path string, stacks bool) {
 			}
 			d.timeOnce(&vr.run, null, append([]string{d.bpftape}, vr.def.args(vc.names, path, out)...))
 		}
+		d.floorRound(floors, path)
 	}
+	floors.finish(vc)
 	for j := range vc.runs {
 		if vr := &vc.runs[j]; vr.def.written != nil && vr.run.err == "" {
 			if st, err := os.Stat(vr.def.written(out)); err == nil {
@@ -305,7 +308,6 @@ func (d *driver) verbsBench(vc *verbCap, path string, stacks bool) {
 			}
 		}
 	}
-	d.floorBench(vc, path, d.cfg.replayRepeats)
 	if p := vc.find("export -f parquet"); p == nil || p.run.err != "" || len(p.run.wall) == 0 {
 		vc.duck = &duckResult{err: "no Parquet export to read"}
 		return

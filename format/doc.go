@@ -77,10 +77,9 @@
 //     needs no merging; with Reader.Recycle a batch's integer buffers are
 //     reused once the next is asked for, by the goroutine that filled
 //     them (another core's memory cost requests a fifth of its CPU). An
-//     analysis whose result per
-//     batch merges into its whole may run on the goroutine that decoded
-//     the batch (Reader.Work) and hand on only its result, not the
-//     decoded columns, to another core.
+//     analysis whose result per batch merges into its whole may run on
+//     the goroutine that decoded the batch (Reader.Work) and hand on only
+//     its result, not the decoded columns, to another core.
 //   - A capture may come from anywhere, so reading trusts no length in it:
 //     every message is checked against the file size and fixed limits
 //     (arrowipc's, re-exported in limits.go: 16 MiB of metadata, 256 MiB

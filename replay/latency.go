@@ -100,11 +100,13 @@ type Latencies struct {
 	// they count them: durations in nanoseconds and their return rows,
 	// offsets from lo in b. A pass that also draws the calls (the
 	// report's latency heat maps) takes them here rather than pair the
-	// events a second time. Latency's own pass, which pairs batches
-	// apart, does not take it (mergeable).
+	// events a second time. With Calls set, Latency pairs the batches in
+	// file order, not each where it is decoded (mergeable).
 	Calls func(b *format.Batch, lo int, durs []int64, ends []int32)
-	one   [1]int64 // record's call, for Calls
-	end0  [1]int32
+	// recordDur and recordEnd are the one call record hands to Calls: its
+	// duration, and its return row as an offset from itself (0).
+	recordDur [1]int64
+	recordEnd [1]int32
 }
 
 // NewLatencies resolves o's probes against c. o.Rows is the pass's to apply.
@@ -490,8 +492,8 @@ func (l *Latencies) record(b *format.Batch, i int, start int64) {
 	ns := b.Time[i] - start
 	l.call(ns)
 	if l.Calls != nil {
-		l.one[0] = ns
-		l.Calls(b, i, l.one[:], l.end0[:])
+		l.recordDur[0] = ns
+		l.Calls(b, i, l.recordDur[:], l.recordEnd[:])
 	}
 	if l.slices != nil {
 		l.slices.at(b.Time[i]).pick(l.o.By, l.byRef, b, i).add(ns, &l.ho)

@@ -357,9 +357,10 @@ func (b *Builder) Maps() []*Map {
 	for _, l := range b.layers {
 		if l.spec.Latency() {
 			var open uint64
-			l.pair.Open(func(int64) { open++ })
 			if l.misses != nil {
 				l.unmatched, open, l.overflows = l.misses()
+			} else {
+				l.pair.Open(func(int64) { open++ })
 			}
 			var notes []string
 			if l.unmatched > 0 {

@@ -628,6 +628,10 @@ func (r *Reader) Batch() *Batch { return &r.batch }
 // Batches is the number of batches read so far.
 func (r *Reader) Batches() int { return r.next }
 
+// NumBatches is the number of batches in the file (in a file without a
+// footer, the complete batches Open found).
+func (r *Reader) NumBatches() int { return r.ipc.NumBatches() }
+
 // Err returns the error that stopped Next, if any. A truncated last batch of
 // a recovered file is not an error: see RecoverErr.
 func (r *Reader) Err() error { return r.err }

@@ -28,6 +28,9 @@ type Capture struct {
 	r      *format.Reader
 	passes int
 
+	// Progress, if set, is told how far each pass has read.
+	Progress Progress
+
 	perRow    bool // hand hist rows one at a time even where spans would do
 	decodeAll bool // decode every column in every pass (DecodeAll)
 

@@ -46,7 +46,8 @@ type Pass struct {
 	// stopped: the analysis had all it wanted before the end (events -n);
 	// Losses are then the footer's, of the whole capture, where it has
 	// counts.
-	stopped bool
+	stopped  bool
+	progress Progress // the capture's, told when the pass is over
 }
 
 // Paired marks p as the pass of an analysis that pairs entry events with
@@ -59,12 +60,26 @@ func (p *Pass) Paired() {
 }
 
 func (c *Capture) newPass() *Pass {
-	return &Pass{name: c.Name, meta: c.Meta(), Recovered: c.Recovered()}
+	return &Pass{name: c.Name, meta: c.Meta(), Recovered: c.Recovered(), progress: c.Progress}
 }
 
-// read records what reader r read in the pass.
+// next is r.Next for a pass of c: it tells c.Progress of each batch read.
+func (c *Capture) next(r *format.Reader) bool {
+	if !r.Next() {
+		return false
+	}
+	if c.Progress != nil {
+		c.Progress.Read(r.Batches(), r.NumBatches())
+	}
+	return true
+}
+
+// read records what reader r read in the pass, which is over.
 func (p *Pass) read(r *format.Reader) {
 	p.Batches, p.RawBytes, p.RecoverErr = r.Batches(), r.RawBytes, r.RecoverErr
+	if p.progress != nil {
+		p.progress.Done()
+	}
 }
 
 // Notes prints what the reader of an analysis must know about the pass:
@@ -204,7 +219,7 @@ func (c *Capture) walkWith(r *format.Reader, timed bool, f *RowFilter, losses bo
 	if f != nil && f.Empty() {
 		f = nil
 	}
-	for r.Next() {
+	for c.next(r) {
 		b := r.Batch()
 		j := -1 // the next loss record at or after i, or b.Len
 		for i := 0; i < b.Len; i++ {
@@ -289,7 +304,7 @@ func (c *Capture) spansWhere(r *format.Reader, timed bool, f *RowFilter, fn func
 	p := c.newPass()
 	p.spans = true
 	m := c.Meta()
-	for r.Next() {
+	for c.next(r) {
 		b := r.Batch()
 		for i := 0; i < b.Len; {
 			j := b.NextLoss(i)
@@ -360,7 +375,7 @@ func mergedBatches[T any](c *Capture, r *format.Reader, timed bool, part func(b 
 	p := c.newPass()
 	p.spans = true
 	m := c.Meta()
-	for r.Next() {
+	for c.next(r) {
 		b := r.Batch()
 		w := r.Worked().(worked[T])
 		k := 0

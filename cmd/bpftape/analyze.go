@@ -33,6 +33,7 @@ func withCapture(path string, stderr io.Writer, fn func(c *replay.Capture) (*rep
 		return err
 	}
 	defer c.Close()
+	c.Progress = replayProgress.of(path)
 	p, err := fn(c)
 	p.Notes(stderr)
 	return err
@@ -446,6 +447,10 @@ field before and after a change):
 			return fail(stderr, "compare", err)
 		}
 		defer cb.Close()
+	}
+	ca.Progress = replayProgress.of(fileA)
+	if cb != ca {
+		cb.Progress = replayProgress.of(fileB)
 	}
 	a.Capture, b.Capture = ca, cb
 	res, err := replay.Compare(&a, &b, o, stdout)

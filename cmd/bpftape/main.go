@@ -80,8 +80,12 @@ func main() {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		go discardOnSignal(sigs)
 	}
-	stdout, flush := bufferStdout(os.Args[1:])
-	code := run(os.Args[1:], stdout, os.Stderr)
+	out, errs := io.Writer(os.Stdout), io.Writer(os.Stderr)
+	if len(os.Args) > 1 {
+		replayProgress, out, errs = progressOutputs(os.Args[1], os.Stdout, os.Stderr)
+	}
+	stdout, flush := bufferStdout(os.Args[1:], out)
+	code := run(os.Args[1:], stdout, errs)
 	if err := flush(); err != nil && code == exitOK {
 		fmt.Fprintf(os.Stderr, "bpftape: write standard output: %v\n", err)
 		code = exitFailure
@@ -99,13 +103,18 @@ const stdoutBuffer = 64 << 10
 // writes for a 1 M-event capture). record prints as events come (its
 // --print and live view) and looks at its standard output itself, so it
 // gets the file.
-func bufferStdout(args []string) (io.Writer, func() error) {
+func bufferStdout(args []string, out io.Writer) (io.Writer, func() error) {
 	if len(args) == 0 || args[0] == "record" {
 		return os.Stdout, func() error { return nil }
 	}
-	w := bufio.NewWriterSize(os.Stdout, stdoutBuffer)
+	w := bufio.NewWriterSize(out, stdoutBuffer)
 	return w, w.Flush
 }
+
+// replayProgress is the verb's progress line, which main sets when standard
+// error is a terminal (and the verb is not record, whose status line is
+// its own): nil otherwise.
+var replayProgress *progressLine
 
 // exiting is held by whichever exits first: main with the verb's status,
 // or discardOnSignal with the signal's. Without it, an output discarded
@@ -124,6 +133,7 @@ func discardOnSignal(sigs <-chan os.Signal) {
 	sig := <-sigs
 	interrupted.Store(true)
 	exiting.Lock()
+	replayProgress.Stop()
 	outfile.DiscardAll()
 	os.Exit(128 + int(sig.(syscall.Signal)))
 }

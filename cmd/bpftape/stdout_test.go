@@ -10,7 +10,7 @@ import (
 // which prints as events come, to the file itself.
 func TestBufferStdout(t *testing.T) {
 	for _, args := range [][]string{{"events", "x.arrow"}, {"hist", "x.arrow", "p", "arg0"}, {"info", "x.arrow"}} {
-		w, flush := bufferStdout(args)
+		w, flush := bufferStdout(args, os.Stdout)
 		b, ok := w.(*bufio.Writer)
 		if !ok || b.Size() != stdoutBuffer {
 			t.Errorf("%s: stdout is a %T, want a %d-byte *bufio.Writer", args[0], w, stdoutBuffer)
@@ -20,7 +20,7 @@ func TestBufferStdout(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"record", "-o", "x.arrow", "u:/bin/true:main"}, nil} {
-		if w, _ := bufferStdout(args); w != os.Stdout {
+		if w, _ := bufferStdout(args, os.Stdout); w != os.Stdout {
 			t.Errorf("%v: stdout is a %T, want os.Stdout", args, w)
 		}
 	}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/bpftape/bpftape/internal/textsafe"
+	"github.com/bpftape/bpftape/replay"
+)
+
+// progressLine draws how far a verb has read its capture on standard error
+// when that is a terminal, as curl and zstd draw theirs: a line redrawn in
+// place, "bpftape report: 45% of cap.arrow read, about 4 s left", from a
+// second into a pass (a shorter one draws nothing) and at most 4 times a
+// second, erased when the pass is over. It goes between the batches of
+// the pass (replay.Progress), so that reading a billion events, a minute
+// or more, is not a silent wait. Whatever the verb writes to standard
+// error erases the line first (the line comes back at the next batch),
+// and so does its first write to a standard output that is a terminal,
+// which stops the line for good: what a verb prints there is its answer.
+type progressLine struct {
+	mu    sync.Mutex
+	w     io.Writer // the terminal
+	verb  string
+	now   func() time.Time
+	after time.Duration // into a pass before the line is drawn
+	every time.Duration // between two drawings
+
+	last       time.Time // the line's last drawing
+	drawn, off bool
+}
+
+// newProgressLine returns the progress line of verb on terminal w.
+func newProgressLine(w io.Writer, verb string) *progressLine {
+	return &progressLine{w: w, verb: verb, now: time.Now, after: time.Second, every: time.Second / 4}
+}
+
+// progressOutputs returns the progress line of verb and the writers its
+// standard output and error go through: with standard error a terminal, a
+// line there (but for record, whose status line is its own), and writers
+// that erase it first; otherwise no line (nil) and the files themselves.
+func progressOutputs(verb string, stdout, stderr *os.File) (p *progressLine, out, errs io.Writer) {
+	if verb == "record" || !isTerminal(stderr) {
+		return nil, stdout, stderr
+	}
+	p = newProgressLine(stderr, verb)
+	out = stdout
+	if isTerminal(stdout) {
+		out = progressWriter{w: stdout, p: p, stop: true}
+	}
+	return p, out, progressWriter{w: stderr, p: p}
+}
+
+// captureProgress is the replay.Progress of one capture of a progress
+// line: its passes, the first from when the capture was opened.
+type captureProgress struct {
+	line  *progressLine
+	name  string    // the capture's, as the line shows it
+	pass  int       // passes over, before this one
+	start time.Time // this pass's
+}
+
+// of returns the replay.Progress of the capture at path, of p (nil: none).
+func (p *progressLine) of(path string) replay.Progress {
+	if p == nil {
+		return nil
+	}
+	name := textsafe.Escape(filepath.Base(path))
+	if len(name) > 40 {
+		name = name[:37] + "..."
+	}
+	return &captureProgress{line: p, name: name, start: p.now()}
+}
+
+// Read is told after each batch of a pass (replay.Progress).
+func (c *captureProgress) Read(batches, of int) {
+	p := c.line
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.now()
+	if p.off || of <= 0 || t.Sub(c.start) < p.after || t.Sub(p.last) < p.every {
+		return
+	}
+	p.last = t
+	line := fmt.Sprintf("bpftape %s: %d%% of %s read", p.verb, 100*batches/of, c.name)
+	if c.pass > 0 {
+		line = fmt.Sprintf("bpftape %s: pass %d: %d%% of %s read", p.verb, c.pass+1, 100*batches/of, c.name)
+	}
+	if batches > 0 && batches < of {
+		left := time.Duration(float64(t.Sub(c.start)) * float64(of-batches) / float64(batches))
+		if left >= time.Second {
+			line += fmt.Sprintf(", about %s left", roundLeft(left))
+		}
+	}
+	// \r to the line's start, the line, and \x1b[K erases what is left
+	// of a longer line before it.
+	fmt.Fprintf(p.w, "\r%s\x1b[K", line)
+	p.drawn = true
+}
+
+// Done is told when a pass is over (replay.Progress): the line is erased,
+// and the next pass's clock starts.
+func (c *captureProgress) Done() {
+	p := c.line
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.erase()
+	c.pass++
+	c.start, p.last = p.now(), time.Time{}
+}
+
+// roundLeft rounds the time left as a person would say it.
+func roundLeft(d time.Duration) string {
+	switch {
+	case d < 10*time.Second:
+		return fmt.Sprintf("%d s", int(d.Round(time.Second)/time.Second))
+	case d < 2*time.Minute:
+		return fmt.Sprintf("%d s", int(d.Round(5*time.Second)/time.Second))
+	default:
+		return fmt.Sprintf("%d min", int(d.Round(time.Minute)/time.Minute))
+	}
+}
+
+// Stop erases the line for good.
+func (p *progressLine) Stop() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.erase()
+	p.off = true
+}
+
+// erase erases the line if it is drawn; p.mu is held.
+func (p *progressLine) erase() {
+	if p.drawn {
+		io.WriteString(p.w, "\r\x1b[K")
+		p.drawn = false
+	}
+}
+
+// progressWriter is a writer to the terminal of progress line p or to a
+// terminal beside it, that erases the line before each write, and with
+// stop set, stops it.
+type progressWriter struct {
+	w    io.Writer
+	p    *progressLine
+	stop bool
+}
+
+func (pw progressWriter) Write(b []byte) (int, error) {
+	pw.p.mu.Lock()
+	defer pw.p.mu.Unlock()
+	pw.p.erase()
+	if pw.stop {
+		pw.p.off = true
+	}
+	return pw.w.Write(b)
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeClock is a clock a test moves.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+
+// TestProgressLine follows the line through two passes, with what the verb
+// writes to standard error and to a standard output that is a terminal:
+// nothing in a pass's first second, at most 4 drawings a second, the time
+// left once a pass has read some, erased at each pass's end and before
+// every write, stopped for good by the first write to standard output.
+func TestProgressLine(t *testing.T) {
+	var term bytes.Buffer
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	p := newProgressLine(&term, "latency")
+	p.now = clock.now
+	c := p.of("/data/caps/cap.arrow")
+	step := func(d time.Duration, read, of int, want string) {
+		t.Helper()
+		clock.add(d)
+		term.Reset()
+		c.Read(read, of)
+		if got := term.String(); got != want {
+			t.Errorf("%d of %d batches, %v on: wrote %q, want %q", read, of, d, got, want)
+		}
+	}
+	step(500*time.Millisecond, 5, 40, "")
+	step(500*time.Millisecond, 10, 40, "\rbpftape latency: 25% of cap.arrow read, about 3 s left\x1b[K")
+	step(100*time.Millisecond, 11, 40, "") // 0.1 s after the last drawing
+	step(200*time.Millisecond, 20, 40, "\rbpftape latency: 50% of cap.arrow read, about 1 s left\x1b[K")
+	step(300*time.Millisecond, 39, 40, "\rbpftape latency: 97% of cap.arrow read\x1b[K") // under a second left
+
+	// The verb's notes on standard error erase the line first; the next
+	// batch draws it again.
+	term.Reset()
+	errw := progressWriter{w: &term, p: p}
+	errw.Write([]byte("NOTE: something\n"))
+	if got := term.String(); got != "\r\x1b[KNOTE: something\n" {
+		t.Errorf("a write to standard error wrote %q", got)
+	}
+	step(300*time.Millisecond, 40, 40, "\rbpftape latency: 100% of cap.arrow read\x1b[K")
+
+	term.Reset()
+	c.Done()
+	if got := term.String(); got != "\r\x1b[K" {
+		t.Errorf("the pass's end wrote %q, want the line erased", got)
+	}
+	term.Reset()
+	c.Done() // nothing drawn: nothing to erase
+	if term.Len() != 0 {
+		t.Errorf("the end of a pass that drew nothing wrote %q", term.String())
+	}
+
+	// The third pass: its own clock, and its number on the line.
+	step(900*time.Millisecond, 1, 4, "")
+	step(300*time.Millisecond, 2, 4, "\rbpftape latency: pass 3: 50% of cap.arrow read, about 1 s left\x1b[K")
+
+	// The answer on a terminal's standard output: erased, and never again.
+	term.Reset()
+	outw := progressWriter{w: &term, p: p, stop: true}
+	outw.Write([]byte("answer\n"))
+	if got := term.String(); got != "\r\x1b[Kanswer\n" {
+		t.Errorf("a write to standard output wrote %q", got)
+	}
+	step(time.Second, 3, 4, "")
+	var none *progressLine
+	none.Stop()
+	if none.of("x.arrow") != nil {
+		t.Error("no progress line gave a replay.Progress")
+	}
+}
+
+// TestProgressLineName: the capture's name on the line is its base name,
+// escaped (a name is anyone's bytes: no escape sequence of its own reaches
+// the terminal) and cut to 40 characters.
+func TestProgressLineName(t *testing.T) {
+	var term bytes.Buffer
+	p := newProgressLine(&term, "report")
+	p.after = 0
+	for _, tc := range []struct{ path, want string }{
+		{"/tmp/\x1b[2Jx\r.arrow", `\x1b[2Jx\r.arrow`},
+		{"/tmp/" + strings.Repeat("a", 60) + ".arrow", strings.Repeat("a", 37) + "..."},
+	} {
+		term.Reset()
+		p.last = time.Time{}
+		p.of(tc.path).Read(1, 2)
+		line := term.String()
+		if strings.Contains(line[1:], "\r") || strings.Count(line, "\x1b") != 1 || !strings.Contains(line, " of "+tc.want+" read") {
+			t.Errorf("%q: drew %q, want the name %q and no control character but the line's", tc.path, line, tc.want)
+		}
+	}
+}
+
+func TestRoundLeft(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		1400 * time.Millisecond: "1 s",
+		9 * time.Second:         "9 s",
+		43 * time.Second:        "45 s",
+		119 * time.Second:       "120 s",
+		150 * time.Second:       "3 min",
+		62 * time.Minute:        "62 min",
+	} {
+		if got := roundLeft(d); got != want {
+			t.Errorf("roundLeft(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -42,6 +42,23 @@ type MergeOptions struct {
 	CommandLine []string
 	// Force replaces an existing output file (see package outfile).
 	Force bool
+	// Progress, if set, is told after each batch Merge reads how many of
+	// the inputs' batches it has read.
+	Progress func(read, of int)
+}
+
+// batchProgress counts the batches a merge or a repair has read, of, for
+// its Progress (nil: none).
+type batchProgress struct {
+	fn       func(read, of int)
+	read, of int
+}
+
+func (p *batchProgress) add() {
+	if p.fn != nil {
+		p.read++
+		p.fn(p.read, p.of)
+	}
 }
 
 // MergeResult says what Merge wrote.
@@ -97,11 +114,13 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 	// be within a reader's limits too, as each input's is.
 	stacks := new(StackTable)
 	var count stackCount
+	prog := &batchProgress{fn: o.Progress}
 	for i, path := range inputs {
 		r, err := Open(path)
 		if err != nil {
 			return nil, err
 		}
+		prog.of += r.NumBatches()
 		ins[i] = &mergeIn{path: path, meta: r.Meta, merged: len(r.Meta.Inputs) > 0}
 		t, err := r.StackTable()
 		r.Close()
@@ -178,7 +197,7 @@ func Merge(out string, inputs []string, o MergeOptions) (res *MergeResult, err e
 		byHost[h] = append(byHost[h], in)
 	}
 	for _, h := range hosts {
-		if err := mergeGroup(w, byHost[h], meta, res); err != nil {
+		if err := mergeGroup(w, byHost[h], meta, res, prog); err != nil {
 			return res, err
 		}
 	}
@@ -473,6 +492,7 @@ type cursor struct {
 	b    *Batch
 	i    int
 	cols [][]int // schema column of each field of each probe
+	prog *batchProgress
 }
 
 func (c *cursor) advance() (bool, error) {
@@ -481,6 +501,7 @@ func (c *cursor) advance() (bool, error) {
 		if !c.r.Next() {
 			return false, c.r.Err()
 		}
+		c.prog.add()
 		c.b, c.i = c.r.Batch(), 0
 	}
 	return true, nil
@@ -489,7 +510,7 @@ func (c *cursor) advance() (bool, error) {
 func (c *cursor) time() int64 { return c.b.Time[c.i] + c.in.shift }
 
 // mergeGroup writes the rows of one host's inputs, merged by time.
-func mergeGroup(w *Writer, ins []*mergeIn, m *Meta, res *MergeResult) error {
+func mergeGroup(w *Writer, ins []*mergeIn, m *Meta, res *MergeResult, prog *batchProgress) error {
 	var live []*cursor
 	defer func() {
 		for _, c := range live {
@@ -501,7 +522,7 @@ func mergeGroup(w *Writer, ins []*mergeIn, m *Meta, res *MergeResult) error {
 		if err != nil {
 			return err
 		}
-		c := &cursor{in: in, r: r, i: -1}
+		c := &cursor{in: in, r: r, i: -1, prog: prog}
 		live = append(live, c)
 		for _, p := range r.Meta.Probes {
 			var cols []int

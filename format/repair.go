@@ -32,15 +32,26 @@ type RepairResult struct {
 // opens. out must not exist; it is written as package outfile writes every
 // output (a temporary file renamed into place, never over the input).
 func Repair(in, out string) (res RepairResult, err error) {
-	return repair(in, out, false)
+	return RepairWith(in, out, RepairOptions{})
 }
 
 // RepairReplace is Repair replacing out if it is an existing regular file.
 func RepairReplace(in, out string) (res RepairResult, err error) {
-	return repair(in, out, true)
+	return RepairWith(in, out, RepairOptions{Force: true})
 }
 
-func repair(in, out string, force bool) (res RepairResult, err error) {
+// RepairOptions are the options of RepairWith.
+type RepairOptions struct {
+	// Force replaces out if it is an existing regular file.
+	Force bool
+	// Progress, if set, is told after each batch read how many of the
+	// batches of in have been read.
+	Progress func(read, of int)
+}
+
+// RepairWith is Repair with options.
+func RepairWith(in, out string, o RepairOptions) (res RepairResult, err error) {
+	force := o.Force
 	if _, err := outfile.Check(out, outfile.Options{Force: force, Inputs: []string{in}}); err != nil {
 		return res, err
 	}
@@ -99,7 +110,9 @@ func repair(in, out string, force bool) (res RepairResult, err error) {
 	if err != nil {
 		return res, err
 	}
+	prog := &batchProgress{fn: o.Progress, of: r.NumBatches()}
 	for r.Next() {
+		prog.add()
 		part := last != ""
 		if part {
 			fw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{last}))

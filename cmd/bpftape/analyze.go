@@ -584,11 +584,11 @@ Examples:
 		return fail(stderr, "repair", usage.Errorf("want IN OUT, or IN -o OUT"))
 	}
 	warnCapture(pos[1], stderr)
-	repair := format.Repair
-	if *force {
-		repair = format.RepairReplace
-	}
-	res, err := repair(pos[0], pos[1])
+	o := format.RepairOptions{Force: *force}
+	var done func()
+	o.Progress, done = replayProgress.copying(pos[0])
+	res, err := format.RepairWith(pos[0], pos[1], o)
+	done()
 	if err != nil {
 		return fail(stderr, "repair", err)
 	}

@@ -60,7 +60,10 @@ Examples:
 		}
 		o.Writer.Compression = c
 	}
+	var done func()
+	o.Progress, done = replayProgress.copying(fmt.Sprintf("%d captures", len(pos)))
 	res, err := format.Merge(*out.path, pos, o)
+	done()
 	if err != nil {
 		return fail(stderr, "merge", err)
 	}

@@ -69,11 +69,30 @@ func (p *progressLine) of(path string) replay.Progress {
 	if p == nil {
 		return nil
 	}
+	return &captureProgress{line: p, name: lineName(path), start: p.now()}
+}
+
+// lineName is the name of the capture at path on a progress line: its
+// base name, escaped (a name is anyone's bytes: none of its own escape
+// sequences reaches the terminal), at most 40 bytes.
+func lineName(path string) string {
 	name := textsafe.Escape(filepath.Base(path))
 	if len(name) > 40 {
 		name = name[:37] + "..."
 	}
-	return &captureProgress{line: p, name: name, start: p.now()}
+	return name
+}
+
+// copying returns the progress func of merge or repair (format's
+// MergeOptions and RepairOptions) reading path (a capture, or what the
+// line calls the inputs), and the func to call when it is over; with no
+// line, nil and a no-op.
+func (p *progressLine) copying(path string) (progress func(read, of int), done func()) {
+	if p == nil {
+		return nil, func() {}
+	}
+	c := &captureProgress{line: p, name: lineName(path), start: p.now()}
+	return c.Read, c.Done
 }
 
 // Read is told after each batch of a pass (replay.Progress).

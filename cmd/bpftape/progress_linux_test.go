@@ -56,11 +56,11 @@ func TestProgressOutputs(t *testing.T) {
 	}
 }
 
-// TestProgressReplay runs latency and events on a capture of many batches
-// with a progress line on a pseudo-terminal, drawn at every batch: the
-// line counts up to 100% of the capture, is erased before anything else
-// reaches the terminal and at the end, and the answer on standard output
-// is the one printed without a line.
+// TestProgressReplay runs latency, events, merge and repair on a capture
+// of many batches with a progress line on a pseudo-terminal, drawn at
+// every batch: the line counts up to 100% of what they read, is erased
+// before anything else reaches the terminal and at the end, and the
+// answer on standard output is the one printed without a line.
 func TestProgressReplay(t *testing.T) {
 	master, term := testutil.OpenPTY(t)
 	path := filepath.Join(t.TempDir(), "cap.arrow")
@@ -85,7 +85,11 @@ func TestProgressReplay(t *testing.T) {
 		}
 		return stdout.String()
 	}
-	verbs := [][]string{{"latency", path, "rx", "rx_ret"}, {"events", path}}
+	dir := filepath.Dir(path)
+	verbs := [][]string{{"latency", path, "rx", "rx_ret"}, {"events", path},
+		{"merge", path, path + ".again", "-o", filepath.Join(dir, "m.arrow"), "--force"},
+		{"repair", path, filepath.Join(dir, "r.arrow"), "--force"}}
+	copyFile(t, path, path+".again")
 	for _, args := range verbs {
 		want := runWith(args, nil)
 		p := newProgressLine(term, args[0])
@@ -99,7 +103,7 @@ func TestProgressReplay(t *testing.T) {
 	out := strings.ReplaceAll(<-screen, "\r\n", "\n")
 	// Each verb's lines, the line erased at the end of its pass (the
 	// capture has no losses to note: the verbs print nothing else there).
-	line := regexp.MustCompile(`^bpftape (\w+): (\d+)% of cap\.arrow read(, about \d+ s left)?\x1b\[K$`)
+	line := regexp.MustCompile(`^bpftape (\w+): (\d+)% of (cap\.arrow|2 captures) read(, about \d+ s left)?\x1b\[K$`)
 	var pct []int
 	verb := 0
 	parts := strings.Split(out, "\r")[1:]
@@ -127,7 +131,7 @@ func TestProgressReplay(t *testing.T) {
 		}
 	}
 	if verb != len(verbs)-1 || len(pct) < 40 || len(parts) == 0 || !strings.HasPrefix(parts[len(parts)-1], "\x1b[K") {
-		t.Errorf("%d verbs drew lines, the last %d lines; the output ends %q: want lines of both verbs, at each of their 41 batches, and the line erased",
+		t.Errorf("%d verbs drew lines, the last %d lines; the output ends %q: want lines of every verb, at each of their 41 batches, and the line erased",
 			verb+1, len(pct), out[max(0, len(out)-40):])
 	}
 }

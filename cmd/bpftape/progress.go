@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bpftape/bpftape/internal/textsafe"
 	"github.com/bpftape/bpftape/replay"
@@ -74,11 +75,15 @@ func (p *progressLine) of(path string) replay.Progress {
 
 // lineName is the name of the capture at path on a progress line: its
 // base name, escaped (a name is anyone's bytes: none of its own escape
-// sequences reaches the terminal), at most 40 bytes.
+// sequences reaches the terminal), at most 40 bytes, cut between runes.
 func lineName(path string) string {
 	name := textsafe.Escape(filepath.Base(path))
 	if len(name) > 40 {
-		name = name[:37] + "..."
+		cut := 37
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "..."
 	}
 	return name
 }

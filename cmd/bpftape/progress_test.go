@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // fakeClock is a clock a test moves.
@@ -82,7 +83,7 @@ func TestProgressLine(t *testing.T) {
 
 // TestProgressLineName: the capture's name on the line is its base name,
 // escaped (a name is anyone's bytes: no escape sequence of its own reaches
-// the terminal) and cut to 40 characters.
+// the terminal) and cut to 40 bytes, between runes.
 func TestProgressLineName(t *testing.T) {
 	var term bytes.Buffer
 	p := newProgressLine(&term, "report")
@@ -90,12 +91,13 @@ func TestProgressLineName(t *testing.T) {
 	for _, tc := range []struct{ path, want string }{
 		{"/tmp/\x1b[2Jx\r.arrow", `\x1b[2Jx\r.arrow`},
 		{"/tmp/" + strings.Repeat("a", 60) + ".arrow", strings.Repeat("a", 37) + "..."},
+		{"/tmp/" + strings.Repeat("日本", 10) + ".arrow", strings.Repeat("日本", 6) + "..."}, // 36 bytes: 37 would cut a rune
 	} {
 		term.Reset()
 		p.last = time.Time{}
 		p.of(tc.path).Read(1, 2)
 		line := term.String()
-		if strings.Contains(line[1:], "\r") || strings.Count(line, "\x1b") != 1 || !strings.Contains(line, " of "+tc.want+" read") {
+		if strings.Contains(line[1:], "\r") || strings.Count(line, "\x1b") != 1 || !strings.Contains(line, " of "+tc.want+" read") || !utf8.ValidString(line) {
 			t.Errorf("%q: drew %q, want the name %q and no control character but the line's", tc.path, line, tc.want)
 		}
 	}

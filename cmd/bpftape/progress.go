@@ -41,11 +41,12 @@ func newProgressLine(w io.Writer, verb string) *progressLine {
 }
 
 // progressOutputs returns the progress line of verb and the writers its
-// standard output and error go through: with standard error a terminal, a
-// line there (but for record, whose status line is its own), and writers
-// that erase it first; otherwise no line (nil) and the files themselves.
+// standard output and error go through: with standard error a terminal
+// that takes VT escape sequences, a line there (but for record, whose
+// status line is its own), and writers that erase it first; otherwise no
+// line (nil) and the files themselves.
 func progressOutputs(verb string, stdout, stderr *os.File) (p *progressLine, out, errs io.Writer) {
-	if verb == "record" || !isTerminal(stderr) {
+	if verb == "record" || !isTerminal(stderr) || !terminalEscapes(stderr) {
 		return nil, stdout, stderr
 	}
 	p = newProgressLine(stderr, verb)

@@ -12,3 +12,17 @@ func isTerminal(f *os.File) bool {
 	var mode uint32
 	return windows.GetConsoleMode(windows.Handle(f.Fd()), &mode) == nil
 }
+
+// terminalEscapes reports whether console f takes the VT escape sequences
+// the progress line redraws itself with, turning them on if it can
+// (ENABLE_VIRTUAL_TERMINAL_PROCESSING, Windows 10 and later): an older
+// console would print them.
+func terminalEscapes(f *os.File) bool {
+	h := windows.Handle(f.Fd())
+	var mode uint32
+	if windows.GetConsoleMode(h, &mode) != nil {
+		return false
+	}
+	return mode&windows.ENABLE_VIRTUAL_TERMINAL_PROCESSING != 0 ||
+		windows.SetConsoleMode(h, mode|windows.ENABLE_VIRTUAL_TERMINAL_PROCESSING) == nil
+}

@@ -150,12 +150,14 @@ func roundLeft(d time.Duration) string {
 	}
 }
 
-// Stop erases the line for good.
+// Stop erases the line for good, as an interrupt ends the verb: unless
+// a write to the terminal holds it (a terminal stopped with Ctrl-S
+// blocks its writes), which it does not wait for, so that the interrupt
+// still ends the verb.
 func (p *progressLine) Stop() {
-	if p == nil {
+	if p == nil || !p.mu.TryLock() {
 		return
 	}
-	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.erase()
 	p.off = true

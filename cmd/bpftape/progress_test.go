@@ -74,6 +74,18 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("a write to standard output wrote %q", got)
 	}
 	step(time.Second, 3, 4, "")
+	// An interrupt does not wait for a write that holds the line (to a
+	// stopped terminal).
+	p.off, p.drawn = false, true
+	p.mu.Lock()
+	stopped := make(chan struct{})
+	go func() { p.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop waited for a write that held the line")
+	}
+	p.mu.Unlock()
 	var none *progressLine
 	none.Stop()
 	if none.of("x.arrow") != nil {

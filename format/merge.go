@@ -47,8 +47,8 @@ type MergeOptions struct {
 	Progress func(read, of int)
 }
 
-// batchProgress counts the batches a merge or a repair has read, of, for
-// its Progress (nil: none).
+// batchProgress counts the batches a merge has read, of, for its
+// Progress (nil: none).
 type batchProgress struct {
 	fn       func(read, of int)
 	read, of int

@@ -110,9 +110,11 @@ func RepairWith(in, out string, o RepairOptions) (res RepairResult, err error) {
 	if err != nil {
 		return res, err
 	}
-	prog := &batchProgress{fn: o.Progress, of: r.NumBatches()}
 	for r.Next() {
-		prog.add()
+		if o.Progress != nil {
+			// Batches counts those skipped as corrupt too.
+			o.Progress(r.Batches(), r.NumBatches())
+		}
 		part := last != ""
 		if part {
 			fw.SetBatchMetadata(arrow.NewMetadata([]string{StackTableKey}, []string{last}))

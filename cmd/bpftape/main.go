@@ -72,17 +72,17 @@ Exit status: 0 ok, 1 failure, 2 usage error, 3 'compare --identical' found a dif
 }
 
 func main() {
+	out, errs := io.Writer(os.Stdout), io.Writer(os.Stderr)
+	if len(os.Args) > 1 {
+		replayProgress, out, errs = progressOutputs(os.Args[1], os.Stdout, os.Stderr)
+	}
 	if len(os.Args) > 1 && os.Args[1] != "record" { // record stops cleanly on a signal
 		// Notify before the verb starts: in a goroutine of its own, an
 		// interrupt could come first and kill the process with the
 		// temporary output left behind.
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-		go discardOnSignal(sigs)
-	}
-	out, errs := io.Writer(os.Stdout), io.Writer(os.Stderr)
-	if len(os.Args) > 1 {
-		replayProgress, out, errs = progressOutputs(os.Args[1], os.Stdout, os.Stderr)
+		go discardOnSignal(sigs, replayProgress)
 	}
 	stdout, flush := bufferStdout(os.Args[1:], out)
 	code := run(os.Args[1:], stdout, errs)
@@ -129,11 +129,11 @@ var interrupted atomic.Bool
 // discardOnSignal makes a verb interrupted by SIGINT, SIGTERM or SIGHUP
 // remove the output it has not finished (its temporary file) before it
 // exits as the signal would have ended it.
-func discardOnSignal(sigs <-chan os.Signal) {
+func discardOnSignal(sigs <-chan os.Signal, line *progressLine) {
 	sig := <-sigs
 	interrupted.Store(true)
 	exiting.Lock()
-	replayProgress.Stop()
+	line.Stop()
 	outfile.DiscardAll()
 	os.Exit(128 + int(sig.(syscall.Signal)))
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/internal/humanfmt"
 	"github.com/bpftape/bpftape/internal/usage"
 )
 
@@ -61,7 +62,7 @@ Examples:
 		o.Writer.Compression = c
 	}
 	var done func()
-	o.Progress, done = replayProgress.copying(fmt.Sprintf("%d captures", len(pos)))
+	o.Progress, done = replayProgress.copying(humanfmt.Plural(uint64(len(pos)), "capture", "captures"))
 	res, err := format.Merge(*out.path, pos, o)
 	done()
 	if err != nil {

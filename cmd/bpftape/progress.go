@@ -44,9 +44,12 @@ func newProgressLine(w io.Writer, verb string) *progressLine {
 // standard output and error go through: with standard error a terminal
 // that takes VT escape sequences, a line there (but for record, whose
 // status line is its own), and writers that erase it first; otherwise no
-// line (nil) and the files themselves.
+// line (nil) and the files themselves. Nor is there a line when standard
+// output is a pipe, as zstd draws none then: the reader of the pipe may
+// be a pager on the same terminal (events | less), and one that quits
+// early ends the verb with SIGPIPE, which would leave the line drawn.
 func progressOutputs(verb string, stdout, stderr *os.File) (p *progressLine, out, errs io.Writer) {
-	if verb == "record" || !isTerminal(stderr) || !terminalEscapes(stderr) {
+	if verb == "record" || !isTerminal(stderr) || !terminalEscapes(stderr) || isPipe(stdout) {
 		return nil, stdout, stderr
 	}
 	p = newProgressLine(stderr, verb)
@@ -57,13 +60,20 @@ func progressOutputs(verb string, stdout, stderr *os.File) (p *progressLine, out
 	return p, out, progressWriter{w: stderr, p: p}
 }
 
+// isPipe reports whether f is a pipe or a socket.
+func isPipe(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&(os.ModeNamedPipe|os.ModeSocket) != 0
+}
+
 // captureProgress is the replay.Progress of one capture of a progress
 // line: its passes, the first from when the capture was opened.
 type captureProgress struct {
 	line  *progressLine
 	name  string    // the capture's, as the line shows it
 	pass  int       // passes over, before this one
-	start time.Time // this pass's
+	start time.Time // this pass's first batch's (zero: none yet)
+	first int       // the batches read then
 }
 
 // of returns the replay.Progress of the capture at path, of p (nil: none).
@@ -71,16 +81,18 @@ func (p *progressLine) of(path string) replay.Progress {
 	if p == nil {
 		return nil
 	}
-	return &captureProgress{line: p, name: lineName(path), start: p.now()}
+	return &captureProgress{line: p, name: lineName(path)}
 }
 
 // lineName is the name of the capture at path on a progress line: its
 // base name, escaped (a name is anyone's bytes: none of its own escape
-// sequences reaches the terminal), at most 40 bytes, cut between runes.
+// sequences reaches the terminal), at most 28 bytes, cut between runes:
+// the line fits in 80 columns, which it must not wrap past (\r would
+// go back to the start of its last row only).
 func lineName(path string) string {
 	name := textsafe.Escape(filepath.Base(path))
-	if len(name) > 40 {
-		cut := 37
+	if len(name) > 28 {
+		cut := 25
 		for cut > 0 && !utf8.RuneStart(name[cut]) {
 			cut--
 		}
@@ -97,7 +109,7 @@ func (p *progressLine) copying(path string) (progress func(read, of int), done f
 	if p == nil {
 		return nil, func() {}
 	}
-	c := &captureProgress{line: p, name: lineName(path), start: p.now()}
+	c := &captureProgress{line: p, name: lineName(path)}
 	return c.Read, c.Done
 }
 
@@ -107,6 +119,12 @@ func (c *captureProgress) Read(batches, of int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	t := p.now()
+	if c.start.IsZero() {
+		// The pass's clock starts at its first batch: not at the
+		// capture's opening, which may come long before (compare
+		// opens both captures, then reads one after the other).
+		c.start, c.first = t, batches
+	}
 	if p.off || of <= 0 || t.Sub(c.start) < p.after || t.Sub(p.last) < p.every {
 		return
 	}
@@ -115,8 +133,8 @@ func (c *captureProgress) Read(batches, of int) {
 	if c.pass > 0 {
 		line = fmt.Sprintf("bpftape %s: pass %d: %d%% of %s read", p.verb, c.pass+1, 100*batches/of, c.name)
 	}
-	if batches > 0 && batches < of {
-		left := time.Duration(float64(t.Sub(c.start)) * float64(of-batches) / float64(batches))
+	if batches > c.first && batches < of {
+		left := time.Duration(float64(t.Sub(c.start)) * float64(of-batches) / float64(batches-c.first))
 		if left >= time.Second {
 			line += fmt.Sprintf(", about %s left", roundLeft(left))
 		}
@@ -127,15 +145,14 @@ func (c *captureProgress) Read(batches, of int) {
 	p.drawn = true
 }
 
-// Done is told when a pass is over (replay.Progress): the line is erased,
-// and the next pass's clock starts.
+// Done is told when a pass is over (replay.Progress): the line is erased.
 func (c *captureProgress) Done() {
 	p := c.line
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.erase()
 	c.pass++
-	c.start, p.last = p.now(), time.Time{}
+	c.start, p.last = time.Time{}, time.Time{}
 }
 
 // roundLeft rounds the time left as a person would say it.

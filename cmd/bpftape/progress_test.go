@@ -35,11 +35,14 @@ func TestProgressLine(t *testing.T) {
 			t.Errorf("%d of %d batches, %v on: wrote %q, want %q", read, of, d, got, want)
 		}
 	}
-	step(500*time.Millisecond, 5, 40, "")
-	step(500*time.Millisecond, 10, 40, "\rbpftape latency: 25% of cap.arrow read, about 3 s left\x1b[K")
-	step(100*time.Millisecond, 11, 40, "") // 0.1 s after the last drawing
-	step(200*time.Millisecond, 20, 40, "\rbpftape latency: 50% of cap.arrow read, about 1 s left\x1b[K")
-	step(300*time.Millisecond, 39, 40, "\rbpftape latency: 97% of cap.arrow read\x1b[K") // under a second left
+	// The pass's clock starts at its first batch; then 5 batches a
+	// second; a drawing at most every 0.25 s; no time left under 1 s.
+	step(0, 5, 40, "")
+	step(500*time.Millisecond, 8, 40, "")
+	step(500*time.Millisecond, 10, 40, "\rbpftape latency: 25% of cap.arrow read, about 6 s left\x1b[K")
+	step(100*time.Millisecond, 11, 40, "")
+	step(200*time.Millisecond, 20, 40, "\rbpftape latency: 50% of cap.arrow read, about 2 s left\x1b[K")
+	step(300*time.Millisecond, 39, 40, "\rbpftape latency: 97% of cap.arrow read\x1b[K")
 
 	// The verb's notes on standard error erase the line first; the next
 	// batch draws it again.
@@ -62,9 +65,11 @@ func TestProgressLine(t *testing.T) {
 		t.Errorf("the end of a pass that drew nothing wrote %q", term.String())
 	}
 
-	// The third pass: its own clock, and its number on the line.
+	// The third pass: its own clock, from its first batch, however long
+	// after the last pass's end, and its number on the line.
+	step(time.Minute, 1, 4, "")
 	step(900*time.Millisecond, 1, 4, "")
-	step(300*time.Millisecond, 2, 4, "\rbpftape latency: pass 3: 50% of cap.arrow read, about 1 s left\x1b[K")
+	step(100*time.Millisecond, 2, 4, "\rbpftape latency: pass 3: 50% of cap.arrow read, about 2 s left\x1b[K")
 
 	// The answer on a terminal's standard output: erased, and never again.
 	term.Reset()
@@ -95,15 +100,15 @@ func TestProgressLine(t *testing.T) {
 
 // TestProgressLineName: the capture's name on the line is its base name,
 // escaped (a name is anyone's bytes: no escape sequence of its own reaches
-// the terminal) and cut to 40 bytes, between runes.
+// the terminal) and cut to 28 bytes, between runes.
 func TestProgressLineName(t *testing.T) {
 	var term bytes.Buffer
 	p := newProgressLine(&term, "report")
 	p.after = 0
 	for _, tc := range []struct{ path, want string }{
 		{"/tmp/\x1b[2Jx\r.arrow", `\x1b[2Jx\r.arrow`},
-		{"/tmp/" + strings.Repeat("a", 60) + ".arrow", strings.Repeat("a", 37) + "..."},
-		{"/tmp/" + strings.Repeat("日本", 10) + ".arrow", strings.Repeat("日本", 6) + "..."}, // 36 bytes: 37 would cut a rune
+		{"/tmp/" + strings.Repeat("a", 60) + ".arrow", strings.Repeat("a", 25) + "..."},
+		{"/tmp/" + strings.Repeat("日本", 10) + ".arrow", strings.Repeat("日本", 4) + "..."}, // 24 bytes: 25 would cut a rune
 	} {
 		term.Reset()
 		p.last = time.Time{}

@@ -23,6 +23,8 @@ import (
 // error erases the line first (the line comes back at the next batch),
 // and so does its first write to a standard output that is a terminal,
 // which stops the line for good: what a verb prints there is its answer.
+// A verb sent to the background draws nothing until it is back in the
+// foreground, as pv does.
 type progressLine struct {
 	mu    sync.Mutex
 	w     io.Writer // the terminal
@@ -30,6 +32,9 @@ type progressLine struct {
 	now   func() time.Time
 	after time.Duration // into a pass before the line is drawn
 	every time.Duration // between two drawings
+	// foreground reports whether the verb is in the terminal's
+	// foreground job (nil: it is), asked before each drawing and erasure.
+	foreground func() bool
 
 	last       time.Time // the line's last drawing
 	drawn, off bool
@@ -53,6 +58,7 @@ func progressOutputs(verb string, stdout, stderr *os.File) (p *progressLine, out
 		return nil, stdout, stderr
 	}
 	p = newProgressLine(stderr, verb)
+	p.foreground = func() bool { return foreground(stderr) }
 	out = stdout
 	if isTerminal(stdout) {
 		out = progressWriter{w: stdout, p: p, stop: true}
@@ -128,6 +134,12 @@ func (c *captureProgress) Read(batches, of int) {
 	if p.off || of <= 0 || t.Sub(c.start) < p.after || t.Sub(p.last) < p.every {
 		return
 	}
+	if !p.inForeground() {
+		// A line drawn before the job went to the background is left
+		// where it is: the cursor is now on the shell's line.
+		p.drawn = false
+		return
+	}
 	p.last = t
 	line := fmt.Sprintf("bpftape %s: %d%% of %s read", p.verb, 100*batches/of, c.name)
 	if c.pass > 0 {
@@ -180,12 +192,22 @@ func (p *progressLine) Stop() {
 	p.off = true
 }
 
-// erase erases the line if it is drawn; p.mu is held.
+// erase erases the line if it is drawn, unless the verb is now in the
+// background (the line on the terminal's current row is then the
+// shell's, or what the user types); p.mu is held.
 func (p *progressLine) erase() {
 	if p.drawn {
-		io.WriteString(p.w, "\r\x1b[K")
+		if p.inForeground() {
+			io.WriteString(p.w, "\r\x1b[K")
+		}
 		p.drawn = false
 	}
+}
+
+// inForeground reports whether the verb is in its terminal's foreground
+// job; p.mu is held.
+func (p *progressLine) inForeground() bool {
+	return p.foreground == nil || p.foreground()
 }
 
 // progressWriter is a writer to the terminal of progress line p or to a

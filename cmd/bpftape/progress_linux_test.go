@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bpftape/bpftape/format"
@@ -66,6 +68,38 @@ func TestProgressOutputs(t *testing.T) {
 	t.Setenv("TERM", "dumb") // an Emacs shell buffer's
 	if p, _, _ := progressOutputs("latency", file, term); p != nil {
 		t.Error("a progress line on a dumb terminal")
+	}
+}
+
+// TestProgressForeground runs the test binary as a job of a shell with
+// job control (bash -m) on a pseudo-terminal, where foregroundChild says
+// what foreground finds: the foreground job, then one started with &.
+func TestProgressForeground(t *testing.T) {
+	master, term := testutil.OpenPTY(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-m", "-c", `"$0"; echo "foreground job: $?"; "$0" & wait $!; echo "background job: $?"`, exe)
+	cmd.Env = append(os.Environ(), "BPFTAPE_TEST_FOREGROUND=1")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = term, term, term
+	// The shell leads a session of its own, the pseudo-terminal its
+	// controlling terminal (its standard input, descriptor 0).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	screen := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(master) // until the slave is closed
+		screen <- string(b)
+	}()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bash -m: %v", err)
+	}
+	term.Close()
+	out := strings.ReplaceAll(<-screen, "\r\n", "\n")
+	for _, want := range []string{"foreground job: 0\n", "background job: 3\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the shell printed %q, want %q (0: foreground, 3: not)", out, want)
+		}
 	}
 }
 

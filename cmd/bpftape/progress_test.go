@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,56 @@ func TestProgressLine(t *testing.T) {
 	if none.of("x.arrow") != nil {
 		t.Error("no progress line gave a replay.Progress")
 	}
+}
+
+// TestProgressLineBackground follows a verb sent to the background and
+// back, as with Ctrl-Z, bg and fg: no line is drawn or erased in the
+// background (the terminal's row is the shell's), and the line is drawn
+// again in the foreground.
+func TestProgressLineBackground(t *testing.T) {
+	var term bytes.Buffer
+	p := newProgressLine(&term, "report")
+	p.after, p.every = 0, 0
+	fg := true
+	p.foreground = func() bool { return fg }
+	c := p.of("cap.arrow")
+	for _, step := range []struct {
+		fg    bool
+		read  int
+		done  bool
+		wrote string
+	}{
+		{true, 1, false, "\rbpftape report: 25% of cap.arrow read\x1b[K"},
+		{false, 2, false, ""}, // the line drawn before is left on its row
+		{false, 0, true, ""},  // a pass over in the background erases nothing
+		{false, 1, false, ""},
+		{true, 2, false, "\rbpftape report: pass 2: 50% of cap.arrow read\x1b[K"},
+		{true, 0, true, "\r\x1b[K"},
+	} {
+		fg = step.fg
+		term.Reset()
+		if step.done {
+			c.Done()
+		} else {
+			c.Read(step.read, 4)
+		}
+		if got := term.String(); got != step.wrote {
+			t.Errorf("foreground %v, read %d, done %v: wrote %q, want %q", step.fg, step.read, step.done, got, step.wrote)
+		}
+	}
+}
+
+// foregroundChild, in the test binary run by TestProgressForeground as
+// a shell's job, exits 0 when foreground says it is the terminal's
+// foreground job and 3 when it is not.
+func foregroundChild() {
+	if os.Getenv("BPFTAPE_TEST_FOREGROUND") == "" {
+		return
+	}
+	if foreground(os.Stderr) {
+		os.Exit(0)
+	}
+	os.Exit(3)
 }
 
 // TestProgressLineName: the capture's name on the line is its base name,

@@ -40,6 +40,7 @@ var binDir, slowDir string
 // TestMain removes what the tests built once and shared: the seed
 // captures, the bpftape binary with its workload, the low-rate workload.
 func TestMain(m *testing.M) {
+	foregroundChild()
 	code := m.Run()
 	for _, dir := range []string{seedDir, binDir, slowDir} {
 		if dir != "" {

@@ -2,7 +2,11 @@
 
 package main
 
-import "os"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // terminalEscapes reports whether terminal f takes the VT escape
 // sequences the progress line redraws itself with: all do but a dumb
@@ -10,4 +14,14 @@ import "os"
 func terminalEscapes(*os.File) bool {
 	t := os.Getenv("TERM")
 	return t != "" && t != "dumb"
+}
+
+// foreground reports whether the process is in the foreground job of
+// terminal f, as pv asks before it draws: a job sent to the background
+// (with & or Ctrl-Z and bg) would draw over the shell's prompt and what
+// the user types. A terminal that is not the process's own (which the
+// kernel does not tell of) counts as foreground.
+func foreground(f *os.File) bool {
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err != nil || pgrp == unix.Getpgrp()
 }

@@ -26,3 +26,7 @@ func terminalEscapes(f *os.File) bool {
 	return mode&windows.ENABLE_VIRTUAL_TERMINAL_PROCESSING != 0 ||
 		windows.SetConsoleMode(h, mode|windows.ENABLE_VIRTUAL_TERMINAL_PROCESSING) == nil
 }
+
+// foreground reports true: a console has no background jobs to draw
+// over.
+func foreground(*os.File) bool { return true }

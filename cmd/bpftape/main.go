@@ -90,6 +90,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bpftape: write standard output: %v\n", err)
 		code = exitFailure
 	}
+	replayProgress.Stop()
 	exiting.Lock() // an interrupt that came first exits with its own status
 	os.Exit(code)
 }

@@ -35,6 +35,9 @@ type progressLine struct {
 	// foreground reports whether the verb is in the terminal's
 	// foreground job (nil: it is), asked before each drawing and erasure.
 	foreground func() bool
+	// restore, if not nil, gives the terminal back the mode it had
+	// before the line (a Windows console's VT processing): Stop calls it.
+	restore func()
 
 	last       time.Time // the line's last drawing
 	drawn, off bool
@@ -54,10 +57,15 @@ func newProgressLine(w io.Writer, verb string) *progressLine {
 // be a pager on the same terminal (events | less), and one that quits
 // early ends the verb with SIGPIPE, which would leave the line drawn.
 func progressOutputs(verb string, stdout, stderr *os.File) (p *progressLine, out, errs io.Writer) {
-	if verb == "record" || !isTerminal(stderr) || !terminalEscapes(stderr) || isPipe(stdout) {
+	if verb == "record" || !isTerminal(stderr) || isPipe(stdout) {
+		return nil, stdout, stderr
+	}
+	escapes, restore := terminalEscapes(stderr)
+	if !escapes {
 		return nil, stdout, stderr
 	}
 	p = newProgressLine(stderr, verb)
+	p.restore = restore
 	p.foreground = func() bool { return foreground(stderr) }
 	out = stdout
 	if isTerminal(stdout) {
@@ -179,10 +187,10 @@ func roundLeft(d time.Duration) string {
 	}
 }
 
-// Stop erases the line for good, as an interrupt ends the verb: unless
-// a write to the terminal holds it (a terminal stopped with Ctrl-S
-// blocks its writes), which it does not wait for, so that the interrupt
-// still ends the verb.
+// Stop erases the line for good and gives the terminal back its mode, as
+// the verb ends or an interrupt ends it: unless a write to the terminal
+// holds the line (a terminal stopped with Ctrl-S blocks its writes),
+// which it does not wait for, so that the interrupt still ends the verb.
 func (p *progressLine) Stop() {
 	if p == nil || !p.mu.TryLock() {
 		return
@@ -190,6 +198,10 @@ func (p *progressLine) Stop() {
 	defer p.mu.Unlock()
 	p.erase()
 	p.off = true
+	if p.restore != nil {
+		p.restore()
+		p.restore = nil
+	}
 }
 
 // erase erases the line if it is drawn, unless the verb is now in the

@@ -92,6 +92,15 @@ func TestProgressLine(t *testing.T) {
 		t.Fatal("Stop waited for a write that held the line")
 	}
 	p.mu.Unlock()
+	// Stop gives the terminal back its mode, once.
+	restored := 0
+	q := newProgressLine(&term, "hist")
+	q.restore = func() { restored++ }
+	q.Stop()
+	q.Stop()
+	if restored != 1 {
+		t.Errorf("two Stops restored the terminal's mode %d times, want 1", restored)
+	}
 	var none *progressLine
 	none.Stop()
 	if none.of("x.arrow") != nil {

@@ -11,9 +11,10 @@ import (
 // terminalEscapes reports whether terminal f takes the VT escape
 // sequences the progress line redraws itself with: all do but a dumb
 // one (TERM=dumb, as Emacs's shell buffers are) or one of no known type.
-func terminalEscapes(*os.File) bool {
+// A terminal's mode is left as it is: restore is nil.
+func terminalEscapes(*os.File) (ok bool, restore func()) {
 	t := os.Getenv("TERM")
-	return t != "" && t != "dumb"
+	return t != "" && t != "dumb", nil
 }
 
 // foreground reports whether the process is in the foreground job of

@@ -142,13 +142,13 @@ func (c *captureProgress) Read(batches, of int) {
 	if p.off || of <= 0 || t.Sub(c.start) < p.after || t.Sub(p.last) < p.every {
 		return
 	}
+	p.last = t // asked at most as often as drawn, in the background too
 	if !p.inForeground() {
 		// A line drawn before the job went to the background is left
 		// where it is: the cursor is now on the shell's line.
 		p.drawn = false
 		return
 	}
-	p.last = t
 	line := fmt.Sprintf("bpftape %s: %d%% of %s read", p.verb, 100*batches/of, c.name)
 	if c.pass > 0 {
 		line = fmt.Sprintf("bpftape %s: pass %d: %d%% of %s read", p.verb, c.pass+1, 100*batches/of, c.name)

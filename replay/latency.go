@@ -337,26 +337,32 @@ type pairedRows struct {
 
 // run pairs rows, all of one thread, on the thread's stack s, which they
 // cannot push past MaxDepth, adds what they pair to o and returns the
-// stack. Its loop has no branch on the rows: a start is pushed; an end
-// pops the innermost start, if any, into the durations.
+// stack. Its loop has no branch on whether a row starts or ends a call: a
+// start is pushed; an end pops the innermost start into the durations.
+// An end that finds the stack empty, rare but in a capture of returns
+// alone, takes a branch of its own: kept in the loop's arithmetic, its
+// count and store at every row cost 0.6 ns more a row on alternating
+// rows, 0.3 on runs of four threads' (BenchmarkLatencySpan, 4 rounds:
+// 4.20-4.24 against 3.57-3.63 ns, 3.52-3.61 against 3.25-3.35).
 func (o *pairedRows) run(s []int64, rows []int32, probes []uint16, times []int64, end uint16) []int64 {
 	n := len(s)
 	s = slices.Grow(s, len(rows)+1)[:n+len(rows)+1]
-	nd, nl := o.calls, o.leads
+	nd := o.calls
 	for _, i := range rows {
 		t := times[i]
 		isEnd := b2i(probes[i] == end)
 		top := s[max(n-1, 0)]
 		s[n] = t
-		empty := b2i(n == 0)
-		ended := isEnd &^ empty
-		o.leadRows[nl&(PickMax-1)] = i
-		nl += isEnd & empty
+		if isEnd&b2i(n == 0) != 0 {
+			o.leadRows[o.leads&(PickMax-1)] = i
+			o.leads++
+			continue
+		}
 		o.durs[nd&(PickMax-1)], o.ends[nd&(PickMax-1)] = t-top, i
-		nd += ended
-		n += 1 - isEnd - ended
+		nd += isEnd
+		n += 1 - 2*isEnd
 	}
-	o.calls, o.leads = nd, nl
+	o.calls = nd
 	return s[:n]
 }
 

@@ -84,6 +84,9 @@ func main() {
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		go discardOnSignal(sigs, replayProgress)
 	}
+	if len(os.Args) > 1 && os.Args[1] != "record" {
+		lateFirstGC()
+	}
 	stdout, flush := bufferStdout(os.Args[1:], out)
 	code := run(os.Args[1:], stdout, errs)
 	if err := flush(); err != nil && code == exitOK {

@@ -562,11 +562,7 @@ func (r *Reader) decodeColumn(d *arrowipc.Decoder, b *Batch, ci, n int) error {
 		b.comm = views
 	case ColProbe:
 		b.Probe = castSlice[uint16](vals, n)
-		var m uint16
-		for _, x := range b.Probe {
-			m = max(m, x)
-		}
-		if n > 0 && int(m) >= len(r.Meta.Probes) {
+		if m := maxProbe(b.Probe); n > 0 && int(m) >= len(r.Meta.Probes) {
 			return fmt.Errorf("probe index %d out of range", m)
 		}
 	case ColLost:
@@ -763,4 +759,21 @@ func (c *Column) Str(i int) string {
 		return fmt.Sprint(c.ints.U64[i])
 	}
 	return fmt.Sprint(c.Int(i))
+}
+
+// maxProbe returns the largest of ps (0 if none), in four running maxima
+// that do not wait on each other: one waited a compare and a move on the
+// last at every row (BenchmarkMaxProbe, a batch: 18.5-19.4 µs against
+// 6.2-7.7), 6% of count --by comm's CPU on a recorded capture.
+func maxProbe(ps []uint16) uint16 {
+	var m0, m1, m2, m3 uint16
+	i := 0
+	for ; i+4 <= len(ps); i += 4 {
+		q := ps[i : i+4 : i+4]
+		m0, m1, m2, m3 = max(m0, q[0]), max(m1, q[1]), max(m2, q[2]), max(m3, q[3])
+	}
+	for _, p := range ps[i:] {
+		m0 = max(m0, p)
+	}
+	return max(m0, m1, m2, m3)
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bpftape/bpftape/format"
 	"github.com/bpftape/bpftape/internal/usage"
@@ -127,6 +128,65 @@ func TestCountByCommViews(t *testing.T) {
 			r.Count = 0
 			if want[r] != n {
 				t.Errorf("%+v: %s %q counted %d, want %d", o.Rows, r.Probe, r.Key, n, want[r])
+			}
+		}
+	}
+}
+
+// TestCountByCommBlocks counts by comm a capture whose threads run for
+// hundreds of events of one comm, across batches (commSpan's blocks of
+// one view, blockProbes) as well as in short runs, with comms short
+// and long (a long one's view differs from batch to batch), three
+// probes interleaved, one left out by a pattern; and with more probes
+// than blocks are counted for.
+func TestCountByCommBlocks(t *testing.T) {
+	// Two long comms of one length and prefix: at one offset of their
+	// batches' data, their views are equal.
+	comms := []string{"app", "kworker/u8:3-events", "kworker/u8:4-events", "db-writer-thread", "x"}
+	for _, nprobes := range []int{3, maxBlockProbes + 1} {
+		probes := make([]format.Probe, nprobes)
+		for i := range probes {
+			probes[i] = format.Probe{Name: fmt.Sprintf("p%d", i)}
+		}
+		m := &format.Meta{Host: "h", StartBoot: 1000, StartWall: time.Unix(0, 0), Probes: probes}
+		rng := rand.New(rand.NewSource(int64(nprobes)))
+		var rows []row
+		want := map[CountRow]uint64{}
+		for len(rows) < 30000 {
+			comm, n := comms[rng.Intn(len(comms))], 1+rng.Intn(5)
+			if rng.Intn(3) > 0 {
+				n = 50 + rng.Intn(700)
+			}
+			for range n {
+				p := uint16(rng.Intn(3))
+				if rng.Intn(40) == 0 {
+					p = uint16(rng.Intn(nprobes))
+				}
+				rows = append(rows, row{probe: p, tid: 1, t: int64(1000 + len(rows)), comm: comm})
+				if p != 1 {
+					want[CountRow{Probe: probes[p].Name, Key: comm}]++
+				}
+			}
+		}
+		c := openCapture(t, writeRows(t, m, rows, 1000, 0))
+		var pats []string
+		for i := range probes {
+			if i != 1 {
+				pats = append(pats, probes[i].Name)
+			}
+		}
+		got, _, err := Count(c, CountOptions{By: "comm", Probes: pats}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("%d probes: %d rows, want %d", nprobes, len(got), len(want))
+		}
+		for _, r := range got {
+			n := r.Count
+			r.Count = 0
+			if want[r] != n {
+				t.Errorf("%d probes: %s %q counted %d, want %d", nprobes, r.Probe, r.Key, n, want[r])
 			}
 		}
 	}

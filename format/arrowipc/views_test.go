@@ -46,5 +46,55 @@ func TestViewsCheck(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("view %x: error %v, want %q", c.bad, err, c.want)
 		}
+		// With buffer 0 alone (check's loop for one data buffer), the
+		// view into buffer 1 left out.
+		one := append(append([]byte(nil), views[:64]...), views[80:]...)
+		want := strings.ReplaceAll(c.want, "row 6", "row 5")
+		err = (&Views{views: one, data: data[:1]}).check()
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("good views in one buffer: %v", err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("view %x in one buffer: error %v, want %q", c.bad, err, want)
+		}
+	}
+	if err := (&Views{views: view(24, 1, 0), data: data[:1]}).check(); err == nil {
+		t.Error("a view into buffer 1 of 1 passed")
+	}
+}
+
+// BenchmarkViewsCheck checks a batch's views (32Ki) of command names in
+// one data buffer: a short name, a long one, or the two in random order
+// (a fourth long), as threads' events interleave.
+func BenchmarkViewsCheck(b *testing.B) {
+	long := []byte("qemu-system-x86")
+	for _, tc := range []struct {
+		name string
+		long func(x uint32) bool
+	}{{"short", func(uint32) bool { return false }}, {"long", func(uint32) bool { return true }},
+		{"mixed", func(x uint32) bool { return x%4 == 0 }}} {
+		views := make([]byte, 16*(32<<10))
+		x := uint32(1)
+		for i := 0; i < len(views); i += 16 {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			if tc.long(x) {
+				binary.LittleEndian.PutUint32(views[i:], uint32(len(long)))
+				copy(views[i+4:i+8], long)
+			} else {
+				binary.LittleEndian.PutUint32(views[i:], 9)
+				copy(views[i+4:], "CPU 0/KVM")
+			}
+		}
+		v := &Views{views: views, data: [][]byte{long}}
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(views)))
+			for range b.N {
+				if err := v.check(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -83,8 +83,6 @@ func main() {
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		go discardOnSignal(sigs, replayProgress)
-	}
-	if len(os.Args) > 1 && os.Args[1] != "record" {
 		lateFirstGC()
 	}
 	stdout, flush := bufferStdout(os.Args[1:], out)

@@ -39,24 +39,21 @@ func TestViewsCheck(t *testing.T) {
 			views = append(views, c.bad...)
 			views = append(views, view(3, 0, 0)...) // a short view after it
 		}
-		err := (&Views{views: views, data: data}).check()
-		switch {
-		case c.want == "" && err != nil:
-			t.Errorf("good views: %v", err)
-		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("view %x: error %v, want %q", c.bad, err, c.want)
+		expect := func(what string, v *Views, want string) {
+			t.Helper()
+			err := v.check()
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("good views%s: %v", what, err)
+			case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Errorf("view %x%s: error %v, want %q", c.bad, what, err, want)
+			}
 		}
+		expect("", &Views{views: views, data: data}, c.want)
 		// With buffer 0 alone (check's loop for one data buffer), the
 		// view into buffer 1 left out.
 		one := append(append([]byte(nil), views[:64]...), views[80:]...)
-		want := strings.ReplaceAll(c.want, "row 6", "row 5")
-		err = (&Views{views: one, data: data[:1]}).check()
-		switch {
-		case want == "" && err != nil:
-			t.Errorf("good views in one buffer: %v", err)
-		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
-			t.Errorf("view %x in one buffer: error %v, want %q", c.bad, err, want)
-		}
+		expect(" in one buffer", &Views{views: one, data: data[:1]}, strings.ReplaceAll(c.want, "row 6", "row 5"))
 	}
 	if err := (&Views{views: view(24, 1, 0), data: data[:1]}).check(); err == nil {
 		t.Error("a view into buffer 1 of 1 passed")

@@ -156,3 +156,27 @@ func BenchmarkRequestsSpan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPickRows picks the rows of two probes out of three at random,
+// PickMax rows at a time, as latency picks its start and end rows on the
+// synthesized capture: ns a row.
+//
+//	go test -run '^$' -bench PickRows -count 4 ./replay/
+func BenchmarkPickRows(b *testing.B) {
+	r := rand.New(rand.NewSource(3))
+	probes := make([]uint16, 32768)
+	for i := range probes {
+		probes[i] = uint16(r.Intn(3))
+	}
+	var rows [PickMax]int32
+	picked := 0
+	for b.Loop() {
+		for first := 0; first < len(probes); first += PickMax {
+			picked += PickRows(&rows, probes[first:first+PickMax], first, 0, 1)
+		}
+	}
+	if picked == 0 {
+		b.Fatal("nothing picked")
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(probes)), "ns/row")
+}

@@ -271,11 +271,12 @@ func (r *RequestTotals) sumSpan(b *format.Batch, lo, hi int, open *perThread[pen
 		}
 		res.Requests += uint64(out.n)
 		// Counted a slice at a time, as latency counts its durations.
-		res.End.AddInt64s(vals)
-		res.Total.AddInt64s(out.totals[:out.n])
 		if r.o.Stats {
-			res.EndStats.AddAll(vals)
-			res.TotalStats.AddAll(out.totals[:out.n])
+			hist.AddAllLog2(&res.EndStats, &res.End, vals)
+			hist.AddAllLog2(&res.TotalStats, &res.Total, out.totals[:out.n])
+		} else {
+			res.End.AddInt64s(vals)
+			res.Total.AddInt64s(out.totals[:out.n])
 		}
 	}
 }

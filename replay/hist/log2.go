@@ -82,12 +82,18 @@ func (h *Log2) AddInt64s(vs []int64) {
 		sumLo, c = bits.Add64(sumLo, u, 0)
 		sumHi += c
 	}
+	h.summarize(uint64(len(vs)), lo, hi, int128{hi: sumHi, lo: sumLo})
+}
+
+// summarize adds to h's count, sum, minimum and maximum those of n values
+// whose slots are counted.
+func (h *Log2) summarize(n, lo, hi uint64, sum int128) {
 	if h.count == 0 || lo < h.min {
 		h.min = lo
 	}
 	h.max = max(h.max, hi)
-	h.count += uint64(len(vs))
-	h.sum.add(int128{hi: sumHi, lo: sumLo})
+	h.count += n
+	h.sum.add(sum)
 }
 
 // Merge adds all values recorded in o to h.

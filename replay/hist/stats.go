@@ -73,8 +73,10 @@ func (s *Stats) AddN(v int64, n uint64) {
 // (latency's durations, a stretch of rows at a time); another value goes
 // through Add.
 func (s *Stats) AddAll(vs []int64) {
+	var slots [Log2Slots]uint64
 	for len(vs) > 0 {
-		vs = vs[s.addMade(vs):]
+		n, _, _, _ := s.addMade(vs, &slots)
+		vs = vs[n:]
 		if len(vs) > 0 {
 			s.Add(vs[0])
 			vs = vs[1:]
@@ -82,16 +84,38 @@ func (s *Stats) AddAll(vs []int64) {
 	}
 }
 
+// AddAllLog2 records each of vs in s, as s.AddAll(vs) would, and in h, as
+// h.AddInt64s(vs) would, in one loop: the two kept the same count, sum,
+// minimum and maximum and read the values twice (latency and requests
+// count their durations and sizes in both; BenchmarkStatsAddAll,
+// durations: 2.83-2.90 ns a value one after the other, 1.83-1.89 in one
+// loop).
+func AddAllLog2(s *Stats, h *Log2, vs []int64) {
+	for len(vs) > 0 {
+		n, lo, hi, sum := s.addMade(vs, &h.slots)
+		if n > 0 {
+			h.summarize(uint64(n), uint64(lo), uint64(hi), sum)
+		}
+		vs = vs[n:]
+		if len(vs) > 0 {
+			s.Add(vs[0])
+			h.Add(uint64(vs[0]))
+			vs = vs[1:]
+		}
+	}
+}
+
 // addMade records vs's values up to the first that is negative or falls in
-// a chunk not yet made, and returns how many it recorded. Its loop calls
-// nothing, so the compiler keeps its sums in registers, where a chunk made
-// in the loop sent them to the stack and back every value
-// (BenchmarkStatsAddAll: 2.6-3.2 ns a value before, 1.9-2.5 after).
-func (s *Stats) addMade(vs []int64) int {
-	var lo, hi int64 = math.MaxInt64, 0
+// a chunk not yet made, and returns how many it recorded, and their
+// minimum, maximum and sum; it counts each in its slot of slots too
+// (Log2Slot). Its loop calls nothing, so the compiler keeps its sums in
+// registers, where a chunk made in the loop sent them to the stack and back
+// every value (BenchmarkStatsAddAll: 2.6-3.2 ns a value before, 1.9-2.5
+// after).
+func (s *Stats) addMade(vs []int64, slots *[Log2Slots]uint64) (n int, lo, hi int64, sum int128) {
+	lo = math.MaxInt64
 	var sumLo, sumHi, c uint64
 	chunks := &s.chunks[0]
-	n := 0
 	for _, v := range vs {
 		if v < 0 {
 			break
@@ -102,13 +126,14 @@ func (s *Stats) addMade(vs []int64) int {
 			break
 		}
 		p[i]++
+		slots[bits.Len64(uint64(v)|1)]++
 		lo, hi = min(lo, v), max(hi, v)
 		sumLo, c = bits.Add64(sumLo, uint64(v), 0)
 		sumHi += c
 		n++
 	}
 	if n == 0 {
-		return 0
+		return 0, 0, 0, int128{}
 	}
 	if s.count == 0 || lo < s.min {
 		s.min = lo
@@ -117,8 +142,9 @@ func (s *Stats) addMade(vs []int64) int {
 		s.max = hi
 	}
 	s.count += uint64(n)
-	s.sum.add(int128{hi: sumHi, lo: sumLo})
-	return n
+	sum = int128{hi: sumHi, lo: sumLo}
+	s.sum.add(sum)
+	return n, lo, hi, sum
 }
 
 // tally counts n occurrences of v in its bucket, the minimum, the

@@ -320,5 +320,53 @@ func BenchmarkStatsAddAll(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(c.vs)), "ns/value")
 		})
+		// With a Log2 histogram of the same values, as latency keeps:
+		// one after the other, and in one loop.
+		for _, both := range []struct {
+			name string
+			add  func(*Stats, *Log2, []int64)
+		}{
+			{"AddAll+AddInt64s", func(s *Stats, h *Log2, vs []int64) { s.AddAll(vs); h.AddInt64s(vs) }},
+			{"AddAllLog2", AddAllLog2},
+		} {
+			b.Run(c.name+"/"+both.name, func(b *testing.B) {
+				var s Stats
+				var h Log2
+				for range b.N {
+					both.add(&s, &h, c.vs)
+				}
+				if s.Count() != h.Count() || s.Count() != uint64(b.N)*uint64(len(c.vs)) {
+					b.Fatalf("counts %d and %d, want %d", s.Count(), h.Count(), b.N*len(c.vs))
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(c.vs)), "ns/value")
+			})
+		}
+	}
+}
+
+// TestAddAllLog2 holds AddAllLog2 to AddAll and AddInt64s on the same
+// values, into empty ones and ones that already hold values.
+func TestAddAllLog2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	all := batchValues(rng)
+	for k, vs := range all {
+		for _, before := range [][]int64{nil, all[(k+5)%len(all)]} {
+			var wantS, gotS Stats
+			var wantH, gotH Log2
+			wantS.AddAll(before)
+			wantH.AddInt64s(before)
+			gotS.AddAll(before)
+			gotH.AddInt64s(before)
+			wantS.AddAll(vs)
+			wantH.AddInt64s(vs)
+			AddAllLog2(&gotS, &gotH, vs)
+			if !reflect.DeepEqual(wantS, gotS) {
+				t.Fatalf("values %d (%d, after %d): stats: count %d sum %v min %d max %d; AddAll: %d %v %d %d",
+					k, len(vs), len(before), gotS.count, gotS.sum, gotS.min, gotS.max, wantS.count, wantS.sum, wantS.min, wantS.max)
+			}
+			if !reflect.DeepEqual(wantH, gotH) {
+				t.Fatalf("values %d (%d, after %d): log2: %+v; AddInt64s: %+v", k, len(vs), len(before), gotH, wantH)
+			}
+		}
 	}
 }

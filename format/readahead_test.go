@@ -2,6 +2,8 @@ package format
 
 import (
 	"path/filepath"
+	"runtime/debug"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -21,7 +23,24 @@ func TestReadAheadPools(t *testing.T) {
 	}
 	defer r.Close()
 	r.Recycle, r.ReadAhead = true, 3
-	owner := map[uintptr]*arrowipc.BufPool{} // a buffer's address: its pool
+	// Each decoder takes the next batch as soon as a token lets it, so
+	// one that always has a core could take them all: batches 1 to 3 wait
+	// for each other where they were decoded, which takes one from each
+	// decoder (batch 0 may be read before the decoders start).
+	var first sync.WaitGroup
+	first.Add(3)
+	r.Work = func(b *Batch) any {
+		if b.Index >= 1 && b.Index <= 3 {
+			first.Done()
+			first.Wait()
+		}
+		return nil
+	}
+	// A buffer's address: its pool. Without a collection during the test,
+	// no buffer a full pool drops is freed and its address taken again by
+	// another pool's new buffer.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	owner := map[uintptr]*arrowipc.BufPool{}
 	pools := map[*arrowipc.BufPool]bool{}
 	reused, rows := 0, 0
 	for r.Next() {

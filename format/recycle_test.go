@@ -127,7 +127,7 @@ func TestRecycleAllocates(t *testing.T) {
 	// (which decoder takes which batch depends on the scheduler). Each
 	// of the ahead decoders fills batches from a pool of its own, and
 	// at most 2*ahead+1 batches are out of the pools at once: those
-	// queued (startAhead's order channel holds 2 × workers) and the one
+	// decoded ahead (startAhead's tokens let 2 × workers be) and the one
 	// Next hands out. A batch out holds at most four 8-byte columns
 	// (time, p.n, the 2-byte probe column in a buffer the pool may hand
 	// out at 4 times its size, the lost values of a batch with loss

@@ -9,13 +9,13 @@ import (
 )
 
 // TimeDecoder reads the frames TimeEncoder writes. Any zstd decoder reads
-// them, and klauspost's does, at about 8 ns a time (a sequence each) on the
-// 2-CPU VM: as much as everything else hist does per event. These frames
-// use a small part of the format (a single segment with its size and
-// checksum, no dictionary, raw or Huffman literals, FSE or RLE code tables
-// of their own in every block), and a loop that knows it decodes a
-// sequence in about half that (bench/README.md, "Reading the time
-// column"). Decode refuses whatever else it meets, and its caller then
+// them, and klauspost's does, at about 8.7 ns a time (a sequence each) on
+// the 2-CPU VM: as much as everything else hist does per event. These
+// frames use a small part of the format (a single segment with its size
+// and checksum, no dictionary, raw or Huffman literals, FSE or RLE code
+// tables of their own in every block), and a loop that knows it decodes a
+// sequence in about 6.2 (BenchmarkTimeDecode; bench/README.md, "Reading
+// the time column"). Decode refuses whatever else it meets, and its caller then
 // decodes the frame with klauspost's decoder, which also says what is
 // wrong with a corrupt one: Decode only ever answers with a frame's exact
 // content, its checksum verified.

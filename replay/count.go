@@ -137,8 +137,8 @@ type keyCounter struct {
 	// By comm, a row is counted by its string view, not its string:
 	// hashing the string per event was half of count --by comm's time.
 	views viewTable
-	runs  []commRun // by probe
-	tally []uint32  // blockProbes's, 4 by probe
+	runs  []commRun                  // by probe
+	tally *[4][maxBlockProbes]uint32 // blockProbes's, by probe
 }
 
 type readKey struct {
@@ -274,26 +274,29 @@ func viewRun(views []byte, lo, hi int) int {
 // row before's (one counter a probe took 1.3 ns a row where two probes
 // alternate), then added to the comm's counter of each probe.
 func (kc *keyCounter) blockProbes(b *format.Batch, lo, hi int) {
-	np := len(kc.want)
-	if len(kc.tally) != 4*np {
-		kc.tally = make([]uint32, 4*np)
+	if kc.tally == nil {
+		kc.tally = new([4][maxBlockProbes]uint32)
 	}
-	t0, t1, t2, t3 := kc.tally[:np], kc.tally[np:2*np], kc.tally[2*np:3*np], kc.tally[3*np:]
+	// Fixed arrays indexed by a mask (a probe index is below
+	// maxBlockProbes here), without a bounds check a row: count --by
+	// comm on the 100M synthesized capture 1.5-2% less CPU.
+	t0, t1, t2, t3 := &kc.tally[0], &kc.tally[1], &kc.tally[2], &kc.tally[3]
+	const m = maxBlockProbes - 1
 	ps := b.Probe[lo:hi]
 	i := 0
 	for ; i+4 <= len(ps); i += 4 {
-		q := ps[i : i+4 : i+4]
-		t0[q[0]]++
-		t1[q[1]]++
-		t2[q[2]]++
-		t3[q[3]]++
+		q := (*[4]uint16)(ps[i:])
+		t0[q[0]&m]++
+		t1[q[1]&m]++
+		t2[q[2]&m]++
+		t3[q[3]&m]++
 	}
 	for _, p := range ps[i:] {
-		t0[p]++
+		t0[p&m]++
 	}
 	views := b.CommViews()
 	vlo, vhi := binary.LittleEndian.Uint64(views[16*lo:]), binary.LittleEndian.Uint64(views[16*lo+8:])
-	for p := range t0 {
+	for p := range kc.want {
 		n := uint64(t0[p]) + uint64(t1[p]) + uint64(t2[p]) + uint64(t3[p])
 		if n == 0 {
 			continue

@@ -21,10 +21,11 @@ import (
 //
 // A decoder takes the next batch itself, once a token says it may: there
 // is one for each batch decoded ahead, and Next gives one back as it takes
-// a batch. A goroutine that handed the batches out in order waited for a
-// core whenever a decoder finished one, and the decoders for it: count
-// --by comm on the 100M synthesized capture spent 0.63 s against 0.60 s
-// when it had a job ready for each decoder (bench/README.md).
+// a batch. A goroutine that handed the batches out in order needed a core
+// whenever a decoder finished one, and the decoders waited for it: count
+// --by comm on the 100M synthesized capture took 0.665 s (median wall)
+// with it, 0.616 without (bench/README.md, "Kept on 2026-12-03, at
+// night").
 type readAhead struct {
 	slots  []chan decoded // batch i's at i % len(slots)
 	tokens chan struct{}

@@ -193,9 +193,11 @@ func TestCountByCommBlocks(t *testing.T) {
 	}
 }
 
-// TestViewRun holds viewRun to a comparison of each view with the first,
-// from every row of views in runs of 1 to 9 rows that differ in one
-// byte of the view's first or second word, up to every end.
+// TestViewRun holds viewRun to a byte comparison of each view with the
+// first, from every row to every end, over views in runs of 1 to 9 rows
+// of one byte in the second word, some with a byte in the first word too
+// (runs of one view end there), and views built to pass a comparison
+// that reads ^ and | left to right.
 func TestViewRun(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
 	const n = 300

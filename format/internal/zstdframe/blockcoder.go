@@ -10,7 +10,7 @@ import (
 
 // blockCoder writes the literals and sequences sections of a compressed
 // block from the literals and sequences an encoder's parse made of it:
-// TimeEncoder's.
+// TimeEncoder's and RunEncoder's.
 type blockCoder struct {
 	lits []byte
 	seqs []sequence

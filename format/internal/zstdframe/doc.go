@@ -16,6 +16,16 @@
 // klauspost's encoder matches at the value's own width and its decoder
 // then copies a byte at a time: about six times slower to read.
 //
+// RunEncoder writes the frames of a column of values that come in runs
+// of one value (a thread's tid, a CPU's number, a field whose null rows
+// hold the value before): a run's first value as literals or as a match
+// of the last run of that value, a match at the value's width up to the
+// run's 16th byte, and one at offset 16 for the rest, which klauspost's
+// decoder copies 16 bytes at a time where it copies a match at an offset
+// under 16 a byte at a time. It takes a buffer whose runs are 8 values
+// long or longer on average, and leaves the others to klauspost's
+// encoder.
+//
 // Why not klauspost's encoder, which writes the other columns, for the
 // times: it searches for matches that the layout already gives. A
 // time differs from the previous one in its low k bytes (k is 2 or 3 at
@@ -48,7 +58,8 @@
 // of it.
 //
 // Every frame is checked by decoding: TestRoundTrip, FuzzRoundTrip,
-// TestRepeat and FuzzRepeat with klauspost's decoder, and cmd/bpftape's
-// TestPolarsReadsCapture with nodejs-polars, whose sum of a capture's
-// times must equal bpftape's.
+// TestRepeat, FuzzRepeat, TestRuns and FuzzRuns with klauspost's decoder,
+// and cmd/bpftape's TestPolarsReadsCapture and TestPolarsReadsRuns with
+// nodejs-polars, whose sums of a capture's times and of its columns in
+// runs must equal bpftape's.
 package zstdframe

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bpftape/bpftape/format"
+	"github.com/bpftape/bpftape/format/formattest"
 	"github.com/bpftape/bpftape/replay"
 	"github.com/bpftape/bpftape/replay/replaytest"
 )
@@ -100,3 +101,65 @@ func timeSum(t *testing.T, path string) string {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestPolarsReadsRuns opens with nodejs-polars a capture of the seed-like
+// stream, whose tid, cpu and field columns come in runs of one value and
+// are written by bpftape's own run encoder (format/internal/zstdframe),
+// and checks that polars sums each column, every row's value, to what
+// bpftape reads.
+func TestPolarsReadsRuns(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: cannot run the nodejs-polars reader")
+	}
+	interop := filepath.Join("..", "..", "testdata", "interop")
+	skipShortWithoutReaders(t, interop)
+	if out, err := exec.Command("sh", filepath.Join(interop, "install.sh")).CombinedOutput(); err != nil {
+		t.Fatalf("install nodejs-polars: %v\n%s", err, out)
+	}
+	path := filepath.Join(t.TempDir(), "runs.arrow")
+	if err := formattest.WriteFile(path, 200_000, nil, format.WriterOptions{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	cols := []string{"cpu", "pid", "tid", format.ColumnName("rx", "arg2")}
+	args := []string{filepath.Join(interop, "read.js"), path}
+	for _, c := range cols {
+		args = append(args, "--sum="+c)
+	}
+	out, err := exec.Command(node, args...).Output()
+	if err != nil {
+		t.Fatalf("read.js: %v", err)
+	}
+	var got struct {
+		Sums map[string]string `json:"sums"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("read.js output %q: %v", out, err)
+	}
+	r, err := format.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	want := map[string]uint64{}
+	arg2 := r.Column(cols[3])
+	for r.Next() {
+		b := r.Batch()
+		for i := range b.Len {
+			want["cpu"] += uint64(b.CPU[i])
+			want["pid"] += uint64(b.PID[i])
+			want["tid"] += uint64(b.TID[i])
+			if c := b.Col(arg2); c.Valid(i) {
+				want[cols[3]] += uint64(c.Int(i))
+			}
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cols {
+		if w := strconv.FormatUint(want[c], 10); got.Sums[c] != w {
+			t.Errorf("sum of %s: polars %s, bpftape %s", c, got.Sums[c], w)
+		}
+	}
+}

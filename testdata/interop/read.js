@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Independent-reader interop check for bpftape capture files.
 //
-// Usage: node read.js FILE.arrow [FIELD] [--values=PROBE.FIELD...]
+// Usage: node read.js FILE.arrow [FIELD] [--values=PROBE.FIELD...] [--sum=COLUMN...]
 //
 // Reads an Arrow IPC *file* (any body compression nodejs-polars supports)
 // with nodejs-polars and prints one JSON object on stdout:
@@ -28,6 +28,11 @@
 // With --values=PROBE.FIELD (repeatable), "values" maps each such column to
 // its values as strings, in file order, on PROBE's events: the query a user
 // writes, df.filter(pl.col("probe") == PROBE).select("PROBE.FIELD").
+//
+// With --sum=COLUMN (repeatable), "sums" maps each such integer column to
+// the sum of its non-null values over every row, as a u64 that wraps, in
+// decimal, as time_sum: a check that polars decodes the frames bpftape's
+// own encoders write for columns in runs (tid, cpu) to the same values.
 //
 // Errors go to stderr with a non-zero exit status (2 for usage errors).
 "use strict";
@@ -116,9 +121,10 @@ function log2SlotExpr(name, variant) {
 
 function main(argv) {
   const valueCols = argv.filter((a) => a.startsWith("--values=")).map((a) => a.slice("--values=".length));
-  argv = argv.filter((a) => !a.startsWith("--values="));
+  const sumCols = argv.filter((a) => a.startsWith("--sum=")).map((a) => a.slice("--sum=".length));
+  argv = argv.filter((a) => !a.startsWith("--values=") && !a.startsWith("--sum="));
   if (argv.length < 1 || argv.length > 2 || argv[0] === "-h" || argv[0] === "--help") {
-    fail("usage: node read.js FILE.arrow [FIELD] [--values=PROBE.FIELD...]", 2);
+    fail("usage: node read.js FILE.arrow [FIELD] [--values=PROBE.FIELD...] [--sum=COLUMN...]", 2);
   }
   const [file, field] = argv;
 
@@ -189,7 +195,14 @@ function main(argv) {
     ? df.select(pl.col("time").cast(pl.UInt64).sum().cast(pl.String)).getColumn("time").toArray()[0]
     : undefined;
 
-  const out = { rows: df.height, columns, dtypes, per_probe, hist, lost, values, time_sum };
+  const sums = {};
+  for (const c of sumCols) {
+    if (!columns.includes(c)) throw new Error(`${file}: no column ${JSON.stringify(c)}`);
+    if (!INT_TYPES.has(schema[c].variant)) throw new Error(`column ${JSON.stringify(c)} has dtype ${dtypes[c]}, want an integer type`);
+    sums[c] = df.select(pl.col(c).cast(pl.UInt64).sum().cast(pl.String)).getColumn(c).toArray()[0];
+  }
+
+  const out = { rows: df.height, columns, dtypes, per_probe, hist, lost, values, time_sum, sums };
   process.stdout.write(`${JSON.stringify(out)}\n`);
 }
 

@@ -1019,8 +1019,17 @@ func (p *pqWriter) addSpan(b *format.Batch, lo, hi int) error {
 			case pqTID:
 				c.i32 = appendInt32s(c.i32, b.TID[lo:j])
 			case pqComm:
-				for i := lo; i < j; i++ {
+				// Run by run of one view: a row's comm compared
+				// with the last was a seventh of the export's CPU
+				// on the synthesized capture.
+				for i := lo; i < j; {
+					e := b.CommRun(i, j)
 					size += c.comm(b.Comm(i))
+					c.idx = slices.Grow(c.idx, e-i-1)
+					for range e - i - 1 {
+						c.idx = append(c.idx, c.lastIdx)
+					}
+					i = e
 				}
 			case pqProbe:
 				for _, id := range b.Probe[lo:j] {

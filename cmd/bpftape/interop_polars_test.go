@@ -21,20 +21,8 @@ import (
 // and the sum of its times (the time column's zstd frames come from
 // bpftape's own encoder, format/internal/zstdframe) equal bpftape's.
 func TestPolarsReadsCapture(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: cannot run the nodejs-polars reader")
-	}
-	interop := filepath.Join("..", "..", "testdata", "interop")
-	skipShortWithoutReaders(t, interop)
-	if out, err := exec.Command("sh", filepath.Join(interop, "install.sh")).CombinedOutput(); err != nil {
-		t.Fatalf("install nodejs-polars: %v\n%s", err, out)
-	}
 	path := filepath.Join(seedCaptures(t), replaytest.USDTFile)
-	out, err := exec.Command(node, filepath.Join(interop, "read.js"), path, "rx_end.arg1").Output()
-	if err != nil {
-		t.Fatalf("read.js: %v", err)
-	}
+	out := readJS(t, path, "rx_end.arg1")
 	var got struct {
 		Rows     uint64                       `json:"rows"`
 		PerProbe map[string]uint64            `json:"per_probe"`
@@ -77,6 +65,26 @@ func TestPolarsReadsCapture(t *testing.T) {
 	}
 }
 
+// readJS runs testdata/interop/read.js with args under node, nodejs-polars
+// installed, and returns what it printed; it skips the test without node.
+func readJS(t *testing.T, args ...string) []byte {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: cannot run the nodejs-polars reader")
+	}
+	interop := filepath.Join("..", "..", "testdata", "interop")
+	skipShortWithoutReaders(t, interop)
+	if out, err := exec.Command("sh", filepath.Join(interop, "install.sh")).CombinedOutput(); err != nil {
+		t.Fatalf("install nodejs-polars: %v\n%s", err, out)
+	}
+	out, err := exec.Command(node, append([]string{filepath.Join(interop, "read.js")}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("read.js: %v", err)
+	}
+	return out
+}
+
 // timeSum is the sum of the capture's times, every row's, as a u64 that
 // wraps, in decimal.
 func timeSum(t *testing.T, path string) string {
@@ -108,28 +116,16 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // and checks that polars sums each column, every row's value, to what
 // bpftape reads.
 func TestPolarsReadsRuns(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: cannot run the nodejs-polars reader")
-	}
-	interop := filepath.Join("..", "..", "testdata", "interop")
-	skipShortWithoutReaders(t, interop)
-	if out, err := exec.Command("sh", filepath.Join(interop, "install.sh")).CombinedOutput(); err != nil {
-		t.Fatalf("install nodejs-polars: %v\n%s", err, out)
-	}
 	path := filepath.Join(t.TempDir(), "runs.arrow")
 	if err := formattest.WriteFile(path, 200_000, nil, format.WriterOptions{}, 0); err != nil {
 		t.Fatal(err)
 	}
 	cols := []string{"cpu", "pid", "tid", format.ColumnName("rx", "arg2")}
-	args := []string{filepath.Join(interop, "read.js"), path}
+	args := []string{path}
 	for _, c := range cols {
 		args = append(args, "--sum="+c)
 	}
-	out, err := exec.Command(node, args...).Output()
-	if err != nil {
-		t.Fatalf("read.js: %v", err)
-	}
+	out := readJS(t, args...)
 	var got struct {
 		Sums map[string]string `json:"sums"`
 	}

@@ -27,11 +27,7 @@ func repeated(pattern []byte, n int) []byte {
 // refuses.
 func TestRepeat(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := readerDecoder(t)
 	sizes := []int{minRepeat, minRepeat + 1, 1000, 32 << 10 * 4, blockMax - 1, blockMax, blockMax + 1, blockMax + 2,
 		blockMax + 3, blockMax + RepeatPeriod, 2*blockMax + 1, 3*blockMax + 2, 32573 * 8}
 	prefix := []byte("prefix")
@@ -119,16 +115,10 @@ func FuzzRepeat(f *testing.F) {
 // column pays a batch.
 func BenchmarkDecodeRepeat(b *testing.B) {
 	src := repeated([]byte{0x26, 0x1e, 0, 0}, 32<<10*4)
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		b.Fatal(err)
-	}
+	enc := writerEncoder(b)
 	theirs := enc.EncodeAll(src, nil)
 	ours, _ := AppendRepeat(nil, src)
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true))
-	if err != nil {
-		b.Fatal(err)
-	}
+	d := readerDecoder(b)
 	dst := make([]byte, 0, len(src)+16)
 	for _, c := range []struct {
 		name  string

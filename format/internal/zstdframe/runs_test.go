@@ -39,15 +39,8 @@ func inRuns(r *rand.Rand, w, n, maxRun int) []byte {
 // klauspost's), and the buffers it refuses.
 func TestRuns(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := readerDecoder(t)
+	enc := writerEncoder(t)
 	var e RunEncoder
 	prefix := []byte("prefix")
 	for _, w := range []int{1, 2, 4, 8} {
@@ -172,14 +165,8 @@ func FuzzRuns(f *testing.F) {
 // column pays a batch.
 func BenchmarkDecodeRuns(b *testing.B) {
 	r := rand.New(rand.NewSource(1))
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecodeAllCapLimit(true))
-	if err != nil {
-		b.Fatal(err)
-	}
+	enc := writerEncoder(b)
+	d := readerDecoder(b)
 	for _, col := range []struct {
 		name   string
 		w, run int
@@ -210,10 +197,7 @@ func BenchmarkDecodeRuns(b *testing.B) {
 func BenchmarkEncodeRuns(b *testing.B) {
 	r := rand.New(rand.NewSource(1))
 	src := inRuns(r, 4, 32<<10, 64)
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		b.Fatal(err)
-	}
+	enc := writerEncoder(b)
 	var e RunEncoder
 	dst := make([]byte, 0, len(src))
 	b.Run("klauspost", func(b *testing.B) {
